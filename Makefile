@@ -1,0 +1,41 @@
+# The README's two commands: `make demo` and `make test`. Both create .venv on first use.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+# jsii (aws-cdk-lib) warns on Node versions it has not been tested with; the warning is noise here.
+export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
+export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
+
+.PHONY: venv demo test test-fast synth bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+## Run the whole pipeline end to end on the embedded local stack (no AWS, no network).
+demo: $(STAMP)
+	$(BIN)/p4review demo
+
+## Run the full test suite (what CI runs).
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+## Unit tests only: seconds, no servers.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest tests/unit -q
+
+## Synthesize the CDK app with the pinned v2 CLI (aws-cdk@^2; the 3.x CLI cannot read aws-cdk-lib 2.x output).
+synth: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" npx --yes aws-cdk@^2 synth --quiet
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks
+
+clean:
+	rm -rf $(VENV) .local cdk.out build .pytest_cache .hypothesis

@@ -1,0 +1,18 @@
+"""fetch: SQS -> read the changelist through p4 -> change artifact -> review queue."""
+
+from p4review.config import get_settings
+from p4review.dal.factory import get_data_access
+from p4review.observability import logger, metrics
+from p4review.runtime.sqs_batch import handle_stage_batch
+from p4review.stages.fetch import FetchWork
+
+
+def _work() -> FetchWork:
+    dal = get_data_access()
+    return FetchWork(get_settings(), dal.artifacts, dal.secrets)
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+def lambda_handler(event, context):
+    return handle_stage_batch(event, context, _work)

@@ -1,0 +1,18 @@
+"""notify: SQS -> email the owner through the outbox -> job succeeded."""
+
+from p4review.config import get_settings
+from p4review.dal.factory import get_data_access
+from p4review.observability import logger, metrics
+from p4review.runtime.sqs_batch import handle_stage_batch
+from p4review.stages.notify import NotifyWork
+
+
+def _work() -> NotifyWork:
+    dal = get_data_access()
+    return NotifyWork(get_settings(), dal.artifacts, dal.outbox, dal.secrets)
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+def lambda_handler(event, context):
+    return handle_stage_batch(event, context, _work)

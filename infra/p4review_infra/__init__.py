@@ -1,0 +1,1 @@
+"""CDK infrastructure for p4review (one stack per environment)."""

@@ -1,0 +1,58 @@
+"""Builds the CDK app: one P4ReviewStack per environment, checked by cdk-nag's AwsSolutions pack.
+
+`infra/app.py` (the `cdk.json` entry) and the tests both call `create_app`, so what the tests
+synthesize is what `cdk synth` / `cdk deploy` produce."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import App, Environment, Tags, Validations
+from cdk_nag import AwsSolutionsChecks
+
+from p4review_infra.paths import CDK_JSON
+from p4review_infra.stack import P4ReviewStack
+
+DEFAULT_ENVIRONMENT = "dev"
+# Used in resource and bucket names: lowercase, starts with a letter, short.
+_ENV_NAME = re.compile(r"^[a-z][a-z0-9-]{0,15}$")
+
+
+def cdk_json_context(path: Path = CDK_JSON) -> dict[str, Any]:
+    """cdk.json's context (feature flags, default environment). The CLI passes it itself; a plain
+    `python infra/app.py` or a test does not, so it is the App's default context (CLI values win)."""
+    try:
+        return dict(json.loads(path.read_text()).get("context", {}))
+    except FileNotFoundError:
+        return {}
+
+
+def stack_name(environment: str) -> str:
+    return f"p4review-{environment}"
+
+
+def create_app(context: dict[str, Any] | None = None, outdir: str | None = None) -> tuple[App, P4ReviewStack]:
+    app = App(context={**cdk_json_context(), **(context or {})}, outdir=outdir)
+    environment = str(app.node.try_get_context("environment") or DEFAULT_ENVIRONMENT)
+    if not _ENV_NAME.match(environment):
+        raise ValueError(f"environment {environment!r} must match {_ENV_NAME.pattern}")
+
+    account, region = os.environ.get("CDK_DEFAULT_ACCOUNT"), os.environ.get("CDK_DEFAULT_REGION")
+    stack = P4ReviewStack(
+        app,
+        stack_name(environment),
+        environment=environment,
+        p4_layer_arn=app.node.try_get_context("p4LayerArn"),
+        log_level=str(app.node.try_get_context("logLevel") or "INFO"),
+        env=Environment(account=account, region=region) if account and region else None,
+        description=f"p4review ({environment}): automated code review for Perforce changelists",
+    )
+    Tags.of(app).add("project", "p4review")
+    Tags.of(app).add("environment", environment)
+
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    return app, stack

@@ -1,0 +1,1 @@
+"""Small constructs, one job each: storage, secrets, stage queues, functions, API."""

@@ -1,0 +1,143 @@
+"""One p4review Lambda function: its own role, its explicit log group, and the `uses_*` helpers
+that add an environment variable and the matching least-privilege grant together, so a
+function's environment and its IAM policy cannot disagree."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+from p4review.resources import physical_name
+
+from p4review_infra.constructs.secrets import ProvisionedSecret
+from p4review_infra.constructs.stage_queue import StageQueue
+from p4review_infra.constructs.storage import ArtifactBucket, ProvisionedTable
+from p4review_infra.layer import ARCHITECTURE, RUNTIME
+from p4review_infra.nag import acknowledge, arn_finding
+from p4review_infra.paths import FUNCTIONS_DIR
+
+HANDLER = "handler.lambda_handler"
+LOG_RETENTION = logs.RetentionDays.ONE_MONTH
+POWERTOOLS_SERVICE_NAME = "p4review"
+POWERTOOLS_METRICS_NAMESPACE = "P4Review"
+
+
+class P4ReviewFunction(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        environment: str,
+        name: str,
+        timeout_seconds: int,
+        memory_mb: int,
+        layers: list[lambda_.ILayerVersion],
+        log_level: str,
+        removal_policy: RemovalPolicy,
+        description: str,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.name = name
+        function_name = physical_name(environment, name)
+
+        self.log_group = logs.LogGroup(
+            self,
+            "Logs",
+            log_group_name=f"/aws/lambda/{function_name}",
+            retention=LOG_RETENTION,
+            removal_policy=removal_policy,
+        )
+        # Own role, no AWS managed policies: logging is granted on this function's log group only.
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"p4review {environment} {name} function",
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[self.log_group.log_group_arn],
+            )
+        )
+
+        self.function = lambda_.Function(
+            self,
+            "Function",
+            function_name=function_name,
+            description=description,
+            runtime=RUNTIME,
+            architecture=ARCHITECTURE,
+            handler=HANDLER,
+            code=lambda_.Code.from_asset(str(FUNCTIONS_DIR / name), exclude=["__pycache__", "*.pyc"]),
+            timeout=Duration.seconds(timeout_seconds),
+            memory_size=memory_mb,
+            role=self.role,
+            layers=layers,
+            log_group=self.log_group,
+            tracing=lambda_.Tracing.ACTIVE,
+            environment={
+                "P4REVIEW_ENV": environment,
+                "POWERTOOLS_SERVICE_NAME": POWERTOOLS_SERVICE_NAME,
+                "POWERTOOLS_METRICS_NAMESPACE": POWERTOOLS_METRICS_NAMESPACE,
+                "LOG_LEVEL": log_level,
+            },
+        )
+
+        acknowledge(
+            self.role,
+            "AwsSolutions-IAM5",
+            "X-Ray tracing: xray:PutTraceSegments and xray:PutTelemetryRecords do not support "
+            "resource-level permissions, so the statement CDK adds for active tracing uses Resource '*'.",
+            findings=["Resource::*"],
+        )
+        acknowledge(
+            self.function,
+            "AwsSolutions-L1",
+            f"Pinned to {RUNTIME.name}: the deps layer is built for that exact CPython ABI "
+            "(pip --python-version in layer.py); the runtime and the layer move together in one change.",
+        )
+
+    # -- environment + grants -------------------------------------------------------------------
+
+    def set_env(self, name: str, value: str) -> None:
+        self.function.add_environment(name, value)
+
+    def uses_table(self, provisioned: ProvisionedTable, *, write: bool) -> None:
+        self.set_env(provisioned.spec.env_var, provisioned.table.table_name)
+        if write:
+            provisioned.table.grant_read_write_data(self.function)
+        else:
+            provisioned.table.grant_read_data(self.function)
+
+    def sends_to(self, stage: StageQueue) -> None:
+        self.set_env(stage.spec.env_var, stage.queue.queue_url)
+        stage.queue.grant_send_messages(self.function)
+
+    def reads_secret(self, provisioned: ProvisionedSecret) -> None:
+        self.set_env(provisioned.spec.env_var, provisioned.secret.secret_arn)
+        provisioned.secret.grant_read(self.function)
+
+    def uses_bucket(
+        self, artifacts: ArtifactBucket, *, read: tuple[str, ...] = (), write: tuple[str, ...] = ()
+    ) -> None:
+        self.set_env(artifacts.spec.env_var, artifacts.bucket_name)
+        findings = []
+        for prefix in read:
+            artifacts.grant_read_prefix(self.function, prefix)
+        for prefix in dict.fromkeys((*read, *write)):
+            findings.append(arn_finding(self, artifacts.bucket.node.default_child, f"/{prefix}*"))
+        for prefix in write:
+            artifacts.grant_write_prefix(self.function, prefix)
+        acknowledge(
+            self.role,
+            "AwsSolutions-IAM5",
+            "S3 object permissions are scoped to this function's key prefixes of the artifact bucket "
+            f"({', '.join(p + '*' for p in dict.fromkeys((*read, *write)))}); object keys are job ids, "
+            "unknown until run time, so the prefix wildcard is the narrowest possible resource.",
+            findings=findings,
+        )
+

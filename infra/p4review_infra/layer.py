@@ -1,0 +1,160 @@
+"""The two Lambda layers every function uses.
+
+* core: the `p4review` package (layers/p4review), staged at synth time into
+  build/layer-core/python/p4review so the layer zip has the `python/` prefix Lambda expects.
+  The `local` (moto-backed embedded stack) and `cli` (operator CLI) subpackages are left out.
+* deps: third-party runtime dependencies from layers/requirements.txt, installed for
+  manylinux2014_aarch64 / CPython 3.12 by pip on the synth host (local bundling), with
+  the Lambda Python bundling image as the Docker fallback.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsii
+from aws_cdk import AssetHashType, BundlingOptions, DockerImage, ILocalBundling, RemovalPolicy
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+from p4review_infra.paths import BUILD_DIR, LAYERS_DIR
+
+PYTHON_VERSION = "3.12"
+RUNTIME = lambda_.Runtime.PYTHON_3_12
+ARCHITECTURE = lambda_.Architecture.ARM_64
+PIP_PLATFORM = "manylinux2014_aarch64"
+
+CORE_PACKAGE = "p4review"
+# Subpackages that never run inside Lambda (moto is not shipped; the CLI is an operator tool).
+CORE_EXCLUDED_SUBPACKAGES = ("local", "cli")
+REQUIREMENTS_FILE = LAYERS_DIR / "requirements.txt"
+# Pulled in transitively (aws-xray-sdk -> botocore) but provided by the Lambda runtime: a second
+# botocore in /opt/python would shadow the runtime's and mismatch its boto3, so they are pruned.
+RUNTIME_PROVIDED = ("boto3", "botocore", "s3transfer", "urllib3", "dateutil", "python_dateutil", "six", "jmespath")
+# Import names, `<name>.py` modules, `<name>-<version>.dist-info`, and pip's console scripts.
+PRUNE_GLOBS = (*RUNTIME_PROVIDED, *(f"{n}.py" for n in RUNTIME_PROVIDED), *(f"{n}-*.dist-info" for n in RUNTIME_PROVIDED), "bin")
+
+
+def pip_install_args(requirements: Path, target: str) -> list[str]:
+    """The one pip command both bundlers run: binary wheels for the Lambda platform only."""
+    return [
+        "install",
+        "--requirement", str(requirements),
+        "--target", target,
+        "--platform", PIP_PLATFORM,
+        "--implementation", "cp",
+        "--python-version", PYTHON_VERSION,
+        "--only-binary=:all:",
+        "--no-compile",
+        "--disable-pip-version-check",
+        "--no-cache-dir",
+        "--quiet",
+    ]
+
+
+def prune_runtime_provided(site_dir: Path) -> None:
+    for pattern in PRUNE_GLOBS:
+        for path in site_dir.glob(pattern):
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+
+
+def stage_core_layer(build_dir: Path = BUILD_DIR) -> Path:
+    """Copy layers/p4review into <build_dir>/layer-core/python/p4review and return the layer root."""
+    root = build_dir / "layer-core"
+    target = root / "python" / CORE_PACKAGE
+    if root.exists():
+        shutil.rmtree(root)
+    source = LAYERS_DIR / CORE_PACKAGE
+
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        ignored = {n for n in names if n == "__pycache__" or n.endswith((".pyc", ".pyo"))}
+        if Path(directory).resolve() == source.resolve():
+            ignored.update(n for n in names if n in CORE_EXCLUDED_SUBPACKAGES)
+        return ignored
+
+    shutil.copytree(source, target, ignore=ignore)
+    return root
+
+
+@jsii.implements(ILocalBundling)
+class PipLocalBundling:
+    """Runs pip on the synth host; returns False (so CDK falls back to Docker) if pip fails."""
+
+    def __init__(self, requirements: Path) -> None:
+        self._requirements = requirements
+
+    # Keyword-only parameters make jsii expand the BundlingOptions struct into keywords.
+    def try_bundle(self, output_dir: str, *, image: DockerImage | None = None, **_: object) -> bool:
+        target = Path(output_dir) / "python"
+        target.mkdir(parents=True, exist_ok=True)
+        command = [sys.executable, "-m", "pip", *pip_install_args(self._requirements, str(target))]
+        try:
+            subprocess.run(command, check=True)  # noqa: S603 - fixed argument list, no shell
+        except (OSError, subprocess.CalledProcessError) as exc:
+            print(f"p4review deps layer: local pip bundling failed ({exc}); falling back to Docker", file=sys.stderr)
+            return False
+        prune_runtime_provided(target)
+        return True
+
+
+def requirements_hash(requirements: Path = REQUIREMENTS_FILE) -> str:
+    """The deps layer changes only when the requirements or the target platform change."""
+    digest = hashlib.sha256()
+    digest.update(requirements.read_bytes())
+    digest.update(f"{PIP_PLATFORM}|cp{PYTHON_VERSION}|{PRUNE_GLOBS}".encode())
+    return digest.hexdigest()
+
+
+class P4ReviewLayers(Construct):
+    """`core` (the p4review package) and `deps` (pip requirements) layer versions."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, environment: str, removal_policy: RemovalPolicy) -> None:
+        super().__init__(scope, construct_id)
+
+        self.core = lambda_.LayerVersion(
+            self,
+            "Core",
+            layer_version_name=f"p4review-{environment}-core",
+            description="p4review shared package (models, adapters, logic, resources)",
+            code=lambda_.Code.from_asset(str(stage_core_layer())),
+            compatible_runtimes=[RUNTIME],
+            compatible_architectures=[ARCHITECTURE],
+            removal_policy=removal_policy,
+        )
+
+        container_target = "/asset-output/python"
+        docker_command = " && ".join(
+            [
+                " ".join(["pip", *pip_install_args(Path("/asset-input/requirements.txt"), container_target)]),
+                f"cd {container_target}",
+                "rm -rf " + " ".join(PRUNE_GLOBS),
+            ]
+        )
+        self.deps = lambda_.LayerVersion(
+            self,
+            "Deps",
+            layer_version_name=f"p4review-{environment}-deps",
+            description="p4review third-party dependencies (layers/requirements.txt)",
+            code=lambda_.Code.from_asset(
+                str(LAYERS_DIR),
+                # Only requirements.txt is the bundling input; the package itself is the core layer.
+                exclude=["*", "!requirements.txt"],
+                asset_hash_type=AssetHashType.CUSTOM,
+                asset_hash=requirements_hash(),
+                bundling=BundlingOptions(
+                    image=RUNTIME.bundling_image,
+                    command=["bash", "-c", docker_command],
+                    local=PipLocalBundling(REQUIREMENTS_FILE),
+                ),
+            ),
+            compatible_runtimes=[RUNTIME],
+            compatible_architectures=[ARCHITECTURE],
+            removal_policy=removal_policy,
+        )

@@ -1,0 +1,141 @@
+"""P4ReviewStack: one environment of the service.
+
+    trigger -> API Gateway -> ingest -> SQS fetch -> fetch -> SQS review -> review -> SQS notify -> notify
+
+Every table, queue, bucket and secret comes from `p4review.resources` (the same definitions the
+local stack uses), and each function gets exactly the environment variables and grants it needs."""
+
+from __future__ import annotations
+
+from aws_cdk import CfnOutput, RemovalPolicy, Stack
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as sources
+from constructs import Construct
+from p4review import resources as r
+
+from p4review_infra.constructs.api import ReviewApi
+from p4review_infra.constructs.function import P4ReviewFunction
+from p4review_infra.constructs.secrets import Secrets
+from p4review_infra.constructs.stage_queue import StageQueue
+from p4review_infra.constructs.storage import ArtifactBucket, Tables
+from p4review_infra.layer import P4ReviewLayers
+
+INGEST_TIMEOUT_SECONDS = 10
+P4_EXECUTABLE = "/opt/bin/p4"
+CHANGES_PREFIX = "changes/"
+RESULTS_PREFIX = "results/"
+# Lambda's floor for an SQS event source's maximum concurrency.
+MIN_EVENT_SOURCE_CONCURRENCY = 2
+
+MEMORY_MB = {"ingest": 256, "fetch": 512, "review": 512, "notify": 256}
+
+
+def is_protected(environment: str) -> bool:
+    """Everything but dev keeps its data: deletion protection and RETAIN removal policies."""
+    return environment != "dev"
+
+
+class P4ReviewStack(Stack):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        environment: str,
+        p4_layer_arn: str | None = None,
+        log_level: str = "INFO",
+        **kwargs,
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        self.environment_name = environment
+        protect = is_protected(environment)
+        removal = RemovalPolicy.RETAIN if protect else RemovalPolicy.DESTROY
+
+        # -- state ------------------------------------------------------------------------------
+        self.tables = Tables(self, "Tables", environment=environment, specs=r.TABLES, protect=protect)
+        (bucket_spec,) = r.BUCKETS
+        self.artifacts = ArtifactBucket(self, "Artifacts", environment=environment, spec=bucket_spec, protect=protect)
+        self.secrets = Secrets(self, "Secrets", environment=environment, specs=r.SECRETS, removal_policy=removal)
+        self.queues = {
+            spec.key: StageQueue(self, f"{spec.key.capitalize()}Stage", environment=environment, spec=spec)
+            for spec in r.QUEUES
+        }
+
+        # -- code -------------------------------------------------------------------------------
+        self.layers = P4ReviewLayers(self, "Layers", environment=environment, removal_policy=removal)
+        base_layers: list[lambda_.ILayerVersion] = [self.layers.deps, self.layers.core]
+        p4_layers = list(base_layers)
+        if p4_layer_arn:
+            # The Perforce CLI (`p4`, arm64) ships in its own layer at /opt/bin/p4 (docs/infra.md).
+            p4_layers.append(lambda_.LayerVersion.from_layer_version_arn(self, "P4CliLayer", p4_layer_arn))
+
+        def function(name: str, timeout: int, layers: list[lambda_.ILayerVersion], description: str) -> P4ReviewFunction:
+            return P4ReviewFunction(
+                self,
+                name.capitalize(),
+                environment=environment,
+                name=name,
+                timeout_seconds=timeout,
+                memory_mb=MEMORY_MB[name],
+                layers=layers,
+                log_level=log_level,
+                removal_policy=removal,
+                description=description,
+            )
+
+        fetch_q, review_q, notify_q = (self.queues[spec.key] for spec in (r.FETCH_QUEUE, r.REVIEW_QUEUE, r.NOTIFY_QUEUE))
+        jobs, outbox = self.tables[r.JOBS_TABLE.key], self.tables[r.OUTBOX_TABLE.key]
+
+        ingest = function("ingest", INGEST_TIMEOUT_SECONDS, base_layers, "Verify a signed trigger request, create the job, enqueue fetch")
+        ingest.uses_table(jobs, write=True)
+        ingest.uses_table(outbox, write=False)  # GET /v1/reviews/{job_id} reports deliveries
+        ingest.sends_to(fetch_q)
+        ingest.reads_secret(self.secrets[r.SIGNING_SECRET.key])
+
+        fetch = function("fetch", r.FETCH_QUEUE.function_timeout_seconds, p4_layers, "Snapshot the changelist from Perforce into S3")
+        fetch.uses_table(jobs, write=True)
+        fetch.uses_bucket(self.artifacts, read=(CHANGES_PREFIX,), write=(CHANGES_PREFIX,))
+        fetch.sends_to(review_q)
+        fetch.reads_secret(self.secrets[r.P4_SECRET.key])
+        fetch.set_env("P4REVIEW_P4_EXECUTABLE", P4_EXECUTABLE)
+
+        review = function("review", r.REVIEW_QUEUE.function_timeout_seconds, base_layers, "Review the snapshot and store the result")
+        review.uses_table(jobs, write=True)
+        review.uses_bucket(self.artifacts, read=(CHANGES_PREFIX,), write=(RESULTS_PREFIX,))
+        review.sends_to(notify_q)
+        review.reads_secret(self.secrets[r.LLM_SECRET.key])
+
+        notify = function("notify", r.NOTIFY_QUEUE.function_timeout_seconds, p4_layers, "Email the review to the changelist owner")
+        notify.uses_table(jobs, write=True)
+        notify.uses_table(outbox, write=True)
+        notify.uses_bucket(self.artifacts, read=(CHANGES_PREFIX, RESULTS_PREFIX))
+        notify.reads_secret(self.secrets[r.SMTP_SECRET.key])
+        notify.reads_secret(self.secrets[r.P4_SECRET.key])  # `p4 user -o` for the owner's email
+        notify.set_env("P4REVIEW_P4_EXECUTABLE", P4_EXECUTABLE)
+
+        self.functions = {f.name: f for f in (ingest, fetch, review, notify)}
+
+        # -- wiring: each stage queue drives its function -----------------------------------------
+        for stage_fn, stage in ((fetch, fetch_q), (review, review_q), (notify, notify_q)):
+            stage_fn.function.add_event_source(
+                sources.SqsEventSource(
+                    stage.queue,
+                    batch_size=stage.spec.batch_size,
+                    report_batch_item_failures=True,
+                    max_concurrency=max(stage.spec.max_concurrency, MIN_EVENT_SOURCE_CONCURRENCY),
+                )
+            )
+
+        self.api = ReviewApi(self, "Api", environment=environment, handler=ingest.function, removal_policy=removal)
+
+        # -- outputs ---------------------------------------------------------------------------
+        CfnOutput(self, "ApiUrl", value=self.api.api.url, description="API Gateway stage URL")
+        CfnOutput(self, "ReviewsEndpoint", value=self.api.reviews_url, description="Trigger endpoint: POST here")
+        for key, provisioned in self.tables.by_key.items():
+            CfnOutput(self, f"{key.capitalize()}TableName", value=provisioned.table.table_name)
+        for key, stage in self.queues.items():
+            CfnOutput(self, f"{key.capitalize()}QueueUrl", value=stage.queue.queue_url)
+            CfnOutput(self, f"{key.capitalize()}DlqUrl", value=stage.dlq.queue_url)
+        CfnOutput(self, "ArtifactBucketName", value=self.artifacts.bucket_name)
+        for key, provisioned in self.secrets.by_key.items():
+            CfnOutput(self, f"{provisioned.secret.node.id}SecretArn", value=provisioned.secret.secret_arn)

@@ -1,0 +1,1 @@
+"""p4review: automated code review for Perforce changelists."""

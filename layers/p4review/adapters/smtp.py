@@ -1,0 +1,103 @@
+"""SMTP delivery with structured results (never an exception for an expected failure).
+
+smtplib's sendmail() discards the final DATA reply, which carries the server's queue id;
+this sender speaks MAIL/RCPT/DATA itself to keep it as the provider message id."""
+
+from __future__ import annotations
+
+import re
+import smtplib
+import socket
+import ssl
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from p4review.models.outbox import SendOutcome, SendResult
+
+_QUEUE_ID = re.compile(rb"queued as ([A-Za-z0-9._\-]+)", re.IGNORECASE)
+
+
+class TlsMode(StrEnum):
+    NONE = "none"  # loopback only (the embedded local stack)
+    STARTTLS = "starttls"
+    TLS = "tls"
+
+
+class SmtpSettings(BaseModel):
+    """The SMTP secret's JSON document."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    host: str
+    port: int = Field(default=587, ge=1, le=65535)
+    tls_mode: TlsMode = TlsMode.STARTTLS
+    username: str | None = None
+    password: SecretStr | None = None
+    from_address: str
+    timeout_seconds: float = 20.0
+
+
+class SmtpSender:
+    def __init__(self, settings: SmtpSettings):
+        self._settings = settings
+
+    def send(self, *, sender: str, recipient: str, message: bytes) -> SendResult:
+        settings = self._settings
+        try:
+            client = self._connect()
+        except (OSError, smtplib.SMTPException) as exc:
+            return _transient("connect_failed", type(exc).__name__)
+        try:
+            if settings.username and settings.password:
+                try:
+                    client.login(settings.username, settings.password.get_secret_value())
+                except smtplib.SMTPAuthenticationError as exc:
+                    return SendResult(outcome=SendOutcome.FAILED, error_code="auth_failed",
+                                      error_message=f"SMTP {exc.smtp_code} authentication refused")
+            code, reply = client.mail(sender)
+            if code != 250:
+                return _from_reply("mail_from_refused", code, reply)
+            code, reply = client.rcpt(recipient)
+            if code not in (250, 251):
+                return _from_reply("recipient_refused", code, reply)
+            code, reply = client.data(message)
+            if code != 250:
+                return _from_reply("data_refused", code, reply)
+            match = _QUEUE_ID.search(reply)
+            queue_id = match.group(1).decode() if match else None
+            return SendResult(outcome=SendOutcome.SENT, notification_id=queue_id)
+        except (socket.timeout, TimeoutError):
+            return _transient("timeout", "SMTP conversation timed out")
+        except smtplib.SMTPServerDisconnected:
+            return _transient("disconnected", "server closed the connection")
+        except (OSError, smtplib.SMTPException) as exc:
+            return _transient("smtp_error", type(exc).__name__)
+        finally:
+            try:
+                client.quit()
+            except (OSError, smtplib.SMTPException):
+                client.close()
+
+    def _connect(self) -> smtplib.SMTP:
+        settings = self._settings
+        if settings.tls_mode == TlsMode.TLS:
+            return smtplib.SMTP_SSL(settings.host, settings.port, timeout=settings.timeout_seconds,
+                                    context=ssl.create_default_context())
+        client = smtplib.SMTP(settings.host, settings.port, timeout=settings.timeout_seconds)
+        client.ehlo()
+        if settings.tls_mode == TlsMode.STARTTLS:
+            client.starttls(context=ssl.create_default_context())
+            client.ehlo()
+        return client
+
+
+def _transient(code: str, message: str) -> SendResult:
+    return SendResult(outcome=SendOutcome.RETRYABLE, error_code=code, error_message=message)
+
+
+def _from_reply(stage_code: str, code: int, reply: bytes) -> SendResult:
+    text = reply.decode("utf-8", "replace")[:200]
+    # 4xx is temporary by definition (RFC 5321); 5xx is permanent for this message.
+    outcome = SendOutcome.RETRYABLE if 400 <= code < 500 else SendOutcome.FAILED
+    return SendResult(outcome=outcome, error_code=f"{stage_code}_{code}", error_message=text)

@@ -1,0 +1,169 @@
+"""API Gateway routes of the ingest function. Parse and authenticate here; rules live in
+logic/, storage behind dal/. Every answer is JSON; errors never carry a stack trace."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+import time
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from pydantic import ValidationError as PydanticValidationError
+
+from p4review.api.errors import ApiError, field_errors
+from p4review.config import get_settings
+from p4review.dal.factory import get_data_access
+from p4review.errors import AuthError, ConfigError, NotFoundError, P4ReviewError
+from p4review.logic import signing
+from p4review.logic.ingest_service import create_review, describe_review
+from p4review.models.api import CreateReviewRequest, ErrorBody, ErrorResponse, JobView
+from p4review.observability import logger, metrics
+
+app = APIGatewayRestResolver()
+
+_JOB_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def _json_response(status_code: int, payload: Any, headers: dict[str, str] | None = None) -> Response:
+    return Response(status_code=status_code, content_type="application/json",
+                    body=json.dumps(payload, sort_keys=True), headers=headers or {})
+
+
+def _error_response(status_code: int, code: str, message: str, details: Any = None,
+                    headers: dict[str, str] | None = None) -> Response:
+    body = ErrorResponse(error=ErrorBody(code=code, message=message, details=details))
+    return _json_response(status_code, body.model_dump(mode="json"), headers)
+
+
+def _raw_body() -> bytes:
+    event = app.current_event
+    body = event.body or ""
+    if event.is_base64_encoded:
+        try:
+            return base64.b64decode(body, validate=True)
+        except (binascii.Error, ValueError):
+            raise ApiError(400, "invalid_body", "body is not valid base64") from None
+    return body.encode("utf-8")
+
+
+def _authenticate(raw_body: bytes) -> None:
+    """Size first (cheap), then the HMAC signature against the current and previous secret."""
+    settings = get_settings()
+    if len(raw_body) > settings.max_body_bytes:
+        raise ApiError(413, "body_too_large", f"body exceeds {settings.max_body_bytes} bytes")
+    event = app.current_event
+    secrets = get_data_access().secrets.get_versions(settings.require("signing_secret_id"))
+    if not secrets:
+        raise ConfigError("no signing secret configured")
+    try:
+        signing.verify(
+            secrets=secrets,
+            timestamp=event.headers.get(signing.TIMESTAMP_HEADER),
+            signature=event.headers.get(signing.SIGNATURE_HEADER),
+            method=event.http_method,
+            path=event.path,
+            body=raw_body,
+            now=time.time(),
+            max_age_seconds=settings.signature_max_age_seconds,
+        )
+    except signing.SignatureProblem as problem:
+        metrics.add_metric(name="SignatureRejected", unit="Count", value=1)
+        logger.warning("signature rejected", extra={"reason_code": problem.code, "path": event.path})
+        raise ApiError(401, problem.code, problem.message) from None
+
+
+def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [key for key, _ in pairs]
+    duplicates = sorted({key for key in keys if keys.count(key) > 1})
+    if duplicates:
+        raise ApiError(400, "invalid_json", "duplicate keys in JSON object", {"duplicate_keys": duplicates})
+    return dict(pairs)
+
+
+def _parse_create_request(raw_body: bytes) -> CreateReviewRequest:
+    try:
+        document = json.loads(raw_body.decode("utf-8"), object_pairs_hook=_reject_duplicate_keys)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise ApiError(400, "invalid_json", "body is not a JSON object") from None
+    if not isinstance(document, dict):
+        raise ApiError(400, "invalid_json", "body is not a JSON object")
+    try:
+        return CreateReviewRequest.model_validate(document)
+    except PydanticValidationError as exc:
+        raise ApiError(400, "invalid_request", "request has invalid fields", field_errors(exc)) from None
+
+
+@app.post("/v1/reviews")
+def post_review() -> Response:
+    raw_body = _raw_body()
+    _authenticate(raw_body)
+    request = _parse_create_request(raw_body)
+    dal = get_data_access()
+    answer = create_review(request, jobs=dal.jobs, queues=dal.queues,
+                           request_id=app.current_event.request_context.request_id)
+    logger.info("review request answered", extra={
+        "status_code": answer.status_code, "changelist_id": request.changelist_id,
+        "review_version": request.review_version, "job_id": answer.job.job_id if answer.job else None,
+        "reason_code": answer.error_code})
+    metrics.add_metric(name=f"Ingest{answer.status_code}", unit="Count", value=1)
+    if answer.error_code:
+        return _error_response(answer.status_code, answer.error_code, answer.message, answer.details,
+                               answer.headers)
+    return _json_response(answer.status_code, JobView.from_job(answer.job).model_dump(mode="json",
+                                                                                     exclude_none=True),
+                          answer.headers)
+
+
+@app.get("/v1/reviews/<job_id>")
+def get_review(job_id: str) -> Response:
+    _authenticate(_raw_body())
+    if not _JOB_ID.match(job_id):
+        raise ApiError(400, "invalid_job_id", "job_id is not a job id")
+    dal = get_data_access()
+    view = describe_review(job_id, jobs=dal.jobs, outbox=dal.outbox)
+    return _json_response(200, view.model_dump(mode="json", exclude_none=True))
+
+
+@app.not_found
+def route_not_found(_: Exception) -> Response:
+    return _error_response(404, "route_not_found", "no such route")
+
+
+@app.exception_handler(ApiError)
+def handle_api_error(exc: ApiError) -> Response:
+    return _error_response(exc.status_code, exc.code, exc.message, exc.details, exc.headers)
+
+
+@app.exception_handler(NotFoundError)
+def handle_not_found(exc: NotFoundError) -> Response:
+    return _error_response(404, "job_not_found", "no such review job")
+
+
+@app.exception_handler(AuthError)
+def handle_auth_error(exc: AuthError) -> Response:
+    # The service's own credentials were refused (e.g. reading the signing secret): our fault.
+    logger.error("service credentials refused", extra={"error_class": exc.error_class.value})
+    return _error_response(503, "service_unavailable", "the service cannot serve requests right now")
+
+
+@app.exception_handler(P4ReviewError)
+def handle_domain_error(exc: P4ReviewError) -> Response:
+    logger.error("request failed", extra={"error_class": exc.error_class.value, "error": exc.message})
+    status = 503 if exc.retryable else 500
+    headers = {"Retry-After": "5"} if exc.retryable else {}
+    return _error_response(status, "service_unavailable" if exc.retryable else "internal_error",
+                           "the request could not be processed; retry with the same idempotency_key", None, headers)
+
+
+@app.exception_handler(Exception)
+def handle_unexpected(exc: Exception) -> Response:
+    # Type only: a message or traceback could carry request data into the logs.
+    logger.error("unexpected error", extra={"error_type": type(exc).__name__})
+    return _error_response(500, "internal_error", "the request could not be processed")
+
+
+def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return app.resolve(event, context)

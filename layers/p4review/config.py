@@ -1,0 +1,69 @@
+"""Environment settings, validated once per cold start by pydantic models."""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from p4review.errors import ConfigError
+from p4review.models.job import StageName
+from p4review.resources import QUEUE_FOR_STAGE
+
+
+class Settings(BaseModel):
+    """Everything a function reads from its environment. Unset optional parts are None:
+    each function's IAM role and environment only carry what that function needs."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    environment: str = Field(default="local", alias="P4REVIEW_ENV")
+    jobs_table: str | None = Field(default=None, alias="P4REVIEW_JOBS_TABLE")
+    outbox_table: str | None = Field(default=None, alias="P4REVIEW_OUTBOX_TABLE")
+    fetch_queue_url: str | None = Field(default=None, alias="P4REVIEW_FETCH_QUEUE_URL")
+    review_queue_url: str | None = Field(default=None, alias="P4REVIEW_REVIEW_QUEUE_URL")
+    notify_queue_url: str | None = Field(default=None, alias="P4REVIEW_NOTIFY_QUEUE_URL")
+    fetch_dlq_url: str | None = Field(default=None, alias="P4REVIEW_FETCH_DLQ_URL")
+    review_dlq_url: str | None = Field(default=None, alias="P4REVIEW_REVIEW_DLQ_URL")
+    notify_dlq_url: str | None = Field(default=None, alias="P4REVIEW_NOTIFY_DLQ_URL")
+    artifact_bucket: str | None = Field(default=None, alias="P4REVIEW_ARTIFACT_BUCKET")
+    signing_secret_id: str | None = Field(default=None, alias="P4REVIEW_SIGNING_SECRET_ID")
+    smtp_secret_id: str | None = Field(default=None, alias="P4REVIEW_SMTP_SECRET_ID")
+    llm_secret_id: str | None = Field(default=None, alias="P4REVIEW_LLM_SECRET_ID")
+    p4_secret_id: str | None = Field(default=None, alias="P4REVIEW_P4_SECRET_ID")
+    p4_executable: str | None = Field(default=None, alias="P4REVIEW_P4_EXECUTABLE")
+    p4_timeout_seconds: float = Field(default=30.0, gt=0, le=600, alias="P4REVIEW_P4_TIMEOUT_SECONDS")
+    lease_seconds: int = Field(default=90, ge=5, le=900, alias="P4REVIEW_LEASE_SECONDS")
+    max_body_bytes: int = Field(default=16_384, ge=256, le=1_048_576, alias="P4REVIEW_MAX_BODY_BYTES")
+    signature_max_age_seconds: int = Field(default=300, ge=30, le=900, alias="P4REVIEW_SIGNATURE_MAX_AGE_SECONDS")
+    secret_cache_seconds: int = Field(default=300, ge=0, le=3600, alias="P4REVIEW_SECRET_CACHE_SECONDS")
+    swarm_url: str | None = Field(default=None, alias="P4REVIEW_SWARM_URL")
+
+    def queue_url(self, stage: StageName) -> str:
+        value = getattr(self, f"{stage.value}_queue_url")
+        if not value:
+            raise ConfigError(f"{QUEUE_FOR_STAGE[stage].env_var} is not set")
+        return value
+
+    def dlq_url(self, stage: StageName) -> str:
+        value = getattr(self, f"{stage.value}_dlq_url")
+        if not value:
+            raise ConfigError(f"{QUEUE_FOR_STAGE[stage].dlq_env_var} is not set")
+        return value
+
+    def require(self, name: str) -> str:
+        value = getattr(self, name)
+        if value in (None, ""):
+            raise ConfigError(f"setting {name} is not configured")
+        return value
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    try:
+        return Settings.model_validate(dict(os.environ))
+    except ValidationError as exc:
+        # Names and messages only: settings never hold secret values (those live in Secrets Manager).
+        fields = ", ".join(".".join(str(part) for part in error["loc"]) for error in exc.errors())
+        raise ConfigError(f"invalid environment settings: {fields}") from None

@@ -1,0 +1,48 @@
+"""Translate botocore failures into domain errors. Only data-access code imports this."""
+
+from __future__ import annotations
+
+from typing import NoReturn
+
+from p4review.errors import AuthError, ConfigError, ErrorClass, NotFoundError, P4ReviewError, StorageError
+
+_THROTTLING = {
+    "ProvisionedThroughputExceededException",
+    "ThrottlingException",
+    "Throttling",
+    "RequestLimitExceeded",
+    "TooManyRequestsException",
+    "SlowDown",
+}
+_AUTH = {"AccessDenied", "AccessDeniedException", "UnrecognizedClientException", "InvalidSignatureException",
+         "ExpiredTokenException", "KMS.AccessDeniedException"}
+_MISSING_RESOURCE = {"ResourceNotFoundException", "NoSuchBucket", "AWS.SimpleQueueService.NonExistentQueue",
+                     "QueueDoesNotExist"}
+_NOT_FOUND = {"NoSuchKey", "404"}
+
+
+def translate(exc: Exception, operation: str) -> NoReturn:
+    """Raise the domain error for `exc`. Messages name the operation and AWS code only."""
+    from botocore.exceptions import ClientError, ConnectionError as BotoConnectionError, ReadTimeoutError
+
+    if isinstance(exc, P4ReviewError):
+        raise exc
+    if isinstance(exc, ReadTimeoutError):
+        raise StorageError(f"{operation}: timed out", error_class=ErrorClass.NETWORK_TIMEOUT) from None
+    if isinstance(exc, BotoConnectionError):
+        raise StorageError(f"{operation}: connection failed", error_class=ErrorClass.NETWORK_ERROR) from None
+    if isinstance(exc, ClientError):
+        code = exc.response.get("Error", {}).get("Code", "Unknown")
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        if code in _THROTTLING or status == 429:
+            raise StorageError(f"{operation}: throttled ({code})", error_class=ErrorClass.RATE_LIMITED) from None
+        if code in _AUTH or status == 403:
+            raise AuthError(f"{operation}: access denied ({code})") from None
+        if code in _MISSING_RESOURCE:
+            raise ConfigError(f"{operation}: resource missing ({code})") from None
+        if code in _NOT_FOUND:
+            raise NotFoundError(f"{operation}: not found ({code})") from None
+        if status >= 500 or code in {"InternalServerError", "ServiceUnavailable", "InternalFailure"}:
+            raise StorageError(f"{operation}: upstream error ({code})") from None
+        raise ConfigError(f"{operation}: request refused ({code})") from None
+    raise StorageError(f"{operation}: {type(exc).__name__}") from None

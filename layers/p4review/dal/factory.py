@@ -1,0 +1,73 @@
+"""The cached factory: one set of clients and repositories per execution environment.
+
+Clients are built on first use, so a function only pays for the services it touches
+(boto3 itself costs ~180 ms to import and is imported here, lazily)."""
+
+from __future__ import annotations
+
+from functools import cached_property, lru_cache
+from typing import Any
+
+from p4review.config import Settings, get_settings
+from p4review.models.job import STAGE_ORDER
+
+
+def _client(service: str) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    # The stage runtime owns retries across invocations; SDK retries stay short and bounded.
+    config = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=3, read_timeout=10)
+    return boto3.session.Session().client(service, config=config)
+
+
+class DataAccess:
+    def __init__(self, settings: Settings):
+        self.settings = settings
+
+    @cached_property
+    def _dynamodb(self) -> Any:
+        return _client("dynamodb")
+
+    @cached_property
+    def jobs(self):  # -> JobRepository
+        from p4review.dal.dynamo_jobs import DynamoJobRepository
+
+        return DynamoJobRepository(self._dynamodb, self.settings.require("jobs_table"))
+
+    @cached_property
+    def outbox(self):  # -> OutboxRepository
+        from p4review.dal.dynamo_outbox import DynamoOutboxRepository
+
+        return DynamoOutboxRepository(self._dynamodb, self.settings.require("outbox_table"))
+
+    @cached_property
+    def queues(self):  # -> StageQueues
+        from p4review.dal.sqs_queues import SqsStageQueues
+
+        urls = {stage: getattr(self.settings, f"{stage.value}_queue_url") for stage in STAGE_ORDER}
+        dlqs = {stage: getattr(self.settings, f"{stage.value}_dlq_url") for stage in STAGE_ORDER}
+        return SqsStageQueues(_client("sqs"), {k: v for k, v in urls.items() if v}, {k: v for k, v in dlqs.items() if v})
+
+    @cached_property
+    def artifacts(self):  # -> ArtifactStore
+        from p4review.dal.s3_artifacts import S3ArtifactStore
+
+        return S3ArtifactStore(_client("s3"), self.settings.require("artifact_bucket"))
+
+    @cached_property
+    def secrets(self):  # -> SecretReader
+        from p4review.dal.secrets import SecretsManagerReader
+
+        return SecretsManagerReader(_client("secretsmanager"), self.settings.secret_cache_seconds)
+
+
+@lru_cache(maxsize=1)
+def get_data_access() -> DataAccess:
+    return DataAccess(get_settings())
+
+
+def reset_data_access() -> None:
+    """Forget cached settings and clients (tests and the local stack change the environment)."""
+    get_data_access.cache_clear()
+    get_settings.cache_clear()

@@ -1,0 +1,100 @@
+"""Domain exceptions. Data access translates AWS errors into these; the API and the
+stage runtime map them to HTTP answers and to retry/dead-letter decisions."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ErrorClass(StrEnum):
+    """Stable failure identifiers (the spec's "Failure classification")."""
+
+    NETWORK_TIMEOUT = "NETWORK_TIMEOUT"
+    NETWORK_ERROR = "NETWORK_ERROR"
+    RATE_LIMITED = "RATE_LIMITED"
+    UPSTREAM_ERROR = "UPSTREAM_ERROR"
+    CONFLICT = "CONFLICT"
+    LEASE_HELD = "LEASE_HELD"
+    SCHEMA_INVALID = "SCHEMA_INVALID"
+    AUTH_DENIED = "AUTH_DENIED"
+    NOT_FOUND = "NOT_FOUND"
+    POLICY_DENIED = "POLICY_DENIED"
+    CONFIG_ERROR = "CONFIG_ERROR"
+    INTERNAL_BUG = "INTERNAL_BUG"
+
+
+RETRYABLE_CLASSES = frozenset(
+    {
+        ErrorClass.NETWORK_TIMEOUT,
+        ErrorClass.NETWORK_ERROR,
+        ErrorClass.RATE_LIMITED,
+        ErrorClass.UPSTREAM_ERROR,
+        ErrorClass.CONFLICT,
+        ErrorClass.LEASE_HELD,
+    }
+)
+
+
+class P4ReviewError(Exception):
+    """Base of every domain error. `message` is safe to show; it never holds secrets."""
+
+    error_class: ErrorClass = ErrorClass.INTERNAL_BUG
+
+    def __init__(self, message: str, *, error_class: ErrorClass | None = None, retry_after: float | None = None):
+        super().__init__(message)
+        self.message = message
+        if error_class is not None:
+            self.error_class = error_class
+        self.retry_after = retry_after
+
+    @property
+    def retryable(self) -> bool:
+        return self.error_class in RETRYABLE_CLASSES
+
+
+class RetryableError(P4ReviewError):
+    error_class = ErrorClass.UPSTREAM_ERROR
+
+
+class NonRetryableError(P4ReviewError):
+    error_class = ErrorClass.INTERNAL_BUG
+
+
+class NotFoundError(NonRetryableError):
+    error_class = ErrorClass.NOT_FOUND
+
+
+class AuthError(NonRetryableError):
+    error_class = ErrorClass.AUTH_DENIED
+
+
+class ValidationError(NonRetryableError):
+    error_class = ErrorClass.SCHEMA_INVALID
+
+
+class ConfigError(NonRetryableError):
+    error_class = ErrorClass.CONFIG_ERROR
+
+
+class IllegalTransitionError(NonRetryableError):
+    """A state change that the job's state machine refuses (never applied)."""
+
+    error_class = ErrorClass.INTERNAL_BUG
+
+
+class StaleWriteError(RetryableError):
+    """A conditional write lost: the record changed under us (lease lost, state moved on)."""
+
+    error_class = ErrorClass.CONFLICT
+
+
+class LeaseHeldError(RetryableError):
+    """Another worker holds a live lease; put the message back without spending budget."""
+
+    error_class = ErrorClass.LEASE_HELD
+
+
+class StorageError(RetryableError):
+    """A data store call failed transiently (throttling, 5xx, timeouts)."""
+
+    error_class = ErrorClass.UPSTREAM_ERROR

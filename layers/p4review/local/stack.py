@@ -1,0 +1,186 @@
+"""The embedded local stack: moto (AWS) + a real SMTP server + API Gateway and SQS event
+source emulation, running the real Lambda handlers from functions/ in this process.
+
+No AWS account, no network beyond loopback, no Docker."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import secrets
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from p4review import resources as spec
+from p4review.dal.factory import reset_data_access
+from p4review.models.job import STAGE_ORDER, StageName
+
+REGION = "us-east-1"
+LOCAL_FROM_ADDRESS = "p4review@p4review.localhost"
+
+
+def repo_root() -> Path:
+    """The checkout this package runs from (functions/ and events/ live there)."""
+    configured = os.environ.get("P4REVIEW_REPO_ROOT")
+    root = Path(configured) if configured else Path(__file__).resolve().parents[3]
+    if not (root / "functions").is_dir():
+        raise RuntimeError(f"cannot find functions/ under {root}; set P4REVIEW_REPO_ROOT to the checkout")
+    return root
+
+
+@dataclass(frozen=True)
+class StackInfo:
+    api_url: str
+    aws_endpoint: str
+    mailbox_dir: str
+    signing_secret_file: str
+    smtp_port: int
+    state_dir: str
+    log_file: str | None = None
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, sort_keys=True)
+
+
+def load_function(name: str) -> ModuleType:
+    """Import functions/<name>/handler.py under a unique module name (all are `handler.py`)."""
+    path = repo_root() / "functions" / name / "handler.py"
+    module_spec = importlib.util.spec_from_file_location(f"p4review_function_{name}", path)
+    if module_spec is None or module_spec.loader is None:
+        raise RuntimeError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[module_spec.name] = module
+    module_spec.loader.exec_module(module)
+    return module
+
+
+class LocalStack:
+    def __init__(
+        self,
+        state_dir: Path | str,
+        *,
+        api_port: int = 0,
+        smtp_port: int = 0,
+        environment: str = "local",
+        visibility_timeouts: dict[str, int] | None = None,
+        lease_seconds: int = 30,
+        extra_env: dict[str, str] | None = None,
+    ):
+        self.state_dir = Path(state_dir).resolve()
+        self._api_port = api_port
+        self._smtp_port = smtp_port
+        self._environment = environment
+        self._visibility_timeouts = visibility_timeouts
+        self._lease_seconds = lease_seconds
+        self._extra_env = extra_env or {}
+        self._started: list[Any] = []
+        self.pollers: dict[StageName, Any] = {}
+        self.info: StackInfo | None = None
+        self.mail_server: Any = None
+        self.aws: Any = None
+        self.resources: Any = None
+        self.signing_secret = ""
+
+    def start(self) -> StackInfo:
+        import boto3
+
+        from p4review.local.http_front import LocalApiGateway
+        from p4review.local.moto_server import LocalAwsServer
+        from p4review.local.provision import provision
+        from p4review.local.smtp_server import LocalMailServer
+        from p4review.local.sqs_poller import SqsPoller
+
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        mailbox = self.state_dir / "mailbox"
+        mailbox.mkdir(exist_ok=True)
+        self.signing_secret = secrets.token_urlsafe(32)
+        secret_file = self.state_dir / "signing-secret"
+        secret_file.write_text(self.signing_secret)
+        secret_file.chmod(0o600)
+
+        self.aws = LocalAwsServer()
+        endpoint = self.aws.start()
+        self._started.append(self.aws)
+        smtp_user, smtp_password = "p4review", secrets.token_urlsafe(16)
+        self.mail_server = LocalMailServer(mailbox, port=self._smtp_port, username=smtp_user, password=smtp_password)
+        self.mail_server.start()
+        self._started.append(self.mail_server)
+
+        os.environ.update({
+            "AWS_ENDPOINT_URL": endpoint, "AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION,
+            "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+        })
+        session = boto3.Session(region_name=REGION, aws_access_key_id="local", aws_secret_access_key="local")
+        self.resources = provision(
+            session, self._environment, endpoint_url=endpoint, region=REGION,
+            visibility_timeouts=self._visibility_timeouts,
+            secret_values={
+                spec.SIGNING_SECRET.key: self.signing_secret,
+                spec.SMTP_SECRET.key: {"host": "127.0.0.1", "port": self.mail_server.port, "tls_mode": "none",
+                                       "username": smtp_user, "password": smtp_password,
+                                       "from_address": LOCAL_FROM_ADDRESS},
+                spec.LLM_SECRET.key: {"provider": "offline"},
+                spec.P4_SECRET.key: {"P4PORT": "ssl:perforce.local:1666", "P4USER": "p4review-bot",
+                                     "P4TICKET": secrets.token_hex(16)},
+            },
+        )
+        root = repo_root()
+        function_env = {
+            **self.resources.env(),
+            "P4REVIEW_P4_EXECUTABLE": str(root / "events" / "bin" / "p4"),
+            "P4REVIEW_LEASE_SECONDS": str(self._lease_seconds),
+            "POWERTOOLS_SERVICE_NAME": "p4review",
+            "POWERTOOLS_METRICS_NAMESPACE": "P4Review",
+            **self._extra_env,
+        }
+        for stage in STAGE_ORDER:
+            function_env[spec.QUEUE_FOR_STAGE[stage].dlq_env_var] = self.resources.queue_for_stage(stage).dlq_url
+        os.environ.update(function_env)
+        reset_data_access()
+
+        ingest = load_function("ingest")
+        gateway = LocalApiGateway(ingest.lambda_handler, port=self._api_port)
+        gateway.start()
+        self._started.append(gateway)
+
+        def sqs_client() -> Any:
+            return boto3.Session(region_name=REGION, aws_access_key_id="local",
+                                 aws_secret_access_key="local").client("sqs", endpoint_url=endpoint)
+
+        for stage in STAGE_ORDER:
+            queue = self.resources.queue_for_stage(stage)
+            handler = load_function(stage.value).lambda_handler
+            poller = SqsPoller(sqs_client, queue.url, queue.arn, handler, batch_size=queue.batch_size,
+                               concurrency=queue.max_concurrency, function_name=f"p4review-{self._environment}-{stage}",
+                               function_timeout_seconds=spec.QUEUE_FOR_STAGE[stage].function_timeout_seconds)
+            poller.start()
+            self._started.append(poller)
+            self.pollers[stage] = poller
+
+        self.info = StackInfo(api_url=gateway.url, aws_endpoint=endpoint, mailbox_dir=str(mailbox),
+                              signing_secret_file=str(secret_file), smtp_port=self.mail_server.port,
+                              state_dir=str(self.state_dir))
+        (self.state_dir / "stack.json").write_text(self.info.to_json())
+        return self.info
+
+    def stop(self) -> None:
+        while self._started:
+            component = self._started.pop()
+            try:
+                component.stop()
+            except Exception:  # noqa: BLE001 - best effort: stop the rest
+                pass
+        state_file = self.state_dir / "stack.json"
+        if state_file.exists():
+            state_file.unlink()
+
+    def __enter__(self) -> "LocalStack":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,289 @@
+"""Render a review as a complete RFC 5322 email (multipart/alternative: text + HTML).
+
+Pure and deterministic: the same inputs give byte-identical bytes. The Date header comes
+from the job's `created_at` (never the current time), the MIME boundary is derived from
+the Message-ID, and both parts use quoted-printable, which encodes every `=` -- so the
+boundary (which starts with `=_`) can never occur inside a part's encoded body."""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import re
+import unicodedata
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from email.message import EmailMessage
+from email.policy import SMTP
+from email.utils import format_datetime
+
+from p4review.models.change import ChangeDescription, DiffStatus, FileDiff
+from p4review.models.job import ReviewJob
+from p4review.models.review_result import SEVERITY_ORDER, Finding, ReviewResult, Severity
+
+DESCRIPTION_EXCERPT_CHARS = 120
+_SUBJECT_COUNTED = (Severity.CRITICAL, Severity.HIGH)
+
+
+# ---------------------------------------------------------------------------------------
+# Helpers
+
+
+def _clean(text: str) -> str:
+    """Text safe to put in a body: valid Unicode, no control characters except newline/tab."""
+    text = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates -> "?"
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return "".join(
+        ch for ch in text if ch in "\n\t" or unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Co", "Cn")
+    )
+
+
+def _one_line(text: str, limit: int) -> str:
+    collapsed = re.sub(r"\s+", " ", _clean(text)).strip()
+    if len(collapsed) > limit:
+        return collapsed[: limit - 3].rstrip() + "..."
+    return collapsed
+
+
+def description_excerpt(description: str, limit: int = DESCRIPTION_EXCERPT_CHARS) -> str:
+    """The first non-empty line of a changelist description, cleaned and truncated."""
+    for line in _clean(description).split("\n"):
+        if line.strip():
+            return _one_line(line, limit)
+    return "(no description)"
+
+
+def _date_header(created_at: str) -> str:
+    moment: datetime | None = None
+    for fmt in ("%Y-%m-%dT%H:%M:%S.%fZ", "%Y-%m-%dT%H:%M:%SZ"):
+        try:
+            moment = datetime.strptime(created_at, fmt).replace(tzinfo=UTC)
+            break
+        except ValueError:
+            continue
+    if moment is None:
+        try:
+            moment = datetime.fromisoformat(created_at)
+        except ValueError:
+            raise ValueError("job.created_at is not an ISO-8601 timestamp") from None
+        moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    return format_datetime(moment.replace(microsecond=0))
+
+
+def _boundary(message_id: str) -> str:
+    return "=_p4review_" + hashlib.sha256(message_id.encode("utf-8", "replace")).hexdigest()[:32]
+
+
+def _message_id_header(message_id: str) -> str:
+    value = message_id.strip()
+    return value if value.startswith("<") and value.endswith(">") else f"<{value}>"
+
+
+def _severity_counts(result: ReviewResult) -> dict[Severity, int]:
+    counts = {severity: 0 for severity in SEVERITY_ORDER}
+    for finding in result.findings:
+        counts[Severity(finding.severity)] += 1
+    return counts
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _location(finding: Finding) -> str:
+    if finding.end_line is not None and finding.end_line != finding.line:
+        return f"{finding.file}:{finding.line}-{finding.end_line}"
+    return f"{finding.file}:{finding.line}"
+
+
+def _grouped(result: ReviewResult) -> list[tuple[Severity, list[Finding]]]:
+    groups: list[tuple[Severity, list[Finding]]] = []
+    for severity in SEVERITY_ORDER:
+        members = [f for f in result.findings if Severity(f.severity) == severity]
+        if members:
+            groups.append((severity, members))
+    return groups
+
+
+def _coverage(coverage: Sequence[FileDiff]) -> tuple[list[str], list[tuple[str, str]]]:
+    reviewed = [d.depot_path for d in coverage if d.status == DiffStatus.FETCHED]
+    skipped = [(d.depot_path, d.skip_reason or "not reviewed") for d in coverage if d.status != DiffStatus.FETCHED]
+    return reviewed, skipped
+
+
+def _swarm_link(swarm_url: str | None, changelist_id: int) -> str | None:
+    if not swarm_url:
+        return None
+    base = swarm_url.strip().rstrip("/")
+    if not re.match(r"(?i)https?://", base):
+        return None
+    return f"{base}/changes/{changelist_id}"
+
+
+def _findings_headline(result: ReviewResult) -> str:
+    if not result.findings:
+        return "No findings."
+    counts = _severity_counts(result)
+    parts = ", ".join(f"{counts[s]} {s.value}" for s in SEVERITY_ORDER if counts[s])
+    return f"{_plural(len(result.findings), 'finding')} ({parts})."
+
+
+# ---------------------------------------------------------------------------------------
+# Public API
+
+
+def subject_for(job: ReviewJob, result: ReviewResult) -> str:
+    """`[p4review] CL 12345 v2: 3 findings (1 high)` or `[p4review] CL 12345 v2: no findings`."""
+    prefix = f"[p4review] CL {job.changelist_id} v{job.review_version}"
+    if not result.findings:
+        return f"{prefix}: no findings"
+    counts = _severity_counts(result)
+    severe = ", ".join(f"{counts[s]} {s.value}" for s in _SUBJECT_COUNTED if counts[s])
+    text = f"{prefix}: {_plural(len(result.findings), 'finding')}"
+    return f"{text} ({severe})" if severe else text
+
+
+def render_text(
+    *,
+    job: ReviewJob,
+    result: ReviewResult,
+    coverage: Sequence[FileDiff],
+    description: ChangeDescription,
+    swarm_url: str | None = None,
+) -> str:
+    reviewed, skipped = _coverage(coverage)
+    link = _swarm_link(swarm_url, job.changelist_id)
+    out: list[str] = [
+        f"p4review: automated review of changelist {job.changelist_id}",
+        "",
+        f"Changelist:  {job.changelist_id}",
+        f"Owner:       {_one_line(description.owner, 80)}",
+        f"Kind:        {job.kind.value}",
+        f"Review:      v{job.review_version}",
+        f"Description: {description_excerpt(description.description)}",
+    ]
+    if link:
+        out.append(f"Swarm:       {link}")
+    out.append("")
+    if result.summary and result.summary.strip():
+        out += [f"Summary: {_one_line(result.summary, 500)}", ""]
+    out += [_findings_headline(result), ""]
+    for severity, members in _grouped(result):
+        out.append(f"== {severity.value.upper()} ({len(members)}) ==")
+        out.append("")
+        for finding in members:
+            out.append(f"* {_location(finding)}")
+            out.append(f"  {_one_line(finding.title, 200)}  [{finding.category}]")
+            for line in _clean(finding.message).split("\n"):
+                out.append(f"  {line}".rstrip())
+            if finding.suggestion and finding.suggestion.strip():
+                out.append(f"  Suggestion: {_one_line(finding.suggestion, 1000)}")
+            out.append("")
+    out.append("-- Coverage --")
+    out.append(f"Files reviewed ({len(reviewed)}):")
+    out += [f"  {path}" for path in reviewed] or ["  (none)"]
+    out.append(f"Files skipped ({len(skipped)}):")
+    out += [f"  {path} ({reason})" for path, reason in skipped] or ["  (none)"]
+    out += [
+        "",
+        f"Job {job.job_id}; prompt {result.prompt_version}, schema {result.schema_version}.",
+        "This message was generated automatically by p4review; replies are not read.",
+    ]
+    return "\n".join(_clean(line) for line in out) + "\n"
+
+
+def render_html(
+    *,
+    job: ReviewJob,
+    result: ReviewResult,
+    coverage: Sequence[FileDiff],
+    description: ChangeDescription,
+    swarm_url: str | None = None,
+) -> str:
+    def e(value: object) -> str:
+        return html.escape(_clean(str(value)), quote=True)
+
+    reviewed, skipped = _coverage(coverage)
+    link = _swarm_link(swarm_url, job.changelist_id)
+    out: list[str] = [
+        "<!DOCTYPE html>",
+        '<html><head><meta charset="utf-8">',
+        f"<title>{e(subject_for(job, result))}</title></head>",
+        '<body style="font-family: sans-serif; font-size: 14px;">',
+        f"<h2>p4review: changelist {e(job.changelist_id)}</h2>",
+        "<table>",
+        f"<tr><th align=\"left\">Changelist</th><td>{e(job.changelist_id)}</td></tr>",
+        f"<tr><th align=\"left\">Owner</th><td>{e(_one_line(description.owner, 80))}</td></tr>",
+        f"<tr><th align=\"left\">Kind</th><td>{e(job.kind.value)}</td></tr>",
+        f"<tr><th align=\"left\">Review</th><td>v{e(job.review_version)}</td></tr>",
+        f"<tr><th align=\"left\">Description</th><td>{e(description_excerpt(description.description))}</td></tr>",
+        "</table>",
+    ]
+    if link:
+        out.append(f'<p><a href="{e(link)}">View changelist {e(job.changelist_id)} in Swarm</a></p>')
+    if result.summary and result.summary.strip():
+        out.append(f"<p>{e(_one_line(result.summary, 500))}</p>")
+    out.append(f"<p><strong>{e(_findings_headline(result))}</strong></p>")
+    for severity, members in _grouped(result):
+        out.append(f"<h3>{e(severity.value.upper())} ({len(members)})</h3>")
+        out.append("<ul>")
+        for finding in members:
+            item = [
+                f"<li><code>{e(_location(finding))}</code><br>",
+                f"<strong>{e(_one_line(finding.title, 200))}</strong> [{e(finding.category)}]<br>",
+                e(finding.message).replace("\n", "<br>\n"),
+            ]
+            if finding.suggestion and finding.suggestion.strip():
+                item.append(f"<br><em>Suggestion:</em> {e(_one_line(finding.suggestion, 1000))}")
+            item.append("</li>")
+            out.append("".join(item))
+        out.append("</ul>")
+    out.append("<h3>Coverage</h3>")
+    out.append(f"<p>Files reviewed ({len(reviewed)}):</p><ul>")
+    out += [f"<li><code>{e(path)}</code></li>" for path in reviewed] or ["<li>(none)</li>"]
+    out.append(f"</ul><p>Files skipped ({len(skipped)}):</p><ul>")
+    out += [f"<li><code>{e(path)}</code> ({e(reason)})</li>" for path, reason in skipped] or ["<li>(none)</li>"]
+    out.append("</ul>")
+    out.append(
+        f'<p style="color: #666; font-size: 12px;">Job {e(job.job_id)}; prompt {e(result.prompt_version)}, '
+        f"schema {e(result.schema_version)}. This message was generated automatically by p4review; "
+        "replies are not read.</p>"
+    )
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"
+
+
+def render_review_email(
+    *,
+    job: ReviewJob,
+    result: ReviewResult,
+    coverage: Sequence[FileDiff],
+    description: ChangeDescription,
+    recipient: str,
+    from_address: str,
+    message_id: str,
+    swarm_url: str | None = None,
+) -> bytes:
+    """The complete message as bytes (CRLF line endings), byte-identical for equal inputs.
+
+    Raises ValueError for header values that cannot be put in a header safely (e.g. a
+    recipient containing a line break) or an unparseable `job.created_at`."""
+    for name, value in (("recipient", recipient), ("from_address", from_address), ("message_id", message_id)):
+        if not value or re.search(r"[\r\n\x00]", value):
+            raise ValueError(f"{name} is empty or contains a line break")
+    message = EmailMessage(policy=SMTP)
+    message["From"] = from_address
+    message["To"] = recipient
+    message["Subject"] = subject_for(job, result)
+    message["Date"] = _date_header(job.created_at)
+    message["Message-ID"] = _message_id_header(message_id)
+    message["X-P4Review-Job"] = job.job_id
+    message["X-P4Review-Version"] = str(job.review_version)
+    message["Auto-Submitted"] = "auto-generated"
+    kwargs = {"job": job, "result": result, "coverage": coverage, "description": description, "swarm_url": swarm_url}
+    message.set_content(render_text(**kwargs), subtype="plain", charset="utf-8", cte="quoted-printable")
+    message.add_alternative(render_html(**kwargs), subtype="html", charset="utf-8", cte="quoted-printable")
+    for part in message.iter_parts():
+        del part["MIME-Version"]  # add_alternative builds the part as a top-level message
+    message.set_boundary(_boundary(message_id))
+    return message.as_bytes()

@@ -1,0 +1,108 @@
+"""Job creation rules (spec "Notification processing flow" step 1-2 and "Idempotency" 1, 4):
+what a create request becomes, given what the conditional write learned. Pure: no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from p4review.clock import parse_iso
+from p4review.dal.ports import CreateConflict, CreateOutcome
+from p4review.models.api import CreateReviewRequest
+from p4review.models.job import (
+    AuditEvent,
+    JobStatus,
+    ReviewJob,
+    StageName,
+    StageStatus,
+    job_id_for,
+    request_fingerprint,
+)
+
+REPLAY_HEADER = "X-P4Review-Replay"
+# A queued job whose fetch never started this long after creation lost its hand-off
+# (ingest died between the write and the enqueue): a replayed request re-enqueues it.
+STRANDED_AFTER = timedelta(seconds=10)
+
+
+@dataclass(frozen=True)
+class IntakeAnswer:
+    status_code: int
+    job: ReviewJob | None = None
+    error_code: str | None = None
+    message: str = ""
+    details: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    enqueue_fetch: bool = False
+
+
+def new_job(request: CreateReviewRequest, now: str, actor: str) -> ReviewJob:
+    return ReviewJob(
+        job_id=job_id_for(request.idempotency_key),
+        idempotency_key=request.idempotency_key,
+        request_fingerprint=fingerprint_of(request),
+        changelist_id=request.changelist_id,
+        review_version=request.review_version,
+        kind=request.kind,
+        rerun=request.rerun,
+        created_at=now,
+        updated_at=now,
+        audit=[AuditEvent(at=now, actor=actor, event="job_created", to_status=JobStatus.QUEUED,
+                          detail="versioned rerun" if request.rerun else None)],
+    )
+
+
+def fingerprint_of(request: CreateReviewRequest) -> str:
+    return request_fingerprint(request.changelist_id, request.review_version, request.kind.value, request.rerun)
+
+
+def is_stranded(job: ReviewJob, now: str) -> bool:
+    fetch = job.stages[StageName.FETCH]
+    return (
+        job.status == JobStatus.QUEUED
+        and fetch.status == StageStatus.PENDING
+        and parse_iso(now) - parse_iso(job.created_at) >= STRANDED_AFTER
+    )
+
+
+def decide(request: CreateReviewRequest, outcome: CreateOutcome, now: str) -> IntakeAnswer:
+    if outcome.created:
+        return IntakeAnswer(201, job=outcome.job, enqueue_fetch=True,
+                            headers={"Location": f"/v1/reviews/{outcome.job.job_id}"})
+    if outcome.conflict == CreateConflict.IDEMPOTENCY_KEY:
+        return _repeated_key(request, outcome.existing_job, now)
+    if outcome.conflict == CreateConflict.CHANGELIST_VERSION and outcome.existing_job is not None:
+        # Same (changelist, version) under a new key: never a second job or a second send.
+        return IntakeAnswer(200, job=outcome.existing_job, headers={REPLAY_HEADER: "same-version"},
+                            enqueue_fetch=is_stranded(outcome.existing_job, now))
+    latest = outcome.head_latest_version
+    details = {"changelist_id": request.changelist_id, "requested_version": request.review_version,
+               "latest_version": latest}
+    if latest is not None and request.review_version <= latest:
+        return IntakeAnswer(409, error_code="stale_review_version",
+                            message="a newer review_version of this changelist was already accepted", details=details)
+    return IntakeAnswer(409, error_code="rerun_not_requested",
+                        message="this changelist was already reviewed; a higher review_version needs rerun=true",
+                        details=details)
+
+
+def _repeated_key(request: CreateReviewRequest, existing: ReviewJob | None, now: str) -> IntakeAnswer:
+    if existing is None:
+        return IntakeAnswer(503, error_code="storage_inconsistent", message="try again")
+    if existing.request_fingerprint != fingerprint_of(request):
+        differing = [
+            name for name, ours, theirs in (
+                ("changelist_id", request.changelist_id, existing.changelist_id),
+                ("review_version", request.review_version, existing.review_version),
+                ("kind", request.kind, existing.kind),
+                ("rerun", request.rerun, existing.rerun),
+            ) if ours != theirs
+        ]
+        return IntakeAnswer(422, error_code="idempotency_key_reused",
+                            message="idempotency_key was already used for a different request",
+                            details={"job_id": existing.job_id, "differing_fields": differing})
+    return IntakeAnswer(200, job=existing, headers={REPLAY_HEADER: "idempotency-key"},
+                        enqueue_fetch=is_stranded(existing, now))
+
+

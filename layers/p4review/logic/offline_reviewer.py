@@ -1,0 +1,362 @@
+"""A deterministic, offline stand-in for the LLM reviewer.
+
+`review_change` answers exactly as a model would: JSON text following the ReviewResult
+contract, which the caller then parses with `result_parser.parse_review_result` like any
+model answer. The rules are simple, honest line heuristics over the ADDED lines of each
+fetched diff; nothing is inferred about removed or context lines.
+
+No finding quotes source code. For the credential rules this is a hard guarantee: the
+matched value never appears in the output (so it can never reach an email); the other
+rules describe the problem instead of quoting the line."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from p4review.logic.unified_diff import iter_added_lines
+from p4review.models.change import ChangeSnapshot, DiffStatus
+from p4review.models.review_result import SCHEMA_VERSION, SEVERITY_ORDER
+
+OFFLINE_PROMPT_VERSION = "1.0.0"
+MAX_FINDINGS = 50
+
+_C_EXTENSIONS = frozenset({".c", ".h", ".cc", ".cpp", ".cxx", ".c++", ".hpp", ".hh", ".hxx", ".h++", ".inl", ".ipp"})
+_PY_EXTENSIONS = frozenset({".py", ".pyw", ".pyi"})
+_JS_EXTENSIONS = frozenset({".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts"})
+
+
+def _extension(depot_path: str) -> str:
+    return posixpath.splitext(depot_path)[1].lower()
+
+
+def _is_c(path: str) -> bool:
+    return _extension(path) in _C_EXTENSIONS
+
+
+def _is_python(path: str) -> bool:
+    return _extension(path) in _PY_EXTENSIONS
+
+
+def _is_js(path: str) -> bool:
+    return _extension(path) in _JS_EXTENSIONS
+
+
+def _is_test_path(path: str) -> bool:
+    name = posixpath.basename(path).lower()
+    segments = {segment.lower() for segment in path.split("/")[:-1]}
+    return (
+        name.startswith("test_")
+        or name.endswith(("_test.py", "_tests.py"))
+        or name == "conftest.py"
+        or bool(segments & {"test", "tests", "testing"})
+    )
+
+
+def _any_file(path: str) -> bool:
+    return True
+
+
+def _is_comment(path: str, text: str) -> bool:
+    """Whole-line comments, so code rules don't fire on commented-out code or prose."""
+    stripped = text.lstrip()
+    if _is_python(path):
+        return stripped.startswith("#")
+    if _is_c(path) or _is_js(path):
+        # "* " continues a block comment; "*p = ..." is a dereference, not a comment.
+        return stripped.startswith(("//", "/*")) or re.match(r"\*(?:\s|/|$)", stripped) is not None
+    return False
+
+
+@dataclass(frozen=True)
+class Rule:
+    rule_id: str
+    severity: str
+    category: str
+    confidence: str
+    title: str
+    message: str
+    suggestion: str
+    # The pattern to search an added line of this file with, or None: rule not applicable.
+    pattern_for: Callable[[str], re.Pattern[str] | None]
+    # Code rules skip whole-line comments; marker and credential rules look everywhere.
+    skip_comments: bool = True
+
+
+_PY_EVAL_EXEC = re.compile(r"(?<![\w.])(?:eval|exec)\s*\(")
+_PY_BARE_EXCEPT = re.compile(r"^\s*except\s*:")
+_C_UNSAFE = re.compile(r"(?<![\w.>])(?:strcpy|strcat|v?sprintf|gets)\s*\(")
+_TODO = re.compile(r"\b(?:TODO|FIXME|XXX)\b")
+_PY_PRINT = re.compile(r"(?<![\w.])print\s*\(")
+_C_PRINTF = re.compile(r"(?<![\w.>])printf\s*\(")
+_JS_CONSOLE = re.compile(r"(?<![\w.])console\.(?:log|debug)\s*\(")
+# Credential patterns: a quoted literal of at least one non-space character assigned with
+# `=` or `:` (code, JSON, YAML). References such as os.environ[...] don't match.
+_PASSWORD = re.compile(
+    r"""(?i)(?<![a-z0-9])\w*(?:password|passwd|pwd)\w*["']?\s*(?:=|:)\s*(?:[rbuf]{0,2})(["'])[^"'\s]+\1"""
+)
+_API_KEY = re.compile(
+    r"""(?i)(?<![a-z0-9])\w*(?:api[_-]?key|apikey|secret[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret)\w*["']?"""
+    r"""\s*(?:=|:)\s*(?:[rbuf]{0,2})(["'])[^"'\s]{4,}\1"""
+)
+_AWS_KEY_ID = re.compile(r"(?<![A-Z0-9])AKIA[0-9A-Z]{16}(?![A-Z0-9])")
+_PRIVATE_KEY = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----")
+
+
+def _only(predicate: Callable[[str], bool], pattern: re.Pattern[str]) -> Callable[[str], re.Pattern[str] | None]:
+    return lambda path: pattern if predicate(path) else None
+
+
+def _debug_output_pattern(path: str) -> re.Pattern[str] | None:
+    if _is_python(path):
+        return None if _is_test_path(path) else _PY_PRINT
+    if _is_c(path):
+        return _C_PRINTF
+    if _is_js(path):
+        return _JS_CONSOLE
+    return None
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        rule_id="c-unsafe-string-function",
+        severity="high",
+        category="security",
+        confidence="high",
+        title="Unbounded C string function",
+        message=(
+            "This added line calls one of strcpy, strcat, sprintf, vsprintf or gets, which write "
+            "into a buffer without checking its size and can overflow it."
+        ),
+        suggestion=(
+            "Use a bounded alternative (snprintf, strlcpy/strlcat or strncpy with explicit "
+            "termination, fgets) and check the result for truncation."
+        ),
+        pattern_for=_only(_is_c, _C_UNSAFE),
+    ),
+    Rule(
+        rule_id="py-eval-exec",
+        severity="high",
+        category="security",
+        confidence="medium",
+        title="Dynamic code execution with eval/exec",
+        message=(
+            "This added line calls eval() or exec(); if any part of the input can be influenced "
+            "by a user or an external system it becomes arbitrary code execution."
+        ),
+        suggestion=(
+            "Parse data explicitly instead (ast.literal_eval for literals, json.loads, or a "
+            "dispatch table of allowed operations)."
+        ),
+        pattern_for=_only(_is_python, _PY_EVAL_EXEC),
+    ),
+    Rule(
+        rule_id="py-bare-except",
+        severity="medium",
+        category="reliability",
+        confidence="high",
+        title="Bare except clause",
+        message=(
+            "A bare except clause catches every exception, including KeyboardInterrupt and "
+            "SystemExit, and can hide real failures."
+        ),
+        suggestion="Catch the specific exception types expected here, or at least Exception, and log or re-raise.",
+        pattern_for=_only(_is_python, _PY_BARE_EXCEPT),
+    ),
+    Rule(
+        rule_id="todo-marker",
+        severity="low",
+        category="maintainability",
+        confidence="high",
+        title="Unresolved TODO/FIXME/XXX marker",
+        message="This added line carries a TODO, FIXME or XXX marker, i.e. work known to be unfinished.",
+        suggestion="Finish the work before submitting, or link the marker to a tracked issue.",
+        pattern_for=_only(_any_file, _TODO),
+        skip_comments=False,
+    ),
+    Rule(
+        rule_id="debug-output",
+        severity="info",
+        category="style",
+        confidence="low",
+        title="Possible leftover debug output",
+        message=(
+            "This added line writes to standard output or the console (print, printf or "
+            "console.log), which often is leftover debugging."
+        ),
+        suggestion="Remove it, or route the output through the project's logging facility.",
+        pattern_for=_debug_output_pattern,
+    ),
+    Rule(
+        rule_id="hardcoded-password",
+        severity="high",
+        category="security",
+        confidence="medium",
+        title="Hard-coded password",
+        message=(
+            "A literal value is assigned to a password-like name on this line. The value is not "
+            "repeated here; treat it as exposed."
+        ),
+        suggestion=(
+            "Load the password from a secret store or the environment at run time, and rotate "
+            "it if it was ever a real credential."
+        ),
+        pattern_for=_only(_any_file, _PASSWORD),
+        skip_comments=False,
+    ),
+    Rule(
+        rule_id="hardcoded-api-key",
+        severity="high",
+        category="security",
+        confidence="medium",
+        title="Hard-coded API key or token",
+        message=(
+            "A literal value is assigned to an API-key or token-like name on this line. The value "
+            "is not repeated here; treat it as exposed."
+        ),
+        suggestion=(
+            "Load the key from a secret store or the environment at run time, and revoke and "
+            "rotate it if it was ever a real key."
+        ),
+        pattern_for=_only(_any_file, _API_KEY),
+        skip_comments=False,
+    ),
+    Rule(
+        rule_id="aws-access-key-id",
+        severity="critical",
+        category="security",
+        confidence="high",
+        title="AWS access key ID in source",
+        message=(
+            "This added line contains what looks like an AWS access key ID. The key is not "
+            "repeated here; treat it and its secret key as compromised."
+        ),
+        suggestion=(
+            "Deactivate and rotate the key in IAM, remove it from the change, and use an IAM "
+            "role or the default credential chain instead."
+        ),
+        pattern_for=_only(_any_file, _AWS_KEY_ID),
+        skip_comments=False,
+    ),
+    Rule(
+        rule_id="private-key-block",
+        severity="critical",
+        category="security",
+        confidence="high",
+        title="Private key committed",
+        message=(
+            "A PEM private key block starts on this line. Its content is not repeated here; "
+            "treat the key as compromised."
+        ),
+        suggestion="Remove the key from the change, revoke and reissue it, and load keys from a secret store.",
+        pattern_for=_only(_any_file, _PRIVATE_KEY),
+        skip_comments=False,
+    ),
+)
+
+RULE_IDS: tuple[str, ...] = tuple(sorted(rule.rule_id for rule in RULES))
+
+
+def _rule_matches(rule: Rule, path: str, text: str) -> bool:
+    pattern = rule.pattern_for(path)
+    if pattern is None:
+        return False
+    if rule.skip_comments and _is_comment(path, text):
+        return False
+    return pattern.search(text) is not None
+
+
+def _finding_id(rule_id: str, path: str, line: int) -> str:
+    digest = hashlib.sha256(f"{path}:{line}:{rule_id}".encode()).hexdigest()[:12]
+    return f"OFF-{rule_id}-{digest}"
+
+
+def _finding(rule: Rule, path: str, line: int) -> dict[str, Any]:
+    return {
+        "id": _finding_id(rule.rule_id, path, line),
+        "severity": rule.severity,
+        "category": rule.category,
+        "title": rule.title,
+        "file": path,
+        "line": line,
+        "message": rule.message,
+        "suggestion": rule.suggestion,
+        "confidence": rule.confidence,
+        "rule_id": rule.rule_id,
+    }
+
+
+def _canonical_path(depot_path: str, changed: Sequence[str]) -> str | None:
+    """The changed_files entry this diff belongs to (exact, or with a `#rev` suffix removed)."""
+    if depot_path in changed:
+        return depot_path
+    base = re.sub(r"#\d+$", "", depot_path)
+    return base if base in changed else None
+
+
+def _severity_rank(severity: str) -> int:
+    return [s.value for s in SEVERITY_ORDER].index(severity)
+
+
+def review_change(snapshot: ChangeSnapshot) -> str:
+    """Review the added lines of `snapshot`'s fetched diffs; return ReviewResult JSON text.
+
+    Deterministic: the same snapshot gives byte-identical text (sorted keys, no clock)."""
+    changed = snapshot.changed_files
+    findings: dict[tuple[str, int, str], dict[str, Any]] = {}
+    reviewed: set[str] = set()
+    for diff in snapshot.diffs:
+        if diff.status != DiffStatus.FETCHED:
+            continue
+        path = _canonical_path(diff.depot_path, changed)
+        if path is None:
+            continue  # the contract only allows findings on files of the change
+        reviewed.add(path)
+        for added in iter_added_lines(diff.unified_diff):
+            for rule in RULES:
+                if _rule_matches(rule, path, added.text):
+                    key = (path, added.line, rule.rule_id)
+                    findings.setdefault(key, _finding(rule, path, added.line))
+
+    total = len(findings)
+    keys = list(findings)
+    if total > MAX_FINDINGS:
+        # Keep the most severe, then restore the (file, line, rule) order.
+        keys.sort(key=lambda k: (_severity_rank(findings[k]["severity"]), k))
+        keys = keys[:MAX_FINDINGS]
+    keys.sort()
+    kept = [findings[k] for k in keys]
+
+    files = len(reviewed)
+    file_word = "file" if files == 1 else "files"
+    if total == 0:
+        summary = f"Offline heuristic review of {files} {file_word} found no issues."
+    elif total > MAX_FINDINGS:
+        summary = (
+            f"Offline heuristic review of {files} {file_word} found {total} findings; only the "
+            f"{MAX_FINDINGS} most severe are reported (cap of {MAX_FINDINGS} per change)."
+        )
+    else:
+        finding_word = "finding" if total == 1 else "findings"
+        summary = f"Offline heuristic review of {files} {file_word} found {total} {finding_word}."
+
+    document = {
+        "schema_version": SCHEMA_VERSION,
+        "prompt_version": OFFLINE_PROMPT_VERSION,
+        "summary": summary,
+        "findings": kept,
+        "meta": {
+            "reviewer": "offline",
+            "files_reviewed": files,
+            "rules": list(RULE_IDS),
+            "findings_total": total,
+            "findings_reported": len(kept),
+            "max_findings": MAX_FINDINGS,
+        },
+    }
+    return json.dumps(document, sort_keys=True, indent=2, ensure_ascii=True) + "\n"

@@ -1,0 +1,93 @@
+"""Walk a unified diff and yield the lines it adds, with their new-side line numbers.
+
+Pure text processing, no I/O. The walk is driven by the hunk headers' line counts
+(`@@ -a,b +c,d @@`), so a `+++ x` line inside a hunk is an added line (`++ x`) while a
+`+++ x` line between hunks is a file header and is skipped. Lines that fall outside any
+hunk (`====` headers from `p4 describe`/`p4 diff2`, `---`/`+++` headers, `\\ No newline
+at end of file`) never count."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+_HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+@dataclass(frozen=True)
+class HunkHeader:
+    old_start: int
+    old_count: int
+    new_start: int
+    new_count: int
+
+
+@dataclass(frozen=True)
+class AddedLine:
+    """One added line: `line` is its 1-based number in the new revision of the file;
+    `text` is the line's content without the leading `+` and without the line ending."""
+
+    line: int
+    text: str
+
+
+def parse_hunk_header(line: str) -> HunkHeader | None:
+    """`@@ -a,b +c,d @@ ...` -> HunkHeader; a missing count means 1 (unified diff rules)."""
+    match = _HUNK_HEADER.match(line)
+    if match is None:
+        return None
+    old_start, old_count, new_start, new_count = match.groups()
+    return HunkHeader(
+        old_start=int(old_start),
+        old_count=1 if old_count is None else int(old_count),
+        new_start=int(new_start),
+        new_count=1 if new_count is None else int(new_count),
+    )
+
+
+def _split_lines(text: str) -> list[str]:
+    # Not str.splitlines(): that also splits on \x0b, \x0c, \x1c..\x1e, \x85, \u2028, \u2029,
+    # which may legitimately occur inside a source line and would shift every line number.
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def iter_added_lines(diff: str) -> Iterator[AddedLine]:
+    """Yield each added line of `diff` in order, with its new-side line number."""
+    old_left = 0
+    new_left = 0
+    new_line = 0
+    for raw in _split_lines(diff):
+        if old_left <= 0 and new_left <= 0:
+            # Outside a hunk: only a hunk header matters; every other line is a header/noise.
+            header = parse_hunk_header(raw)
+            if header is not None:
+                old_left, new_left, new_line = header.old_count, header.new_count, header.new_start
+            continue
+        if raw.startswith("\\"):
+            # "\ No newline at end of file": belongs to neither side.
+            continue
+        marker = raw[:1]
+        if marker == "+":
+            if new_left > 0:
+                yield AddedLine(line=new_line, text=raw[1:])
+                new_line += 1
+                new_left -= 1
+            else:  # more additions than the header announced: malformed, stop this hunk
+                old_left = new_left = 0
+        elif marker == "-":
+            old_left -= 1
+        elif marker == " " or raw == "":
+            # Context line (some tools strip the lone space of an empty context line).
+            old_left -= 1
+            new_left -= 1
+            new_line += 1
+        else:
+            # Anything else ends the hunk early (malformed diff); maybe it is a new header.
+            old_left = new_left = 0
+            header = parse_hunk_header(raw)
+            if header is not None:
+                old_left, new_left, new_line = header.old_count, header.new_count, header.new_start

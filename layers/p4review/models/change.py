@@ -1,0 +1,88 @@
+"""A changelist as fetched from Perforce: metadata plus per-file unified diffs."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from p4review.models.job import ChangeKind
+
+
+class FileAction(StrEnum):
+    ADD = "add"
+    EDIT = "edit"
+    DELETE = "delete"
+    BRANCH = "branch"
+    INTEGRATE = "integrate"
+    MOVE_ADD = "move/add"
+    MOVE_DELETE = "move/delete"
+    PURGE = "purge"
+    ARCHIVE = "archive"
+    IMPORT = "import"
+
+
+class DiffStatus(StrEnum):
+    FETCHED = "fetched"
+    SKIPPED = "skipped"
+
+
+class ChangedFile(BaseModel):
+    """One file of a changelist as `p4 describe -s` lists it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    depot_path: str
+    action: str
+    file_type: str
+    revision: int
+
+
+class FileDiff(BaseModel):
+    """The unified diff of one file (new side = this change), or why there is none."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    depot_path: str
+    action: str
+    status: DiffStatus
+    unified_diff: str = ""
+    skip_reason: str | None = None
+
+
+class ChangeDescription(BaseModel):
+    """`p4 -G describe -s [-S] N` parsed: metadata only, no content."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    changelist_id: int
+    kind: ChangeKind
+    owner: str
+    client: str
+    status: str
+    description: str
+    time: int | None = None
+    files: list[ChangedFile] = Field(default_factory=list)
+
+
+class ChangeSnapshot(BaseModel):
+    """What the fetch stage stores as the change artifact and the review stage reads."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    description: ChangeDescription
+    diffs: list[FileDiff] = Field(default_factory=list)
+
+    @property
+    def changed_files(self) -> list[str]:
+        return [changed.depot_path for changed in self.description.files]
+
+
+class P4User(BaseModel):
+    """`p4 -G user -o USER` parsed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user: str
+    email: str | None = None
+    full_name: str | None = None

@@ -1,0 +1,133 @@
+"""The review job: the unit of work from trigger to email, and its audit trail."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class JobStatus(StrEnum):
+    QUEUED = "queued"
+    IN_PROGRESS = "in_progress"
+    SUCCEEDED = "succeeded"
+    RETRYABLE_FAILED = "retryable_failed"
+    FAILED = "failed"
+    DEAD_LETTERED = "dead_lettered"
+
+
+TERMINAL_STATUSES = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED})
+
+
+class ChangeKind(StrEnum):
+    SUBMITTED = "submitted"
+    SHELVED = "shelved"
+
+
+class StageName(StrEnum):
+    FETCH = "fetch"
+    REVIEW = "review"
+    NOTIFY = "notify"
+
+
+STAGE_ORDER: tuple[StageName, ...] = (StageName.FETCH, StageName.REVIEW, StageName.NOTIFY)
+
+
+def next_stage(stage: StageName) -> StageName | None:
+    index = STAGE_ORDER.index(stage)
+    return STAGE_ORDER[index + 1] if index + 1 < len(STAGE_ORDER) else None
+
+
+class StageStatus(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
+class StageState(BaseModel):
+    """Per-stage lease and budget. `attempts` counts claims that started work."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: StageStatus = StageStatus.PENDING
+    attempts: int = 0
+    claimed_by: str | None = None
+    lease_expires_at: str | None = None
+    started_at: str | None = None
+    completed_at: str | None = None
+    last_error_class: str | None = None
+    last_error: str | None = None
+
+
+class AuditEvent(BaseModel):
+    """One append-only entry in the job's audit trail."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    at: str
+    actor: str
+    event: str
+    from_status: JobStatus | None = None
+    to_status: JobStatus | None = None
+    stage: StageName | None = None
+    detail: str | None = None
+
+
+class ArtifactRefs(BaseModel):
+    """Where a job's artifacts live. Keys only; queue messages never carry content."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    change_key: str | None = None
+    result_key: str | None = None
+
+
+class ReviewSummary(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    findings: int = 0
+    by_severity: dict[str, int] = Field(default_factory=dict)
+    files_reviewed: int = 0
+    files_skipped: int = 0
+    diagnostics: int = 0
+
+
+class ReviewJob(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    job_id: str
+    idempotency_key: str
+    request_fingerprint: str
+    changelist_id: int
+    review_version: int
+    kind: ChangeKind
+    rerun: bool = False
+    status: JobStatus = JobStatus.QUEUED
+    stages: dict[StageName, StageState] = Field(
+        default_factory=lambda: {stage: StageState() for stage in STAGE_ORDER}
+    )
+    artifacts: ArtifactRefs = Field(default_factory=ArtifactRefs)
+    summary: ReviewSummary | None = None
+    recipients_required: int | None = None
+    recipients_notified: int = 0
+    created_at: str
+    updated_at: str
+    audit: list[AuditEvent] = Field(default_factory=list)
+
+
+_JOB_NAMESPACE = uuid.UUID("6f1f7c3e-1d0b-4e55-9a8e-6b1f0a2d9c41")
+
+
+def job_id_for(idempotency_key: str) -> str:
+    """Deterministic job id: the job item itself is the idempotency record, so a duplicate
+    key collides on the job's primary key and the losing write returns the winner (ALL_OLD)."""
+    return str(uuid.uuid5(_JOB_NAMESPACE, idempotency_key))
+
+
+def request_fingerprint(changelist_id: int, review_version: int, kind: str, rerun: bool) -> str:
+    """Hash of the semantic request body, to tell a replay from a key reused for another request."""
+    canonical = f"{changelist_id}|{review_version}|{kind}|{int(rerun)}"
+    return hashlib.sha256(canonical.encode()).hexdigest()

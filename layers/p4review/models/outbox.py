@@ -1,0 +1,48 @@
+"""Outbox / delivery-log rows, one per (changelist_id, recipient, review_version)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+
+
+class DeliveryStatus(StrEnum):
+    PENDING = "pending"
+    SENT = "sent"
+    FAILED = "failed"
+
+
+class OutboxRow(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    changelist_id: int
+    recipient: str
+    review_version: int
+    job_id: str
+    status: DeliveryStatus = DeliveryStatus.PENDING
+    provider_token: str
+    notification_id: str | None = None
+    notified_at: str | None = None
+    attempts: int = 0
+    last_error: str | None = None
+    created_at: str
+    updated_at: str
+
+
+class SendOutcome(StrEnum):
+    SENT = "sent"
+    RETRYABLE = "retryable"
+    FAILED = "failed"
+
+
+class SendResult(BaseModel):
+    """Structured provider answer: never an exception for an expected failure."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    outcome: SendOutcome
+    notification_id: str | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+    retry_after: float | None = None

@@ -1,0 +1,134 @@
+"""The ReviewResult output contract (spec "Output contract")."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = "1.0"
+
+REVIEW_RESULT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["schema_version", "prompt_version", "findings"],
+    "properties": {
+        "schema_version": {"type": "string", "pattern": "^[0-9]+\\.[0-9]+$"},
+        "prompt_version": {"type": "string", "pattern": "^[0-9]+\\.[0-9]+(\\.[0-9]+)?$"},
+        "summary": {"type": "string"},
+        "findings": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["id", "severity", "category", "title", "file", "line", "message"],
+                "properties": {
+                    "id": {"type": "string", "minLength": 1},
+                    "severity": {"type": "string", "enum": ["critical", "high", "medium", "low", "info"]},
+                    "category": {
+                        "type": "string",
+                        "enum": [
+                            "correctness",
+                            "security",
+                            "performance",
+                            "reliability",
+                            "maintainability",
+                            "style",
+                            "test",
+                        ],
+                    },
+                    "title": {"type": "string", "minLength": 1},
+                    "file": {"type": "string", "minLength": 1},
+                    "line": {"type": "integer", "minimum": 1},
+                    "end_line": {"type": "integer", "minimum": 1},
+                    "message": {"type": "string", "minLength": 1},
+                    "suggestion": {"type": "string"},
+                    "confidence": {"type": "string", "enum": ["high", "medium", "low"]},
+                    "rule_id": {"type": "string"},
+                },
+            },
+        },
+        "meta": {"type": "object", "additionalProperties": True},
+    },
+}
+
+
+class Severity(StrEnum):
+    CRITICAL = "critical"
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+    INFO = "info"
+
+
+SEVERITY_ORDER = [Severity.CRITICAL, Severity.HIGH, Severity.MEDIUM, Severity.LOW, Severity.INFO]
+
+
+class Category(StrEnum):
+    CORRECTNESS = "correctness"
+    SECURITY = "security"
+    PERFORMANCE = "performance"
+    RELIABILITY = "reliability"
+    MAINTAINABILITY = "maintainability"
+    STYLE = "style"
+    TEST = "test"
+
+
+class Confidence(StrEnum):
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+
+class Finding(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1)
+    severity: Severity
+    category: Category
+    title: str = Field(min_length=1)
+    file: str = Field(min_length=1)
+    line: int = Field(ge=1)
+    end_line: int | None = Field(default=None, ge=1)
+    message: str = Field(min_length=1)
+    suggestion: str | None = None
+    confidence: Confidence | None = None
+    rule_id: str | None = None
+
+
+class ReviewResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: str
+    prompt_version: str
+    summary: str | None = None
+    findings: list[Finding] = Field(default_factory=list)
+    meta: dict[str, Any] | None = None
+
+
+class Diagnostic(BaseModel):
+    """A machine-readable parser diagnostic: coercion_applied | finding_dropped |
+    response_rejected | warning."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str
+    reason: str | None = None
+    finding_id: str | None = None
+    field: str | None = None
+    old_value: str | None = None
+    new_value: str | None = None
+    file: str | None = None
+    line: int | None = None
+    detail: str | None = None
+
+
+class ParseOutcome(BaseModel):
+    """What the parser returns: a result (possibly with zero findings) or a rejection."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    result: ReviewResult | None = None
+    rejected: bool = False
+    diagnostics: list[Diagnostic] = Field(default_factory=list)

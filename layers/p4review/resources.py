@@ -1,0 +1,131 @@
+"""The one definition of every AWS resource the service uses.
+
+The CDK app (infra/) and the embedded local stack (p4review.local) both build their
+resources from this module, so the deployed stack and the local one cannot drift.
+Functions find each resource through the environment variable named here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from p4review.models.job import StageName
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    key: str
+    env_var: str
+    partition_key: str
+    sort_key: str | None = None
+    ttl_attribute: str | None = None
+    purpose: str = ""
+
+
+@dataclass(frozen=True)
+class QueueSpec:
+    key: str
+    env_var: str
+    stage: StageName
+    function_timeout_seconds: int
+    # AWS's guidance for an SQS event source: visibility >= 6x the function timeout.
+    visibility_timeout_seconds: int
+    # Above the per-stage attempt budget (5): redrive is the safety net for crashes only.
+    max_receive_count: int = 8
+    dlq_retention_days: int = 14
+    batch_size: int = 5
+    # W: the bound on concurrent workers for this stage (event source maximum concurrency).
+    max_concurrency: int = 2
+
+    @property
+    def dlq_env_var(self) -> str:
+        """Functions that dead-letter find this stage's DLQ through this variable."""
+        return self.env_var.replace("_QUEUE_URL", "_DLQ_URL")
+
+
+@dataclass(frozen=True)
+class BucketSpec:
+    key: str
+    env_var: str
+    expiration_days: int
+    purpose: str = ""
+
+
+@dataclass(frozen=True)
+class SecretSpec:
+    key: str
+    env_var: str
+    description: str
+    # Local stack fills these; in AWS an operator puts the real value.
+    local_template: dict[str, str | int] = field(default_factory=dict)
+
+
+JOBS_TABLE = TableSpec(
+    key="jobs",
+    env_var="P4REVIEW_JOBS_TABLE",
+    partition_key="pk",
+    purpose="Review jobs (pk JOB#id), changelist-version claims (CLV#cl#v) and changelist heads (CL#cl).",
+)
+OUTBOX_TABLE = TableSpec(
+    key="outbox",
+    env_var="P4REVIEW_OUTBOX_TABLE",
+    partition_key="pk",
+    sort_key="sk",
+    purpose="One delivery row per (changelist_id, recipient, review_version): pk CLV#cl#v, sk RCPT#recipient.",
+)
+
+FETCH_QUEUE = QueueSpec(
+    key="fetch", env_var="P4REVIEW_FETCH_QUEUE_URL", stage=StageName.FETCH,
+    function_timeout_seconds=60, visibility_timeout_seconds=360,
+)
+REVIEW_QUEUE = QueueSpec(
+    key="review", env_var="P4REVIEW_REVIEW_QUEUE_URL", stage=StageName.REVIEW,
+    function_timeout_seconds=120, visibility_timeout_seconds=720,
+)
+NOTIFY_QUEUE = QueueSpec(
+    key="notify", env_var="P4REVIEW_NOTIFY_QUEUE_URL", stage=StageName.NOTIFY,
+    function_timeout_seconds=60, visibility_timeout_seconds=360,
+)
+
+ARTIFACT_BUCKET = BucketSpec(
+    key="artifacts",
+    env_var="P4REVIEW_ARTIFACT_BUCKET",
+    # Raw diff snapshots are sensitive: spec caps their retention at 7 days.
+    expiration_days=7,
+    purpose="Change snapshots (changes/) and review results (results/), keyed by job id.",
+)
+
+SIGNING_SECRET = SecretSpec(
+    key="trigger-signing",
+    env_var="P4REVIEW_SIGNING_SECRET_ID",
+    description="HMAC key the Perforce trigger signs requests with (AWSCURRENT and AWSPREVIOUS accepted).",
+)
+SMTP_SECRET = SecretSpec(
+    key="smtp",
+    env_var="P4REVIEW_SMTP_SECRET_ID",
+    description="SMTP relay: JSON {host, port, tls_mode, username, password, from_address}.",
+)
+LLM_SECRET = SecretSpec(
+    key="llm",
+    env_var="P4REVIEW_LLM_SECRET_ID",
+    description="LLM provider API key: JSON {provider, api_key} (unused by the offline reviewer).",
+)
+P4_SECRET = SecretSpec(
+    key="p4",
+    env_var="P4REVIEW_P4_SECRET_ID",
+    description="Perforce connection: JSON {P4PORT, P4USER, P4TICKET}; reaches p4 through its environment.",
+)
+
+TABLES = (JOBS_TABLE, OUTBOX_TABLE)
+QUEUES = (FETCH_QUEUE, REVIEW_QUEUE, NOTIFY_QUEUE)
+BUCKETS = (ARTIFACT_BUCKET,)
+SECRETS = (SIGNING_SECRET, SMTP_SECRET, LLM_SECRET, P4_SECRET)
+QUEUE_FOR_STAGE = {queue.stage: queue for queue in QUEUES}
+
+
+def physical_name(environment: str, key: str) -> str:
+    """Resource names are `p4review-<env>-<key>` everywhere (DLQs add `-dlq`)."""
+    return f"p4review-{environment}-{key}"
+
+
+def dlq_key(queue: QueueSpec) -> str:
+    return f"{queue.key}-dlq"

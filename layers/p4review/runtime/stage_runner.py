@@ -1,0 +1,140 @@
+"""Run one stage for one job under a DynamoDB lease (spec "WorkQueue processing flow").
+
+claim -> side effect (idempotent) -> complete (owner predicate) -> enqueue next -> ack.
+A crash between any two steps is recovered by redelivery: a completed stage re-sends its
+hand-off when the next stage has not started, so no job is stranded."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from p4review.dal.ports import ClaimState, JobRepository, StageQueues
+from p4review.errors import ErrorClass, P4ReviewError, StaleWriteError
+from p4review.models.job import JobStatus, ReviewJob, StageName, StageStatus, next_stage
+from p4review.models.messages import StageMessage
+from p4review.observability import logger, metrics
+from p4review.runtime import dead_letter
+from p4review.runtime.backoff import backoff_delay
+
+MAX_ATTEMPTS_PER_STAGE = 5
+
+
+@dataclass(frozen=True)
+class StageOutput:
+    """What a stage's work hands back: job attributes to set, and whether the job is done."""
+
+    updates: dict[str, Any] = field(default_factory=dict)
+    finish_job: JobStatus | None = None
+
+
+class StageWork(Protocol):
+    stage: StageName
+
+    def run(self, job: ReviewJob) -> StageOutput: ...
+
+
+@dataclass(frozen=True)
+class Disposition:
+    """ack: delete the message. Otherwise retry after `delay_seconds` (None = queue default)."""
+
+    ack: bool
+    delay_seconds: float | None = None
+    reason: str = ""
+
+
+ACK = Disposition(ack=True)
+
+
+def run_stage(
+    message: StageMessage,
+    work: StageWork,
+    *,
+    jobs: JobRepository,
+    queues: StageQueues,
+    worker_id: str,
+    lease_seconds: int,
+    message_id: str | None = None,
+) -> Disposition:
+    stage = work.stage
+    log = {"job_id": message.job_id, "stage": stage.value, "worker_id": worker_id}
+    claim = jobs.claim_stage(message.job_id, stage, worker_id, lease_seconds)
+    if claim.state == ClaimState.MISSING:
+        logger.warning("message for an unknown job", extra=log)
+        queues.send_dead_letter(stage, dead_letter.envelope(
+            job=None, job_id=message.job_id, stage=stage, error_class=ErrorClass.NOT_FOUND, exc=None,
+            request_id=message.request_id, message_id=message_id))
+        return ACK
+    if claim.state == ClaimState.ALREADY_COMPLETED:
+        _ensure_handoff(claim.job, stage, queues, message.request_id)
+        return Disposition(ack=True, reason="duplicate delivery of a completed stage")
+    if claim.state in (ClaimState.JOB_CLOSED, ClaimState.NOT_READY):
+        logger.info("nothing to do", extra={**log, "claim": claim.state.value})
+        return Disposition(ack=True, reason=claim.state.value)
+    if claim.state == ClaimState.LEASE_HELD:
+        # Another worker is on it: come back later without spending this stage's budget.
+        return Disposition(ack=False, delay_seconds=float(lease_seconds), reason="lease held by another worker")
+
+    job = claim.job
+    try:
+        output = work.run(job)
+    except P4ReviewError as exc:
+        return _fail(job, stage, exc, exc.error_class, jobs, queues, worker_id, message, message_id)
+    except Exception as exc:  # noqa: BLE001 - a bug: dead-letter it rather than retry forever
+        return _fail(job, stage, exc, ErrorClass.INTERNAL_BUG, jobs, queues, worker_id, message, message_id)
+
+    try:
+        finished = jobs.complete_stage(job.job_id, stage, worker_id, updates=output.updates,
+                                       finish_job=output.finish_job)
+    except StaleWriteError:
+        logger.warning("lease lost before completion; leaving the job to its owner", extra=log)
+        return Disposition(ack=False, reason="lease lost")
+    metrics.add_metric(name=f"{stage.value.capitalize()}Completed", unit="Count", value=1)
+    _ensure_handoff(finished, stage, queues, message.request_id)
+    return ACK
+
+
+def _ensure_handoff(job: ReviewJob | None, stage: StageName, queues: StageQueues, request_id: str | None) -> None:
+    following = next_stage(stage)
+    if job is None or following is None:
+        return
+    if job.stages[following].status == StageStatus.PENDING:
+        queues.send(StageMessage(job_id=job.job_id, stage=following, request_id=request_id))
+
+
+def _fail(
+    job: ReviewJob,
+    stage: StageName,
+    exc: BaseException,
+    error_class: ErrorClass,
+    jobs: JobRepository,
+    queues: StageQueues,
+    worker_id: str,
+    message: StageMessage,
+    message_id: str | None,
+) -> Disposition:
+    attempts = job.stages[stage].attempts
+    retryable = isinstance(exc, P4ReviewError) and exc.retryable
+    summary = getattr(exc, "message", type(exc).__name__)
+    log = {"job_id": job.job_id, "stage": stage.value, "error_class": error_class.value, "attempts": attempts}
+    if retryable and attempts < MAX_ATTEMPTS_PER_STAGE:
+        logger.warning("stage failed; will retry", extra=log)
+        try:
+            jobs.release_stage(job.job_id, stage, worker_id, error_class=error_class.value, error=summary,
+                               stage_status=StageStatus.PENDING, job_status=JobStatus.RETRYABLE_FAILED)
+        except StaleWriteError:
+            return Disposition(ack=False, reason="lease lost")
+        return Disposition(ack=False, delay_seconds=backoff_delay(attempts, getattr(exc, "retry_after", None)),
+                           reason=error_class.value)
+    logger.error("stage dead-lettered", extra=log)
+    metrics.add_metric(name="DeadLettered", unit="Count", value=1)
+    # Envelope first: a crash after it leaves a duplicate envelope at worst, never a silent loss.
+    queues.send_dead_letter(stage, dead_letter.envelope(
+        job=job, job_id=job.job_id, stage=stage, error_class=error_class, exc=exc,
+        request_id=message.request_id, message_id=message_id))
+    try:
+        jobs.release_stage(job.job_id, stage, worker_id, error_class=error_class.value, error=summary,
+                           stage_status=StageStatus.FAILED, job_status=JobStatus.DEAD_LETTERED)
+    except StaleWriteError:
+        return Disposition(ack=False, reason="lease lost")
+    return ACK

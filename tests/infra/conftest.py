@@ -1,0 +1,58 @@
+"""Synthesizes the CDK app once per session (bundling skipped: no pip, no Docker).
+
+Marked `infra`: these tests need Node.js (jsii)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+# jsii prints a banner for Node versions it has not tested; must be set before jsii starts.
+for _name in ("DEPRECATED", "UNTESTED", "END_OF_LIFE"):
+    os.environ.setdefault(f"JSII_SILENCE_WARNING_{_name}_NODE_VERSION", "1")
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+for _path in (REPO_ROOT / "infra", REPO_ROOT / "layers"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+# `cdk synth` with bundling skipped for every stack: the deps layer's pip install never runs.
+SKIP_BUNDLING = {"aws:cdk:bundling-stacks": []}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if Path(str(item.fspath)).is_relative_to(Path(__file__).parent):
+            item.add_marker(pytest.mark.infra)
+
+
+@dataclass(frozen=True)
+class Synth:
+    app: object
+    stack: object
+    template: object  # aws_cdk.assertions.Template
+    outdir: Path
+
+
+def _synth(environment: str, outdir: Path) -> Synth:
+    from aws_cdk.assertions import Template
+    from p4review_infra.app import create_app
+
+    app, stack = create_app(context={**SKIP_BUNDLING, "environment": environment}, outdir=str(outdir))
+    # Synthesizes the app, which runs the cdk-nag validation plugin: unacknowledged findings raise.
+    template = Template.from_stack(stack)
+    return Synth(app=app, stack=stack, template=template, outdir=outdir)
+
+
+@pytest.fixture(scope="session")
+def dev(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return _synth("dev", tmp_path_factory.mktemp("cdk-dev"))
+
+
+@pytest.fixture(scope="session")
+def prod(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return _synth("prod", tmp_path_factory.mktemp("cdk-prod"))

@@ -1,0 +1,232 @@
+"""Every answer of the ingest API, through the local API Gateway front and the real
+ingest handler, against the moto server."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from p4review.cli.api_client import ReviewApiClient
+from p4review.dal.factory import get_data_access
+from p4review.local.http_front import LocalApiGateway
+from p4review.local.stack import load_function
+from p4review.logic.signing import signed_headers
+from p4review.models.job import AuditEvent, JobStatus
+from tests.support.harness import drain, provisioned_service
+
+
+@pytest.fixture
+def api(moto_endpoint, aws_reset):
+    with provisioned_service(moto_endpoint) as service:
+        gateway = LocalApiGateway(load_function("ingest").lambda_handler)
+        gateway.start()
+        try:
+            service.gateway = gateway
+            service.api = ReviewApiClient(gateway.url, service.signing_secret)
+            service.sqs = service.client("sqs")
+            yield service
+        finally:
+            gateway.stop()
+
+
+def _request(**overrides):
+    body = {"idempotency_key": "p4-submitted-4242-v1", "changelist_id": 4242, "review_version": 1,
+            "kind": "submitted"}
+    body.update(overrides)
+    return body
+
+
+def _post(api, body, **kwargs):
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return api.api.post_raw(raw, **kwargs)
+
+
+def _assert_error(answer, status, code):
+    assert answer.status == status, answer.body
+    assert set(answer.body) == {"error"}
+    assert answer.body["error"]["code"] == code
+    assert "Traceback" not in json.dumps(answer.body)
+    return answer.body["error"]
+
+
+def _finish(job_id):
+    jobs = get_data_access().jobs
+    event = lambda target: AuditEvent(at="2026-11-21T10:00:00.000000Z", actor="test", event="forced",  # noqa: E731
+                                      to_status=target)
+    jobs.transition(job_id, JobStatus.IN_PROGRESS, event(JobStatus.IN_PROGRESS))
+    jobs.transition(job_id, JobStatus.SUCCEEDED, event(JobStatus.SUCCEEDED))
+
+
+def test_new_job_is_201_and_enqueues_ids_only(api):
+    answer = _post(api, _request())
+    assert answer.status == 201
+    assert answer.body["status"] == "queued"
+    assert answer.headers["location"] == f"/v1/reviews/{answer.body['job_id']}"
+    messages = drain(api.sqs, api.resources.queue_for_stage("fetch").url)
+    assert [json.loads(message["Body"]) for message in messages] == [
+        {"schema_version": "1", "job_id": answer.body["job_id"], "stage": "fetch",
+         "request_id": messages and json.loads(messages[0]["Body"])["request_id"]}]
+
+
+def test_repeated_key_returns_the_original_job_marked_as_replay(api):
+    first = _post(api, _request())
+    second = _post(api, _request())
+    assert (first.status, second.status) == (201, 200)
+    assert second.body["job_id"] == first.body["job_id"]
+    assert second.headers["x-p4review-replay"] == "idempotency-key"
+    assert len(drain(api.sqs, api.resources.queue_for_stage("fetch").url)) == 1
+
+
+def test_known_key_with_a_different_body_is_422(api):
+    _post(api, _request())
+    error = _assert_error(_post(api, _request(review_version=2)), 422, "idempotency_key_reused")
+    assert error["details"]["differing_fields"] == ["review_version"]
+
+
+def test_same_version_after_success_returns_prior_result_without_new_work(api):
+    first = _post(api, _request())
+    _finish(first.body["job_id"])
+    drain(api.sqs, api.resources.queue_for_stage("fetch").url)
+    again = _post(api, _request(idempotency_key="another-trigger-run"))
+    assert again.status == 200
+    assert again.body["job_id"] == first.body["job_id"]
+    assert again.body["status"] == "succeeded"
+    assert again.headers["x-p4review-replay"] == "same-version"
+    assert drain(api.sqs, api.resources.queue_for_stage("fetch").url) == []
+
+
+def test_versioned_rerun_is_accepted_only_when_requested_and_newer(api):
+    first = _post(api, _request())
+    _finish(first.body["job_id"])
+    rerun = _post(api, _request(idempotency_key="k-v3", review_version=3, rerun=True))
+    assert rerun.status == 201
+    assert rerun.body["job_id"] != first.body["job_id"]
+    assert rerun.body["rerun"] is True
+    error = _assert_error(_post(api, _request(idempotency_key="k-v4", review_version=4)), 409,
+                          "rerun_not_requested")
+    assert error["details"]["latest_version"] == 3
+    error = _assert_error(_post(api, _request(idempotency_key="k-v2", review_version=2, rerun=True)), 409,
+                          "stale_review_version")
+    assert error["details"] == {"changelist_id": 4242, "requested_version": 2, "latest_version": 3}
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        (_request(changelist_id="4242"), "changelist_id"),
+        (_request(changelist_id=-1), "changelist_id"),
+        (_request(changelist_id=0), "changelist_id"),
+        (_request(changelist_id=2**40), "changelist_id"),
+        (_request(review_version=0), "review_version"),
+        (_request(review_version=10**12), "review_version"),
+        (_request(review_version=1.5), "review_version"),
+        (_request(changelist_id=True), "changelist_id"),
+        (_request(idempotency_key="k" * 129), "idempotency_key"),
+        (_request(idempotency_key="bad\nkey"), "idempotency_key"),
+        (_request(idempotency_key="tab\tkey"), "idempotency_key"),
+        (_request(idempotency_key=""), "idempotency_key"),
+        (_request(kind="branch"), "kind"),
+        (_request(rerun="yes"), "rerun"),
+        (_request(extra="field"), "extra"),
+        ({k: v for k, v in _request().items() if k != "kind"}, "kind"),
+    ],
+)
+def test_invalid_fields_are_400_with_field_errors(api, body, field):
+    error = _assert_error(_post(api, body), 400, "invalid_request")
+    assert field in [problem["field"] for problem in error["details"]]
+    assert all(set(problem) == {"field", "problem"} for problem in error["details"])
+
+
+@pytest.mark.parametrize("raw", [b"not json", b"[1, 2]", b"", b"\xff\xfe", b'{"a": 1, "a": 2}', b"1" * 5000])
+def test_non_json_bodies_are_400(api, raw):
+    _assert_error(_post(api, raw), 400, "invalid_json")
+
+
+def test_key_of_128_printable_characters_is_accepted(api):
+    assert _post(api, _request(idempotency_key="k" * 128)).status == 201
+
+
+def test_missing_signature_is_401(api):
+    answer = ReviewApiClient(api.gateway.url, api.signing_secret)
+    import urllib.request
+
+    request = urllib.request.Request(api.gateway.url + "/v1/reviews", data=json.dumps(_request()).encode(),
+                                     method="POST", headers={"Content-Type": "application/json"})
+    try:
+        urllib.request.urlopen(request)
+        raise AssertionError("expected 401")
+    except urllib.error.HTTPError as error:
+        assert error.code == 401
+        assert json.loads(error.read())["error"]["code"] == "signature_missing"
+    assert answer  # the client itself signs; see the other tests
+
+
+def test_wrong_secret_is_401(api):
+    answer = ReviewApiClient(api.gateway.url, "not-the-secret").submit(
+        changelist_id=1, review_version=1, kind="submitted", idempotency_key="x")
+    _assert_error(answer, 401, "signature_invalid")
+
+
+def test_stale_timestamp_is_401(api):
+    import urllib.request
+
+    body = json.dumps(_request()).encode()
+    headers = signed_headers(api.signing_secret, int(time.time()) - 301, "POST", "/v1/reviews", body)
+    request = urllib.request.Request(api.gateway.url + "/v1/reviews", data=body, method="POST", headers=headers)
+    with pytest.raises(urllib.error.HTTPError) as error:
+        urllib.request.urlopen(request)
+    assert error.value.code == 401
+    assert json.loads(error.value.read())["error"]["code"] == "signature_expired"
+
+
+def test_previous_secret_is_accepted_after_rotation(api):
+    secrets_client = api.client("secretsmanager")
+    secret_id = api.resources.secrets["trigger-signing"]
+    secrets_client.put_secret_value(SecretId=secret_id, SecretString="the-new-secret")
+    old = _post(api, _request())
+    new = ReviewApiClient(api.gateway.url, "the-new-secret").submit(
+        changelist_id=77, review_version=1, kind="submitted", idempotency_key="after-rotation")
+    assert (old.status, new.status) == (201, 201)
+
+
+def test_oversize_body_is_413(api):
+    _assert_error(_post(api, _request(idempotency_key="k", padding="x" * 20_000)), 413, "body_too_large")
+
+
+def test_get_returns_the_job_with_stages_and_audit(api):
+    created = _post(api, _request())
+    shown = api.api.get_job(created.body["job_id"])
+    assert shown.status == 200
+    assert set(shown.body["stages"]) == {"fetch", "review", "notify"}
+    assert shown.body["stages"]["fetch"] == {"status": "pending", "attempts": 0}
+    assert shown.body["deliveries"] == []
+    assert [event["event"] for event in shown.body["audit"]] == ["job_created"]
+
+
+def test_get_unknown_job_is_404_and_malformed_id_is_400(api):
+    _assert_error(api.api.get_job("00000000-0000-0000-0000-000000000000"), 404, "job_not_found")
+    _assert_error(api.api.get_job("not-a-job"), 400, "invalid_job_id")
+
+
+def test_get_requires_a_signature(api):
+    created = _post(api, _request())
+    answer = ReviewApiClient(api.gateway.url, "wrong").get_job(created.body["job_id"])
+    _assert_error(answer, 401, "signature_invalid")
+
+
+def test_unknown_route_is_404_json(api):
+    import urllib.request
+
+    with pytest.raises(urllib.error.HTTPError) as error:
+        urllib.request.urlopen(api.gateway.url + "/v2/anything")
+    assert error.value.code == 404
+    assert json.loads(error.value.read())["error"]["code"] == "route_not_found"
+
+
+def test_storage_failure_is_a_clean_500_without_internals(api):
+    api.client("dynamodb").delete_table(TableName=api.resources.tables["jobs"])
+    answer = _post(api, _request())
+    error = _assert_error(answer, 500, "internal_error")
+    assert "dynamo" not in json.dumps(error).lower()

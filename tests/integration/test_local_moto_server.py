@@ -1,0 +1,321 @@
+"""LocalAwsServer (moto on loopback, serialized per service) and provision()."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+
+from p4review import resources as spec
+from p4review.config import Settings
+from p4review.local.moto_server import LocalAwsServer
+from p4review.local.provision import LocalResources, provision
+
+THREADS = 8
+
+
+def _table(ddb: Any, name: str) -> None:
+    ddb.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+
+def _race(rounds: int, clients: list[Any], attempt: Callable[[Any, int, int], bool]) -> dict[int, list[int]]:
+    """Run `attempt(client, round, thread)` from every thread at once, round after round.
+    Returns round -> winning thread indexes."""
+    barrier = threading.Barrier(len(clients))
+    winners: dict[int, list[int]] = {r: [] for r in range(rounds)}
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def run(index: int, client: Any) -> None:
+        try:
+            for r in range(rounds):
+                barrier.wait(timeout=30)
+                if attempt(client, r, index):
+                    with lock:
+                        winners[r].append(index)
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+            barrier.abort()
+
+    threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors
+    return winners
+
+
+def test_start_returns_real_port_and_stop_releases_it() -> None:
+    server = LocalAwsServer()
+    url = server.start()
+    try:
+        assert url.startswith("http://127.0.0.1:")
+        assert server.port != 0 and url.endswith(f":{server.port}")
+        ddb = boto3.client("dynamodb", endpoint_url=url, region_name="us-east-1",
+                           aws_access_key_id="x", aws_secret_access_key="x")
+        assert "TableNames" in ddb.list_tables()
+    finally:
+        server.stop()
+    assert not server.running
+    with pytest.raises(Exception):
+        boto3.client("dynamodb", endpoint_url=url, region_name="us-east-1", aws_access_key_id="x",
+                     aws_secret_access_key="x",
+                     config=boto3.session.Config(retries={"max_attempts": 1}, connect_timeout=1)).list_tables()
+
+
+def test_conditional_put_race_has_exactly_one_winner(aws_reset: None, aws_client, local_aws_server) -> None:
+    _table(aws_client("dynamodb"), "race")
+    clients = [aws_client("dynamodb") for _ in range(THREADS)]
+    before = local_aws_server.request_counts().get("dynamodb", 0)
+
+    def attempt(client: Any, r: int, index: int) -> bool:
+        try:
+            client.put_item(
+                TableName="race",
+                Item={"pk": {"S": f"CLV#{r}"}, "owner": {"N": str(index)}},
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+            return True
+        except client.exceptions.ConditionalCheckFailedException:
+            return False
+
+    rounds = 100
+    winners = _race(rounds, clients, attempt)
+    bad = {r: w for r, w in winners.items() if len(w) != 1}
+    assert not bad, f"rounds without exactly one winner: {bad}"
+    # The stored owner is the winner in every round.
+    ddb = clients[0]
+    for r in (0, rounds // 2, rounds - 1):
+        item = ddb.get_item(TableName="race", Key={"pk": {"S": f"CLV#{r}"}}, ConsistentRead=True)["Item"]
+        assert int(item["owner"]["N"]) == winners[r][0]
+    # The serializing lock really served these requests.
+    assert local_aws_server.request_counts()["dynamodb"] - before >= rounds * THREADS
+
+
+def test_transact_write_race_has_exactly_one_winner(aws_reset: None, aws_client) -> None:
+    _table(aws_client("dynamodb"), "txn")
+    clients = [aws_client("dynamodb") for _ in range(THREADS)]
+    clients[0].put_item(TableName="txn", Item={"pk": {"S": "HEAD"}, "n": {"N": "0"}})
+
+    def attempt(client: Any, r: int, index: int) -> bool:
+        try:
+            client.transact_write_items(
+                TransactItems=[
+                    {"Put": {"TableName": "txn", "Item": {"pk": {"S": f"CLAIM#{r}"}, "owner": {"N": str(index)}},
+                             "ConditionExpression": "attribute_not_exists(pk)"}},
+                    {"Update": {"TableName": "txn", "Key": {"pk": {"S": "HEAD"}},
+                                "UpdateExpression": "SET n = n + :one",
+                                "ConditionExpression": "n = :expected",
+                                "ExpressionAttributeValues": {":one": {"N": "1"}, ":expected": {"N": str(r)}}}},
+                ]
+            )
+            return True
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] in ("TransactionCanceledException", "TransactionConflictException"):
+                return False
+            raise
+
+    rounds = 40
+    winners = _race(rounds, clients, attempt)
+    bad = {r: w for r, w in winners.items() if len(w) != 1}
+    assert not bad, f"rounds without exactly one winner: {bad}"
+    head = clients[0].get_item(TableName="txn", Key={"pk": {"S": "HEAD"}}, ConsistentRead=True)["Item"]
+    assert head["n"]["N"] == str(rounds)
+
+
+def test_long_polls_stay_concurrent_and_do_not_block_dynamodb(aws_reset: None, aws_client) -> None:
+    sqs = aws_client("sqs")
+    url = sqs.create_queue(QueueName="idle")["QueueUrl"]
+    ddb = aws_client("dynamodb")
+    _table(ddb, "side")
+    results: list[float] = []
+
+    def poll() -> None:
+        client = aws_client("sqs")
+        started = time.monotonic()
+        client.receive_message(QueueUrl=url, WaitTimeSeconds=2)
+        results.append(time.monotonic() - started)
+
+    # Create clients first (in this thread), then start the polls together.
+    threads = [threading.Thread(target=poll) for _ in range(4)]
+    started = time.monotonic()
+    for t in threads:
+        t.start()
+    time.sleep(0.3)
+    ddb_started = time.monotonic()
+    ddb.put_item(TableName="side", Item={"pk": {"S": "x"}})
+    sqs.send_message(QueueUrl=sqs.create_queue(QueueName="other")["QueueUrl"], MessageBody="m")
+    side_elapsed = time.monotonic() - ddb_started
+    for t in threads:
+        t.join(timeout=10)
+    total = time.monotonic() - started
+    assert len(results) == 4 and all(1.8 <= r < 3.5 for r in results), results
+    assert total < 4.0, f"long polls were serialized: {total:.2f}s"
+    assert side_elapsed < 1.0, f"other requests waited on the long polls: {side_elapsed:.2f}s"
+
+
+def test_long_poll_returns_as_soon_as_a_message_arrives(aws_reset: None, aws_client) -> None:
+    sqs = aws_client("sqs")
+    url = sqs.create_queue(QueueName="wake")["QueueUrl"]
+    threading.Timer(0.4, lambda: aws_client("sqs").send_message(QueueUrl=url, MessageBody="hi")).start()
+    started = time.monotonic()
+    messages = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=10).get("Messages", [])
+    elapsed = time.monotonic() - started
+    assert [m["Body"] for m in messages] == ["hi"]
+    assert 0.3 <= elapsed < 2.0
+
+
+def test_concurrent_receives_never_hand_out_the_same_message(aws_reset: None, aws_client) -> None:
+    sqs = aws_client("sqs")
+    url = sqs.create_queue(QueueName="fanout", Attributes={"VisibilityTimeout": "60"})["QueueUrl"]
+    total = 60
+    for start in range(0, total, 10):
+        sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": f"m{i}"}
+                                                      for i in range(start, start + 10)])
+    seen: Counter[str] = Counter()
+    lock = threading.Lock()
+    clients = [aws_client("sqs") for _ in range(6)]
+
+    def drain(client: Any) -> None:
+        empty = 0
+        while empty < 2:
+            messages = client.receive_message(QueueUrl=url, MaxNumberOfMessages=3, WaitTimeSeconds=0).get("Messages", [])
+            if not messages:
+                empty += 1
+                continue
+            with lock:
+                seen.update(m["Body"] for m in messages)
+
+    threads = [threading.Thread(target=drain, args=(c,)) for c in clients]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert sum(seen.values()) == total, seen
+    assert all(count == 1 for count in seen.values()), {k: v for k, v in seen.items() if v > 1}
+
+
+def test_reset_clears_state(aws_reset: None, aws_client, local_aws_server) -> None:
+    ddb = aws_client("dynamodb")
+    _table(ddb, "gone")
+    aws_client("sqs").create_queue(QueueName="gone")
+    assert "gone" in ddb.list_tables()["TableNames"]
+    local_aws_server.reset()
+    assert ddb.list_tables()["TableNames"] == []
+    assert not aws_client("sqs").list_queues().get("QueueUrls")
+
+
+def test_aws_env_fixture_points_plain_boto3_at_moto(aws_reset: None, aws_env: dict[str, str]) -> None:
+    client = boto3.client("dynamodb")
+    _table(client, "via-env")
+    assert client.meta.endpoint_url == aws_env["AWS_ENDPOINT_URL"]
+    assert "via-env" in client.list_tables()["TableNames"]
+
+
+# -- provision ---------------------------------------------------------------------------------
+
+SECRETS = {
+    "trigger-signing": "signing-key-1",
+    "smtp": {"host": "127.0.0.1", "port": 2525, "tls_mode": "none", "username": "u", "password": "p",
+             "from_address": "p4review@example.test"},
+    "llm": {"provider": "offline", "api_key": "unused"},
+    "p4": {"P4PORT": "ssl:perforce:1666", "P4USER": "review", "P4TICKET": "t"},
+}
+
+
+def _check_resources(res: LocalResources, clients: dict[str, Any], env_name: str) -> None:
+    ddb, sqs, s3, sm = clients["dynamodb"], clients["sqs"], clients["s3"], clients["secretsmanager"]
+    for table in spec.TABLES:
+        name = spec.physical_name(env_name, table.key)
+        assert res.tables[table.key] == name
+        desc = ddb.describe_table(TableName=name)["Table"]
+        assert desc["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
+        keys = {k["AttributeName"]: k["KeyType"] for k in desc["KeySchema"]}
+        expected = {table.partition_key: "HASH"}
+        if table.sort_key:
+            expected[table.sort_key] = "RANGE"
+        assert keys == expected
+    for queue in spec.QUEUES:
+        q = res.queues[queue.key]
+        assert q.name == spec.physical_name(env_name, queue.key)
+        assert q.dlq_name == spec.physical_name(env_name, spec.dlq_key(queue))
+        attrs = sqs.get_queue_attributes(QueueUrl=q.url, AttributeNames=["All"])["Attributes"]
+        assert attrs["QueueArn"] == q.arn
+        redrive = json.loads(attrs["RedrivePolicy"])
+        assert redrive["deadLetterTargetArn"] == q.dlq_arn
+        assert int(redrive["maxReceiveCount"]) == queue.max_receive_count == q.max_receive_count
+        assert int(attrs["VisibilityTimeout"]) == q.visibility_timeout_seconds
+        dlq_attrs = sqs.get_queue_attributes(QueueUrl=q.dlq_url, AttributeNames=["All"])["Attributes"]
+        assert dlq_attrs["QueueArn"] == q.dlq_arn
+        assert int(dlq_attrs["MessageRetentionPeriod"]) == queue.dlq_retention_days * 86400
+        assert res.queue_for_stage(queue.stage) is q
+    for bucket in spec.BUCKETS:
+        name = spec.physical_name(env_name, bucket.key)
+        assert res.buckets[bucket.key] == name
+        rules = s3.get_bucket_lifecycle_configuration(Bucket=name)["Rules"]
+        assert rules[0]["Expiration"]["Days"] == bucket.expiration_days
+    for secret in spec.SECRETS:
+        name = spec.physical_name(env_name, secret.key)
+        assert res.secrets[secret.key] == name
+        value = sm.get_secret_value(SecretId=name)["SecretString"]
+        given = SECRETS[secret.key]
+        assert (json.loads(value) if isinstance(given, dict) else value) == given
+
+
+def test_provision_creates_everything_from_the_definition(aws_reset: None, boto_session, moto_endpoint, aws_clients) -> None:
+    res = provision(boto_session, "itest", secret_values=SECRETS, endpoint_url=moto_endpoint,
+                    visibility_timeouts={"fetch": 2})
+    _check_resources(res, aws_clients, "itest")
+    assert res.queues["fetch"].visibility_timeout_seconds == 2
+    assert res.queues["review"].visibility_timeout_seconds == spec.REVIEW_QUEUE.visibility_timeout_seconds
+
+    env = res.env()
+    expected_vars = {s.env_var for s in (*spec.TABLES, *spec.QUEUES, *spec.BUCKETS, *spec.SECRETS)}
+    assert set(env) == expected_vars | {"P4REVIEW_ENV"}
+    settings = Settings.model_validate(env)
+    assert settings.environment == "itest"
+    assert settings.jobs_table == "p4review-itest-jobs"
+    assert settings.fetch_queue_url == res.queues["fetch"].url
+    assert settings.smtp_secret_id == "p4review-itest-smtp"
+    # The queue URLs reach the moto server.
+    aws_clients["sqs"].send_message(QueueUrl=env["P4REVIEW_NOTIFY_QUEUE_URL"], MessageBody="x")
+
+
+def test_provision_is_idempotent(aws_reset: None, aws_clients) -> None:
+    first = provision(aws_clients, "idem", secret_values=SECRETS)
+    changed = dict(SECRETS, **{"trigger-signing": "signing-key-2"})
+    second = provision(aws_clients, "idem", secret_values=changed, visibility_timeouts={"notify": 3})
+    assert first.tables == second.tables and first.buckets == second.buckets and first.secrets == second.secrets
+    assert {k: (q.url, q.arn, q.dlq_url) for k, q in first.queues.items()} == \
+        {k: (q.url, q.arn, q.dlq_url) for k, q in second.queues.items()}
+    sqs, sm = aws_clients["sqs"], aws_clients["secretsmanager"]
+    assert len(sqs.list_queues(QueueNamePrefix="p4review-idem-")["QueueUrls"]) == 2 * len(spec.QUEUES)
+    attrs = sqs.get_queue_attributes(QueueUrl=second.queues["notify"].url, AttributeNames=["VisibilityTimeout"])
+    assert attrs["Attributes"]["VisibilityTimeout"] == "3"
+    name = second.secrets["trigger-signing"]
+    assert sm.get_secret_value(SecretId=name)["SecretString"] == "signing-key-2"
+    assert sm.get_secret_value(SecretId=name, VersionStage="AWSPREVIOUS")["SecretString"] == "signing-key-1"
+    # Third run with the same values: nothing changes, nothing fails.
+    provision(aws_clients, "idem", secret_values=changed, visibility_timeouts={"notify": 3})
+    assert len(aws_clients["dynamodb"].list_tables()["TableNames"]) == len(spec.TABLES)
+
+
+def test_provision_refuses_a_missing_secret(aws_reset: None, aws_clients) -> None:
+    partial = {k: v for k, v in SECRETS.items() if k != "smtp"}
+    with pytest.raises(ValueError, match="smtp"):
+        provision(aws_clients, "nosecret", secret_values=partial)
+    with pytest.raises(ValueError, match="unknown queue"):
+        provision(aws_clients, "nosecret", secret_values=SECRETS, visibility_timeouts={"nope": 1})

@@ -1,0 +1,35 @@
+import random
+
+from p4review.errors import AuthError, ErrorClass
+from p4review.models.job import StageName
+from p4review.runtime import dead_letter
+from p4review.runtime.backoff import backoff_delay
+
+
+def test_full_jitter_stays_under_the_exponential_ceiling():
+    rng = random.Random(7)
+    for attempt, ceiling in [(1, 1), (2, 2), (3, 4), (6, 32), (7, 60), (20, 60)]:
+        delays = [backoff_delay(attempt, rng=rng) for _ in range(200)]
+        assert all(0 <= delay <= ceiling for delay in delays)
+        assert max(delays) > ceiling * 0.5  # jitter spans the range, not a constant
+
+
+def test_retry_after_wins_when_larger_and_is_capped():
+    assert backoff_delay(1, retry_after=30, rng=random.Random(1)) == 30
+    assert backoff_delay(1, retry_after=10_000, rng=random.Random(1)) == 300
+
+
+def test_envelope_carries_ids_and_classes_but_no_secrets():
+    try:
+        raise AuthError("password=hunter2 refused for alice@example.com token: abc123")
+    except AuthError as exc:
+        caught = exc
+    envelope = dead_letter.envelope(job=None, job_id="j-1", stage=StageName.FETCH,
+                                    error_class=ErrorClass.AUTH_DENIED, exc=caught, request_id="r-1",
+                                    message_id="m-1")
+    text = repr(envelope)
+    assert envelope["error_class"] == "AUTH_DENIED"
+    assert envelope["stage"] == "fetch"
+    assert {"first_failure_at", "last_failure_at", "last_stack", "sanitized_context"} <= envelope.keys()
+    assert "hunter2" not in text and "alice@example.com" not in text and "abc123" not in text
+    assert "AuthError" in envelope["last_stack"]

@@ -1,0 +1,207 @@
+"""The review email: deterministic bytes, subject format, escaping, coverage footer."""
+
+from __future__ import annotations
+
+from email import message_from_bytes
+from email.message import EmailMessage
+from email.policy import default as default_policy
+from typing import Any
+
+import pytest
+
+from p4review.logic.email_render import render_review_email, subject_for
+from p4review.models.change import ChangeDescription, DiffStatus, FileDiff
+from p4review.models.job import ChangeKind, ReviewJob
+from p4review.models.review_result import Finding, ReviewResult
+
+MESSAGE_ID = "<cl12345.v2.bob@p4review.example.com>"
+
+
+def job(**overrides: Any) -> ReviewJob:
+    values: dict[str, Any] = {
+        "job_id": "6f1f7c3e-0000-4e55-9a8e-000000000001",
+        "idempotency_key": "key-1",
+        "request_fingerprint": "fp",
+        "changelist_id": 12345,
+        "review_version": 2,
+        "kind": ChangeKind.SHELVED,
+        "created_at": "2024-05-01T10:20:30.123456Z",
+        "updated_at": "2024-05-01T10:25:00.000000Z",
+    }
+    values.update(overrides)
+    return ReviewJob(**values)
+
+
+def make_finding(**overrides: Any) -> Finding:
+    values: dict[str, Any] = {
+        "id": "F1",
+        "severity": "high",
+        "category": "security",
+        "title": "Unbounded copy",
+        "file": "//depot/main/src/net/buffer.c",
+        "line": 12,
+        "message": "strcpy into a fixed buffer can overflow.",
+        "suggestion": "Use snprintf and check for truncation.",
+    }
+    values.update(overrides)
+    return Finding(**values)
+
+
+def result(findings: list[Finding] | None = None) -> ReviewResult:
+    if findings is None:
+        findings = [
+            make_finding(),
+            make_finding(id="F2", severity="info", category="style", title="Debug output", line=40,
+                         message="printf left in.", suggestion=None),
+            make_finding(id="F3", severity="medium", category="reliability", title="Unchecked return",
+                         file="//depot/main/tools/deploy.py", line=3, end_line=5,
+                         message="<script>alert('x')</script> & friends"),
+        ]
+    return ReviewResult(schema_version="1.0", prompt_version="1.0.0", summary="Three issues.", findings=findings)
+
+
+def description() -> ChangeDescription:
+    return ChangeDescription(
+        changelist_id=12345,
+        kind="shelved",
+        owner="bob",
+        client="bob-ws",
+        status="pending",
+        description="Harden buffer handling <b>now</b>\x07\n\nLonger explanation that is not in the excerpt.",
+    )
+
+
+COVERAGE = [
+    FileDiff(depot_path="//depot/main/src/net/buffer.c", action="edit", status=DiffStatus.FETCHED, unified_diff="@@"),
+    FileDiff(depot_path="//depot/main/tools/deploy.py", action="edit", status=DiffStatus.FETCHED, unified_diff="@@"),
+    FileDiff(depot_path="//depot/main/assets/logo.png", action="add", status=DiffStatus.SKIPPED, skip_reason="binary"),
+    FileDiff(depot_path="//depot/main/old/legacy.c", action="delete", status=DiffStatus.SKIPPED, skip_reason="deleted"),
+    FileDiff(depot_path="//depot/main/data/huge.sql", action="edit", status=DiffStatus.SKIPPED, skip_reason="too_large"),
+]
+
+
+def render(**overrides: Any) -> bytes:
+    values: dict[str, Any] = {
+        "job": job(),
+        "result": result(),
+        "coverage": COVERAGE,
+        "description": description(),
+        "recipient": "bob@example.com",
+        "from_address": "p4review <p4review@example.com>",
+        "message_id": MESSAGE_ID,
+        "swarm_url": "https://swarm.example.com/",
+    }
+    values.update(overrides)
+    return render_review_email(**values)
+
+
+def parsed(raw: bytes) -> EmailMessage:
+    message = message_from_bytes(raw, policy=default_policy)
+    assert isinstance(message, EmailMessage)
+    return message
+
+
+def bodies(raw: bytes) -> tuple[str, str]:
+    message = parsed(raw)
+    text = message.get_body(preferencelist=("plain",))
+    html_part = message.get_body(preferencelist=("html",))
+    assert text is not None and html_part is not None
+    return text.get_content(), html_part.get_content()
+
+
+def test_two_renders_are_byte_identical() -> None:
+    first = render()
+    second = render(job=job(), result=result(), description=description())
+    assert first == second
+    # The boundary is derived from the Message-ID, not random.
+    assert render(message_id="<other@p4review.example.com>") != first
+
+
+def test_headers() -> None:
+    raw = render()
+    message = parsed(raw)
+    assert message["From"] == "p4review <p4review@example.com>"
+    assert message["To"] == "bob@example.com"
+    assert message["Subject"] == "[p4review] CL 12345 v2: 3 findings (1 high)"
+    assert message["Date"] == "Wed, 01 May 2024 10:20:30 +0000"
+    assert message["Message-ID"] == MESSAGE_ID
+    assert message["X-P4Review-Job"] == "6f1f7c3e-0000-4e55-9a8e-000000000001"
+    assert message["X-P4Review-Version"] == "2"
+    assert message["Auto-Submitted"] == "auto-generated"
+    assert message.get_content_type() == "multipart/alternative"
+    assert [p.get_content_type() for p in message.iter_parts()] == ["text/plain", "text/html"]
+    assert b"\r\n" in raw and b"\n" not in raw.replace(b"\r\n", b"")
+
+
+def test_date_comes_from_the_job_not_the_clock() -> None:
+    message = parsed(render(job=job(created_at="2020-01-02T03:04:05.000000Z")))
+    assert message["Date"] == "Thu, 02 Jan 2020 03:04:05 +0000"
+
+
+def test_subject_format() -> None:
+    assert subject_for(job(), result([])) == "[p4review] CL 12345 v2: no findings"
+    assert subject_for(job(), result([make_finding(severity="low")])) == "[p4review] CL 12345 v2: 1 finding"
+    many = [
+        make_finding(id="a", severity="critical"),
+        make_finding(id="b", severity="high"),
+        make_finding(id="c", severity="high"),
+        make_finding(id="d", severity="info"),
+    ]
+    assert subject_for(job(review_version=1), result(many)) == "[p4review] CL 12345 v1: 4 findings (1 critical, 2 high)"
+
+
+def test_html_part_escapes_finding_text() -> None:
+    text, html = bodies(render())
+    assert "<script>" not in html
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; friends" in html
+    assert "<b>now</b>" not in html and "&lt;b&gt;now&lt;/b&gt;" in html
+    # The plain-text part shows the text as written.
+    assert "<script>alert('x')</script> & friends" in text
+
+
+def test_body_content_grouped_by_severity() -> None:
+    text, html = bodies(render())
+    assert "Changelist:  12345" in text
+    assert "Owner:       bob" in text
+    assert "Kind:        shelved" in text
+    assert "Description: Harden buffer handling <b>now</b>" in text
+    assert "Longer explanation" not in text
+    assert "\x07" not in text
+    order = [text.index(marker) for marker in ("== HIGH (1) ==", "== MEDIUM (1) ==", "== INFO (1) ==")]
+    assert order == sorted(order)
+    assert "//depot/main/src/net/buffer.c:12" in text
+    assert "//depot/main/tools/deploy.py:3-5" in text
+    assert "Suggestion: Use snprintf and check for truncation." in text
+    assert "https://swarm.example.com/changes/12345" in text
+    assert 'href="https://swarm.example.com/changes/12345"' in html
+
+
+def test_coverage_footer_lists_reviewed_and_skipped_files() -> None:
+    text, html = bodies(render())
+    footer = text[text.index("-- Coverage --") :]
+    assert "Files reviewed (2):" in footer
+    assert "//depot/main/tools/deploy.py" in footer
+    assert "Files skipped (3):" in footer
+    for line in (
+        "//depot/main/assets/logo.png (binary)",
+        "//depot/main/old/legacy.c (deleted)",
+        "//depot/main/data/huge.sql (too_large)",
+    ):
+        assert line in footer
+    assert "<code>//depot/main/assets/logo.png</code> (binary)" in html
+
+
+def test_no_findings_email() -> None:
+    raw = render(result=result([]), swarm_url=None)
+    message = parsed(raw)
+    assert message["Subject"] == "[p4review] CL 12345 v2: no findings"
+    text, html = bodies(raw)
+    assert "No findings." in text and "No findings." in html
+    assert "==" not in text.replace("-- Coverage --", "")
+    assert "/changes/12345" not in text
+    assert "Files reviewed (2):" in text
+
+
+def test_header_injection_is_refused() -> None:
+    with pytest.raises(ValueError):
+        render(recipient="bob@example.com\r\nBcc: everyone@example.com")

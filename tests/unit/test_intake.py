@@ -1,0 +1,80 @@
+from p4review.dal.ports import CreateConflict, CreateOutcome
+from p4review.logic.intake import decide, new_job
+from p4review.models.api import CreateReviewRequest
+from p4review.models.job import JobStatus, job_id_for
+
+NOW = "2026-11-21T10:00:00.000000Z"
+LATER = "2026-11-21T10:05:00.000000Z"
+
+
+def _request(**overrides):
+    fields = {"idempotency_key": "p4-submitted-100-v1", "changelist_id": 100, "review_version": 1,
+              "kind": "submitted"}
+    fields.update(overrides)
+    return CreateReviewRequest.model_validate(fields)
+
+
+def test_new_job_is_201_and_enqueues_fetch():
+    request = _request()
+    job = new_job(request, NOW, "ingest")
+    answer = decide(request, CreateOutcome(created=True, job=job), NOW)
+    assert answer.status_code == 201
+    assert answer.enqueue_fetch
+    assert answer.headers["Location"] == f"/v1/reviews/{job.job_id}"
+    assert job.status == JobStatus.QUEUED
+    assert job.audit[0].event == "job_created"
+
+
+def test_job_id_is_derived_from_the_idempotency_key():
+    assert job_id_for("a") == job_id_for("a") != job_id_for("b")
+
+
+def test_repeated_key_with_same_body_is_a_replay():
+    request = _request()
+    existing = new_job(request, NOW, "ingest")
+    answer = decide(request, CreateOutcome(created=False, conflict=CreateConflict.IDEMPOTENCY_KEY,
+                                           existing_job=existing), NOW)
+    assert answer.status_code == 200
+    assert answer.job.job_id == existing.job_id
+    assert answer.headers["X-P4Review-Replay"] == "idempotency-key"
+    assert not answer.enqueue_fetch  # fresh job: its fetch message is in flight
+
+
+def test_replay_of_a_stranded_job_re_enqueues_fetch():
+    request = _request()
+    existing = new_job(request, NOW, "ingest")
+    answer = decide(request, CreateOutcome(created=False, conflict=CreateConflict.IDEMPOTENCY_KEY,
+                                           existing_job=existing), LATER)
+    assert answer.enqueue_fetch
+
+
+def test_repeated_key_with_different_body_is_422_naming_the_fields():
+    existing = new_job(_request(), NOW, "ingest")
+    answer = decide(_request(changelist_id=101), CreateOutcome(
+        created=False, conflict=CreateConflict.IDEMPOTENCY_KEY, existing_job=existing), NOW)
+    assert answer.status_code == 422
+    assert answer.error_code == "idempotency_key_reused"
+    assert answer.details["differing_fields"] == ["changelist_id"]
+
+
+def test_same_version_after_success_returns_prior_result():
+    existing = new_job(_request(), NOW, "ingest").model_copy(update={"status": JobStatus.SUCCEEDED})
+    answer = decide(_request(idempotency_key="other-key"), CreateOutcome(
+        created=False, conflict=CreateConflict.CHANGELIST_VERSION, existing_job=existing), NOW)
+    assert answer.status_code == 200
+    assert answer.job.status == JobStatus.SUCCEEDED
+    assert answer.headers["X-P4Review-Replay"] == "same-version"
+    assert not answer.enqueue_fetch
+
+
+def test_higher_version_without_rerun_is_409():
+    answer = decide(_request(review_version=2), CreateOutcome(
+        created=False, conflict=CreateConflict.CHANGELIST_HEAD, head_latest_version=1), NOW)
+    assert (answer.status_code, answer.error_code) == (409, "rerun_not_requested")
+    assert answer.details["latest_version"] == 1
+
+
+def test_lower_version_rerun_is_stale_409():
+    answer = decide(_request(review_version=2, rerun=True), CreateOutcome(
+        created=False, conflict=CreateConflict.CHANGELIST_HEAD, head_latest_version=3), NOW)
+    assert (answer.status_code, answer.error_code) == (409, "stale_review_version")

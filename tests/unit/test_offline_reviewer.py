@@ -1,0 +1,260 @@
+"""The offline reviewer: rules on added lines only, correct new-side line numbers, no secret
+ever in its output, deterministic, and its answer passes the parser untouched."""
+
+from __future__ import annotations
+
+import json
+
+from p4review.logic.offline_reviewer import MAX_FINDINGS, OFFLINE_PROMPT_VERSION, RULE_IDS, review_change
+from p4review.logic.result_parser import parse_review_result
+from p4review.logic.unified_diff import iter_added_lines
+from p4review.models.change import ChangeDescription, ChangedFile, ChangeSnapshot, DiffStatus, FileDiff
+from p4review.models.review_result import REVIEW_RESULT_SCHEMA, SCHEMA_VERSION
+
+AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
+PASSWORD_VALUE = "s3cr3t-Hunter2!"
+API_KEY_VALUE = "ak_live_9f8e7d6c5b4a"
+PEM_BODY = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7"
+
+C_DIFF = """\
+==== //depot/main/src/net/buffer.c#4 (text) ====
+--- //depot/main/src/net/buffer.c#3
++++ //depot/main/src/net/buffer.c#4
+@@ -10,6 +10,7 @@ static void copy_name(char *dst, const char *src)
+ {
+     char tmp[64];
+-    strcpy(tmp, src);
++    strcpy(tmp, src); /* TODO bound this */
++    snprintf(dst, 64, "%s", tmp);
+     return;
+ }
+ 
+@@ -40,4 +41,6 @@ int main(void)
+     int n = 0;
+-    gets(line);
++    printf("debug %d\\n", n);
++    // sprintf(buf, "%d", n);  commented-out code is not flagged
++    fgets(line, sizeof line, stdin);
+     return n;
+"""
+
+PY_DIFF = """\
+--- //depot/main/tools/deploy.py#7
++++ //depot/main/tools/deploy.py#8
+@@ -1,5 +1,6 @@
+ import os
+-DB_PASSWORD = os.environ["DB_PASSWORD"]
++DB_PASSWORD = "%(password)s"
++AWS_ACCESS_KEY_ID = "%(aws)s"
+ 
+ def run(expr):
+-    return eval(expr)
++    return eval(expr)
+@@ -20,3 +21,8 @@ def main():
+     try:
+         run("1")
++    except:
++        pass
++    print("deployed")
++    config = {"api_key": "%(api)s"}
++    # exec(open(path).read()) is only a comment
++    model.eval()
+""" % {"password": PASSWORD_VALUE, "aws": AWS_KEY, "api": API_KEY_VALUE}
+
+PEM_DIFF = """\
+@@ -0,0 +1,4 @@
++-----BEGIN RSA PRIVATE KEY-----
++%s
++Zm9vYmFyYmF6cXV4
++-----END RSA PRIVATE KEY-----
+""" % PEM_BODY
+
+TEST_DIFF = """\
+@@ -1,2 +1,3 @@
+ def test_it():
++    print("diagnostic output is fine in tests")
+     assert True
+"""
+
+JS_DIFF = """\
+@@ -3,2 +3,3 @@ export function f() {
+   const x = 1;
++  console.log(x);
+ }
+"""
+
+C_PATH = "//depot/main/src/net/buffer.c"
+PY_PATH = "//depot/main/tools/deploy.py"
+PEM_PATH = "//depot/main/certs/server.key"
+TEST_PATH = "//depot/main/tests/test_deploy.py"
+JS_PATH = "//depot/main/web/app.js"
+DELETED_PATH = "//depot/main/old/legacy.c"
+
+
+def snapshot(diffs: list[FileDiff] | None = None) -> ChangeSnapshot:
+    if diffs is None:
+        diffs = [
+            FileDiff(depot_path=C_PATH, action="edit", status=DiffStatus.FETCHED, unified_diff=C_DIFF),
+            FileDiff(depot_path=PY_PATH, action="edit", status=DiffStatus.FETCHED, unified_diff=PY_DIFF),
+            FileDiff(depot_path=PEM_PATH, action="add", status=DiffStatus.FETCHED, unified_diff=PEM_DIFF),
+            FileDiff(depot_path=TEST_PATH, action="edit", status=DiffStatus.FETCHED, unified_diff=TEST_DIFF),
+            FileDiff(depot_path=JS_PATH, action="edit", status=DiffStatus.FETCHED, unified_diff=JS_DIFF),
+            FileDiff(depot_path=DELETED_PATH, action="delete", status=DiffStatus.SKIPPED, skip_reason="deleted"),
+        ]
+    files = [
+        ChangedFile(depot_path=d.depot_path, action=d.action, file_type="text", revision=2) for d in diffs
+    ]
+    description = ChangeDescription(
+        changelist_id=12345,
+        kind="submitted",
+        owner="alice",
+        client="alice-ws",
+        status="submitted",
+        description="Deploy tooling",
+        files=files,
+    )
+    return ChangeSnapshot(description=description, diffs=diffs)
+
+
+def findings_of(text: str) -> set[tuple[str, int, str]]:
+    return {(f["file"], f["line"], f["rule_id"]) for f in json.loads(text)["findings"]}
+
+
+def test_iter_added_lines_counts_new_side_lines_across_hunks() -> None:
+    added = [(a.line, a.text) for a in iter_added_lines(C_DIFF)]
+    assert added == [
+        (12, "    strcpy(tmp, src); /* TODO bound this */"),
+        (13, '    snprintf(dst, 64, "%s", tmp);'),
+        (42, '    printf("debug %d\\n", n);'),
+        (43, '    // sprintf(buf, "%d", n);  commented-out code is not flagged'),
+        (44, "    fgets(line, sizeof line, stdin);"),
+    ]
+
+
+def test_header_lookalike_inside_hunk_is_an_added_line() -> None:
+    diff = "--- a\n+++ b\n@@ -1,1 +1,2 @@\n x\n+++counter;\n"
+    assert [(a.line, a.text) for a in iter_added_lines(diff)] == [(2, "++counter;")]
+
+
+def test_every_rule_fires_at_the_right_new_side_line() -> None:
+    found = findings_of(review_change(snapshot()))
+    assert found == {
+        (C_PATH, 12, "c-unsafe-string-function"),
+        (C_PATH, 12, "todo-marker"),
+        (C_PATH, 42, "debug-output"),
+        (PY_PATH, 2, "hardcoded-password"),
+        (PY_PATH, 3, "aws-access-key-id"),
+        (PY_PATH, 6, "py-eval-exec"),
+        (PY_PATH, 23, "py-bare-except"),
+        (PY_PATH, 25, "debug-output"),
+        (PY_PATH, 26, "hardcoded-api-key"),
+        (PEM_PATH, 1, "private-key-block"),
+        (JS_PATH, 4, "debug-output"),
+    }
+
+
+def test_removed_and_context_lines_are_ignored() -> None:
+    found = findings_of(review_change(snapshot()))
+    # The removed `gets(line)` (old line 41) and the removed eval/password lines never count,
+    # nor does the unchanged context `run("1")`.
+    assert not any(rule == "c-unsafe-string-function" and line != 12 for _, line, rule in found)
+    only_removed = "@@ -1,3 +1,1 @@\n-gets(buf);\n-eval(x)\n keep();\n"
+    quiet = snapshot([FileDiff(depot_path=C_PATH, action="edit", status=DiffStatus.FETCHED, unified_diff=only_removed)])
+    assert json.loads(review_change(quiet))["findings"] == []
+
+
+def test_print_in_test_files_and_comments_are_not_flagged() -> None:
+    found = findings_of(review_change(snapshot()))
+    assert not any(path == TEST_PATH for path, _, _ in found)
+    assert (PY_PATH, 27, "py-eval-exec") not in found  # comment
+    assert (PY_PATH, 28, "py-eval-exec") not in found  # model.eval() is a method
+    assert (C_PATH, 43, "c-unsafe-string-function") not in found  # commented out
+    assert (C_PATH, 44, "c-unsafe-string-function") not in found  # fgets is fine
+
+
+def test_no_secret_or_source_line_reaches_the_output() -> None:
+    text = review_change(snapshot())
+    for secret in (AWS_KEY, PASSWORD_VALUE, API_KEY_VALUE, PEM_BODY, "Zm9vYmFyYmF6cXV4", "hunter2"):
+        assert secret not in text
+    # Non-credential rules describe the problem instead of quoting the code.
+    assert "strcpy(tmp" not in text
+    assert 'print("deployed")' not in text
+    assert "console.log(x)" not in text
+
+
+def test_finding_shape_severity_and_ids() -> None:
+    document = json.loads(review_change(snapshot()))
+    assert document["schema_version"] == SCHEMA_VERSION
+    assert document["prompt_version"] == OFFLINE_PROMPT_VERSION
+    assert document["meta"] == {
+        "reviewer": "offline",
+        "files_reviewed": 5,
+        "rules": list(RULE_IDS),
+        "findings_total": 11,
+        "findings_reported": 11,
+        "max_findings": MAX_FINDINGS,
+    }
+    assert document["summary"] == "Offline heuristic review of 5 files found 11 findings."
+    by_rule = {f["rule_id"]: f for f in document["findings"]}
+    assert by_rule["aws-access-key-id"]["severity"] == "critical"
+    assert by_rule["private-key-block"]["severity"] == "critical"
+    assert by_rule["hardcoded-password"]["severity"] == "high"
+    assert by_rule["c-unsafe-string-function"]["category"] == "security"
+    assert by_rule["py-bare-except"]["severity"] == "medium"
+    assert by_rule["todo-marker"]["severity"] == "low"
+    assert by_rule["debug-output"]["severity"] == "info"
+    ids = [f["id"] for f in document["findings"]]
+    assert len(set(ids)) == len(ids)
+    assert all(i.startswith("OFF-") for i in ids)
+    order = [(f["file"], f["line"], f["rule_id"]) for f in document["findings"]]
+    assert order == sorted(order)
+    allowed = set(REVIEW_RESULT_SCHEMA["properties"]["findings"]["items"]["properties"])
+    assert all(set(f) <= allowed for f in document["findings"])
+
+
+def test_output_is_deterministic_and_independent_of_diff_order() -> None:
+    first = review_change(snapshot())
+    again = review_change(snapshot())
+    reordered = review_change(snapshot(list(reversed(snapshot().diffs))))
+    assert first == again == reordered
+
+
+def test_ids_are_stable_for_the_same_file_and_line() -> None:
+    one = json.loads(review_change(snapshot()))["findings"]
+    two = json.loads(review_change(snapshot()))["findings"]
+    assert [f["id"] for f in one] == [f["id"] for f in two]
+
+
+def test_output_passes_the_parser_with_no_drops() -> None:
+    snap = snapshot()
+    outcome = parse_review_result(
+        review_change(snap), snap.changed_files, expected_prompt_version=OFFLINE_PROMPT_VERSION
+    )
+    assert not outcome.rejected
+    assert outcome.diagnostics == []
+    assert outcome.result is not None
+    assert len(outcome.result.findings) == 11
+
+
+def test_findings_are_capped_keeping_the_most_severe() -> None:
+    lines = "".join(f"+x = 1  # TODO item {i}\n" for i in range(80))
+    diff = f"@@ -0,0 +1,81 @@\n{lines}+AWS = '{AWS_KEY}'\n"
+    path = "//depot/main/big.py"
+    snap = snapshot([FileDiff(depot_path=path, action="add", status=DiffStatus.FETCHED, unified_diff=diff)])
+    document = json.loads(review_change(snap))
+    assert len(document["findings"]) == MAX_FINDINGS
+    assert document["meta"]["findings_total"] == 81
+    assert "only the 50 most severe are reported" in document["summary"]
+    assert any(f["rule_id"] == "aws-access-key-id" and f["line"] == 81 for f in document["findings"])
+    outcome = parse_review_result(
+        review_change(snap), snap.changed_files, expected_prompt_version=OFFLINE_PROMPT_VERSION
+    )
+    assert outcome.result is not None and len(outcome.result.findings) == MAX_FINDINGS
+
+
+def test_no_fetched_diffs_gives_an_honest_empty_answer() -> None:
+    snap = snapshot([FileDiff(depot_path=DELETED_PATH, action="delete", status=DiffStatus.SKIPPED, skip_reason="deleted")])
+    document = json.loads(review_change(snap))
+    assert document["findings"] == []
+    assert document["meta"]["files_reviewed"] == 0
+    assert document["summary"] == "Offline heuristic review of 0 files found no issues."

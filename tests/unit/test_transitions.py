@@ -1,0 +1,40 @@
+import pytest
+
+from p4review.errors import IllegalTransitionError
+from p4review.logic.transitions import ALLOWED_TRANSITIONS, can_transition, check_transition, predecessors
+from p4review.models.job import JobStatus
+
+
+def test_terminal_statuses_have_no_way_out():
+    for terminal in (JobStatus.SUCCEEDED, JobStatus.FAILED):
+        for target in JobStatus:
+            assert not can_transition(terminal, target)
+
+
+@pytest.mark.parametrize(
+    ("current", "target"),
+    [
+        (JobStatus.SUCCEEDED, JobStatus.QUEUED),
+        (JobStatus.IN_PROGRESS, JobStatus.QUEUED),
+        (JobStatus.QUEUED, JobStatus.SUCCEEDED),
+        (JobStatus.FAILED, JobStatus.IN_PROGRESS),
+        (JobStatus.DEAD_LETTERED, JobStatus.SUCCEEDED),
+    ],
+)
+def test_backward_or_skipping_transitions_are_refused(current, target):
+    with pytest.raises(IllegalTransitionError):
+        check_transition(current, target)
+
+
+def test_happy_path_is_allowed():
+    path = [JobStatus.QUEUED, JobStatus.IN_PROGRESS, JobStatus.RETRYABLE_FAILED, JobStatus.IN_PROGRESS,
+            JobStatus.SUCCEEDED]
+    for current, target in zip(path, path[1:]):
+        check_transition(current, target)
+
+
+def test_predecessors_match_the_table():
+    for target in JobStatus:
+        for source in predecessors(target):
+            assert target in ALLOWED_TRANSITIONS[source]
+    assert predecessors(JobStatus.QUEUED) == frozenset()
