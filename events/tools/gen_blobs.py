@@ -4,20 +4,22 @@
 These are awkward to hand-edit: binary images (PNG, DDS), a Latin-1 (not UTF-8) text
 file, and a fake PEM private key for the credential change. Stdlib only. Run from anywhere:
 
-    python3 events/tools/gen_blobs.py
+    python3 events/tools/gen_blobs.py [--depot DIR]
 
 The key is hash-chain filler shaped like a PKCS#1 RSA key: it is not a key and not a secret.
 """
 
 from __future__ import annotations
 
+import argparse
 import base64
 import hashlib
 import struct
 import zlib
 from pathlib import Path
 
-ARCHIVE = Path(__file__).resolve().parent.parent / "depot" / "archive"
+DEPOT = Path(__file__).resolve().parent.parent / "depot"
+ARCHIVE = DEPOT / "archive"
 
 
 def write(depot_path: str, rev: int | str, data: bytes) -> None:
@@ -74,7 +76,11 @@ FR_STRINGS_14 = FR_STRINGS_13.replace(
 ).replace("CAFE_QUIT=Quitter la partie", "CAFE_QUIT=Quitter la partie\nCAFE_QUIT_CONFIRM=Voulez-vous vraiment quitter ? La progression non sauvegard\u00e9e sera perdue.")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    global ARCHIVE
+    parser = argparse.ArgumentParser(description="regenerate binary/Latin-1/key fixture revisions")
+    parser.add_argument("--depot", type=Path, default=DEPOT, help="depot dir to write into (default: events/depot)")
+    ARCHIVE = parser.parse_args(argv).depot / "archive"
     write("//depot/engine/main/assets/ui/net_overlay_icons.png", 1, png(16, 16, (40, 160, 220, 255)))
     write("//depot/engine/main/assets/ui/net_overlay_icons.png", 2, png(16, 16, (230, 120, 30, 255)))
     write("//depot/game/main/ui/textures/cafe_menu_bg.dds", 2, dds(64, 64, b"cafe_menu_bg#2"))

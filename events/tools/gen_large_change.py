@@ -5,13 +5,14 @@ Writes events/depot/changes/48255.json and events/depot/archive/packs/48255.json
 revision contents, keyed "//depot/path#rev"). Stdlib only; no randomness, so re-running
 produces byte-identical output:
 
-    python3 events/tools/gen_large_change.py
+    python3 events/tools/gen_large_change.py [--depot DIR]
 
 Mix: 260 edits (schema bump 46 -> 47, every fifth message gains a field), 30 adds, 10 deletes.
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 from pathlib import Path
@@ -63,7 +64,10 @@ def header(domain: str, kind: str, schema: int, generator: str, extra_field: boo
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="generate fixture change 48255")
+    parser.add_argument("--depot", type=Path, default=DEPOT, help="depot dir to write into (default: events/depot)")
+    depot = parser.parse_args(argv).depot
     files, revisions = [], {}
     for index, (domain, kind) in enumerate((d, k) for d in DOMAINS for k in KINDS):
         path = f"{ROOT}/{domain}_{kind}.pb.h"
@@ -94,13 +98,13 @@ def main() -> None:
         ),
         "files": files,
     }
-    (DEPOT / "changes").mkdir(parents=True, exist_ok=True)
-    (DEPOT / "archive" / "packs").mkdir(parents=True, exist_ok=True)
+    (depot / "changes").mkdir(parents=True, exist_ok=True)
+    (depot / "archive" / "packs").mkdir(parents=True, exist_ok=True)
     # One file entry per line keeps the committed JSON diffable.
     head = json.dumps({k: v for k, v in change.items() if k != "files"}, indent=1)[:-2]
     rows = ",\n  ".join(json.dumps(entry) for entry in files)
-    (DEPOT / "changes" / f"{CHANGE}.json").write_text(f'{head},\n "files": [\n  {rows}\n ]\n}}\n')
-    (DEPOT / "archive" / "packs" / f"{CHANGE}.json").write_text(
+    (depot / "changes" / f"{CHANGE}.json").write_text(f'{head},\n "files": [\n  {rows}\n ]\n}}\n')
+    (depot / "archive" / "packs" / f"{CHANGE}.json").write_text(
         json.dumps({"revisions": dict(sorted(revisions.items()))}, indent=0) + "\n"
     )
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from aws_cdk import CfnOutput, RemovalPolicy, Stack
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_lambda_event_sources as sources
 from constructs import Construct
 from p4review import resources as r
 
@@ -24,8 +23,6 @@ INGEST_TIMEOUT_SECONDS = 10
 P4_EXECUTABLE = "/opt/bin/p4"
 CHANGES_PREFIX = "changes/"
 RESULTS_PREFIX = "results/"
-# Lambda's floor for an SQS event source's maximum concurrency.
-MIN_EVENT_SOURCE_CONCURRENCY = 2
 
 MEMORY_MB = {"ingest": 256, "fetch": 512, "review": 512, "notify": 256}
 
@@ -117,14 +114,7 @@ class P4ReviewStack(Stack):
 
         # -- wiring: each stage queue drives its function -----------------------------------------
         for stage_fn, stage in ((fetch, fetch_q), (review, review_q), (notify, notify_q)):
-            stage_fn.function.add_event_source(
-                sources.SqsEventSource(
-                    stage.queue,
-                    batch_size=stage.spec.batch_size,
-                    report_batch_item_failures=True,
-                    max_concurrency=max(stage.spec.max_concurrency, MIN_EVENT_SOURCE_CONCURRENCY),
-                )
-            )
+            stage_fn.consumes(stage)
 
         self.api = ReviewApi(self, "Api", environment=environment, handler=ingest.function, removal_policy=removal)
 

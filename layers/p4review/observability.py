@@ -5,6 +5,7 @@ only where a function asks for it; Logger and Metrics are cheap enough to build 
 
 from __future__ import annotations
 
+import warnings
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 SERVICE_NAME = "p4review"
 METRICS_NAMESPACE = "P4Review"
+
+# A stage invocation that only acknowledges duplicates publishes no metric; that is normal.
+warnings.filterwarnings("ignore", message="No application metrics to publish")
 
 logger = Logger(service=SERVICE_NAME)
 metrics = Metrics(service=SERVICE_NAME, namespace=METRICS_NAMESPACE)

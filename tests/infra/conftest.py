@@ -38,11 +38,14 @@ class Synth:
     outdir: Path
 
 
-def _synth(environment: str, outdir: Path) -> Synth:
+P4_LAYER_ARN = "arn:aws:lambda:us-east-1:123456789012:layer:p4-cli:3"
+
+
+def _synth(environment: str, outdir: Path, **context: object) -> Synth:
     from aws_cdk.assertions import Template
     from p4review_infra.app import create_app
 
-    app, stack = create_app(context={**SKIP_BUNDLING, "environment": environment}, outdir=str(outdir))
+    app, stack = create_app(context={**SKIP_BUNDLING, "environment": environment, **context}, outdir=str(outdir))
     # Synthesizes the app, which runs the cdk-nag validation plugin: unacknowledged findings raise.
     template = Template.from_stack(stack)
     return Synth(app=app, stack=stack, template=template, outdir=outdir)
@@ -55,4 +58,10 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 
 @pytest.fixture(scope="session")
 def prod(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    return _synth("prod", tmp_path_factory.mktemp("cdk-prod"))
+    # prod also exercises the optional p4 CLI layer.
+    return _synth("prod", tmp_path_factory.mktemp("cdk-prod"), p4LayerArn=P4_LAYER_ARN)
+
+
+@pytest.fixture(scope="session")
+def p4_layer_arn() -> str:
+    return P4_LAYER_ARN

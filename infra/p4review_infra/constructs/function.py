@@ -24,6 +24,10 @@ POWERTOOLS_SERVICE_NAME = "p4review"
 POWERTOOLS_METRICS_NAMESPACE = "P4Review"
 
 
+# Lambda's floor for an SQS event source's maximum concurrency.
+MIN_EVENT_SOURCE_CONCURRENCY = 2
+
+
 class P4ReviewFunction(Construct):
     def __init__(
         self,
@@ -116,6 +120,24 @@ class P4ReviewFunction(Construct):
     def sends_to(self, stage: StageQueue) -> None:
         self.set_env(stage.spec.env_var, stage.queue.queue_url)
         stage.queue.grant_send_messages(self.function)
+
+    def consumes(self, stage: StageQueue) -> None:
+        """The stage's own queue drives this function. The runtime needs the queue's URL to delay
+        a retry (ChangeMessageVisibility, granted by the event source) and its DLQ to park a
+        sanitized dead-letter envelope."""
+        from aws_cdk import aws_lambda_event_sources as sources
+
+        self.set_env(stage.spec.env_var, stage.queue.queue_url)
+        self.set_env(stage.spec.dlq_env_var, stage.dlq.queue_url)
+        stage.dlq.grant_send_messages(self.function)
+        self.function.add_event_source(
+            sources.SqsEventSource(
+                stage.queue,
+                batch_size=stage.spec.batch_size,
+                report_batch_item_failures=True,
+                max_concurrency=max(stage.spec.max_concurrency, MIN_EVENT_SOURCE_CONCURRENCY),
+            )
+        )
 
     def reads_secret(self, provisioned: ProvisionedSecret) -> None:
         self.set_env(provisioned.spec.env_var, provisioned.secret.secret_arn)

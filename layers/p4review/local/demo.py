@@ -20,7 +20,7 @@ ACTIVE = {"queued", "in_progress", "retryable_failed"}
 
 def fixture_changes() -> list[dict[str, Any]]:
     index = json.loads((repo_root() / "events" / "depot" / "index.json").read_text())
-    return index["changes"]
+    return index["changelists"]
 
 
 def _start_stack(state_dir: Path) -> tuple[subprocess.Popen, dict[str, Any]]:

@@ -301,7 +301,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
         return self.rfile.read(length) if length > 0 else b""
 
     def _handle(self) -> None:
-        body = self._read_body()
+        try:
+            body = self._read_body()
+        except ValueError:  # malformed chunked framing
+            self._send_json(400, {"message": "Bad Request"}, close=True)
+            return
         if body is None:
             return
         gateway = self.gateway

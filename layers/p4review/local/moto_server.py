@@ -42,8 +42,12 @@ log = logging.getLogger(__name__)
 
 __all__ = ["LocalAwsServer", "SerializingMiddleware", "service_of"]
 
-# Long-poll emulation: how often a waiting ReceiveMessage re-scans the queue.
-DEFAULT_LONG_POLL_INTERVAL = 0.05
+# Long-poll emulation: a waiting ReceiveMessage re-scans the queue when moto signals a new
+# message, and at least this often (messages whose visibility timeout ended signal nothing).
+DEFAULT_LONG_POLL_INTERVAL = 0.2
+# Never re-scan more often than this (moto's "has messages" signal can be true while none is
+# deliverable, e.g. FIFO groups in flight).
+_MIN_RESCAN_SECONDS = 0.02
 
 
 def service_of(environ: dict[str, Any]) -> str | None:
@@ -175,16 +179,29 @@ class SerializingMiddleware:
         short = dict(request, WaitTimeSeconds=0)
         short_body = json.dumps(short).encode("utf-8")
         deadline = time.monotonic() + wait
+        queue = _moto_queue(environ, request)
         while True:
+            scanned = time.monotonic()
             with lock:
                 captured = self._call(environ, short_body)
                 with self._locks_guard:
                     self._counts["sqs"] += 1
             if captured.status_code != 200 or _has_messages(captured.body):
                 break
-            if time.monotonic() + self._long_poll_interval >= deadline:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
                 break
-            time.sleep(self._long_poll_interval)
+            _wait_for_messages(queue, min(self._long_poll_interval, remaining))
+            pause = _MIN_RESCAN_SECONDS - (time.monotonic() - scanned)
+            if pause > 0:
+                time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+            if time.monotonic() >= deadline:
+                # One last scan at the end of the wait, as SQS returns what arrived.
+                with lock:
+                    captured = self._call(environ, short_body)
+                    with self._locks_guard:
+                        self._counts["sqs"] += 1
+                break
         return self._replay(captured, start_response)
 
     # -- helpers -----------------------------------------------------------------------------
@@ -234,6 +251,41 @@ class SerializingMiddleware:
         headers.append(("Content-Length", str(len(captured.body))))
         start_response(captured.status, headers)
         return [captured.body]
+
+
+def _moto_queue(environ: dict[str, Any], request: dict[str, Any]) -> Any:
+    """moto's Queue object for a ReceiveMessage request, or None (then the wait is a sleep).
+
+    Used only to wait on the queue's "message added" condition; never to change it."""
+    try:
+        from moto.sqs.models import sqs_backends
+
+        url = str(request.get("QueueUrl", ""))
+        parts = url.rstrip("/").split("/")
+        name, account = parts[-1], parts[-2] if len(parts) >= 2 else ""
+        auth = environ.get("HTTP_AUTHORIZATION") or ""
+        scope = auth.split("Credential=", 1)[1].split(",", 1)[0].split("/")
+        region = scope[2]
+        if account not in sqs_backends:
+            return None
+        backend = sqs_backends[account][region]
+        return backend.queues.get(name)
+    except Exception:  # noqa: BLE001 - best effort; the fallback is a plain sleep
+        return None
+
+
+def _wait_for_messages(queue: Any, timeout: float) -> None:
+    if timeout <= 0:
+        return
+    condition = getattr(queue, "_messages_lock", None)
+    if condition is None:
+        time.sleep(timeout)
+        return
+    try:
+        with condition:
+            condition.wait_for(lambda: queue.messages, timeout=timeout)
+    except Exception:  # noqa: BLE001
+        time.sleep(timeout)
 
 
 def _has_messages(body: bytes) -> bool:

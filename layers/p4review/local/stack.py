@@ -84,6 +84,7 @@ class LocalStack:
         self.aws: Any = None
         self.resources: Any = None
         self.signing_secret = ""
+        self._saved_environ: dict[str, str] | None = None
 
     def start(self) -> StackInfo:
         import boto3
@@ -94,6 +95,7 @@ class LocalStack:
         from p4review.local.smtp_server import LocalMailServer
         from p4review.local.sqs_poller import SqsPoller
 
+        self._saved_environ = dict(os.environ)
         self.state_dir.mkdir(parents=True, exist_ok=True)
         mailbox = self.state_dir / "mailbox"
         mailbox.mkdir(exist_ok=True)
@@ -140,6 +142,11 @@ class LocalStack:
         for stage in STAGE_ORDER:
             function_env[spec.QUEUE_FOR_STAGE[stage].dlq_env_var] = self.resources.queue_for_stage(stage).dlq_url
         os.environ.update(function_env)
+        # The fake p4 starts with `#!/usr/bin/env python3`: resolve that to this interpreter,
+        # not a version-manager shim that costs ~0.3 s per call.
+        interpreter_dir = str(Path(sys.executable).parent)
+        if not os.environ.get("PATH", "").startswith(interpreter_dir + os.pathsep):
+            os.environ["PATH"] = interpreter_dir + os.pathsep + os.environ.get("PATH", "")
         reset_data_access()
 
         ingest = load_function("ingest")
@@ -177,6 +184,12 @@ class LocalStack:
         state_file = self.state_dir / "stack.json"
         if state_file.exists():
             state_file.unlink()
+        if self._saved_environ is not None:
+            # The stack exported AWS endpoints and function settings; give the process its own back.
+            os.environ.clear()
+            os.environ.update(self._saved_environ)
+            self._saved_environ = None
+            reset_data_access()
 
     def __enter__(self) -> "LocalStack":
         self.start()

@@ -1,0 +1,145 @@
+"""The whole pipeline on the embedded local stack: signed HTTP in, emails out."""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import json
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from p4review.cli.api_client import ReviewApiClient, default_idempotency_key
+from p4review.local.demo import fixture_changes
+from p4review.local.stack import LocalStack, repo_root
+
+pytestmark = pytest.mark.e2e
+ACTIVE = {"queued", "in_progress", "retryable_failed"}
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    local = LocalStack(tmp_path_factory.mktemp("stack"), visibility_timeouts={"fetch": 30, "review": 30, "notify": 30})
+    local.start()
+    try:
+        yield local
+    finally:
+        local.stop()
+
+
+@pytest.fixture(scope="module")
+def client(stack):
+    return ReviewApiClient(stack.info.api_url, stack.signing_secret)
+
+
+def _wait(client, job_ids, timeout=240):
+    deadline = time.monotonic() + timeout
+    jobs = {}
+    while time.monotonic() < deadline:
+        jobs = {job_id: client.get_job(job_id).body for job_id in job_ids}
+        if all(job["status"] not in ACTIVE for job in jobs.values()):
+            return jobs
+        time.sleep(0.5)
+    raise AssertionError(f"jobs still active: {[j['status'] for j in jobs.values()]}")
+
+
+def _mailbox(stack):
+    return [email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
+            for path in sorted(Path(stack.info.mailbox_dir).glob("*.eml"))]
+
+
+def _users():
+    return json.loads((repo_root() / "events" / "depot" / "users.json").read_text())
+
+
+def _submit(client, change, version, key=None):
+    return client.submit(changelist_id=change["change"], review_version=version, kind=change["kind"],
+                         idempotency_key=key or default_idempotency_key(change["kind"], change["change"], version),
+                         rerun=version > 1)
+
+
+def test_every_fixture_is_reviewed_and_emailed_exactly_once(stack, client):
+    submitted = []
+    for change in fixture_changes():
+        for version in range(1, change["review_versions"] + 1):
+            answer = _submit(client, change, version)
+            assert answer.status == 201, answer.body
+            submitted.append((change, version, answer.body["job_id"]))
+    jobs = _wait(client, [job_id for *_, job_id in submitted])
+    assert {job["status"] for job in jobs.values()} == {"succeeded"}
+
+    messages = _mailbox(stack)
+    assert len(messages) == len(submitted)
+    by_job = {message["X-P4Review-Job"]: message for message in messages}
+    assert set(by_job) == {job_id for *_, job_id in submitted}
+    for change, version, job_id in submitted:
+        message = by_job[job_id]
+        assert message["Subject"].startswith(f"[p4review] CL {change['change']} v{version}:")
+        job = jobs[job_id]
+        assert [delivery["status"] for delivery in job["deliveries"]] == ["sent"]
+        assert message["To"].lower() == job["deliveries"][0]["recipient"]
+        assert [stage["status"] for stage in job["stages"].values()] == ["completed"] * 3
+        assert job["audit"][0]["event"] == "job_created"
+        assert job["audit"][-1]["to_status"] == "succeeded"
+
+    # Replays of every request, and a same-version request under a new key, send nothing.
+    for change, version, job_id in submitted:
+        replay = _submit(client, change, version)
+        assert (replay.status, replay.body["job_id"]) == (200, job_id)
+        assert replay.headers["x-p4review-replay"] == "idempotency-key"
+    change, version, job_id = submitted[0]
+    same_version = _submit(client, change, version, key="another-trigger-fire")
+    assert (same_version.status, same_version.body["job_id"], same_version.body["status"]) == (200, job_id,
+                                                                                               "succeeded")
+    time.sleep(3)
+    assert len(_mailbox(stack)) == len(submitted)
+
+
+def test_no_secret_from_the_credential_fixture_reaches_an_email(stack, client):
+    change = next(item for item in fixture_changes() if "credential" in item["summary"].lower())
+    answer = _submit(client, change, 1)
+    job = _wait(client, [answer.body["job_id"]])[answer.body["job_id"]]
+    assert job["summary"]["findings"] >= 1
+    fixture_text = (repo_root() / "events" / "depot" / "changes" / f"{change['change']}.json").read_text()
+    raw_emails = b"".join(path.read_bytes() for path in Path(stack.info.mailbox_dir).glob("*.eml"))
+    assert b"BEGIN RSA PRIVATE KEY" not in raw_emails and b"PRIVATE KEY-----\n" not in raw_emails
+    assert b"AKIA" not in raw_emails
+    assert fixture_text  # the fixture exists; its secrets live in the depot archive, not in any email
+
+
+def test_fifty_concurrent_identical_requests_create_one_job_and_one_email(stack):
+    barrier = threading.Barrier(50)
+    request = {"changelist_id": 48220, "review_version": 7, "kind": "submitted",
+               "idempotency_key": "concurrent-duplicates"}
+
+    def post(_):
+        own_client = ReviewApiClient(stack.info.api_url, stack.signing_secret)  # one connection each
+        barrier.wait()
+        return own_client.submit(rerun=True, **request)
+
+    with ThreadPoolExecutor(max_workers=50) as pool:
+        answers = list(pool.map(post, range(50)))
+    statuses = sorted(answer.status for answer in answers)
+    assert statuses == [200] * 49 + [201]
+    job_ids = {answer.body["job_id"] for answer in answers}
+    assert len(job_ids) == 1
+    job_id = job_ids.pop()
+    client = ReviewApiClient(stack.info.api_url, stack.signing_secret)
+    assert _wait(client, [job_id])[job_id]["status"] == "succeeded"
+    versions = [message for message in _mailbox(stack)
+                if message["X-P4Review-Job"] == job_id]
+    assert len(versions) == 1
+
+
+def test_dead_letter_queues_stay_empty_on_the_happy_path(stack):
+    import boto3
+
+    sqs = boto3.Session(region_name="us-east-1", aws_access_key_id="local",
+                        aws_secret_access_key="local").client("sqs", endpoint_url=stack.info.aws_endpoint)
+    for stage in ("fetch", "review", "notify"):
+        url = stack.resources.queues[stage].dlq_url
+        attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
+        assert attributes["Attributes"]["ApproximateNumberOfMessages"] == "0"

@@ -1,0 +1,420 @@
+"""The synthesized stack matches `p4review.resources` (no drift), grants least privilege per
+function, and passes cdk-nag's AwsSolutions pack."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Annotations, Match
+from p4review import resources as r
+from p4review.config import Settings
+
+ENV = "dev"
+DAY = 86_400
+
+COMMON_ENV = {"P4REVIEW_ENV", "POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE", "LOG_LEVEL"}
+EXPECTED_ENV = {
+    "ingest": {r.JOBS_TABLE.env_var, r.OUTBOX_TABLE.env_var, r.FETCH_QUEUE.env_var, r.SIGNING_SECRET.env_var},
+    # Stage functions also know their own queue (to delay a retry) and its DLQ (dead-letter envelopes).
+    "fetch": {
+        r.JOBS_TABLE.env_var, r.ARTIFACT_BUCKET.env_var, r.REVIEW_QUEUE.env_var, r.P4_SECRET.env_var,
+        "P4REVIEW_P4_EXECUTABLE", r.FETCH_QUEUE.env_var, r.FETCH_QUEUE.dlq_env_var,
+    },
+    "review": {r.JOBS_TABLE.env_var, r.ARTIFACT_BUCKET.env_var, r.NOTIFY_QUEUE.env_var, r.LLM_SECRET.env_var,
+               r.REVIEW_QUEUE.env_var, r.REVIEW_QUEUE.dlq_env_var},
+    "notify": {
+        r.JOBS_TABLE.env_var, r.OUTBOX_TABLE.env_var, r.ARTIFACT_BUCKET.env_var, r.SMTP_SECRET.env_var,
+        r.P4_SECRET.env_var, "P4REVIEW_P4_EXECUTABLE", r.NOTIFY_QUEUE.env_var, r.NOTIFY_QUEUE.dlq_env_var,
+    },
+}
+
+
+# -- helpers ----------------------------------------------------------------------------------------
+
+
+def of_type(synth, cfn_type: str) -> dict[str, dict[str, Any]]:
+    return synth.template.find_resources(cfn_type)
+
+
+def props(resource: dict[str, Any]) -> dict[str, Any]:
+    return resource.get("Properties", {})
+
+
+def functions(synth) -> dict[str, tuple[str, dict[str, Any]]]:
+    """p4review function name (ingest, ...) -> (logical id, properties)."""
+    found = {}
+    for logical_id, res in of_type(synth, "AWS::Lambda::Function").items():
+        name = props(res).get("FunctionName", "")
+        if isinstance(name, str) and name.startswith(f"p4review-{ENV}-"):
+            found[name.removeprefix(f"p4review-{ENV}-")] = (logical_id, props(res))
+    return found
+
+
+def role_statements(synth, function: str) -> list[dict[str, Any]]:
+    _, fn = functions(synth)[function]
+    role_id = fn["Role"]["Fn::GetAtt"][0]
+    statements = []
+    for res in of_type(synth, "AWS::IAM::Policy").values():
+        if {"Ref": role_id} in props(res)["Roles"]:
+            statements.extend(props(res)["PolicyDocument"]["Statement"])
+    return statements
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def logical_id_of(synth, cfn_type: str, **match: Any) -> str:
+    hits = [lid for lid, res in of_type(synth, cfn_type).items() if all(props(res).get(k) == v for k, v in match.items())]
+    assert len(hits) == 1, (cfn_type, match, hits)
+    return hits[0]
+
+
+def mentions(statement: dict[str, Any], text: str) -> bool:
+    return text in json.dumps(statement.get("Resource"))
+
+
+# -- functions --------------------------------------------------------------------------------------
+
+
+def test_four_functions_with_handler_runtime_and_tracing(dev):
+    fns = functions(dev)
+    assert set(fns) == {"ingest", "fetch", "review", "notify"}
+    for name, (_, fn) in fns.items():
+        assert fn["Handler"] == "handler.lambda_handler"
+        assert fn["Runtime"] == "python3.12"
+        assert fn["Architectures"] == ["arm64"]
+        assert fn["TracingConfig"] == {"Mode": "Active"}
+        assert 256 <= fn["MemorySize"] <= 512
+        assert len(fn["Layers"]) == 2, name
+
+
+def test_function_timeouts_come_from_queue_specs(dev):
+    fns = functions(dev)
+    assert fns["ingest"][1]["Timeout"] == 10
+    for spec in r.QUEUES:
+        assert fns[spec.key][1]["Timeout"] == spec.function_timeout_seconds
+
+
+def test_each_function_gets_exactly_the_env_vars_it_needs(dev):
+    for name, (_, fn) in functions(dev).items():
+        variables = fn["Environment"]["Variables"]
+        assert set(variables) == COMMON_ENV | EXPECTED_ENV[name], name
+        assert variables["P4REVIEW_ENV"] == ENV
+        assert variables["POWERTOOLS_SERVICE_NAME"] == "p4review"
+        assert variables["POWERTOOLS_METRICS_NAMESPACE"] == "P4Review"
+    assert functions(dev)["fetch"][1]["Environment"]["Variables"]["P4REVIEW_P4_EXECUTABLE"] == "/opt/bin/p4"
+
+
+def test_every_p4review_env_var_is_a_settings_field():
+    aliases = {field.alias for field in Settings.model_fields.values()}
+    for names in EXPECTED_ENV.values():
+        assert {n for n in names if n.startswith("P4REVIEW_")} <= aliases
+
+
+def test_env_vars_point_at_the_resources(dev):
+    variables = functions(dev)["review"][1]["Environment"]["Variables"]
+    assert variables[r.JOBS_TABLE.env_var] == {"Ref": logical_id_of(dev, "AWS::DynamoDB::Table", TableName=f"p4review-{ENV}-jobs")}
+    notify_q = logical_id_of(dev, "AWS::SQS::Queue", QueueName=r.physical_name(ENV, r.NOTIFY_QUEUE.key))
+    assert variables[r.NOTIFY_QUEUE.env_var] == {"Ref": notify_q}
+    secret = logical_id_of(dev, "AWS::SecretsManager::Secret", Name=f"p4review/{ENV}/{r.LLM_SECRET.key}")
+    assert variables[r.LLM_SECRET.env_var] == {"Ref": secret}
+
+
+def test_log_groups_are_explicit_with_retention(dev):
+    groups = {props(res)["LogGroupName"]: props(res) for res in of_type(dev, "AWS::Logs::LogGroup").values()}
+    for name, (_, fn) in functions(dev).items():
+        group = f"/aws/lambda/p4review-{ENV}-{name}"
+        assert groups[group]["RetentionInDays"] == 30
+        assert "LogGroup" in fn["LoggingConfig"]
+
+
+# -- queues -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("spec", r.QUEUES, ids=lambda s: s.key)
+def test_stage_queue_and_dlq_match_queue_spec(dev, spec):
+    dlq_id = logical_id_of(dev, "AWS::SQS::Queue", QueueName=r.physical_name(ENV, r.dlq_key(spec)))
+    queue_id = logical_id_of(dev, "AWS::SQS::Queue", QueueName=r.physical_name(ENV, spec.key))
+    queue = props(of_type(dev, "AWS::SQS::Queue")[queue_id])
+    dlq = props(of_type(dev, "AWS::SQS::Queue")[dlq_id])
+
+    assert queue["VisibilityTimeout"] == spec.visibility_timeout_seconds
+    assert queue["RedrivePolicy"] == {
+        "deadLetterTargetArn": {"Fn::GetAtt": [dlq_id, "Arn"]},
+        "maxReceiveCount": spec.max_receive_count,
+    }
+    assert dlq["MessageRetentionPeriod"] == spec.dlq_retention_days * DAY
+    for q in (queue, dlq):
+        assert q["SqsManagedSseEnabled"] is True
+
+
+def test_three_queues_and_three_dlqs(dev):
+    names = {props(res)["QueueName"] for res in of_type(dev, "AWS::SQS::Queue").values()}
+    assert names == {r.physical_name(ENV, q.key) for q in r.QUEUES} | {r.physical_name(ENV, r.dlq_key(q)) for q in r.QUEUES}
+
+
+def test_queues_enforce_ssl(dev):
+    policies = of_type(dev, "AWS::SQS::QueuePolicy").values()
+    assert len(policies) == 6
+    for res in policies:
+        (statement,) = props(res)["PolicyDocument"]["Statement"]
+        assert statement["Effect"] == "Deny"
+        assert statement["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+
+@pytest.mark.parametrize("spec", r.QUEUES, ids=lambda s: s.key)
+def test_event_source_mapping_matches_queue_spec(dev, spec):
+    queue_id = logical_id_of(dev, "AWS::SQS::Queue", QueueName=r.physical_name(ENV, spec.key))
+    function_id, _ = functions(dev)[spec.key]
+    (mapping,) = [
+        props(res)
+        for res in of_type(dev, "AWS::Lambda::EventSourceMapping").values()
+        if props(res)["EventSourceArn"] == {"Fn::GetAtt": [queue_id, "Arn"]}
+    ]
+    assert mapping["FunctionName"] == {"Ref": function_id}
+    assert mapping["BatchSize"] == spec.batch_size
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert mapping["ScalingConfig"] == {"MaximumConcurrency": max(2, spec.max_concurrency)}
+
+
+def test_three_event_source_mappings(dev):
+    dev.template.resource_count_is("AWS::Lambda::EventSourceMapping", 3)
+
+
+@pytest.mark.parametrize("spec", r.QUEUES, ids=lambda s: s.key)
+def test_each_dlq_has_an_alarm(dev, spec):
+    dlq_id = logical_id_of(dev, "AWS::SQS::Queue", QueueName=r.physical_name(ENV, r.dlq_key(spec)))
+    dev.template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "MetricName": "ApproximateNumberOfMessagesVisible",
+            "Namespace": "AWS/SQS",
+            "Dimensions": [{"Name": "QueueName", "Value": {"Fn::GetAtt": [dlq_id, "QueueName"]}}],
+            "Threshold": 0,
+            "ComparisonOperator": "GreaterThanThreshold",
+        },
+    )
+
+
+# -- tables, bucket, secrets -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("spec", r.TABLES, ids=lambda s: s.key)
+def test_table_matches_table_spec(dev, spec):
+    table_id = logical_id_of(dev, "AWS::DynamoDB::Table", TableName=r.physical_name(ENV, spec.key))
+    table = props(of_type(dev, "AWS::DynamoDB::Table")[table_id])
+    expected_keys = [{"AttributeName": spec.partition_key, "KeyType": "HASH"}]
+    if spec.sort_key:
+        expected_keys.append({"AttributeName": spec.sort_key, "KeyType": "RANGE"})
+    assert table["KeySchema"] == expected_keys
+    assert table["BillingMode"] == "PAY_PER_REQUEST"
+    assert table["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
+    assert table["SSESpecification"] == {"SSEEnabled": True}
+    if spec.ttl_attribute:
+        assert table["TimeToLiveSpecification"] == {"AttributeName": spec.ttl_attribute, "Enabled": True}
+    else:
+        assert "TimeToLiveSpecification" not in table
+
+
+def test_two_tables(dev):
+    dev.template.resource_count_is("AWS::DynamoDB::Table", 2)
+
+
+def _artifact_bucket(synth) -> tuple[str, dict[str, Any]]:
+    (hit,) = [
+        (lid, props(res))
+        for lid, res in of_type(synth, "AWS::S3::Bucket").items()
+        if f"p4review-{ENV}-{r.ARTIFACT_BUCKET.key}" in json.dumps(props(res).get("BucketName"))
+    ]
+    return hit
+
+
+def test_artifact_bucket_expiry_public_access_and_encryption(dev):
+    _, bucket = _artifact_bucket(dev)
+    rules = bucket["LifecycleConfiguration"]["Rules"]
+    assert [rule["ExpirationInDays"] for rule in rules] == [r.ARTIFACT_BUCKET.expiration_days]
+    assert bucket["PublicAccessBlockConfiguration"] == {
+        "BlockPublicAcls": True,
+        "BlockPublicPolicy": True,
+        "IgnorePublicAcls": True,
+        "RestrictPublicBuckets": True,
+    }
+    (encryption,) = bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert encryption["ServerSideEncryptionByDefault"]["SSEAlgorithm"] == "AES256"
+    assert "DestinationBucketName" in bucket["LoggingConfiguration"]
+
+
+def test_artifact_bucket_policy_is_ssl_only(dev):
+    bucket_id, _ = _artifact_bucket(dev)
+    (policy,) = [
+        props(res) for res in of_type(dev, "AWS::S3::BucketPolicy").values() if props(res)["Bucket"] == {"Ref": bucket_id}
+    ]
+    assert any(
+        s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+        for s in policy["PolicyDocument"]["Statement"]
+    )
+
+
+def test_four_secrets_named_by_env_and_key(dev):
+    secrets = {props(res)["Name"]: props(res) for res in of_type(dev, "AWS::SecretsManager::Secret").values()}
+    assert set(secrets) == {f"p4review/{ENV}/{spec.key}" for spec in r.SECRETS}
+    signing = secrets[f"p4review/{ENV}/{r.SIGNING_SECRET.key}"]["GenerateSecretString"]
+    assert "SecretStringTemplate" not in signing and signing["PasswordLength"] >= 32
+    smtp = secrets[f"p4review/{ENV}/{r.SMTP_SECRET.key}"]["GenerateSecretString"]
+    assert smtp["GenerateStringKey"] == "password"
+    assert {"host", "port", "tls_mode", "username", "from_address"} <= set(json.loads(smtp["SecretStringTemplate"]))
+
+
+# -- API --------------------------------------------------------------------------------------------
+
+
+def test_api_has_post_and_get_proxied_to_ingest(dev):
+    ingest_id, _ = functions(dev)["ingest"]
+    paths = {props(res)["PathPart"] for res in of_type(dev, "AWS::ApiGateway::Resource").values()}
+    assert paths == {"v1", "reviews", "{job_id}"}
+    methods = {props(res)["HttpMethod"]: props(res) for res in of_type(dev, "AWS::ApiGateway::Method").values()}
+    assert set(methods) == {"POST", "GET"}
+    for method in methods.values():
+        assert method["AuthorizationType"] == "NONE"  # HMAC-verified in the function
+        assert method["Integration"]["Type"] == "AWS_PROXY"
+        assert ingest_id in json.dumps(method["Integration"]["Uri"])
+    assert methods["GET"]["RequestParameters"] == {"method.request.path.job_id": True}
+
+
+def test_api_stage_throttling_tracing_and_access_logs(dev):
+    (stage,) = [props(res) for res in of_type(dev, "AWS::ApiGateway::Stage").values()]
+    assert stage["TracingEnabled"] is True
+    assert "DestinationArn" in stage["AccessLogSetting"]
+    (method_settings,) = stage["MethodSettings"]
+    assert method_settings["ThrottlingRateLimit"] == 50
+    assert method_settings["ThrottlingBurstLimit"] == 100
+    assert method_settings["DataTraceEnabled"] is False
+
+
+def test_outputs(dev):
+    outputs = dev.template.find_outputs("*")
+    assert "ApiUrl" in outputs
+    for spec in r.QUEUES:
+        assert f"{spec.key.capitalize()}QueueUrl" in outputs
+    for spec in r.TABLES:
+        assert f"{spec.key.capitalize()}TableName" in outputs
+
+
+# -- least privilege --------------------------------------------------------------------------------
+
+
+def test_review_cannot_write_changes_or_touch_outbox(dev):
+    outbox_id = logical_id_of(dev, "AWS::DynamoDB::Table", TableName=r.physical_name(ENV, r.OUTBOX_TABLE.key))
+    statements = role_statements(dev, "review")
+    assert statements
+    for statement in statements:
+        actions = as_list(statement["Action"])
+        if any(a.startswith("s3:Put") or a in ("s3:*", "s3:PutObject*") for a in actions):
+            assert not mentions(statement, "/changes/"), statement
+            assert mentions(statement, "/results/*"), statement
+        assert not mentions(statement, outbox_id), statement
+
+
+def test_ingest_has_no_s3_access(dev):
+    for statement in role_statements(dev, "ingest"):
+        assert not any(a.startswith("s3:") for a in as_list(statement["Action"])), statement
+
+
+def test_s3_grants_are_object_level_and_prefix_scoped(dev):
+    for name in ("fetch", "review", "notify"):
+        for statement in role_statements(dev, name):
+            actions = as_list(statement["Action"])
+            if any(a.startswith("s3:") for a in actions):
+                assert set(actions) <= {"s3:GetObject", "s3:PutObject", "s3:ListBucket"}, statement
+                if "s3:ListBucket" in actions:
+                    assert "s3:prefix" in json.dumps(statement["Condition"])
+                else:
+                    assert mentions(statement, "/changes/*") or mentions(statement, "/results/*")
+
+
+def test_only_notify_reads_the_smtp_secret(dev):
+    smtp_id = logical_id_of(dev, "AWS::SecretsManager::Secret", Name=f"p4review/{ENV}/{r.SMTP_SECRET.key}")
+    readers = {
+        name
+        for name in functions(dev)
+        if any(mentions(s, smtp_id) for s in role_statements(dev, name))
+    }
+    assert readers == {"notify"}
+
+
+def test_function_roles_use_no_managed_policies(dev):
+    for name, (_, fn) in functions(dev).items():
+        role = props(of_type(dev, "AWS::IAM::Role")[fn["Role"]["Fn::GetAtt"][0]])
+        assert "ManagedPolicyArns" not in role, name
+
+
+# -- cdk-nag and assets -----------------------------------------------------------------------------
+
+
+def test_no_unacknowledged_cdk_nag_findings(dev):
+    # Synthesis would have raised ValidationFailed; also check the report and the annotations.
+    errors = Annotations.from_stack(dev.stack).find_error("*", Match.string_like_regexp("AwsSolutions-.*"))
+    assert errors == []
+    report = json.loads((dev.outdir / "validation-report.json").read_text())
+    assert [p for p in report["pluginReports"] if p.get("conclusion") != "success"] == []
+
+
+def test_core_layer_asset_contains_the_package(dev):
+    core = [
+        props(res)
+        for res in of_type(dev, "AWS::Lambda::LayerVersion").values()
+        if props(res)["LayerName"] == f"p4review-{ENV}-core"
+    ]
+    (layer,) = core
+    asset = dev.outdir / f"asset.{layer['Content']['S3Key'].removesuffix('.zip')}"
+    assert (asset / "python" / "p4review" / "__init__.py").is_file()
+    assert (asset / "python" / "p4review" / "resources.py").is_file()
+    assert not (asset / "python" / "p4review" / "local").exists()
+    assert not list(asset.rglob("__pycache__"))
+
+
+def test_dev_cleans_up_after_itself(dev):
+    for res in of_type(dev, "AWS::DynamoDB::Table").values():
+        assert res["DeletionPolicy"] == "Delete"
+        assert not props(res).get("DeletionProtectionEnabled")
+    dev.template.resource_count_is("Custom::S3AutoDeleteObjects", 2)
+
+
+def test_prod_retains_data(prod):
+    tables = of_type(prod, "AWS::DynamoDB::Table").values()
+    assert len(tables) == 2
+    for res in tables:
+        assert res["DeletionPolicy"] == "Retain"
+        assert props(res)["DeletionProtectionEnabled"] is True
+    for res in of_type(prod, "AWS::S3::Bucket").values():
+        assert res["DeletionPolicy"] == "Retain"
+    prod.template.resource_count_is("Custom::S3AutoDeleteObjects", 0)
+    names = {props(res)["QueueName"] for res in of_type(prod, "AWS::SQS::Queue").values()}
+    assert r.physical_name("prod", r.FETCH_QUEUE.key) in names
+
+
+def test_p4_cli_layer_attached_only_where_p4_runs(prod, p4_layer_arn):
+    for res in of_type(prod, "AWS::Lambda::Function").values():
+        name = props(res).get("FunctionName", "")
+        if not isinstance(name, str) or not name.startswith("p4review-prod-"):
+            continue
+        has_p4 = p4_layer_arn in props(res)["Layers"]
+        assert has_p4 == name.endswith(("-fetch", "-notify")), name
+
+
+@pytest.mark.parametrize("spec", r.QUEUES, ids=lambda s: s.key)
+def test_each_stage_may_send_only_to_its_own_dlq(dev, spec):
+    dlqs = {
+        queue.key: logical_id_of(dev, "AWS::SQS::Queue", QueueName=r.physical_name(ENV, r.dlq_key(queue)))
+        for queue in r.QUEUES
+    }
+    sends = [
+        statement for statement in role_statements(dev, spec.key)
+        if "sqs:SendMessage" in as_list(statement["Action"])
+    ]
+    targets = {json.dumps(statement["Resource"]) for statement in sends}
+    assert any(dlqs[spec.key] in target for target in targets)
+    assert not any(dlqs[other] in target for target in targets for other in dlqs if other != spec.key)

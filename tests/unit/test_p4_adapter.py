@@ -1,0 +1,434 @@
+"""p4review.adapters.p4 against the fixture-backed fake p4 (events/bin/p4)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import marshal
+import os
+import stat
+import time
+from pathlib import Path
+
+import pytest
+
+from p4review.adapters.p4 import (
+    ChangeFetcher,
+    P4ArgumentError,
+    P4AuthError,
+    P4CommandError,
+    P4ConnectionError,
+    P4NotFoundError,
+    P4Runner,
+    P4ServerBusyError,
+    P4TimeoutError,
+    added_file_diff,
+    decode_marshal_stream,
+    is_binary_type,
+    normalize_diff2,
+)
+from p4review.errors import AuthError, ConfigError, ErrorClass, NotFoundError
+from p4review.models.change import ChangedFile, ChangeSnapshot, DiffStatus
+from p4review.models.job import ChangeKind
+
+ROOT = Path(__file__).resolve().parents[2]
+FAKE_P4 = str(ROOT / "events" / "bin" / "p4")
+INDEX = json.loads((ROOT / "events" / "depot" / "index.json").read_text())["changelists"]
+TICKET = "A1B2C3D4E5F60718293A4B5C6D7E8F90"
+
+
+@pytest.fixture
+def log_file(tmp_path):
+    return tmp_path / "p4-argv.jsonl"
+
+
+def make_runner(log_file=None, timeout=30.0, **env):
+    if log_file is not None:
+        env["P4FAKE_LOG"] = str(log_file)
+    return P4Runner(FAKE_P4, timeout_seconds=timeout, env=env)
+
+
+def logged(log_file) -> list[dict]:
+    if not log_file.exists():
+        return []
+    return [json.loads(line) for line in log_file.read_text().splitlines()]
+
+
+def statuses(snapshot: ChangeSnapshot) -> dict[str, tuple[str, str | None]]:
+    return {d.depot_path.rsplit("/", 1)[1]: (d.status.value, d.skip_reason) for d in snapshot.diffs}
+
+
+# --- runner construction ------------------------------------------------------------------------
+@pytest.mark.parametrize("executable", ["p4", "events/bin/p4", "./p4", ""])
+def test_non_absolute_executable_is_a_config_error(executable):
+    with pytest.raises(ConfigError) as caught:
+        P4Runner(executable, timeout_seconds=5)
+    assert caught.value.error_class is ErrorClass.CONFIG_ERROR and not caught.value.retryable
+
+
+def test_missing_or_non_executable_executable_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError):
+        P4Runner(str(tmp_path / "p4"), timeout_seconds=5)
+    plain = tmp_path / "p4"
+    plain.write_text("#!/bin/sh\n")
+    plain.chmod(stat.S_IRUSR | stat.S_IWUSR)
+    with pytest.raises(ConfigError):
+        P4Runner(str(plain), timeout_seconds=5)
+    with pytest.raises(ConfigError):
+        P4Runner(str(tmp_path), timeout_seconds=5)  # a directory
+
+
+def test_timeout_must_be_positive():
+    with pytest.raises(ConfigError):
+        P4Runner(FAKE_P4, timeout_seconds=0)
+
+
+# --- marshal --------------------------------------------------------------------------------------
+def test_run_marshal_returns_records_with_bytes_keys():
+    [record] = make_runner().run_marshal(["describe", "-s", "48213"])
+    assert record[b"change"] == b"48213" and all(isinstance(key, bytes) for key in record)
+
+
+def test_decoder_matches_marshal_and_refuses_other_types():
+    sample = [{b"code": b"error", b"data": b"x\xff", b"severity": 3, b"generic": -17}, {b"a": b""}]
+    stream = b"".join(marshal.dumps(record, 0) for record in sample)
+    assert decode_marshal_stream(stream) == sample
+    assert decode_marshal_stream(b"") == []
+    with pytest.raises(ValueError):
+        decode_marshal_stream(marshal.dumps(compile("1", "f", "eval"), 0))
+    with pytest.raises(ValueError):
+        decode_marshal_stream(stream[:-3])  # truncated
+
+
+# --- no shell, one token per argument --------------------------------------------------------------
+SHELL_BAIT = "//depot/engine/main/src/x; rm -rf / $(id) `touch pwned` | cat > out.c"
+
+
+def test_shell_metacharacters_are_one_literal_token(log_file, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    fetcher = ChangeFetcher(make_runner(log_file))
+    description = fetcher.describe(48213, ChangeKind.SUBMITTED)
+    changed = ChangedFile(depot_path=SHELL_BAIT, action="add", file_type="text", revision=1)
+    with pytest.raises(P4NotFoundError):
+        fetcher.file_diff(description, changed)
+    assert logged(log_file)[-1]["argv"] == ["print", "-q", f"{SHELL_BAIT}#1"]
+    assert not (tmp_path / "pwned").exists() and not (tmp_path / "out.c").exists()
+
+
+@pytest.mark.parametrize("bad", ["//depot/a\nb.c", "//depot/a\x00b.c", "//depot/a\rb", "//depot/\x1b[31mred"])
+def test_control_characters_are_refused_before_running(log_file, bad):
+    runner = make_runner(log_file)
+    with pytest.raises(P4ArgumentError):
+        runner.run_text(["print", "-q", bad])
+    fetcher = ChangeFetcher(runner)
+    description = fetcher.describe(48213, ChangeKind.SUBMITTED)
+    with pytest.raises(P4ArgumentError):
+        fetcher.file_diff(description, ChangedFile(depot_path=bad, action="add", file_type="text", revision=1))
+    assert [entry["argv"][1] for entry in logged(log_file)] == ["describe"]  # nothing else ran
+
+
+@pytest.mark.parametrize("args", [
+    ["print", "-x", "//depot/a#1"],
+    ["print", "-q", "-o", "/tmp/x", "//depot/a#1"],
+    ["describe", "-s", "-du", "48213"],
+    ["obliterate", "-y", "//depot/..."],
+    ["user", "-d", "victim"],
+    [],
+])
+def test_runner_refuses_commands_and_options_outside_the_allow_list(log_file, args):
+    with pytest.raises(P4ArgumentError):
+        make_runner(log_file).run_text(args)
+    assert logged(log_file) == []
+
+
+@pytest.mark.parametrize("name", ["-x", "-d", "--help", "", "a\nb"])
+def test_user_name_option_injection_is_rejected(log_file, name):
+    with pytest.raises(P4ArgumentError) as caught:
+        ChangeFetcher(make_runner(log_file)).user(name)
+    assert caught.value.error_class is ErrorClass.SCHEMA_INVALID
+    assert logged(log_file) == []
+
+
+@pytest.mark.parametrize("path", ["-q", "-G", "//depot/...", "//depot/src/*.c", "//depot/a.c@48000",
+                                  "//depot/a.c#head", "relative/a.c"])
+def test_unsafe_depot_paths_are_rejected(log_file, path):
+    fetcher = ChangeFetcher(make_runner(log_file))
+    description = fetcher.describe(48213, ChangeKind.SUBMITTED)
+    with pytest.raises(P4ArgumentError):
+        fetcher.file_diff(description, ChangedFile(depot_path=path, action="edit", file_type="text", revision=3))
+    assert len(logged(log_file)) == 1
+
+
+@pytest.mark.parametrize("changelist_id", [0, -1, True])
+def test_changelist_id_must_be_a_positive_int(changelist_id):
+    with pytest.raises(P4ArgumentError):
+        ChangeFetcher(make_runner()).describe(changelist_id, ChangeKind.SUBMITTED)
+
+
+# --- credentials and environment ---------------------------------------------------------------------
+def test_credentials_go_in_the_child_env_never_argv(log_file, monkeypatch):
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "parent-secret")
+    monkeypatch.setenv("P4CONFIG", ".p4config")
+    runner = make_runner(log_file, P4PORT="ssl:perforce:1666", P4USER="svc-p4review", P4PASSWD=TICKET,
+                         P4FAKE_TICKET=TICKET)  # the fake refuses unless P4PASSWD carries the ticket
+    assert ChangeFetcher(runner).user("pnair").email == "priya.nair@northwind-games.example"
+    [entry] = logged(log_file)
+    assert {"P4PORT", "P4USER", "P4PASSWD", "PATH", "HOME", "LANG"} <= set(entry["env"])
+    assert "AWS_SECRET_ACCESS_KEY" not in entry["env"] and "P4CONFIG" not in entry["env"]
+    assert not any(TICKET in arg or "svc-p4review" in arg or "perforce:1666" in arg for arg in entry["argv"])
+    assert entry["argv"] == ["-G", "user", "-o", "pnair"]
+
+
+def test_wrong_ticket_is_auth_error_without_the_ticket_in_the_message():
+    runner = make_runner(P4PASSWD="WRONG-" + TICKET, P4FAKE_TICKET=TICKET)
+    with pytest.raises(P4AuthError) as caught:
+        ChangeFetcher(runner).describe(48213, ChangeKind.SUBMITTED)
+    assert TICKET not in str(caught.value) and "WRONG" not in caught.value.message
+
+
+def test_error_messages_redact_secrets_and_control_characters():
+    runner = make_runner(P4PASSWD=TICKET)
+    error = runner._error("print", f"login failed for ticket {TICKET}\n\x1b[2J")
+    assert TICKET not in error.message and "\x1b" not in error.message and "\n" not in error.message
+
+
+# --- failure classification ---------------------------------------------------------------------------
+def test_timeout_is_retryable_network_timeout_and_kills_the_child():
+    runner = make_runner(timeout=1, P4FAKE_FAIL="hang")
+    started = time.monotonic()
+    with pytest.raises(P4TimeoutError) as caught:
+        runner.run_marshal(["describe", "-s", "48213"], changelist_id=48213)
+    assert time.monotonic() - started < 15
+    assert caught.value.error_class is ErrorClass.NETWORK_TIMEOUT and caught.value.retryable
+
+
+def test_connect_failure_is_retryable_network_error():
+    with pytest.raises(P4ConnectionError) as caught:
+        ChangeFetcher(make_runner(P4FAKE_FAIL="connect")).describe(48213, ChangeKind.SUBMITTED)
+    assert caught.value.error_class is ErrorClass.NETWORK_ERROR and caught.value.retryable
+    assert "Connect to server failed" in caught.value.message
+
+
+@pytest.mark.parametrize("fail", ["auth", "expired"])
+def test_auth_failures_are_non_retryable_auth_errors_in_both_modes(fail):
+    runner = make_runner(P4FAKE_FAIL=fail)
+    with pytest.raises(AuthError) as tagged:
+        runner.run_marshal(["describe", "-s", "48213"])
+    with pytest.raises(AuthError) as text:
+        runner.run_text(["print", "-q", "//depot/engine/main/src/net/packet.cpp#7"])
+    for caught in (tagged, text):
+        assert caught.value.error_class is ErrorClass.AUTH_DENIED and not caught.value.retryable
+
+
+def test_unknown_change_and_unknown_file_are_not_found():
+    runner = make_runner()
+    with pytest.raises(NotFoundError) as caught:
+        ChangeFetcher(runner).describe(99999, ChangeKind.SUBMITTED)
+    assert caught.value.error_class is ErrorClass.NOT_FOUND and not caught.value.retryable
+    assert "Change 99999 unknown." in caught.value.message
+    with pytest.raises(P4NotFoundError):
+        runner.run_text(["print", "-q", "//depot/engine/main/src/net/packet.cpp#99"])
+
+
+def test_busy_server_is_retryable_and_unknown_failures_are_not():
+    with pytest.raises(P4ServerBusyError) as busy:
+        make_runner(P4FAKE_FAIL="busy").run_marshal(["describe", "-s", "48213"])
+    assert busy.value.retryable and busy.value.error_class is ErrorClass.UPSTREAM_ERROR
+    for fail in ("crash", "garbage"):
+        with pytest.raises(P4CommandError) as caught:
+            make_runner(P4FAKE_FAIL=fail).run_marshal(["describe", "-s", "48213"])
+        assert not caught.value.retryable
+
+
+def test_error_dict_with_exit_status_zero_still_raises(tmp_path):
+    script = tmp_path / "p4"
+    script.write_text("#!/usr/bin/env python3\nimport marshal, sys\n"
+                      "sys.stdout.buffer.write(marshal.dumps({b'code': b'error', b'data': b'Change 5 unknown.\\n',"
+                      " b'severity': 3, b'generic': 17}, 0))\n")
+    script.chmod(0o755)
+    with pytest.raises(P4NotFoundError):
+        P4Runner(str(script), timeout_seconds=10).run_marshal(["describe", "-s", "5"])
+
+
+def test_kind_mismatch_is_not_found():
+    fetcher = ChangeFetcher(make_runner())
+    with pytest.raises(P4NotFoundError):
+        fetcher.describe(48213, ChangeKind.SHELVED)
+    with pytest.raises(P4NotFoundError):
+        fetcher.describe(48240, ChangeKind.SUBMITTED)
+
+
+def test_logs_carry_only_sanitized_metadata(caplog):
+    caplog.set_level(logging.INFO, logger="p4review.adapters.p4")
+    fetcher = ChangeFetcher(make_runner(P4PASSWD=TICKET))
+    fetcher.fetch(48234, ChangeKind.SUBMITTED)
+    records = [r for r in caplog.records if r.name == "p4review.adapters.p4"]
+    assert [r.p4_command for r in records] == ["describe", "print", "print", "diff2"]
+    assert all(r.changelist_id == 48234 for r in records)
+    assert [r.p4_arg_count for r in records] == [3, 3, 3, 4]
+    dumped = " ".join(f"{r.getMessage()} {r.__dict__}" for r in records)
+    assert "//depot" not in dumped and TICKET not in dumped and "AKIA" not in dumped
+
+
+# --- fetching every fixture ---------------------------------------------------------------------------------
+EXPECTED = {
+    48213: {
+        "net_overlay_icons.png": ("skipped", "binary"), "conn_stats.cpp": ("fetched", None),
+        "conn_stats.h": ("fetched", None), "legacy_codec.cpp": ("skipped", "deleted"),
+        "packet.cpp": ("fetched", None), "packet.h": ("fetched", None),
+    },
+    48220: {
+        "build_index.py": ("fetched", None), "paths.py": ("fetched", None),
+        "pathutil.py": ("skipped", "deleted"), "validate_manifest.py": ("fetched", None),
+    },
+    48234: {"uploader-staging.key": ("fetched", None), "staging.ini": ("fetched", None), "settings.py": ("fetched", None)},
+    48240: {"main.go": ("fetched", None), "bucket.go": ("fetched", None), "bucket_test.go": ("fetched", None)},
+    48261: {"cafe_menu.cpp": ("fetched", None), "fr_FR.txt": ("fetched", None), "cafe_menu_bg.dds": ("skipped", "binary")},
+    48270: {
+        "conn_stats.cpp": ("fetched", None), "conn_stats.h": ("fetched", None),
+        "packet.cpp": ("fetched", None), "packet.h": ("skipped", "identical"),
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def snapshots() -> dict[int, ChangeSnapshot]:
+    fetcher = ChangeFetcher(make_runner())
+    return {entry["change"]: fetcher.fetch(entry["change"], ChangeKind(entry["kind"])) for entry in INDEX}
+
+
+def test_every_indexed_fixture_is_covered():
+    assert {entry["change"] for entry in INDEX} == set(EXPECTED) | {48255}
+
+
+@pytest.mark.parametrize("number", sorted(EXPECTED))
+def test_fetch_fixture_statuses(snapshots, number):
+    snapshot = snapshots[number]
+    assert statuses(snapshot) == EXPECTED[number]
+    assert snapshot.changed_files == [d.depot_path for d in snapshot.diffs]
+    for diff in snapshot.diffs:
+        if diff.status is DiffStatus.FETCHED:
+            first, second, third = diff.unified_diff.split("\n")[:3]
+            assert first.startswith("--- ") and second == "+++ b/" + diff.depot_path[2:]
+            assert third.startswith("@@ -")
+        else:
+            assert diff.unified_diff == ""
+
+
+def test_cpp_change_content(snapshots):
+    diffs = {d.depot_path.rsplit("/", 1)[1]: d.unified_diff for d in snapshots[48213].diffs}
+    assert diffs["packet.cpp"].startswith("--- a/depot/engine/main/src/net/packet.cpp\n+++ b/depot/engine/main/src/net/packet.cpp\n")
+    assert "+    strcpy(peerName_, name);" in diffs["packet.cpp"] and "+    sprintf(buf" in diffs["packet.cpp"]
+    assert "TODO(dkowalski)" in diffs["packet.cpp"] and "====" not in diffs["packet.cpp"]
+    added = diffs["conn_stats.cpp"].split("\n")
+    assert added[:2] == ["--- /dev/null", "+++ b/depot/engine/main/src/net/conn_stats.cpp"]
+    line_count = len((ROOT / "events/depot/archive/depot/engine/main/src/net/conn_stats.cpp,d/1").read_text().splitlines())
+    assert added[2] == f"@@ -0,0 +1,{line_count} @@" and all(line.startswith("+") for line in added[3:-1])
+
+
+def test_python_and_credential_changes_carry_the_flaggable_lines(snapshots):
+    py = {d.depot_path.rsplit("/", 1)[1]: d.unified_diff for d in snapshots[48220].diffs}
+    assert "+    except:" in py["build_index.py"] and '+    print("DEBUG' in py["build_index.py"]
+    assert "eval(rule" in py["validate_manifest.py"]
+    creds = "".join(d.unified_diff for d in snapshots[48234].diffs)
+    assert "AKIAIOSFODNN7EXAMPLE" in creds and 'password = "' in creds
+    assert "+-----BEGIN RSA PRIVATE KEY-----" in creds
+
+
+def test_shelved_change_serves_the_latest_shelf_and_version_1_on_request(snapshots):
+    latest = snapshots[48240]
+    assert latest.description.kind is ChangeKind.SHELVED and latest.description.status == "pending"
+    first = ChangeFetcher(make_runner(P4FAKE_SHELF_VERSION="1")).fetch(48240, ChangeKind.SHELVED)
+    assert [d.depot_path.rsplit("/", 1)[1] for d in first.diffs] == ["main.go", "bucket.go"]
+    assert "sync.Mutex" in latest.diffs[1].unified_diff and "sync.Mutex" not in first.diffs[1].unified_diff
+    assert latest.diffs[0].unified_diff != first.diffs[0].unified_diff
+
+
+def test_non_utf8_description_and_content_are_decoded_with_replacement(snapshots):
+    snapshot = snapshots[48261]
+    assert snapshot.description.description.startswith("Caf\ufffd menu: fix \ufffd Reprendre \ufffd button")
+    assert snapshot.description.owner == "jbeaulieu"
+    strings = next(d for d in snapshot.diffs if d.depot_path.endswith("fr_FR.txt"))
+    assert "+CAFE_RESUME=\ufffd Reprendre \ufffd" in strings.unified_diff
+
+
+def test_large_change_has_hundreds_of_files(snapshots):
+    snapshot = snapshots[48255]
+    assert len(snapshot.description.files) == len(snapshot.diffs) == 300
+    counts: dict[tuple[str, str | None], int] = {}
+    for diff in snapshot.diffs:
+        counts[(diff.action, diff.skip_reason)] = counts.get((diff.action, diff.skip_reason), 0) + 1
+    assert counts == {("edit", None): 260, ("add", None): 30, ("delete", "deleted"): 10}
+
+
+def test_one_file_per_command_and_no_p4_call_for_skipped_files(log_file):
+    ChangeFetcher(make_runner(log_file)).fetch(48213, ChangeKind.SUBMITTED)
+    argvs = [entry["argv"] for entry in logged(log_file)]
+    assert argvs[0] == ["-G", "describe", "-s", "48213"]
+    base = "//depot/engine/main/src/net/"
+    assert sorted(argvs[1:]) == sorted([
+        ["print", "-q", f"{base}conn_stats.cpp#1"],
+        ["print", "-q", f"{base}conn_stats.h#1"],
+        ["diff2", "-du", f"{base}packet.cpp#6", f"{base}packet.cpp#7"],
+        ["diff2", "-du", f"{base}packet.h#3", f"{base}packet.h#4"],
+    ])
+
+
+def test_shelved_commands_use_at_equals(log_file):
+    ChangeFetcher(make_runner(log_file)).fetch(48240, ChangeKind.SHELVED)
+    argvs = [entry["argv"] for entry in logged(log_file)]
+    main_go = "//depot/services/matchmaking/main/cmd/server/main.go"
+    assert argvs[0] == ["-G", "describe", "-s", "-S", "48240"]
+    assert ["diff2", "-du", main_go, f"{main_go}@=48240"] in argvs
+    assert ["print", "-q", "//depot/services/matchmaking/main/internal/ratelimit/bucket.go@=48240"] in argvs
+
+
+def test_too_large_uses_describe_file_size_before_fetching(log_file):
+    fetcher = ChangeFetcher(make_runner(log_file), max_file_bytes=1500)
+    snapshot = fetcher.fetch(48213, ChangeKind.SUBMITTED)
+    result = statuses(snapshot)
+    assert result["packet.cpp"] == ("skipped", "too_large") and result["conn_stats.cpp"] == ("skipped", "too_large")
+    assert result["packet.h"] == ("fetched", None)
+    assert not any("packet.cpp" in " ".join(entry["argv"]) for entry in logged(log_file))
+
+
+def test_path_policy_seam_skips_before_any_p4_command(log_file):
+    fetcher = ChangeFetcher(make_runner(log_file), path_policy=lambda path: "/net/packet" not in path)
+    result = statuses(fetcher.fetch(48213, ChangeKind.SUBMITTED))
+    assert result["packet.cpp"] == result["packet.h"] == ("skipped", "path_policy")
+    assert not any("packet." in " ".join(entry["argv"]) for entry in logged(log_file))
+
+
+def test_user_lookup_and_default_email_form():
+    fetcher = ChangeFetcher(make_runner())
+    assert fetcher.user("agarcia").full_name == "Ana Garc\u00eda"
+    assert fetcher.user("jbeaulieu").email == "jbeaulieu@jbeaulieu-mtl-ws"
+    ghost = ChangeFetcher(make_runner(P4CLIENT="svc-p4review-fetch")).user("ghost")
+    assert (ghost.user, ghost.email) == ("ghost", "ghost@svc-p4review-fetch")
+
+
+# --- pure helpers ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("file_type", "binary"), [
+    ("binary", True), ("binary+l", True), ("binary+Fl", True), ("ubinary", True), ("apple", True),
+    ("resource", True), ("xbinary", True), ("text", False), ("text+x", False), ("text+ko", False),
+    ("utf8", False), ("unicode", False), ("symlink", False),
+])
+def test_binary_types(file_type, binary):
+    assert is_binary_type(file_type) is binary
+
+
+def test_added_file_diff_edge_cases():
+    assert added_file_diff("//depot/a.txt", b"") == "--- /dev/null\n+++ b/depot/a.txt\n"
+    assert added_file_diff("//depot/a.txt", b"x\ny") == (
+        "--- /dev/null\n+++ b/depot/a.txt\n@@ -0,0 +1,2 @@\n+x\n+y\n\\ No newline at end of file\n")
+    assert added_file_diff("//depot/a.txt", b"a\x0cb\n") == "--- /dev/null\n+++ b/depot/a.txt\n@@ -0,0 +1,1 @@\n+a\x0cb\n"
+
+
+def test_normalize_diff2_with_and_without_p4_file_headers():
+    hunk = "@@ -1,1 +1,1 @@\n-old\n+new\n"
+    plain = f"==== //depot/a.c#1 (text) - //depot/a.c#2 (text) ==== content\n{hunk}".encode()
+    expected = f"--- a/depot/a.c\n+++ b/depot/a.c\n{hunk}"
+    assert normalize_diff2("//depot/a.c", plain) == expected
+    with_headers = plain.replace(b"@@", b"--- //depot/a.c#1\n+++ //depot/a.c#2\n@@", 1)
+    assert normalize_diff2("//depot/a.c", with_headers) == expected
+    assert normalize_diff2("//depot/a.c", b"==== //depot/a.c#1 (text) - //depot/a.c#2 (text) ==== identical\n") is None
