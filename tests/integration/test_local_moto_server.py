@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import boto3
@@ -30,18 +32,51 @@ def _table(ddb: Any, name: str) -> None:
     )
 
 
-def _race(rounds: int, clients: list[Any], attempt: Callable[[Any, int, int], bool]) -> dict[int, list[int]]:
+@contextlib.contextmanager
+def _frequent_thread_switches() -> Iterator[None]:
+    """Make the GIL switch threads far more often, so unsynchronized read-check-write code in
+    moto interleaves (with the default 5 ms interval a race can hide for hundreds of rounds)."""
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-4)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(previous)
+
+
+def _race(
+    rounds: int,
+    clients: list[Any],
+    attempt: Callable[[Any, int, int], bool],
+    *,
+    stop_at_first_duplicate: bool = False,
+) -> dict[int, list[int]]:
     """Run `attempt(client, round, thread)` from every thread at once, round after round.
-    Returns round -> winning thread indexes."""
-    barrier = threading.Barrier(len(clients))
-    winners: dict[int, list[int]] = {r: [] for r in range(rounds)}
+    Returns round -> winning thread indexes (only the rounds that ran)."""
+    winners: dict[int, list[int]] = {}
     errors: list[BaseException] = []
     lock = threading.Lock()
+    done = threading.Event()
+    current = [-1]
+
+    def next_round() -> None:  # runs in one thread once all have arrived
+        previous = current[0]
+        if previous >= 0 and stop_at_first_duplicate and len(winners.get(previous, [])) > 1:
+            done.set()
+        if previous + 1 >= rounds:
+            done.set()
+        current[0] = previous + 1
+        winners.setdefault(current[0], [])
+
+    barrier = threading.Barrier(len(clients), action=next_round)
 
     def run(index: int, client: Any) -> None:
         try:
-            for r in range(rounds):
+            while True:
                 barrier.wait(timeout=30)
+                if done.is_set():
+                    return
+                r = current[0]
                 if attempt(client, r, index):
                     with lock:
                         winners[r].append(index)
@@ -50,12 +85,28 @@ def _race(rounds: int, clients: list[Any], attempt: Callable[[Any, int, int], bo
             barrier.abort()
 
     threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
+    with _frequent_thread_switches():
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
     assert not errors, errors
-    return winners
+    return {r: winners[r] for r in range(min(current[0], rounds))}
+
+
+def _put_attempt(table: str) -> Callable[[Any, int, int], bool]:
+    def attempt(client: Any, r: int, index: int) -> bool:
+        try:
+            client.put_item(
+                TableName=table,
+                Item={"pk": {"S": f"CLV#{r}"}, "owner": {"N": str(index)}},
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+            return True
+        except client.exceptions.ConditionalCheckFailedException:
+            return False
+
+    return attempt
 
 
 def test_start_returns_real_port_and_stop_releases_it() -> None:
@@ -81,19 +132,9 @@ def test_conditional_put_race_has_exactly_one_winner(aws_client, local_aws_serve
     clients = [aws_client("dynamodb") for _ in range(THREADS)]
     before = local_aws_server.request_counts().get("dynamodb", 0)
 
-    def attempt(client: Any, r: int, index: int) -> bool:
-        try:
-            client.put_item(
-                TableName="race",
-                Item={"pk": {"S": f"CLV#{r}"}, "owner": {"N": str(index)}},
-                ConditionExpression="attribute_not_exists(pk)",
-            )
-            return True
-        except client.exceptions.ConditionalCheckFailedException:
-            return False
-
     rounds = 100
-    winners = _race(rounds, clients, attempt)
+    winners = _race(rounds, clients, _put_attempt("race"))
+    assert len(winners) == rounds
     bad = {r: w for r, w in winners.items() if len(w) != 1}
     assert not bad, f"rounds without exactly one winner: {bad}"
     # The stored owner is the winner in every round.
@@ -103,6 +144,19 @@ def test_conditional_put_race_has_exactly_one_winner(aws_client, local_aws_serve
         assert int(item["owner"]["N"]) == winners[r][0]
     # The serializing lock really served these requests.
     assert local_aws_server.request_counts()["dynamodb"] - before >= rounds * THREADS
+
+
+def test_race_detects_duplicates_when_dynamodb_is_not_serialized(aws_client) -> None:
+    """Control: the same race against a moto server *without* the lock lets duplicates
+    through, so the two tests above can fail (moto state is process-global: own table)."""
+    with LocalAwsServer(serialized_services=()) as raw:
+        make = lambda: boto3.Session(region_name="us-east-1", aws_access_key_id="t",  # noqa: E731
+                                     aws_secret_access_key="t").client("dynamodb", endpoint_url=raw.endpoint_url)
+        _table(make(), "race-unlocked")
+        clients = [make() for _ in range(THREADS)]
+        winners = _race(100, clients, _put_attempt("race-unlocked"), stop_at_first_duplicate=True)
+        assert raw.request_counts() == {}
+    assert any(len(w) > 1 for w in winners.values()), "no duplicate in 100 unserialized rounds"
 
 
 def test_transact_write_race_has_exactly_one_winner(aws_client) -> None:
@@ -130,6 +184,7 @@ def test_transact_write_race_has_exactly_one_winner(aws_client) -> None:
 
     rounds = 30
     winners = _race(rounds, clients, attempt)
+    assert len(winners) == rounds
     bad = {r: w for r, w in winners.items() if len(w) != 1}
     assert not bad, f"rounds without exactly one winner: {bad}"
     head = clients[0].get_item(TableName="txn", Key={"pk": {"S": "HEAD"}}, ConsistentRead=True)["Item"]
@@ -146,7 +201,7 @@ def test_long_polls_stay_concurrent_and_do_not_block_dynamodb(aws_client) -> Non
     def poll() -> None:
         client = aws_client("sqs")
         started = time.monotonic()
-        client.receive_message(QueueUrl=url, WaitTimeSeconds=2)
+        client.receive_message(QueueUrl=url, WaitTimeSeconds=2)  # four 2 s waits: 8 s if serialized
         results.append(time.monotonic() - started)
 
     # Create clients first (in this thread), then start the polls together.
@@ -181,7 +236,7 @@ def test_long_poll_returns_as_soon_as_a_message_arrives(aws_client) -> None:
 def test_concurrent_receives_never_hand_out_the_same_message(aws_client) -> None:
     sqs = aws_client("sqs")
     url = sqs.create_queue(QueueName="fanout", Attributes={"VisibilityTimeout": "60"})["QueueUrl"]
-    total = 60
+    total = 40
     for start in range(0, total, 10):
         sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": f"m{i}"}
                                                       for i in range(start, start + 10)])
@@ -286,12 +341,15 @@ def test_provision_creates_everything_from_the_definition(boto_session, moto_end
 
     env = res.env()
     expected_vars = {s.env_var for s in (*spec.TABLES, *spec.QUEUES, *spec.BUCKETS, *spec.SECRETS)}
+    expected_vars |= {q.dlq_env_var for q in spec.QUEUES}
     assert set(env) == expected_vars | {"P4REVIEW_ENV"}
+    assert env[spec.FETCH_QUEUE.dlq_env_var] == res.queues["fetch"].dlq_url
     settings = Settings.model_validate(env)
     assert settings.environment == "itest"
     assert settings.jobs_table == "p4review-itest-jobs"
     assert settings.fetch_queue_url == res.queues["fetch"].url
     assert settings.smtp_secret_id == "p4review-itest-smtp"
+    assert settings.dlq_url(spec.NOTIFY_QUEUE.stage) == res.queues["notify"].dlq_url
     # The queue URLs reach the moto server.
     aws_clients["sqs"].send_message(QueueUrl=env["P4REVIEW_NOTIFY_QUEUE_URL"], MessageBody="x")
 
@@ -322,3 +380,24 @@ def test_provision_refuses_a_missing_secret(aws_clients) -> None:
         provision(aws_clients, "nosecret", secret_values=partial)
     with pytest.raises(ValueError, match="unknown queue"):
         provision(aws_clients, "nosecret", secret_values=SECRETS, visibility_timeouts={"nope": 1})
+
+
+def test_queue_default_long_poll_does_not_block_other_sqs_calls(aws_client) -> None:
+    sqs = aws_client("sqs")
+    url = sqs.create_queue(QueueName="default-wait", Attributes={"ReceiveMessageWaitTimeSeconds": "2"})["QueueUrl"]
+    other = sqs.create_queue(QueueName="default-wait-other")["QueueUrl"]
+    waited: list[float] = []
+
+    def poll() -> None:
+        started = time.monotonic()
+        aws_client("sqs").receive_message(QueueUrl=url)  # no WaitTimeSeconds: the queue's 2 s apply
+        waited.append(time.monotonic() - started)
+
+    thread = threading.Thread(target=poll)
+    thread.start()
+    time.sleep(0.3)
+    started = time.monotonic()
+    sqs.send_message(QueueUrl=other, MessageBody="x")
+    assert time.monotonic() - started < 1.0
+    thread.join(timeout=10)
+    assert waited and 1.8 <= waited[0] < 3.5, waited

@@ -7,13 +7,13 @@ logs carry command name, argument count and changelist id, never raw values.
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from p4review.errors import (
@@ -35,7 +35,7 @@ from p4review.models.change import (
 )
 from p4review.models.job import ChangeKind
 
-logger = logging.getLogger(__name__)
+from p4review.observability import logger  # noqa: E402 - the one shared Powertools logger
 
 DEFAULT_MAX_FILE_BYTES = 1024 * 1024
 
@@ -292,7 +292,16 @@ def _depot_path(path: str) -> str:
 
 
 def _decode(value: bytes | None) -> str:
-    return (value or b"").decode("utf-8", "replace")
+    return decode_text(value or b"")
+
+
+def decode_text(raw: bytes) -> str:
+    """UTF-8, else Windows-1252: a non-unicode Perforce server stores whatever bytes the
+    client sent, and on such servers that is almost always cp1252 (a superset of Latin-1)."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("cp1252", "replace")
 
 
 def _int(value: bytes | None) -> int | None:
@@ -332,12 +341,13 @@ class ChangeFetcher:
         files = []
         index = 0
         while b"depotFile%d" % index in record:
-            field = lambda name: record.get(b"%s%d" % (name, index))  # noqa: E731
+            suffix = str(index).encode()
             changed = ChangedFile(
-                depot_path=_decode(field(b"depotFile")), action=_decode(field(b"action")),
-                file_type=_decode(field(b"type")), revision=_int(field(b"rev")) or 0,  # "none" -> 0
+                depot_path=_decode(record[b"depotFile" + suffix]), action=_decode(record.get(b"action" + suffix)),
+                file_type=_decode(record.get(b"type" + suffix)),
+                revision=_int(record.get(b"rev" + suffix)) or 0,  # a shelved add may say "none"
             )
-            size = _int(field(b"fileSize"))
+            size = _int(record.get(b"fileSize" + suffix))
             if size is not None:
                 self._sizes[(number, kind.value, changed.depot_path, changed.revision)] = size
             files.append(changed)
@@ -399,16 +409,24 @@ class ChangeFetcher:
             return FileDiff(depot_path=path, action=action, status=DiffStatus.FETCHED, unified_diff=diff)
         return skipped("unsupported_action")
 
-    def fetch(self, changelist_id: int, kind: ChangeKind) -> ChangeSnapshot:
+    def fetch(self, changelist_id: int, kind: ChangeKind, *, parallelism: int = 8) -> ChangeSnapshot:
+        """describe, then one p4 command per file. Per-file commands are latency-bound (a server
+        round trip each), so a few run at once; the diffs keep the describe order."""
         description = self.describe(changelist_id, kind)
-        diffs = []
-        for changed in description.files:
+
+        def one(changed: ChangedFile) -> FileDiff:
             try:
-                diffs.append(self.file_diff(description, changed))
+                return self.file_diff(description, changed)
             except P4NotFoundError:
                 # Obliterated or re-shelved between describe and diff: skip this file only.
-                diffs.append(FileDiff(depot_path=changed.depot_path, action=changed.action,
-                                      status=DiffStatus.SKIPPED, skip_reason="not_found"))
+                return FileDiff(depot_path=changed.depot_path, action=changed.action,
+                                status=DiffStatus.SKIPPED, skip_reason="not_found")
+
+        if parallelism <= 1 or len(description.files) <= 1:
+            diffs = [one(changed) for changed in description.files]
+        else:
+            with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="p4-file") as pool:
+                diffs = list(pool.map(one, description.files))
         return ChangeSnapshot(description=description, diffs=diffs)
 
 
@@ -423,7 +441,7 @@ def normalize_diff2(path: str, output: bytes) -> str | None:
     Drops p4's `==== ... ====` header and its own ---/+++ lines; None when there is no
     textual difference (`==== identical`, type-only change, binary).
     """
-    lines = output.decode("utf-8", "replace").split("\n")
+    lines = decode_text(output).split("\n")
     body = [line for line in lines if not line.startswith("==== ")]
     while body and (body[0].startswith("--- ") or body[0].startswith("+++ ")):
         body.pop(0)
@@ -436,7 +454,7 @@ def normalize_diff2(path: str, output: bytes) -> str | None:
 
 def added_file_diff(path: str, content: bytes) -> str:
     """Whole new file as a unified diff: `--- /dev/null`, `+++ b/...`, one `@@ -0,0 +1,N @@`."""
-    text = content.decode("utf-8", "replace").removeprefix("\ufeff")
+    text = decode_text(content).removeprefix("\ufeff")
     header = f"--- /dev/null\n+++ b/{_header_name(path)}\n"
     if not text:
         return header

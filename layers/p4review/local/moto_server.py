@@ -160,16 +160,25 @@ class SerializingMiddleware:
         lock = self.lock_for("sqs")
         wait = 0.0
         request: dict[str, Any] | None = None
+        queue: Any = None
         try:
             request = json.loads(body or b"{}")
-            if "WaitTimeSeconds" in request:
-                wait = float(request["WaitTimeSeconds"])
-        except (ValueError, TypeError):
+            if not isinstance(request, dict):
+                request = None
+        except ValueError:
             request = None
-        if request is None or "WaitTimeSeconds" not in request or not 0 < wait <= 20:
-            # Short poll, queue-default wait (ReceiveMessageWaitTimeSeconds) or a bad request
-            # moto should answer itself: one call under the lock. (A queue-default long poll
-            # therefore holds the SQS lock for its wait; provision() never sets that attribute.)
+        if request is not None:
+            queue = _moto_queue(environ, request)
+            try:
+                if "WaitTimeSeconds" in request:
+                    wait = float(request["WaitTimeSeconds"])
+                elif queue is not None:  # the queue's ReceiveMessageWaitTimeSeconds applies
+                    wait = float(queue.receive_message_wait_time_seconds or 0)
+            except (TypeError, ValueError):
+                request = None
+        if request is None or not 0 < wait <= 20:
+            # Short poll, or a request moto should judge (bad parameters, unknown queue, which
+            # fail at once): one call under the lock.
             with lock:
                 captured = self._call(environ, body)
                 with self._locks_guard:
@@ -179,7 +188,6 @@ class SerializingMiddleware:
         short = dict(request, WaitTimeSeconds=0)
         short_body = json.dumps(short).encode("utf-8")
         deadline = time.monotonic() + wait
-        queue = _moto_queue(environ, request)
         while True:
             scanned = time.monotonic()
             with lock:

@@ -62,8 +62,9 @@ class LocalResources:
     def env(self) -> dict[str, str]:
         """The environment the functions read (see ``p4review.config.Settings``):
         ``P4REVIEW_ENV`` plus ``spec.env_var -> physical name / queue URL / secret id`` for
-        every table, queue, bucket and secret. AWS endpoint/credential variables are not
-        included (the orchestrator owns those)."""
+        every table, queue, bucket and secret, and ``QueueSpec.dlq_env_var -> DLQ URL`` for
+        every queue. AWS endpoint/credential variables are not included (the orchestrator
+        owns those)."""
         values: dict[str, str] = {"P4REVIEW_ENV": self.environment}
         for table in spec.TABLES:
             if table.key in self.tables:
@@ -71,6 +72,9 @@ class LocalResources:
         for queue in spec.QUEUES:
             if queue.key in self.queues:
                 values[queue.env_var] = self.queues[queue.key].url
+                dlq_env_var = getattr(queue, "dlq_env_var", None)
+                if dlq_env_var:
+                    values[dlq_env_var] = self.queues[queue.key].dlq_url
         for bucket in spec.BUCKETS:
             if bucket.key in self.buckets:
                 values[bucket.env_var] = self.buckets[bucket.key]
