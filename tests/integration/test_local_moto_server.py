@@ -201,7 +201,7 @@ def test_long_polls_stay_concurrent_and_do_not_block_dynamodb(aws_client) -> Non
     def poll() -> None:
         client = aws_client("sqs")
         started = time.monotonic()
-        client.receive_message(QueueUrl=url, WaitTimeSeconds=2)  # four 2 s waits: 8 s if serialized
+        client.receive_message(QueueUrl=url, WaitTimeSeconds=3)  # four 3 s waits: 12 s if serialized
         results.append(time.monotonic() - started)
 
     # Create clients first (in this thread), then start the polls together.
@@ -217,9 +217,10 @@ def test_long_polls_stay_concurrent_and_do_not_block_dynamodb(aws_client) -> Non
     for t in threads:
         t.join(timeout=10)
     total = time.monotonic() - started
-    assert len(results) == 4 and all(1.8 <= r < 3.5 for r in results), results
-    assert total < 4.0, f"long polls were serialized: {total:.2f}s"
-    assert side_elapsed < 1.0, f"other requests waited on the long polls: {side_elapsed:.2f}s"
+    assert len(results) == 4 and all(2.8 <= r < 6.0 for r in results), results
+    assert total < 7.0, f"long polls were serialized: {total:.2f}s"
+    # Had the polls held a lock, these calls would have waited ~2.7 s.
+    assert side_elapsed < 2.0, f"other requests waited on the long polls: {side_elapsed:.2f}s"
 
 
 def test_long_poll_returns_as_soon_as_a_message_arrives(aws_client) -> None:
@@ -384,13 +385,13 @@ def test_provision_refuses_a_missing_secret(aws_clients) -> None:
 
 def test_queue_default_long_poll_does_not_block_other_sqs_calls(aws_client) -> None:
     sqs = aws_client("sqs")
-    url = sqs.create_queue(QueueName="default-wait", Attributes={"ReceiveMessageWaitTimeSeconds": "2"})["QueueUrl"]
+    url = sqs.create_queue(QueueName="default-wait", Attributes={"ReceiveMessageWaitTimeSeconds": "3"})["QueueUrl"]
     other = sqs.create_queue(QueueName="default-wait-other")["QueueUrl"]
     waited: list[float] = []
 
     def poll() -> None:
         started = time.monotonic()
-        aws_client("sqs").receive_message(QueueUrl=url)  # no WaitTimeSeconds: the queue's 2 s apply
+        aws_client("sqs").receive_message(QueueUrl=url)  # no WaitTimeSeconds: the queue's 3 s apply
         waited.append(time.monotonic() - started)
 
     thread = threading.Thread(target=poll)
@@ -398,6 +399,6 @@ def test_queue_default_long_poll_does_not_block_other_sqs_calls(aws_client) -> N
     time.sleep(0.3)
     started = time.monotonic()
     sqs.send_message(QueueUrl=other, MessageBody="x")
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 1.5  # ~2.7 s had the poll held the SQS lock
     thread.join(timeout=10)
-    assert waited and 1.8 <= waited[0] < 3.5, waited
+    assert waited and 2.8 <= waited[0] < 6.0, waited

@@ -16,7 +16,6 @@ from p4review import resources as spec
 from p4review.dal.factory import reset_data_access
 from p4review.local.provision import LocalResources, provision
 from p4review.local.stack import repo_root
-from p4review.models.job import STAGE_ORDER
 
 REGION = "us-east-1"
 
@@ -54,8 +53,6 @@ def provisioned_service(endpoint: str, *, environment: str = "test", smtp: dict 
         "P4REVIEW_SECRET_CACHE_SECONDS": "0",
         **(extra_env or {}),
     }
-    for stage in STAGE_ORDER:
-        env[spec.QUEUE_FOR_STAGE[stage].dlq_env_var] = resources.queue_for_stage(stage).dlq_url
     saved = {name: os.environ.get(name) for name in env}
     os.environ.update(env)
     reset_data_access()

@@ -139,8 +139,6 @@ class LocalStack:
             "POWERTOOLS_METRICS_NAMESPACE": "P4Review",
             **self._extra_env,
         }
-        for stage in STAGE_ORDER:
-            function_env[spec.QUEUE_FOR_STAGE[stage].dlq_env_var] = self.resources.queue_for_stage(stage).dlq_url
         os.environ.update(function_env)
         # The fake p4 starts with `#!/usr/bin/env python3`: resolve that to this interpreter,
         # not a version-manager shim that costs ~0.3 s per call.
