@@ -34,7 +34,8 @@ class Settings(BaseModel):
     p4_secret_id: str | None = Field(default=None, alias="P4REVIEW_P4_SECRET_ID")
     p4_executable: str | None = Field(default=None, alias="P4REVIEW_P4_EXECUTABLE")
     p4_timeout_seconds: float = Field(default=30.0, gt=0, le=600, alias="P4REVIEW_P4_TIMEOUT_SECONDS")
-    lease_seconds: int = Field(default=90, ge=5, le=900, alias="P4REVIEW_LEASE_SECONDS")
+    # Unset: each stage's lease outlives its function timeout (see runtime.stage_runner.lease_for).
+    lease_seconds: int | None = Field(default=None, ge=5, le=900, alias="P4REVIEW_LEASE_SECONDS")
     max_body_bytes: int = Field(default=16_384, ge=256, le=1_048_576, alias="P4REVIEW_MAX_BODY_BYTES")
     signature_max_age_seconds: int = Field(default=300, ge=30, le=900, alias="P4REVIEW_SIGNATURE_MAX_AGE_SECONDS")
     secret_cache_seconds: int = Field(default=300, ge=0, le=3600, alias="P4REVIEW_SECRET_CACHE_SECONDS")

@@ -21,6 +21,9 @@ class ErrorClass(StrEnum):
     POLICY_DENIED = "POLICY_DENIED"
     CONFIG_ERROR = "CONFIG_ERROR"
     INTERNAL_BUG = "INTERNAL_BUG"
+    # A stage was claimed more often than its budget without ever reporting back (crashes,
+    # function timeouts): it will not do better on another try.
+    ATTEMPTS_EXHAUSTED = "ATTEMPTS_EXHAUSTED"
 
 
 RETRYABLE_CLASSES = frozenset(

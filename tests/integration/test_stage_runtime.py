@@ -128,6 +128,8 @@ def test_exhausted_budget_dead_letters_with_a_sanitized_envelope(service):
     (envelope,) = _dlq(service, StageName.FETCH)
     assert envelope["error_class"] == "NETWORK_TIMEOUT"
     assert envelope["sanitized_context"]["attempts"] == {"fetch": 5, "review": 0, "notify": 0}
+    assert envelope["first_failure_at"] < envelope["last_failure_at"]
+    assert envelope["first_failure_at"] == stored.stages[StageName.FETCH].first_failure_at
     assert "hunter2" not in json.dumps(envelope)
     # A dead-lettered job is not picked up again by a stray redelivery.
     assert _run(ScriptedWork("ok"), job, worker="late").ack
@@ -171,3 +173,17 @@ def test_sample_api_event_gets_a_structured_401(service):
     answer = handler(event, FakeLambdaContext("p4review-test-ingest"))
     assert answer["statusCode"] == 401
     assert json.loads(answer["body"])["error"]["code"] in {"signature_invalid", "signature_expired"}
+
+
+def test_a_stage_that_keeps_crashing_is_dead_lettered_when_its_budget_is_spent(service):
+    job = _new_job(service)
+    jobs = get_data_access().jobs
+    for attempt in range(MAX_ATTEMPTS_PER_STAGE):
+        # Each claim "crashes": its lease lapses at once and nobody reports back.
+        assert jobs.claim_stage(job.job_id, StageName.FETCH, f"crashed-{attempt}", lease_seconds=0).state.value == "claimed"
+    work = ScriptedWork("ok")
+    assert _run(work, job, worker="sixth").ack
+    assert work.calls == 0
+    assert jobs.get_job(job.job_id).status == JobStatus.DEAD_LETTERED
+    (envelope,) = _dlq(service, StageName.FETCH)
+    assert envelope["error_class"] == "ATTEMPTS_EXHAUSTED"

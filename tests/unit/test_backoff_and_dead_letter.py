@@ -33,3 +33,13 @@ def test_envelope_carries_ids_and_classes_but_no_secrets():
     assert {"first_failure_at", "last_failure_at", "last_stack", "sanitized_context"} <= envelope.keys()
     assert "hunter2" not in text and "alice@example.com" not in text and "abc123" not in text
     assert "AuthError" in envelope["last_stack"]
+
+
+def test_default_lease_outlives_each_stage_function_timeout():
+    from p4review.resources import QUEUES
+    from p4review.runtime.stage_runner import lease_for
+
+    for queue in QUEUES:
+        assert lease_for(queue.stage) > queue.function_timeout_seconds
+        assert lease_for(queue.stage) < queue.visibility_timeout_seconds
+        assert lease_for(queue.stage, configured=15) == 15

@@ -65,7 +65,9 @@ class DynamoJobRepository:
 
     # ---- creation -------------------------------------------------------------------
     def create_job(self, job: ReviewJob) -> CreateOutcome:
-        job_item = to_item({"pk": job_pk(job.job_id), "record_type": "job", **job.model_dump(mode="json")})
+        # Unset fields are left out, not stored as NULL, so if_not_exists() can fill them later.
+        job_item = to_item({"pk": job_pk(job.job_id), "record_type": "job",
+                            **job.model_dump(mode="json", exclude_none=True)})
         version_item = to_item(
             {
                 "pk": version_pk(job.changelist_id, job.review_version),
@@ -309,7 +311,9 @@ class DynamoJobRepository:
         expression = (
             "SET stages.#stage.#st = :stage_status, stages.#stage.claimed_by = :null, "
             "stages.#stage.lease_expires_at = :null, stages.#stage.last_error_class = :error_class, "
-            "stages.#stage.last_error = :error, #job_status = :job_target, updated_at = :now, "
+            "stages.#stage.last_error = :error, "
+            "stages.#stage.first_failure_at = if_not_exists(stages.#stage.first_failure_at, :now), "
+            "#job_status = :job_target, updated_at = :now, "
             "audit = list_append(audit, :event)"
         )
         return self._owner_update(job_id, "release stage", expression, names, values)

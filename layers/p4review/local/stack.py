@@ -67,7 +67,7 @@ class LocalStack:
         smtp_port: int = 0,
         environment: str = "local",
         visibility_timeouts: dict[str, int] | None = None,
-        lease_seconds: int = 30,
+        lease_seconds: int | None = None,
         extra_env: dict[str, str] | None = None,
     ):
         self.state_dir = Path(state_dir).resolve()
@@ -134,9 +134,9 @@ class LocalStack:
         function_env = {
             **self.resources.env(),
             "P4REVIEW_P4_EXECUTABLE": str(root / "events" / "bin" / "p4"),
-            "P4REVIEW_LEASE_SECONDS": str(self._lease_seconds),
             "POWERTOOLS_SERVICE_NAME": "p4review",
             "POWERTOOLS_METRICS_NAMESPACE": "P4Review",
+            **({"P4REVIEW_LEASE_SECONDS": str(self._lease_seconds)} if self._lease_seconds else {}),
             **self._extra_env,
         }
         os.environ.update(function_env)

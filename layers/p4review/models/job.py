@@ -60,6 +60,7 @@ class StageState(BaseModel):
     completed_at: str | None = None
     last_error_class: str | None = None
     last_error: str | None = None
+    first_failure_at: str | None = None
 
 
 class AuditEvent(BaseModel):

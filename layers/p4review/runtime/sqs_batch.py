@@ -17,7 +17,7 @@ from p4review.errors import ErrorClass
 from p4review.models.messages import StageMessage
 from p4review.observability import logger
 from p4review.runtime import dead_letter
-from p4review.runtime.stage_runner import StageWork, run_stage
+from p4review.runtime.stage_runner import StageWork, lease_for, run_stage
 
 # One id per execution environment; each invocation's request id is appended.
 _ENVIRONMENT_ID = uuid.uuid4().hex[:12]
@@ -51,7 +51,8 @@ def handle_stage_batch(event: dict[str, Any], context: Any, work_factory: Callab
                 exc=None, request_id=message.request_id, message_id=record.message_id))
             return
         disposition = run_stage(message, work, jobs=dal.jobs, queues=dal.queues, worker_id=worker_id,
-                                lease_seconds=settings.lease_seconds, message_id=record.message_id)
+                                lease_seconds=lease_for(work.stage, settings.lease_seconds),
+                                message_id=record.message_id)
         if not disposition.ack:
             if disposition.delay_seconds is not None:
                 dal.queues.delay(work.stage, record.receipt_handle, disposition.delay_seconds)

@@ -14,10 +14,18 @@ from p4review.errors import ErrorClass, P4ReviewError, StaleWriteError
 from p4review.models.job import JobStatus, ReviewJob, StageName, StageStatus, next_stage
 from p4review.models.messages import StageMessage
 from p4review.observability import logger, metrics
+from p4review.resources import QUEUE_FOR_STAGE
 from p4review.runtime import dead_letter
 from p4review.runtime.backoff import backoff_delay
 
 MAX_ATTEMPTS_PER_STAGE = 5
+# Until workers heartbeat (issue 3), a lease must outlive the longest possible run, or a slow
+# but healthy worker would lose its job to a second one mid-run.
+LEASE_MARGIN_SECONDS = 30
+
+
+def lease_for(stage: StageName, configured: int | None = None) -> int:
+    return configured or QUEUE_FOR_STAGE[stage].function_timeout_seconds + LEASE_MARGIN_SECONDS
 
 
 @dataclass(frozen=True)
@@ -76,6 +84,12 @@ def run_stage(
         return Disposition(ack=False, delay_seconds=float(lease_seconds), reason="lease held by another worker")
 
     job = claim.job
+    if job.stages[stage].attempts > MAX_ATTEMPTS_PER_STAGE:
+        # Earlier claims never reported back (crash, function timeout): the budget is spent.
+        exhausted = P4ReviewError(f"{stage.value} was started {MAX_ATTEMPTS_PER_STAGE} times without finishing",
+                                  error_class=ErrorClass.ATTEMPTS_EXHAUSTED)
+        return _fail(job, stage, exhausted, ErrorClass.ATTEMPTS_EXHAUSTED, jobs, queues, worker_id, message,
+                     message_id)
     try:
         output = work.run(job)
     except P4ReviewError as exc:
@@ -131,7 +145,7 @@ def _fail(
     # Envelope first: a crash after it leaves a duplicate envelope at worst, never a silent loss.
     queues.send_dead_letter(stage, dead_letter.envelope(
         job=job, job_id=job.job_id, stage=stage, error_class=error_class, exc=exc,
-        request_id=message.request_id, message_id=message_id))
+        request_id=message.request_id, message_id=message_id, first_failure_at=job.stages[stage].first_failure_at))
     try:
         jobs.release_stage(job.job_id, stage, worker_id, error_class=error_class.value, error=summary,
                            stage_status=StageStatus.FAILED, job_status=JobStatus.DEAD_LETTERED)
