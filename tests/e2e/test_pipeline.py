@@ -143,3 +143,37 @@ def test_dead_letter_queues_stay_empty_on_the_happy_path(stack):
         url = stack.resources.queues[stage].dlq_url
         attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
         assert attributes["Attributes"]["ApproximateNumberOfMessages"] == "0"
+
+
+def _cli(*args):
+    """Run the `p4review` CLI in its own process, as a Perforce trigger would."""
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "p4review.cli.main", *args], capture_output=True, text=True,
+                          timeout=180, check=False)
+
+
+def test_cli_submit_prints_the_json_answer_and_exits_by_status(stack):
+    common = ["--state-dir", stack.info.state_dir, "submit", "--api", stack.info.api_url,
+              "--secret-file", stack.info.signing_secret_file]
+    accepted = _cli(*common, "--change", "48213", "--version", "1", "--key", "cli-check")
+    assert accepted.returncode == 0, accepted.stderr
+    created = json.loads(accepted.stdout)
+    assert created["changelist_id"] == 48213 and created["status"] in ACTIVE | {"succeeded"}
+
+    # A higher version without --rerun is refused: non-zero exit, the error JSON on stdout.
+    refused = _cli(*common, "--change", "48213", "--version", "9")
+    assert refused.returncode == 1
+    assert json.loads(refused.stdout)["error"]["code"] == "rerun_not_requested"
+
+    shown = _cli("--state-dir", stack.info.state_dir, "jobs", "show", created["job_id"], "--api",
+                 stack.info.api_url, "--secret-file", stack.info.signing_secret_file, "--wait", "120")
+    assert shown.returncode == 0
+    assert json.loads(shown.stdout)["job_id"] == created["job_id"]
+
+
+def test_cli_refuses_to_run_without_a_secret(stack, tmp_path):
+    refused = _cli("--state-dir", str(tmp_path), "submit", "--api", stack.info.api_url, "--change", "1")
+    assert refused.returncode != 0
+    assert "signing secret" in refused.stderr

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from p4review.errors import AuthError, ConfigError, ErrorClass, NotFoundError, P4ReviewError, StorageError
 
@@ -46,3 +46,11 @@ def translate(exc: Exception, operation: str) -> NoReturn:
             raise StorageError(f"{operation}: upstream error ({code})") from None
         raise ConfigError(f"{operation}: request refused ({code})") from None
     raise StorageError(f"{operation}: {type(exc).__name__}") from None
+
+
+def condition_failed_item(exc: Exception) -> dict[str, Any] | None:
+    """The ALL_OLD item of a ConditionalCheckFailed ({} when the item is missing), else None."""
+    response = getattr(exc, "response", None) or {}
+    if response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+        return None
+    return response.get("Item") or {}

@@ -15,7 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 from p4review.clock import now_iso, to_iso, utc_now
-from p4review.dal.aws_errors import translate
+from p4review.dal.aws_errors import condition_failed_item, translate
 from p4review.dal.dynamo_codec import from_item, to_item, to_value
 from p4review.dal.ports import ClaimOutcome, ClaimState, CreateConflict, CreateOutcome
 from p4review.errors import IllegalTransitionError, NotFoundError, StaleWriteError, StorageError
@@ -163,7 +163,7 @@ class DynamoJobRepository:
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except Exception as exc:  # noqa: BLE001
-            old = _failed_condition_item(exc)
+            old = condition_failed_item(exc)
             if old is None:
                 translate(exc, "transition job")
             if not old:
@@ -229,7 +229,7 @@ class DynamoJobRepository:
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except Exception as exc:  # noqa: BLE001
-            old = _failed_condition_item(exc)
+            old = condition_failed_item(exc)
             if old is None:
                 translate(exc, "claim stage")
             if not old:
@@ -336,7 +336,7 @@ class DynamoJobRepository:
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except Exception as exc:  # noqa: BLE001
-            if _failed_condition_item(exc) is None:
+            if condition_failed_item(exc) is None:
                 translate(exc, operation)
             raise StaleWriteError(f"{operation}: lease lost") from None
         return _job_from_item(answer["Attributes"])
@@ -362,11 +362,3 @@ def _cancellation_reasons(exc: Exception) -> list[dict[str, Any]] | None:
     if response.get("Error", {}).get("Code") != "TransactionCanceledException":
         return None
     return list(response.get("CancellationReasons") or [])
-
-
-def _failed_condition_item(exc: Exception) -> dict[str, Any] | None:
-    """The ALL_OLD item of a ConditionalCheckFailed ({} when the item is missing), else None."""
-    response = getattr(exc, "response", None) or {}
-    if response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-        return None
-    return response.get("Item") or {}

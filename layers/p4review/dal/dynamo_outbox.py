@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from p4review.clock import now_iso
-from p4review.dal.aws_errors import translate
+from p4review.dal.aws_errors import condition_failed_item, translate
 from p4review.dal.dynamo_codec import from_item, to_item, to_value
 from p4review.errors import StaleWriteError
 from p4review.models.outbox import DeliveryStatus, OutboxRow
@@ -27,14 +27,6 @@ def _row_from_item(item: dict[str, Any]) -> OutboxRow:
     data.pop("sk", None)
     return OutboxRow.model_validate(data)
 
-
-def _condition_failed_item(exc: Exception) -> dict[str, Any] | None:
-    response = getattr(exc, "response", None) or {}
-    if response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-        return None
-    return response.get("Item") or {}
-
-
 class DynamoOutboxRepository:
     def __init__(self, client: Any, table_name: str):
         self._client = client
@@ -50,7 +42,7 @@ class DynamoOutboxRepository:
             self._client.put_item(TableName=self._table, Item=item, ConditionExpression="attribute_not_exists(pk)",
                                   ReturnValuesOnConditionCheckFailure="ALL_OLD")
         except Exception as exc:  # noqa: BLE001
-            old = _condition_failed_item(exc)
+            old = condition_failed_item(exc)
             if old is None:
                 translate(exc, "create outbox row")
             return _row_from_item(old)
@@ -132,7 +124,7 @@ class DynamoOutboxRepository:
                 ReturnValues="ALL_NEW", ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except Exception as exc:  # noqa: BLE001
-            if _condition_failed_item(exc) is None:
+            if condition_failed_item(exc) is None:
                 translate(exc, operation)
             raise StaleWriteError(f"{operation}: row already sent or missing") from None
         return _row_from_item(answer["Attributes"])

@@ -30,6 +30,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from p4review.local.background import BackgroundServer
+
 log = logging.getLogger(__name__)
 
 __all__ = ["FakeLambdaContext", "LocalApiGateway", "build_proxy_event", "match_resource"]
@@ -345,7 +347,7 @@ class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
 
 
-class LocalApiGateway:
+class LocalApiGateway(BackgroundServer):
     """A threaded HTTP server that invokes ``handler(event, context)`` per request.
 
     ``handler``: a Lambda handler taking an API Gateway REST proxy event.
@@ -371,8 +373,7 @@ class LocalApiGateway:
         self.max_body_bytes = max_body_bytes
         self.function_name = function_name
         self.timeout_seconds = timeout_seconds
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
+        super().__init__()
         self._counts_lock = threading.Lock()
         self._counts = {"invocations": 0, "errors": 0, "rejected_too_large": 0}
 
@@ -382,34 +383,9 @@ class LocalApiGateway:
             return self.url
         handler_class = type("BoundRequestHandler", (_RequestHandler,), {"gateway": self})
         server = _Server((self.host, self.port), handler_class)
-        self._server = server
         self.port = int(server.server_address[1])
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.1}, name=f"local-apigw-{self.port}", daemon=True
-        )
-        self._thread.start()
+        self._serve(server, f"local-apigw-{self.port}")
         return self.url
-
-    def stop(self) -> None:
-        server, thread = self._server, self._thread
-        self._server = None
-        self._thread = None
-        if server is not None:
-            server.shutdown()
-            server.server_close()
-        if thread is not None:
-            thread.join(timeout=5)
-
-    def __enter__(self) -> LocalApiGateway:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def running(self) -> bool:
-        return self._server is not None
 
     @property
     def base_url(self) -> str:

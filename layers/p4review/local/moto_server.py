@@ -36,7 +36,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from werkzeug.serving import BaseWSGIServer, make_server
+from werkzeug.serving import make_server
+
+from p4review.local.background import BackgroundServer
 
 log = logging.getLogger(__name__)
 
@@ -315,7 +317,7 @@ def _quiet_handler_class() -> type:
     return QuietMotoRequestHandler
 
 
-class LocalAwsServer:
+class LocalAwsServer(BackgroundServer):
     """moto's AWS emulation on ``http://host:port``, with per-service serialization.
 
     ``start()`` returns the endpoint URL (the real port when ``port=0``); ``stop()`` shuts the
@@ -339,8 +341,7 @@ class LocalAwsServer:
         self.port = port
         self._serialized_services = serialized_services
         self._long_poll_interval = long_poll_interval
-        self._server: BaseWSGIServer | None = None
-        self._thread: threading.Thread | None = None
+        super().__init__()
         self.middleware: SerializingMiddleware | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -364,37 +365,11 @@ class LocalAwsServer:
             request_handler=_quiet_handler_class(),
         )
         server.daemon_threads = True  # type: ignore[attr-defined]
-        self._server = server
         self.port = server.server_port
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.1}, name=f"moto-server-{self.port}", daemon=True
-        )
-        self._thread.start()
+        self._serve(server, f"moto-server-{self.port}")
         return self.endpoint_url
 
-    def stop(self) -> None:
-        """Stop serving, close the socket and join the server thread (idempotent)."""
-        server, thread = self._server, self._thread
-        self._server = None
-        self._thread = None
-        if server is not None:
-            server.shutdown()
-            server.server_close()
-        if thread is not None:
-            thread.join(timeout=5)
-
-    def __enter__(self) -> LocalAwsServer:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
     # -- state -------------------------------------------------------------------------------
-    @property
-    def running(self) -> bool:
-        return self._server is not None
-
     @property
     def endpoint_url(self) -> str:
         if self._server is None:

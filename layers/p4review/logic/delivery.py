@@ -35,5 +35,7 @@ def delivery_token(changelist_id: int, recipient: str, review_version: int) -> s
 
 
 def message_id_for(token: str, from_address: str) -> str:
+    """Deterministic Message-ID, short enough (128 bits of the token) that the header is not
+    folded onto a continuation line, which some mail systems mishandle."""
     domain = from_address.rsplit("@", 1)[-1].strip(" >") or "p4review.invalid"
-    return f"<p4review.{token}@{domain}>"
+    return f"<p4r.{token[:32]}@{domain}>"
