@@ -7,6 +7,7 @@ STAMP := $(VENV)/.installed
 # jsii (aws-cdk-lib) warns on Node versions it has not been tested with; the warning is noise here.
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
 
 .PHONY: venv demo test test-fast synth bench clean
 

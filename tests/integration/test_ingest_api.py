@@ -230,3 +230,17 @@ def test_storage_failure_is_a_clean_500_without_internals(api):
     answer = _post(api, _request())
     error = _assert_error(answer, 500, "internal_error")
     assert "dynamo" not in json.dumps(error).lower()
+
+
+def test_transient_storage_failure_is_503_with_a_retry_after_that_lets_a_replay_repair_the_job(api, monkeypatch):
+    from p4review.errors import StorageError
+
+    def unavailable(self, message):
+        raise StorageError("enqueue fetch: throttled")
+
+    monkeypatch.setattr("p4review.dal.sqs_queues.SqsStageQueues.send", unavailable)
+    error = _assert_error(_post(api, _request()), 503, "service_unavailable")
+    assert "retry" in error["message"]
+    answer = _post(api, _request())
+    assert answer.headers["x-p4review-replay"] == "idempotency-key"  # the job was committed first
+    assert int(_post(api, _request(idempotency_key="other", changelist_id=1)).headers["retry-after"]) >= 10

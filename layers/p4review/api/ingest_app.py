@@ -18,6 +18,7 @@ from p4review.config import get_settings
 from p4review.dal.factory import get_data_access
 from p4review.errors import AuthError, ConfigError, NotFoundError, P4ReviewError
 from p4review.logic import signing
+from p4review.logic.intake import STRANDED_AFTER
 from p4review.logic.ingest_service import create_review, describe_review
 from p4review.models.api import CreateReviewRequest, ErrorBody, ErrorResponse, JobView
 from p4review.observability import logger, metrics
@@ -153,7 +154,9 @@ def handle_auth_error(exc: AuthError) -> Response:
 def handle_domain_error(exc: P4ReviewError) -> Response:
     logger.error("request failed", extra={"error_class": exc.error_class.value, "error": exc.message})
     status = 503 if exc.retryable else 500
-    headers = {"Retry-After": "5"} if exc.retryable else {}
+    # A job may already be committed with its hand-off lost; a replay re-enqueues it once it is
+    # older than STRANDED_AFTER, so ask the trigger to wait at least that long.
+    headers = {"Retry-After": str(int(STRANDED_AFTER.total_seconds()))} if exc.retryable else {}
     return _error_response(status, "service_unavailable" if exc.retryable else "internal_error",
                            "the request could not be processed; retry with the same idempotency_key", None, headers)
 
