@@ -7,7 +7,9 @@ local stack uses), and each function gets exactly the environment variables and 
 
 from __future__ import annotations
 
-from aws_cdk import CfnOutput, RemovalPolicy, Stack
+from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 from p4review import resources as r
@@ -20,11 +22,14 @@ from p4review_infra.constructs.storage import ArtifactBucket, Tables
 from p4review_infra.layer import P4ReviewLayers
 
 INGEST_TIMEOUT_SECONDS = 10
+SWEEPER_TIMEOUT_SECONDS = 120
+# Shorter than the sweeper's stranded threshold (15 min): a lost hand-off is repaired within ~20 min.
+SWEEP_EVERY_MINUTES = 5
 P4_EXECUTABLE = "/opt/bin/p4"
 CHANGES_PREFIX = "changes/"
 RESULTS_PREFIX = "results/"
 
-MEMORY_MB = {"ingest": 256, "fetch": 512, "review": 512, "notify": 256}
+MEMORY_MB = {"ingest": 256, "fetch": 512, "review": 512, "notify": 256, "sweeper": 256}
 
 
 def is_protected(environment: str) -> bool:
@@ -110,7 +115,20 @@ class P4ReviewStack(Stack):
         notify.reads_secret(self.secrets[r.P4_SECRET.key])  # `p4 user -o` for the owner's email
         notify.set_env("P4REVIEW_P4_EXECUTABLE", P4_EXECUTABLE)
 
-        self.functions = {f.name: f for f in (ingest, fetch, review, notify)}
+        sweeper = function("sweeper", SWEEPER_TIMEOUT_SECONDS, base_layers,
+                           "Requeue expired leases and lost hand-offs; publish backlog metrics")
+        sweeper.uses_table(jobs, write=True)
+        for stage_queue in (fetch_q, review_q, notify_q):
+            sweeper.sends_to(stage_queue)
+        events.Rule(
+            self, "SweepSchedule",
+            rule_name=f"p4review-{environment}-sweep",
+            description="Run the p4review sweeper",
+            schedule=events.Schedule.rate(Duration.minutes(SWEEP_EVERY_MINUTES)),
+            targets=[targets.LambdaFunction(sweeper.function, retry_attempts=0)],
+        )
+
+        self.functions = {f.name: f for f in (ingest, fetch, review, notify, sweeper)}
 
         # -- wiring: each stage queue drives its function -----------------------------------------
         for stage_fn, stage in ((fetch, fetch_q), (review, review_q), (notify, notify_q)):

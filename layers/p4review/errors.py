@@ -91,6 +91,12 @@ class StaleWriteError(RetryableError):
     error_class = ErrorClass.CONFLICT
 
 
+class LeaseLostError(StaleWriteError):
+    """This worker no longer owns its stage lease: a heartbeat was refused (another worker took
+    over, or the sweeper requeued the stage) or the lease ran out locally. Stop before the next
+    side effect; the job belongs to its new owner, so neither release nor dead-letter it."""
+
+
 class LeaseHeldError(RetryableError):
     """Another worker holds a live lease; put the message back without spending budget."""
 

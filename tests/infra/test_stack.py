@@ -28,6 +28,8 @@ EXPECTED_ENV = {
         r.JOBS_TABLE.env_var, r.OUTBOX_TABLE.env_var, r.ARTIFACT_BUCKET.env_var, r.SMTP_SECRET.env_var,
         r.P4_SECRET.env_var, "P4REVIEW_P4_EXECUTABLE", r.NOTIFY_QUEUE.env_var, r.NOTIFY_QUEUE.dlq_env_var,
     },
+    # The sweeper re-sends hand-offs to every stage queue; it reads no secret and no artifact.
+    "sweeper": {r.JOBS_TABLE.env_var, r.FETCH_QUEUE.env_var, r.REVIEW_QUEUE.env_var, r.NOTIFY_QUEUE.env_var},
 }
 
 
@@ -79,9 +81,9 @@ def mentions(statement: dict[str, Any], text: str) -> bool:
 # -- functions --------------------------------------------------------------------------------------
 
 
-def test_four_functions_with_handler_runtime_and_tracing(dev):
+def test_five_functions_with_handler_runtime_and_tracing(dev):
     fns = functions(dev)
-    assert set(fns) == {"ingest", "fetch", "review", "notify"}
+    assert set(fns) == {"ingest", "fetch", "review", "notify", "sweeper"}
     for name, (_, fn) in fns.items():
         assert fn["Handler"] == "handler.lambda_handler"
         assert fn["Runtime"] == "python3.12"
@@ -418,3 +420,16 @@ def test_each_stage_may_send_only_to_its_own_dlq(dev, spec):
     targets = {json.dumps(statement["Resource"]) for statement in sends}
     assert any(dlqs[spec.key] in target for target in targets)
     assert not any(dlqs[other] in target for target in targets for other in dlqs if other != spec.key)
+
+
+def test_sweeper_runs_on_a_schedule(dev):
+    rules = of_type(dev, "AWS::Events::Rule")
+    (rule,) = [props(res) for res in rules.values() if props(res).get("Name") == f"p4review-{ENV}-sweep"]
+    assert rule["ScheduleExpression"] == "rate(5 minutes)"
+    assert functions(dev)["sweeper"][0] in json.dumps(rule["Targets"])
+
+
+def test_sweeper_cannot_read_artifacts_or_secrets(dev):
+    statements = role_statements(dev, "sweeper")
+    actions = {action for statement in statements for action in as_list(statement["Action"])}
+    assert not any(action.startswith(("s3:", "secretsmanager:")) for action in actions)

@@ -4,9 +4,11 @@ once marked; transient vs permanent SMTP failures; credentials refused."""
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
 
+from p4review.clock import to_iso, utc_now
 from p4review.config import get_settings
 from p4review.dal.factory import get_data_access
 from p4review.logic.ingest_service import create_review
@@ -15,6 +17,7 @@ from p4review.models.api import CreateReviewRequest
 from p4review.models.job import JobStatus, StageName
 from p4review.models.messages import StageMessage
 from p4review.models.outbox import DeliveryStatus
+from p4review.runtime.heartbeat import Lease
 from p4review.runtime.stage_runner import run_stage
 from p4review.stages.fetch import FetchWork
 from p4review.stages.notify import NotifyWork
@@ -88,7 +91,8 @@ def test_a_row_marked_sent_is_never_sent_again(moto_endpoint, aws_reset, mail):
         _notify(job)
         dal = get_data_access()
         # Even if the stage's work ran again (a bug, an operator rerun), the outbox says no.
-        NotifyWork(get_settings(), dal.artifacts, dal.outbox, dal.secrets).run(job)
+        NotifyWork(get_settings(), dal.artifacts, dal.outbox, dal.secrets).run(
+            job, Lease(to_iso(utc_now() + timedelta(minutes=5))))
         assert mail.count() == 1
 
 

@@ -29,7 +29,7 @@ class ScriptedWork:
         self.outcomes = list(outcomes)
         self.calls = 0
 
-    def run(self, job):
+    def run(self, job, lease):
         self.calls += 1
         outcome = self.outcomes.pop(0) if self.outcomes else "ok"
         if outcome != "ok":

@@ -11,6 +11,7 @@ import threading
 import time
 from pathlib import Path
 
+from p4review.cli import dlq
 from p4review.cli.api_client import ReviewApiClient, default_idempotency_key
 
 DEFAULT_STATE_DIR = Path(".local")
@@ -123,6 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--secret-file")
     show.add_argument("--wait", type=float, default=0, help="wait up to N seconds for the job to finish")
     show.set_defaults(func=cmd_jobs_show)
+
+    dlq.register(commands)
 
     demo = commands.add_parser("demo", help="replay every fixture changelist through the local stack")
     demo.add_argument("--timeout", type=float, default=300)

@@ -18,7 +18,7 @@ from p4review.clock import now_iso, to_iso, utc_now
 from p4review.dal.aws_errors import condition_failed_item, translate
 from p4review.dal.dynamo_codec import from_item, to_item, to_value
 from p4review.dal.ports import ClaimOutcome, ClaimState, CreateConflict, CreateOutcome
-from p4review.errors import IllegalTransitionError, NotFoundError, StaleWriteError, StorageError
+from p4review.errors import IllegalTransitionError, LeaseLostError, NotFoundError, StaleWriteError, StorageError
 from p4review.logic.transitions import check_transition, predecessors
 from p4review.models.job import (
     STAGE_ORDER,
@@ -199,6 +199,7 @@ class DynamoJobRepository:
             ":expires": to_value(to_iso(now + timedelta(seconds=lease_seconds))),
             ":now": to_value(now_text),
             ":one": to_value(1),
+            ":null": to_value(None),
             ":in_progress": to_value(JobStatus.IN_PROGRESS.value),
             ":observed": to_value(job.status.value),
             ":event": _event_value(event),
@@ -219,6 +220,7 @@ class DynamoJobRepository:
                 UpdateExpression=(
                     "SET stages.#stage.#st = :running, stages.#stage.claimed_by = :worker, "
                     "stages.#stage.lease_expires_at = :expires, stages.#stage.started_at = :now, "
+                    "stages.#stage.heartbeat_at = :null, "
                     "stages.#stage.attempts = stages.#stage.attempts + :one, #job_status = :in_progress, "
                     "updated_at = :now, audit = list_append(audit, :event)"
                 ),
@@ -238,6 +240,45 @@ class DynamoJobRepository:
             return ClaimOutcome(_claim_verdict(current, stage) or ClaimState.LEASE_HELD, current)
         return ClaimOutcome(ClaimState.CLAIMED, _job_from_item(answer["Attributes"]))
 
+    def renew_lease(self, job_id: str, stage: StageName, worker_id: str, lease_seconds: int) -> str:
+        """Heartbeat: push the owner's lease to now + lease_seconds; return the new expiry.
+
+        Guarded like every owner write (WQ-6): stage running AND claimed_by = worker AND job
+        in_progress. A refused condition means another worker took the stage over (or the sweeper
+        requeued it, or it finished): raise LeaseLostError and let the caller stop.
+
+        Deliberately NOT written: an audit event (one per heartbeat would bloat the item towards
+        DynamoDB's 400 KB limit and drown the real transitions) and the job's `updated_at`, which
+        means "last state change"; a renewal changes no state. `stages.<stage>.heartbeat_at`
+        records the renewal instead. ReturnValues=NONE keeps the heartbeat cheap (no item read-back).
+        """
+        now = utc_now()
+        expires = to_iso(now + timedelta(seconds=lease_seconds))
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key={"pk": to_value(job_pk(job_id))},
+                UpdateExpression="SET stages.#stage.lease_expires_at = :expires, stages.#stage.heartbeat_at = :now",
+                ConditionExpression=(
+                    "stages.#stage.#st = :running AND stages.#stage.claimed_by = :worker "
+                    "AND #job_status = :in_progress"
+                ),
+                ExpressionAttributeNames={"#stage": stage.value, "#st": "status", "#job_status": "status"},
+                ExpressionAttributeValues={
+                    ":expires": to_value(expires),
+                    ":now": to_value(to_iso(now)),
+                    ":running": to_value(StageStatus.RUNNING.value),
+                    ":worker": to_value(worker_id),
+                    ":in_progress": to_value(JobStatus.IN_PROGRESS.value),
+                },
+                ReturnValues="NONE",
+            )
+        except Exception as exc:  # noqa: BLE001
+            if condition_failed_item(exc) is None:
+                translate(exc, "renew lease")
+            raise LeaseLostError(f"renew lease: {stage.value} of {job_id} is no longer owned by this worker") from None
+        return expires
+
     def complete_stage(
         self,
         job_id: str,
@@ -255,6 +296,7 @@ class DynamoJobRepository:
             "stages.#stage.completed_at = :now",
             "stages.#stage.claimed_by = :null",
             "stages.#stage.lease_expires_at = :null",
+            "stages.#stage.heartbeat_at = :null",
             "updated_at = :now",
             "audit = list_append(audit, :event)",
         ]
@@ -310,12 +352,16 @@ class DynamoJobRepository:
         }
         expression = (
             "SET stages.#stage.#st = :stage_status, stages.#stage.claimed_by = :null, "
-            "stages.#stage.lease_expires_at = :null, stages.#stage.last_error_class = :error_class, "
+            "stages.#stage.lease_expires_at = :null, stages.#stage.heartbeat_at = :null, "
+            "stages.#stage.last_error_class = :error_class, "
             "stages.#stage.last_error = :error, "
             "stages.#stage.first_failure_at = if_not_exists(stages.#stage.first_failure_at, :now), "
             "#job_status = :job_target, updated_at = :now, "
             "audit = list_append(audit, :event)"
         )
+        if job_status == JobStatus.DEAD_LETTERED:
+            # What a replay's next failure is compared with, to tell a repeat (escalate) from a new problem.
+            expression += ", stages.#stage.last_dead_letter_class = :error_class"
         return self._owner_update(job_id, "release stage", expression, names, values)
 
     def _owner_update(self, job_id: str, operation: str, expression: str, names: dict[str, str],

@@ -42,12 +42,31 @@ class DataAccess:
         return DynamoOutboxRepository(self._dynamodb, self.settings.require("outbox_table"))
 
     @cached_property
+    def sweep_store(self):  # -> runtime.sweeper.SweepStore
+        from p4review.dal.dynamo_sweep import DynamoSweepRepository
+
+        return DynamoSweepRepository(self._dynamodb, self.settings.require("jobs_table"))
+
+    @cached_property
     def queues(self):  # -> StageQueues
         from p4review.dal.sqs_queues import SqsStageQueues
 
         urls = {stage: getattr(self.settings, f"{stage.value}_queue_url") for stage in STAGE_ORDER}
         dlqs = {stage: getattr(self.settings, f"{stage.value}_dlq_url") for stage in STAGE_ORDER}
         return SqsStageQueues(_client("sqs"), {k: v for k, v in urls.items() if v}, {k: v for k, v in dlqs.items() if v})
+
+    @cached_property
+    def dead_letters(self):  # -> SqsDeadLetters (operator tooling: dlq list/show/redrive)
+        from p4review.dal.sqs_dead_letters import SqsDeadLetters
+
+        dlqs = {stage: getattr(self.settings, f"{stage.value}_dlq_url") for stage in STAGE_ORDER}
+        return SqsDeadLetters(_client("sqs"), {k: v for k, v in dlqs.items() if v})
+
+    @cached_property
+    def job_replay(self):  # -> DynamoJobReplay (operator replay of dead-lettered jobs)
+        from p4review.dal.dynamo_replay import DynamoJobReplay
+
+        return DynamoJobReplay(self._dynamodb, self.settings.require("jobs_table"))
 
     @cached_property
     def artifacts(self):  # -> ArtifactStore

@@ -55,6 +55,11 @@ class JobRepository(Protocol):
 
     def claim_stage(self, job_id: str, stage: StageName, worker_id: str, lease_seconds: int) -> ClaimOutcome: ...
 
+    def renew_lease(self, job_id: str, stage: StageName, worker_id: str, lease_seconds: int) -> str:
+        """Heartbeat: extend the owner's lease to now + lease_seconds and return the new
+        `lease_expires_at`. Raises LeaseLostError when `worker_id` no longer owns the stage."""
+        ...
+
     def complete_stage(
         self, job_id: str, stage: StageName, worker_id: str, *, updates: dict[str, Any],
         finish_job: JobStatus | None = None,

@@ -10,6 +10,7 @@ import json
 import os
 import secrets
 import sys
+import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import ModuleType
@@ -58,6 +59,37 @@ def load_function(name: str) -> ModuleType:
     return module
 
 
+class ScheduledInvoker:
+    """EventBridge's schedule, locally: invoke a handler every `interval` seconds until stopped."""
+
+    def __init__(self, handler: Any, interval: float, function_name: str):
+        self._handler = handler
+        self._interval = interval
+        self._function_name = function_name
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"schedule-{function_name}", daemon=True)
+        self.invocations = 0
+
+    def start(self) -> "ScheduledInvoker":
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        from p4review.local.http_front import FakeLambdaContext
+
+        while not self._stopping.wait(self._interval):
+            try:
+                self._handler({"source": "aws.events", "detail-type": "Scheduled Event"},
+                              FakeLambdaContext(self._function_name))
+            except Exception:  # noqa: BLE001 - a failed run is retried at the next tick, as in AWS
+                pass
+            self.invocations += 1
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._thread.join(timeout=5)
+
+
 class LocalStack:
     def __init__(
         self,
@@ -68,6 +100,7 @@ class LocalStack:
         environment: str = "local",
         visibility_timeouts: dict[str, int] | None = None,
         lease_seconds: int | None = None,
+        sweep_interval_seconds: float = 30.0,
         extra_env: dict[str, str] | None = None,
     ):
         self.state_dir = Path(state_dir).resolve()
@@ -76,6 +109,7 @@ class LocalStack:
         self._environment = environment
         self._visibility_timeouts = visibility_timeouts
         self._lease_seconds = lease_seconds
+        self._sweep_interval = sweep_interval_seconds
         self._extra_env = extra_env or {}
         self._started: list[Any] = []
         self.pollers: dict[StageName, Any] = {}
@@ -166,10 +200,19 @@ class LocalStack:
             self._started.append(poller)
             self.pollers[stage] = poller
 
+        self.sweeper = ScheduledInvoker(load_function("sweeper").lambda_handler, self._sweep_interval,
+                                        f"p4review-{self._environment}-sweeper").start()
+        self._started.append(self.sweeper)
+
         self.info = StackInfo(api_url=gateway.url, aws_endpoint=endpoint, mailbox_dir=str(mailbox),
                               signing_secret_file=str(secret_file), smtp_port=self.mail_server.port,
                               state_dir=str(self.state_dir))
         (self.state_dir / "stack.json").write_text(self.info.to_json())
+        # Operator commands that talk to AWS directly (`p4review dlq ...`) load this environment.
+        env_file = self.state_dir / "stack.env"
+        env_file.write_text("".join(f"{name}={value}\n" for name, value in sorted(os.environ.items())
+                                    if name.startswith(("P4REVIEW_", "AWS_"))))
+        env_file.chmod(0o600)
         return self.info
 
     def stop(self) -> None:
@@ -179,9 +222,9 @@ class LocalStack:
                 component.stop()
             except Exception:  # noqa: BLE001 - best effort: stop the rest
                 pass
-        state_file = self.state_dir / "stack.json"
-        if state_file.exists():
-            state_file.unlink()
+        for state_file in (self.state_dir / "stack.json", self.state_dir / "stack.env"):
+            if state_file.exists():
+                state_file.unlink()
         if self._saved_environ is not None:
             # The stack exported AWS endpoints and function settings; give the process its own back.
             os.environ.clear()

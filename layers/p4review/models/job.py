@@ -56,11 +56,17 @@ class StageState(BaseModel):
     attempts: int = 0
     claimed_by: str | None = None
     lease_expires_at: str | None = None
+    # Last successful heartbeat (lease renewal) by `claimed_by`; a heartbeat is not a state change,
+    # so it does not touch the job's `updated_at` and writes no audit event.
+    heartbeat_at: str | None = None
     started_at: str | None = None
     completed_at: str | None = None
     last_error_class: str | None = None
     last_error: str | None = None
     first_failure_at: str | None = None
+    # The error_class this stage was last dead-lettered with (kept across an operator replay,
+    # so a replay that fails again with the same class can be escalated).
+    last_dead_letter_class: str | None = None
 
 
 class AuditEvent(BaseModel):
@@ -114,6 +120,8 @@ class ReviewJob(BaseModel):
     summary: ReviewSummary | None = None
     recipients_required: int | None = None
     recipients_notified: int = 0
+    # Operator replays out of dead_lettered (p4review.dal.dynamo_replay.replay_stage).
+    replays: int = 0
     created_at: str
     updated_at: str
     audit: list[AuditEvent] = Field(default_factory=list)

@@ -42,6 +42,7 @@ def envelope(
     message_id: str | None,
     body_sha256: str | None = None,
     first_failure_at: str | None = None,
+    escalated: bool = False,
 ) -> dict[str, Any]:
     now = now_iso()
     context: dict[str, Any] = {
@@ -55,6 +56,7 @@ def envelope(
         context.update(
             changelist_id=job.changelist_id,
             review_version=job.review_version,
+            replays=job.replays,
             attempts={name.value: state.attempts for name, state in job.stages.items()},
         )
     return {
@@ -65,6 +67,7 @@ def envelope(
         "sanitized_context": context,
         "first_failure_at": first_failure_at or now,
         "last_failure_at": now,
+        "escalated": escalated,
     }
 
 

@@ -13,8 +13,10 @@ from pydantic import ValidationError
 
 from p4review.config import get_settings
 from p4review.dal.factory import get_data_access
-from p4review.errors import ErrorClass
+from p4review.errors import ErrorClass, IllegalTransitionError, NotFoundError
+from p4review.models.job import StageName
 from p4review.models.messages import StageMessage
+from p4review.ops.replay import parse_dead_letter
 from p4review.observability import logger
 from p4review.runtime import dead_letter
 from p4review.runtime.stage_runner import StageWork, lease_for, run_stage
@@ -38,6 +40,8 @@ def handle_stage_batch(event: dict[str, Any], context: Any, work_factory: Callab
         try:
             message = StageMessage.model_validate_json(record.body)
         except ValidationError:
+            message = _console_redrive(record, work.stage, dal)
+        if message is None:
             # Malformed input cannot succeed on retry: park a safe envelope (hash, not body).
             logger.error("malformed stage message", extra={"message_id": record.message_id})
             dal.queues.send_dead_letter(work.stage, dead_letter.envelope(
@@ -52,7 +56,7 @@ def handle_stage_batch(event: dict[str, Any], context: Any, work_factory: Callab
             return
         disposition = run_stage(message, work, jobs=dal.jobs, queues=dal.queues, worker_id=worker_id,
                                 lease_seconds=lease_for(work.stage, settings.lease_seconds),
-                                message_id=record.message_id)
+                                message_id=record.message_id, receipt_handle=record.receipt_handle)
         if not disposition.ack:
             if disposition.delay_seconds is not None:
                 dal.queues.delay(work.stage, record.receipt_handle, disposition.delay_seconds)
@@ -61,3 +65,23 @@ def handle_stage_batch(event: dict[str, Any], context: Any, work_factory: Callab
     processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
     return process_partial_response(event=event, record_handler=record_handler, processor=processor,
                                     context=context)
+
+
+CONSOLE_REDRIVE_ACTOR = "sqs-dlq-redrive"
+
+
+def _console_redrive(record: SQSRecord, stage: StageName, dal: Any) -> StageMessage | None:
+    """A dead-letter envelope back on its stage queue was moved there by the SQS console's
+    "Start DLQ redrive": replay it like `p4review dlq redrive`, recorded as having no ticket."""
+    target = parse_dead_letter(record.body)
+    if target is None or target.kind != "envelope" or target.stage != stage:
+        return None
+    try:
+        dal.job_replay.replay_stage(target.job_id, stage, actor=CONSOLE_REDRIVE_ACTOR, ticket=None,
+                                    note="moved back by the SQS console's DLQ redrive", from_start=False)
+        logger.warning("replaying a job moved back by SQS DLQ redrive (no ticket)",
+                       extra={"job_id": target.job_id, "stage": stage.value})
+    except (IllegalTransitionError, NotFoundError) as refusal:
+        # Already replayed (a duplicate move) or gone: the claim below decides, as for any message.
+        logger.info("console redrive needs no replay", extra={"job_id": target.job_id, "reason": refusal.message})
+    return StageMessage(job_id=target.job_id, stage=stage, request_id=target.request_id)

@@ -2,7 +2,12 @@
 
 claim -> side effect (idempotent) -> complete (owner predicate) -> enqueue next -> ack.
 A crash between any two steps is recovered by redelivery: a completed stage re-sends its
-hand-off when the next stage has not started, so no job is stranded."""
+hand-off when the next stage has not started, so no job is stranded.
+
+While the work runs, a heartbeat renews the lease (and the SQS message's visibility). The work
+gets the `Lease` and calls `lease.check()` before each side effect; once the lease is lost the
+worker stops, neither releases nor dead-letters the stage (it belongs to its new owner), and
+leaves the message to SQS."""
 
 from __future__ import annotations
 
@@ -10,17 +15,19 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from p4review.dal.ports import ClaimState, JobRepository, StageQueues
-from p4review.errors import ErrorClass, P4ReviewError, StaleWriteError
+from p4review.errors import ErrorClass, LeaseLostError, P4ReviewError, StaleWriteError
 from p4review.models.job import JobStatus, ReviewJob, StageName, StageStatus, next_stage
 from p4review.models.messages import StageMessage
 from p4review.observability import logger, metrics
 from p4review.resources import QUEUE_FOR_STAGE
 from p4review.runtime import dead_letter
 from p4review.runtime.backoff import backoff_delay
+from p4review.runtime.heartbeat import Heartbeat, Lease
 
 MAX_ATTEMPTS_PER_STAGE = 5
-# Until workers heartbeat (issue 3), a lease must outlive the longest possible run, or a slow
-# but healthy worker would lose its job to a second one mid-run.
+# The default lease outlives the longest possible run (function timeout + margin). The heartbeat
+# (runtime/heartbeat.py) makes this unnecessary for safety; it is kept so that slow or transiently
+# failing heartbeats can never cost a healthy worker its lease within one function run.
 LEASE_MARGIN_SECONDS = 30
 
 
@@ -39,7 +46,9 @@ class StageOutput:
 class StageWork(Protocol):
     stage: StageName
 
-    def run(self, job: ReviewJob) -> StageOutput: ...
+    def run(self, job: ReviewJob, lease: Lease) -> StageOutput:
+        """Do the stage's side effects, calling `lease.check()` immediately before each one."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -63,7 +72,10 @@ def run_stage(
     worker_id: str,
     lease_seconds: int,
     message_id: str | None = None,
+    receipt_handle: str | None = None,
 ) -> Disposition:
+    """`receipt_handle`: the SQS message being processed; the heartbeat keeps it invisible
+    while the lease lives."""
     stage = work.stage
     log = {"job_id": message.job_id, "stage": stage.value, "worker_id": worker_id}
     claim = jobs.claim_stage(message.job_id, stage, worker_id, lease_seconds)
@@ -90,22 +102,44 @@ def run_stage(
                                   error_class=ErrorClass.ATTEMPTS_EXHAUSTED)
         return _fail(job, stage, exhausted, ErrorClass.ATTEMPTS_EXHAUSTED, jobs, queues, worker_id, message,
                      message_id)
+    lease = Lease(job.stages[stage].lease_expires_at or "1970-01-01T00:00:00.000000Z")
+    heartbeat = Heartbeat(lease, jobs=jobs, queues=queues, job_id=job.job_id, stage=stage, worker_id=worker_id,
+                          lease_seconds=lease_seconds, receipt_handle=receipt_handle)
     try:
-        output = work.run(job)
-    except P4ReviewError as exc:
-        return _fail(job, stage, exc, exc.error_class, jobs, queues, worker_id, message, message_id)
-    except Exception as exc:  # noqa: BLE001 - a bug: dead-letter it rather than retry forever
+        with heartbeat:
+            output = work.run(job, lease)
+    except LeaseLostError:
+        return _lease_lost(log, "lease lost during the stage's work")
+    except Exception as exc:  # noqa: BLE001 - classified below
+        if lease.lost:
+            # The failure may well be a consequence of the takeover; either way it is not ours
+            # to report: releasing or dead-lettering would overwrite the new owner's stage.
+            return _lease_lost(log, "stage failed after its lease was lost")
+        if isinstance(exc, P4ReviewError):
+            return _fail(job, stage, exc, exc.error_class, jobs, queues, worker_id, message, message_id)
+        # A bug: dead-letter it rather than retry forever.
         return _fail(job, stage, exc, ErrorClass.INTERNAL_BUG, jobs, queues, worker_id, message, message_id)
 
+    if lease.lost:
+        # Known lost (a heartbeat was refused). Only the known loss is checked here, not the skew
+        # margin: the completion is itself fenced by the owner predicate in DynamoDB.
+        return _lease_lost(log, "lease lost before completion")
     try:
         finished = jobs.complete_stage(job.job_id, stage, worker_id, updates=output.updates,
                                        finish_job=output.finish_job)
     except StaleWriteError:
-        logger.warning("lease lost before completion; leaving the job to its owner", extra=log)
-        return Disposition(ack=False, reason="lease lost")
+        return _lease_lost(log, "lease lost before completion")
     metrics.add_metric(name=f"{stage.value.capitalize()}Completed", unit="Count", value=1)
     _ensure_handoff(finished, stage, queues, message.request_id)
     return ACK
+
+
+def _lease_lost(log: dict[str, str], what: str) -> Disposition:
+    """The stage belongs to another worker now: touch nothing, let SQS redeliver the message
+    (a redelivery meets either the new owner's live lease or its completed stage)."""
+    logger.warning(f"{what}; leaving the job to its new owner", extra=log)
+    metrics.add_metric(name="LeaseLost", unit="Count", value=1)
+    return Disposition(ack=False, reason="lease lost")
 
 
 def _ensure_handoff(job: ReviewJob | None, stage: StageName, queues: StageQueues, request_id: str | None) -> None:
@@ -140,12 +174,17 @@ def _fail(
             return Disposition(ack=False, reason="lease lost")
         return Disposition(ack=False, delay_seconds=backoff_delay(attempts, getattr(exc, "retry_after", None)),
                            reason=error_class.value)
-    logger.error("stage dead-lettered", extra=log)
+    # A replay that fails again the same non-retryable way needs engineering, not another replay.
+    escalated = job.replays > 0 and job.stages[stage].last_dead_letter_class == error_class.value
+    logger.error("stage dead-lettered", extra={**log, "escalated": escalated})
     metrics.add_metric(name="DeadLettered", unit="Count", value=1)
+    if escalated:
+        metrics.add_metric(name="DeadLetterEscalated", unit="Count", value=1)
     # Envelope first: a crash after it leaves a duplicate envelope at worst, never a silent loss.
     queues.send_dead_letter(stage, dead_letter.envelope(
         job=job, job_id=job.job_id, stage=stage, error_class=error_class, exc=exc,
-        request_id=message.request_id, message_id=message_id, first_failure_at=job.stages[stage].first_failure_at))
+        request_id=message.request_id, message_id=message_id, first_failure_at=job.stages[stage].first_failure_at,
+        escalated=escalated))
     try:
         jobs.release_stage(job.job_id, stage, worker_id, error_class=error_class.value, error=summary,
                            stage_status=StageStatus.FAILED, job_status=JobStatus.DEAD_LETTERED)

@@ -7,6 +7,7 @@ from p4review.dal.ports import ArtifactStore, SecretReader
 from p4review.dal.s3_artifacts import change_key
 from p4review.models.job import ReviewJob, StageName
 from p4review.observability import logger
+from p4review.runtime.heartbeat import Lease
 from p4review.runtime.stage_runner import StageOutput
 from p4review.stages.p4_access import build_change_fetcher
 
@@ -19,11 +20,12 @@ class FetchWork:
         self._artifacts = artifacts
         self._secrets = secrets
 
-    def run(self, job: ReviewJob) -> StageOutput:
+    def run(self, job: ReviewJob, lease: Lease) -> StageOutput:
         fetcher = build_change_fetcher(self._settings, self._secrets)
         snapshot = fetcher.fetch(job.changelist_id, job.kind)
         key = change_key(job.job_id)
         # Same job -> same key: a retried fetch overwrites its own artifact, nothing else.
+        lease.check()
         self._artifacts.put_json(key, snapshot.model_dump(mode="json"))
         logger.info("change fetched", extra={"job_id": job.job_id, "files": len(snapshot.description.files)})
         return StageOutput(updates={"artifacts": {"change_key": key, "result_key": None}})

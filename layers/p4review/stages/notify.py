@@ -15,6 +15,7 @@ from p4review.models.job import JobStatus, ReviewJob, StageName
 from p4review.models.outbox import DeliveryStatus, OutboxRow, SendOutcome
 from p4review.models.review_result import ReviewResult
 from p4review.observability import logger, metrics
+from p4review.runtime.heartbeat import Lease
 from p4review.runtime.stage_runner import StageOutput
 from p4review.stages.p4_access import build_change_fetcher
 
@@ -29,7 +30,7 @@ class NotifyWork:
         self._outbox = outbox
         self._secrets = secrets
 
-    def run(self, job: ReviewJob) -> StageOutput:
+    def run(self, job: ReviewJob, lease: Lease) -> StageOutput:
         if not (job.artifacts.change_key and job.artifacts.result_key):
             raise NonRetryableError("review completed without artifacts", error_class=ErrorClass.INTERNAL_BUG)
         snapshot = ChangeSnapshot.model_validate(self._artifacts.get_json(job.artifacts.change_key))
@@ -42,7 +43,7 @@ class NotifyWork:
         smtp = SmtpSettings.model_validate(self._secrets.get_json(self._settings.require("smtp_secret_id")))
         sender = SmtpSender(smtp)
         for recipient in recipients:
-            self._deliver(job, snapshot, result, recipient, smtp.from_address, sender)
+            self._deliver(job, snapshot, result, recipient, smtp.from_address, sender, lease)
         rows = {row.recipient: row for row in self._outbox.rows_for_version(job.changelist_id, job.review_version)}
         notified = sum(1 for recipient in recipients if rows.get(recipient) and rows[recipient].notified_at)
         if notified < len(recipients):
@@ -51,10 +52,15 @@ class NotifyWork:
                            finish_job=JobStatus.SUCCEEDED)
 
     def _deliver(self, job: ReviewJob, snapshot: ChangeSnapshot, result: ReviewResult, recipient: str,
-                 from_address: str, sender: SmtpSender) -> None:
+                 from_address: str, sender: SmtpSender, lease: Lease) -> None:
+        """`lease.check()` guards every step that starts something (outbox row, attempt, SMTP
+        send). The writes that only record what a send already did (mark_sent, note_error,
+        mark_failed) are deliberately not gated: skipping mark_sent after a lease loss would make
+        the new owner send the same email again."""
         token = delivery_token(job.changelist_id, recipient, job.review_version)
         now = now_iso()
         # ensure_row returns the persisted row when it already exists: that is the re-read.
+        lease.check()
         row = self._outbox.ensure_row(OutboxRow(
             changelist_id=job.changelist_id, recipient=recipient, review_version=job.review_version,
             job_id=job.job_id, provider_token=token, created_at=now, updated_at=now))
@@ -73,7 +79,9 @@ class NotifyWork:
             job=job, result=result, coverage=snapshot.diffs, description=snapshot.description,
             recipient=recipient, from_address=from_address, message_id=message_id_for(token, from_address),
             swarm_url=self._settings.swarm_url)
+        lease.check()
         row = self._outbox.record_attempt(row)
+        lease.check()
         outcome = sender.send(sender=from_address, recipient=recipient, message=message)
         if outcome.outcome == SendOutcome.SENT:
             self._outbox.mark_sent(row, outcome.notification_id or message_id_for(token, from_address))

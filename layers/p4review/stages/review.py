@@ -12,6 +12,7 @@ from p4review.logic.result_parser import parse_review_result
 from p4review.models.change import ChangeSnapshot, DiffStatus
 from p4review.models.job import ReviewJob, ReviewSummary, StageName
 from p4review.observability import logger, metrics
+from p4review.runtime.heartbeat import Lease
 from p4review.runtime.stage_runner import StageOutput
 
 
@@ -21,7 +22,7 @@ class ReviewWork:
     def __init__(self, artifacts: ArtifactStore):
         self._artifacts = artifacts
 
-    def run(self, job: ReviewJob) -> StageOutput:
+    def run(self, job: ReviewJob, lease: Lease) -> StageOutput:
         if not job.artifacts.change_key:
             raise NonRetryableError("fetch completed without a change artifact", error_class=ErrorClass.INTERNAL_BUG)
         snapshot = ChangeSnapshot.model_validate(self._artifacts.get_json(job.artifacts.change_key))
@@ -35,6 +36,7 @@ class ReviewWork:
             raise ValidationError(f"review answer rejected: {', '.join(reasons) or 'unknown'}")
         result = outcome.result
         key = result_key(job.job_id)
+        lease.check()
         self._artifacts.put_json(key, {
             "result": result.model_dump(mode="json", exclude_none=True),
             "diagnostics": [diagnostic.model_dump(mode="json", exclude_none=True) for diagnostic in outcome.diagnostics],

@@ -1,0 +1,24 @@
+"""sweeper: scheduled -> requeue expired leases and lost hand-offs, publish backlog metrics."""
+
+from dataclasses import asdict
+
+from p4review.dal.factory import get_data_access
+from p4review.observability import logger, metrics
+from p4review.runtime.sweeper import sweep
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+def lambda_handler(event, context):
+    dal = get_data_access()
+    report = sweep(dal.sweep_store, dal.queues)
+    metrics.add_metric(name="SweeperExpiredLeasesRequeued", unit="Count", value=report.expired_requeued)
+    metrics.add_metric(name="SweeperStrandedHandoffsResent", unit="Count", value=report.stranded_resent)
+    metrics.add_metric(name="ActiveJobs", unit="Count", value=report.active_jobs)
+    metrics.add_metric(name="OldestActiveJobAgeSeconds", unit="Seconds", value=report.oldest_active_seconds)
+    for stage, count in report.pending.items():
+        metrics.add_metric(name=f"Backlog_{stage}_pending", unit="Count", value=count)
+    for stage, count in report.running.items():
+        metrics.add_metric(name=f"Backlog_{stage}_running", unit="Count", value=count)
+    logger.info("sweep finished", extra=asdict(report))
+    return asdict(report)

@@ -1,0 +1,90 @@
+"""What the sweeper reads and writes in the jobs table.
+
+Active jobs are found with a filtered Scan: simple and correct, but it reads the whole table.
+At a few thousand changelists a day that is cheap; beyond that a sparse GSI on an `active`
+attribute (removed on terminal transitions) is the upgrade path."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from p4review.clock import now_iso
+from p4review.dal.aws_errors import condition_failed_item, translate
+from p4review.dal.dynamo_codec import from_item, to_value
+from p4review.dal.dynamo_jobs import job_pk
+from p4review.models.job import AuditEvent, JobStatus, StageName, StageState, StageStatus
+
+ACTIVE_STATUSES = (JobStatus.QUEUED, JobStatus.IN_PROGRESS, JobStatus.RETRYABLE_FAILED)
+
+
+class ActiveJob(BaseModel):
+    """The slice of a job the sweeper needs (no audit trail, no artifacts)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    job_id: str
+    status: JobStatus
+    stages: dict[StageName, StageState]
+    created_at: str
+    updated_at: str
+
+
+class DynamoSweepRepository:
+    def __init__(self, client: Any, table_name: str):
+        self._client = client
+        self._table = table_name
+
+    def active_jobs(self) -> Iterator[ActiveJob]:
+        statuses = {f":s{index}": to_value(status.value) for index, status in enumerate(ACTIVE_STATUSES)}
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "FilterExpression": f"record_type = :job AND #status IN ({', '.join(statuses)})",
+            "ProjectionExpression": "job_id, #status, stages, created_at, updated_at",
+            "ExpressionAttributeNames": {"#status": "status"},
+            "ExpressionAttributeValues": {":job": to_value("job"), **statuses},
+        }
+        while True:
+            try:
+                page = self._client.scan(**kwargs)
+            except Exception as exc:  # noqa: BLE001
+                translate(exc, "scan active jobs")
+            for item in page.get("Items", []):
+                yield ActiveJob.model_validate(from_item(item))
+            if "LastEvaluatedKey" not in page:
+                return
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def requeue_expired(self, job_id: str, stage: StageName, observed: StageState, actor: str) -> bool:
+        """running -> pending for a lease that expired, guarded by the owner and expiry we saw:
+        of two sweepers (or a sweeper and a late heartbeat) exactly one write wins."""
+        now = now_iso()
+        event = AuditEvent(at=now, actor=actor, event="lease_expired_requeued", stage=stage,
+                           detail=f"lease of {observed.claimed_by} expired at {observed.lease_expires_at}")
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key={"pk": to_value(job_pk(job_id))},
+                UpdateExpression=(
+                    "SET stages.#stage.#st = :pending, stages.#stage.claimed_by = :null, "
+                    "stages.#stage.lease_expires_at = :null, updated_at = :now, audit = list_append(audit, :event)"
+                ),
+                ConditionExpression=(
+                    "stages.#stage.#st = :running AND stages.#stage.claimed_by = :owner "
+                    "AND stages.#stage.lease_expires_at = :expiry AND stages.#stage.lease_expires_at <= :now"
+                ),
+                ExpressionAttributeNames={"#stage": stage.value, "#st": "status"},
+                ExpressionAttributeValues={
+                    ":pending": to_value(StageStatus.PENDING.value), ":running": to_value(StageStatus.RUNNING.value),
+                    ":null": to_value(None), ":now": to_value(now), ":owner": to_value(observed.claimed_by),
+                    ":expiry": to_value(observed.lease_expires_at),
+                    ":event": to_value([event.model_dump(mode="json", exclude_none=True)]),
+                },
+            )
+        except Exception as exc:  # noqa: BLE001
+            if condition_failed_item(exc) is None:
+                translate(exc, "requeue expired lease")
+            return False
+        return True

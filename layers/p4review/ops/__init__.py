@@ -1,0 +1,1 @@
+"""Operator workflows (no AWS imports here: they talk to the data-access ports)."""
