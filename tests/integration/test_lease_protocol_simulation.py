@@ -79,7 +79,8 @@ class LeaseProtocol(RuleBasedStateMachine):
         outcome = self.repo.claim_stage(self.job_id, STAGE, worker, LEASE)
         if outcome.state == ClaimState.CLAIMED:
             self.successful_claims += 1
-            self.believed_owner = {worker: self.fake_clock.now + timedelta(seconds=LEASE)}
+            # Other workers keep believing in their leases until a write tells them otherwise.
+            self.believed_owner[worker] = self.fake_clock.now + timedelta(seconds=LEASE)
 
     @rule(worker=st.sampled_from(WORKERS))
     def complete(self, worker):
