@@ -67,7 +67,9 @@ def bench_ingest() -> None:
 
 
 def main() -> int:
-    for bench in (bench_ingest, bench_fetch_large_change):
+    from benchmarks.cost import bench_cost_per_job
+
+    for bench in (bench_ingest, bench_fetch_large_change, bench_cost_per_job):
         bench()
     return 0
 

@@ -8,6 +8,7 @@ from functools import lru_cache
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from p4review.errors import ConfigError
+from p4review.runtime import faults
 from p4review.models.job import StageName
 from p4review.resources import QUEUE_FOR_STAGE
 
@@ -63,8 +64,11 @@ class Settings(BaseModel):
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     try:
-        return Settings.model_validate(dict(os.environ))
+        settings = Settings.model_validate(dict(os.environ))
     except ValidationError as exc:
         # Names and messages only: settings never hold secret values (those live in Secrets Manager).
         fields = ", ".join(".".join(str(part) for part in error["loc"]) for error in exc.errors())
         raise ConfigError(f"invalid environment settings: {fields}") from None
+    # Cold start: P4REVIEW_FAULTS outside the local/test environments fails loudly here.
+    faults.load(os.environ)
+    return settings

@@ -433,3 +433,10 @@ def test_sweeper_cannot_read_artifacts_or_secrets(dev):
     statements = role_statements(dev, "sweeper")
     actions = {action for statement in statements for action in as_list(statement["Action"])}
     assert not any(action.startswith(("s3:", "secretsmanager:")) for action in actions)
+
+
+@pytest.mark.parametrize("synth_name", ["dev", "prod"])
+def test_no_synthesized_template_enables_fault_injection(synth_name, request):
+    """Fault injection (runtime/faults.py) is for tests and the local stack only."""
+    synth = request.getfixturevalue(synth_name)
+    assert "P4REVIEW_FAULTS" not in json.dumps(synth.template.to_json())

@@ -36,6 +36,7 @@ from p4review.models.change import (
 from p4review.models.job import ChangeKind
 
 from p4review.observability import logger  # noqa: E402 - the one shared Powertools logger
+from p4review.runtime.faults import FaultPoint, fault
 
 DEFAULT_MAX_FILE_BYTES = 1024 * 1024
 
@@ -158,6 +159,7 @@ class P4Runner:
 
     def _run(self, argv: list[str], args: Sequence[str], changelist_id: int | None) -> tuple[bytes, bytes, int]:
         command = self._check(args)
+        fault(FaultPoint.P4_TIMEOUT)
         started = time.monotonic()
         try:
             # New session so a timeout kills the whole process group, not just the parent.

@@ -14,6 +14,8 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from p4review.models.outbox import SendOutcome, SendResult
+from p4review.runtime import faults
+from p4review.runtime.faults import FaultPoint
 
 _QUEUE_ID = re.compile(rb"queued as ([A-Za-z0-9._\-]+)", re.IGNORECASE)
 
@@ -44,6 +46,11 @@ class SmtpSender:
 
     def send(self, *, sender: str, recipient: str, message: bytes) -> SendResult:
         settings = self._settings
+        # Injected provider answers go through the same mapping as a real 451 / 550 reply.
+        if faults.fires(FaultPoint.PROVIDER_TRANSIENT):
+            return _from_reply("data_refused", 451, b"4.3.0 injected fault: try again later")
+        if faults.fires(FaultPoint.PROVIDER_PERMANENT):
+            return _from_reply("data_refused", 550, b"5.7.1 injected fault: message refused")
         try:
             client = self._connect()
         except (OSError, smtplib.SMTPException) as exc:

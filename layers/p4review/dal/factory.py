@@ -90,3 +90,6 @@ def reset_data_access() -> None:
     """Forget cached settings and clients (tests and the local stack change the environment)."""
     get_data_access.cache_clear()
     get_settings.cache_clear()
+    from p4review.runtime import faults
+
+    faults.reset()

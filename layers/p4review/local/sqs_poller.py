@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from p4review.local.http_front import FakeLambdaContext
+from p4review.runtime.faults import InjectedCrash
 
 log = logging.getLogger(__name__)
 
@@ -314,7 +315,9 @@ class SqsPoller:
             self._add("failed_items", len(messages))
             log.error("%s: malformed partial batch response (%s): whole batch retried", self.function_name, exc)
             return
-        except Exception:
+        except (Exception, InjectedCrash):
+            # InjectedCrash (a BaseException: a killed invocation) is handled like any handler
+            # failure: nothing is deleted, the batch comes back after its visibility timeout.
             self._add("errors")
             self._add("failed_items", len(messages))
             log.exception("%s: handler raised; whole batch of %d retried", self.function_name, len(messages))

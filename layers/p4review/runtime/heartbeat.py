@@ -19,6 +19,7 @@ from p4review.dal.ports import JobRepository, StageQueues
 from p4review.errors import LeaseLostError
 from p4review.models.job import StageName
 from p4review.observability import logger
+from p4review.runtime.faults import FaultPoint, fault
 
 # The skew budget (spec T-3). DynamoDB has no server clock: every lease timestamp is written and
 # compared with the host's clock. All hosts are NTP-synced and we budget 2 s of skew between any
@@ -156,6 +157,7 @@ class Heartbeat:
         wait = self._interval
         while not self._stop.wait(wait):
             try:
+                fault(FaultPoint.HEARTBEAT_LOSS)  # raises LeaseLostError when injected
                 expires = self._jobs.renew_lease(self._job_id, self._stage, self._worker_id, self._lease_seconds)
             except LeaseLostError as exc:
                 logger.warning("heartbeat refused: lease lost", extra=self._log)

@@ -62,6 +62,8 @@ def handle_stage_batch(event: dict[str, Any], context: Any, work_factory: Callab
                 dal.queues.delay(work.stage, record.receipt_handle, disposition.delay_seconds)
             raise RetryLater(disposition.reason)
 
+    # Powertools catches `Exception` per record; an InjectedCrash (runtime/faults.py, a
+    # BaseException) therefore propagates out of the whole invocation, like a killed process.
     processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
     return process_partial_response(event=event, record_handler=record_handler, processor=processor,
                                     context=context)

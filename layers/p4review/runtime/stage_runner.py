@@ -22,6 +22,7 @@ from p4review.observability import logger, metrics
 from p4review.resources import QUEUE_FOR_STAGE
 from p4review.runtime import dead_letter
 from p4review.runtime.backoff import backoff_delay
+from p4review.runtime.faults import FaultPoint, fault
 from p4review.runtime.heartbeat import Heartbeat, Lease
 
 MAX_ATTEMPTS_PER_STAGE = 5
@@ -96,6 +97,7 @@ def run_stage(
         return Disposition(ack=False, delay_seconds=float(lease_seconds), reason="lease held by another worker")
 
     job = claim.job
+    fault(FaultPoint.AFTER_CLAIM)
     if job.stages[stage].attempts > MAX_ATTEMPTS_PER_STAGE:
         # Earlier claims never reported back (crash, function timeout): the budget is spent.
         exhausted = P4ReviewError(f"{stage.value} was started {MAX_ATTEMPTS_PER_STAGE} times without finishing",
@@ -124,12 +126,14 @@ def run_stage(
         # Known lost (a heartbeat was refused). Only the known loss is checked here, not the skew
         # margin: the completion is itself fenced by the owner predicate in DynamoDB.
         return _lease_lost(log, "lease lost before completion")
+    fault(FaultPoint.AFTER_SIDE_EFFECT)
     try:
         finished = jobs.complete_stage(job.job_id, stage, worker_id, updates=output.updates,
                                        finish_job=output.finish_job)
     except StaleWriteError:
         return _lease_lost(log, "lease lost before completion")
     metrics.add_metric(name=f"{stage.value.capitalize()}Completed", unit="Count", value=1)
+    fault(FaultPoint.BEFORE_HANDOFF)
     _ensure_handoff(finished, stage, queues, message.request_id)
     return ACK
 

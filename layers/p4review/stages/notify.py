@@ -15,6 +15,7 @@ from p4review.models.job import JobStatus, ReviewJob, StageName
 from p4review.models.outbox import DeliveryStatus, OutboxRow, SendOutcome
 from p4review.models.review_result import ReviewResult
 from p4review.observability import logger, metrics
+from p4review.runtime.faults import FaultPoint, fault
 from p4review.runtime.heartbeat import Lease
 from p4review.runtime.stage_runner import StageOutput
 from p4review.stages.p4_access import build_change_fetcher
@@ -84,6 +85,7 @@ class NotifyWork:
         lease.check()
         outcome = sender.send(sender=from_address, recipient=recipient, message=message)
         if outcome.outcome == SendOutcome.SENT:
+            fault(FaultPoint.DB_WRITE_AFTER_PROVIDER)
             self._outbox.mark_sent(row, outcome.notification_id or message_id_for(token, from_address))
             metrics.add_metric(name="EmailSent", unit="Count", value=1)
             return
