@@ -15,8 +15,9 @@ from datetime import timedelta
 from typing import Any
 
 from p4review.clock import now_iso, to_iso, utc_now
-from p4review.dal.aws_errors import condition_failed_item, translate
+from p4review.dal.aws_errors import translate
 from p4review.dal.dynamo_codec import from_item, to_item, to_value
+from p4review.dal.dynamo_writes import ConditionFailed, conditional_update
 from p4review.dal.ports import ClaimOutcome, ClaimState, CreateConflict, CreateOutcome
 from p4review.errors import IllegalTransitionError, LeaseLostError, NotFoundError, StaleWriteError, StorageError
 from p4review.logic.transitions import check_transition, predecessors
@@ -47,14 +48,14 @@ def head_pk(changelist_id: int) -> str:
     return f"CL#{changelist_id}"
 
 
-def _job_from_item(item: dict[str, Any]) -> ReviewJob:
+def job_from_item(item: dict[str, Any]) -> ReviewJob:
     data = from_item(item)
     for key in ("pk", "record_type"):
         data.pop(key, None)
     return ReviewJob.model_validate(data)
 
 
-def _event_value(event: AuditEvent) -> dict[str, Any]:
+def audit_value(event: AuditEvent) -> dict[str, Any]:
     return to_value([event.model_dump(mode="json", exclude_none=True)])
 
 
@@ -121,7 +122,7 @@ class DynamoJobRepository:
     def _explain_refusal(self, reasons: list[dict[str, Any]]) -> CreateOutcome:
         job_reason, version_reason, head_reason = (reasons + [{}, {}, {}])[:3]
         if job_reason.get("Code") == "ConditionalCheckFailed":
-            existing = _job_from_item(job_reason["Item"]) if job_reason.get("Item") else None
+            existing = job_from_item(job_reason["Item"]) if job_reason.get("Item") else None
             return CreateOutcome(created=False, conflict=CreateConflict.IDEMPOTENCY_KEY, existing_job=existing,
                                  existing_job_id=existing.job_id if existing else None)
         if version_reason.get("Code") == "ConditionalCheckFailed":
@@ -144,36 +145,31 @@ class DynamoJobRepository:
         except Exception as exc:  # noqa: BLE001
             translate(exc, "get job")
         item = answer.get("Item")
-        return _job_from_item(item) if item else None
+        return job_from_item(item) if item else None
 
     # ---- job status -----------------------------------------------------------------
     def transition(self, job_id: str, target: JobStatus, event: AuditEvent) -> ReviewJob:
         allowed_from = sorted(predecessors(target))
         placeholders = {f":from{index}": to_value(status.value) for index, status in enumerate(allowed_from)}
         try:
-            answer = self._client.update_item(
-                TableName=self._table,
-                Key={"pk": to_value(job_pk(job_id))},
-                UpdateExpression="SET #status = :target, updated_at = :now, audit = list_append(audit, :event)",
-                ConditionExpression=f"attribute_exists(pk) AND #status IN ({', '.join(placeholders)})",
-                ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues={":target": to_value(target.value), ":now": to_value(event.at),
-                                           ":event": _event_value(event), **placeholders},
-                ReturnValues="ALL_NEW",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            attributes = conditional_update(
+                self._client, table=self._table, key={"pk": to_value(job_pk(job_id))},
+                update="SET #status = :target, updated_at = :now, audit = list_append(audit, :event)",
+                condition=f"attribute_exists(pk) AND #status IN ({', '.join(placeholders)})",
+                names={"#status": "status"},
+                values={":target": to_value(target.value), ":now": to_value(event.at),
+                        ":event": audit_value(event), **placeholders},
+                operation="transition job",
             )
-        except Exception as exc:  # noqa: BLE001
-            old = condition_failed_item(exc)
-            if old is None:
-                translate(exc, "transition job")
-            if not old:
+        except ConditionFailed as refused:
+            if not refused.old_item:
                 raise NotFoundError(f"job {job_id} not found") from None
-            current = _job_from_item(old)
+            current = job_from_item(refused.old_item)
             if current.status == target:
                 return current  # already there: a retried transition is a no-op
             check_transition(current.status, target)
             raise IllegalTransitionError(f"job moved to {current.status.value} concurrently") from None
-        return _job_from_item(answer["Attributes"])
+        return job_from_item(attributes)
 
     # ---- stage leases ---------------------------------------------------------------
     def claim_stage(self, job_id: str, stage: StageName, worker_id: str, lease_seconds: int) -> ClaimOutcome:
@@ -202,7 +198,7 @@ class DynamoJobRepository:
             ":null": to_value(None),
             ":in_progress": to_value(JobStatus.IN_PROGRESS.value),
             ":observed": to_value(job.status.value),
-            ":event": _event_value(event),
+            ":event": audit_value(event),
         }
         condition = (
             "#job_status = :observed AND (stages.#stage.#st = :pending OR "
@@ -214,31 +210,22 @@ class DynamoJobRepository:
             values[":completed"] = to_value(StageStatus.COMPLETED.value)
             condition += " AND stages.#previous.#st = :completed"
         try:
-            answer = self._client.update_item(
-                TableName=self._table,
-                Key={"pk": to_value(job_pk(job_id))},
-                UpdateExpression=(
-                    "SET stages.#stage.#st = :running, stages.#stage.claimed_by = :worker, "
+            attributes = conditional_update(
+                self._client, table=self._table, key={"pk": to_value(job_pk(job_id))},
+                update=("SET stages.#stage.#st = :running, stages.#stage.claimed_by = :worker, "
                     "stages.#stage.lease_expires_at = :expires, stages.#stage.started_at = :now, "
                     "stages.#stage.heartbeat_at = :null, "
                     "stages.#stage.attempts = stages.#stage.attempts + :one, #job_status = :in_progress, "
                     "updated_at = :now, audit = list_append(audit, :event)"
                 ),
-                ConditionExpression=condition,
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
-                ReturnValues="ALL_NEW",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                condition=condition, names=names, values=values, operation="claim stage",
             )
-        except Exception as exc:  # noqa: BLE001
-            old = condition_failed_item(exc)
-            if old is None:
-                translate(exc, "claim stage")
-            if not old:
+        except ConditionFailed as refused:
+            if not refused.old_item:
                 return ClaimOutcome(ClaimState.MISSING)
-            current = _job_from_item(old)
+            current = job_from_item(refused.old_item)
             return ClaimOutcome(_claim_verdict(current, stage) or ClaimState.LEASE_HELD, current)
-        return ClaimOutcome(ClaimState.CLAIMED, _job_from_item(answer["Attributes"]))
+        return ClaimOutcome(ClaimState.CLAIMED, job_from_item(attributes))
 
     def renew_lease(self, job_id: str, stage: StageName, worker_id: str, lease_seconds: int) -> str:
         """Heartbeat: push the owner's lease to now + lease_seconds; return the new expiry.
@@ -255,27 +242,21 @@ class DynamoJobRepository:
         now = utc_now()
         expires = to_iso(now + timedelta(seconds=lease_seconds))
         try:
-            self._client.update_item(
-                TableName=self._table,
-                Key={"pk": to_value(job_pk(job_id))},
-                UpdateExpression="SET stages.#stage.lease_expires_at = :expires, stages.#stage.heartbeat_at = :now",
-                ConditionExpression=(
-                    "stages.#stage.#st = :running AND stages.#stage.claimed_by = :worker "
-                    "AND #job_status = :in_progress"
-                ),
-                ExpressionAttributeNames={"#stage": stage.value, "#st": "status", "#job_status": "status"},
-                ExpressionAttributeValues={
+            conditional_update(
+                self._client, table=self._table, key={"pk": to_value(job_pk(job_id))},
+                update="SET stages.#stage.lease_expires_at = :expires, stages.#stage.heartbeat_at = :now",
+                condition=_OWNER_PREDICATE,
+                names={"#stage": stage.value, "#st": "status", "#job_status": "status"},
+                values={
                     ":expires": to_value(expires),
                     ":now": to_value(to_iso(now)),
                     ":running": to_value(StageStatus.RUNNING.value),
                     ":worker": to_value(worker_id),
                     ":in_progress": to_value(JobStatus.IN_PROGRESS.value),
                 },
-                ReturnValues="NONE",
+                operation="renew lease", return_new=False,
             )
-        except Exception as exc:  # noqa: BLE001
-            if condition_failed_item(exc) is None:
-                translate(exc, "renew lease")
+        except ConditionFailed:
             raise LeaseLostError(f"renew lease: {stage.value} of {job_id} is no longer owned by this worker") from None
         return expires
 
@@ -308,7 +289,7 @@ class DynamoJobRepository:
             ":now": to_value(now_text),
             ":null": to_value(None),
             ":in_progress": to_value(JobStatus.IN_PROGRESS.value),
-            ":event": _event_value(event),
+            ":event": audit_value(event),
         }
         for index, (attribute, value) in enumerate(updates.items()):
             names[f"#u{index}"] = attribute
@@ -348,7 +329,7 @@ class DynamoJobRepository:
             ":error": to_value(error[:500]),
             ":in_progress": to_value(JobStatus.IN_PROGRESS.value),
             ":job_target": to_value(job_status.value),
-            ":event": _event_value(event),
+            ":event": audit_value(event),
         }
         expression = (
             "SET stages.#stage.#st = :stage_status, stages.#stage.claimed_by = :null, "
@@ -368,24 +349,19 @@ class DynamoJobRepository:
                       values: dict[str, Any]) -> ReviewJob:
         """Finalize writes carry the owner predicate: id + claimed_by + status = running."""
         try:
-            answer = self._client.update_item(
-                TableName=self._table,
-                Key={"pk": to_value(job_pk(job_id))},
-                UpdateExpression=expression,
-                ConditionExpression=(
-                    "stages.#stage.#st = :running AND stages.#stage.claimed_by = :worker "
-                    "AND #job_status = :in_progress"
-                ),
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
-                ReturnValues="ALL_NEW",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            attributes = conditional_update(
+                self._client, table=self._table, key={"pk": to_value(job_pk(job_id))}, update=expression,
+                condition=_OWNER_PREDICATE, names=names, values=values, operation=operation,
             )
-        except Exception as exc:  # noqa: BLE001
-            if condition_failed_item(exc) is None:
-                translate(exc, operation)
+        except ConditionFailed:
             raise StaleWriteError(f"{operation}: lease lost") from None
-        return _job_from_item(answer["Attributes"])
+        return job_from_item(attributes)
+
+
+# Owner-only writes (heartbeat, complete, fail): id + claimed_by + status = running.
+_OWNER_PREDICATE = (
+    "stages.#stage.#st = :running AND stages.#stage.claimed_by = :worker AND #job_status = :in_progress"
+)
 
 
 def _claim_verdict(job: ReviewJob, stage: StageName) -> ClaimState | None:

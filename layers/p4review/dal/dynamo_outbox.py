@@ -10,6 +10,7 @@ from typing import Any
 from p4review.clock import now_iso
 from p4review.dal.aws_errors import condition_failed_item, translate
 from p4review.dal.dynamo_codec import from_item, to_item, to_value
+from p4review.dal.dynamo_writes import ConditionFailed, conditional_update
 from p4review.errors import StaleWriteError
 from p4review.models.outbox import DeliveryStatus, OutboxRow
 
@@ -118,13 +119,10 @@ class DynamoOutboxRepository:
                 condition: str) -> OutboxRow:
         names = {"#status": "status"}
         try:
-            answer = self._client.update_item(
-                TableName=self._table, Key=self._key(row), UpdateExpression=expression,
-                ConditionExpression=condition, ExpressionAttributeNames=names, ExpressionAttributeValues=values,
-                ReturnValues="ALL_NEW", ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            attributes = conditional_update(
+                self._client, table=self._table, key=self._key(row), update=expression, condition=condition,
+                names=names, values=values, operation=operation,
             )
-        except Exception as exc:  # noqa: BLE001
-            if condition_failed_item(exc) is None:
-                translate(exc, operation)
+        except ConditionFailed:
             raise StaleWriteError(f"{operation}: row already sent or missing") from None
-        return _row_from_item(answer["Attributes"])
+        return _row_from_item(attributes)

@@ -18,9 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 from p4review.clock import now_iso
-from p4review.dal.aws_errors import condition_failed_item, translate
 from p4review.dal.dynamo_codec import to_value
-from p4review.dal.dynamo_jobs import _event_value, _job_from_item, job_pk
+from p4review.dal.dynamo_jobs import audit_value, job_from_item, job_pk
+from p4review.dal.dynamo_writes import ConditionFailed, conditional_update
 from p4review.errors import IllegalTransitionError, NotFoundError
 from p4review.models.job import STAGE_ORDER, AuditEvent, JobStatus, ReviewJob, StageName, StageStatus
 from p4review.ops.replay import (
@@ -73,18 +73,16 @@ def confirm_enqueued(client: Any, table: str, job: ReviewJob, *, actor: str, sta
     event = AuditEvent(at=now_iso(), actor=actor, event=REPLAY_ENQUEUED_EVENT, stage=stage,
                        detail=f"enqueued {stage.value}")
     try:
-        client.update_item(
-            TableName=table,
-            Key={"pk": to_value(job_pk(job.job_id))},
-            UpdateExpression="SET audit = list_append(audit, :event)",
-            ConditionExpression="size(audit) = :length AND #status = :in_progress",
-            ExpressionAttributeNames={"#status": "status"},
-            ExpressionAttributeValues={":event": _event_value(event), ":length": to_value(len(job.audit)),
-                                       ":in_progress": to_value(JobStatus.IN_PROGRESS.value)},
+        conditional_update(
+            client, table=table, key={"pk": to_value(job_pk(job.job_id))},
+            update="SET audit = list_append(audit, :event)",
+            condition="size(audit) = :length AND #status = :in_progress",
+            names={"#status": "status"},
+            values={":event": audit_value(event), ":length": to_value(len(job.audit)),
+                    ":in_progress": to_value(JobStatus.IN_PROGRESS.value)},
+            operation="confirm replay", return_new=False,
         )
-    except Exception as exc:  # noqa: BLE001
-        if condition_failed_item(exc) is None:
-            translate(exc, "confirm replay")
+    except ConditionFailed:
         return False
     return True
 
@@ -109,7 +107,7 @@ def _update(client: Any, table: str, job_id: str, stage: StageName, *, actor: st
         ":zero": to_value(0),
         ":null": to_value(None),
         ":now": to_value(now),
-        ":event": _event_value(event),
+        ":event": audit_value(event),
     }
     assignments = [
         "#status = :in_progress",
@@ -145,22 +143,13 @@ def _update(client: Any, table: str, job_id: str, stage: StageName, *, actor: st
         values[":observed_at"] = to_value(observed.updated_at)
         condition = "attribute_exists(pk) AND #status = :observed_status AND updated_at = :observed_at"
     try:
-        answer = client.update_item(
-            TableName=table,
-            Key={"pk": to_value(job_pk(job_id))},
-            UpdateExpression="SET " + ", ".join(assignments),
-            ConditionExpression=condition,
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues=values,
-            ReturnValues="ALL_NEW",
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        attributes = conditional_update(
+            client, table=table, key={"pk": to_value(job_pk(job_id))}, update="SET " + ", ".join(assignments),
+            condition=condition, names=names, values=values, operation="replay job",
         )
-    except Exception as exc:  # noqa: BLE001
-        old = condition_failed_item(exc)
-        if old is None:
-            translate(exc, "replay job")
-        raise _Refused(_job_from_item(old) if old else None) from None
-    return _job_from_item(answer["Attributes"])
+    except ConditionFailed as refused:
+        raise _Refused(job_from_item(refused.old_item) if refused.old_item else None) from None
+    return job_from_item(attributes)
 
 
 class DynamoJobReplay:

@@ -12,9 +12,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from p4review.clock import now_iso
-from p4review.dal.aws_errors import condition_failed_item, translate
+from p4review.dal.aws_errors import translate
 from p4review.dal.dynamo_codec import from_item, to_value
-from p4review.dal.dynamo_jobs import job_pk
+from p4review.dal.dynamo_jobs import audit_value, job_pk
+from p4review.dal.dynamo_writes import ConditionFailed, conditional_update
 from p4review.models.job import AuditEvent, JobStatus, StageName, StageState, StageStatus
 
 ACTIVE_STATUSES = (JobStatus.QUEUED, JobStatus.IN_PROGRESS, JobStatus.RETRYABLE_FAILED)
@@ -64,27 +65,25 @@ class DynamoSweepRepository:
         event = AuditEvent(at=now, actor=actor, event="lease_expired_requeued", stage=stage,
                            detail=f"lease of {observed.claimed_by} expired at {observed.lease_expires_at}")
         try:
-            self._client.update_item(
-                TableName=self._table,
-                Key={"pk": to_value(job_pk(job_id))},
-                UpdateExpression=(
+            conditional_update(
+                self._client, table=self._table, key={"pk": to_value(job_pk(job_id))},
+                update=(
                     "SET stages.#stage.#st = :pending, stages.#stage.claimed_by = :null, "
                     "stages.#stage.lease_expires_at = :null, updated_at = :now, audit = list_append(audit, :event)"
                 ),
-                ConditionExpression=(
+                condition=(
                     "stages.#stage.#st = :running AND stages.#stage.claimed_by = :owner "
                     "AND stages.#stage.lease_expires_at = :expiry AND stages.#stage.lease_expires_at <= :now"
                 ),
-                ExpressionAttributeNames={"#stage": stage.value, "#st": "status"},
-                ExpressionAttributeValues={
+                names={"#stage": stage.value, "#st": "status"},
+                values={
                     ":pending": to_value(StageStatus.PENDING.value), ":running": to_value(StageStatus.RUNNING.value),
                     ":null": to_value(None), ":now": to_value(now), ":owner": to_value(observed.claimed_by),
                     ":expiry": to_value(observed.lease_expires_at),
-                    ":event": to_value([event.model_dump(mode="json", exclude_none=True)]),
+                    ":event": audit_value(event),
                 },
+                operation="requeue expired lease", return_new=False,
             )
-        except Exception as exc:  # noqa: BLE001
-            if condition_failed_item(exc) is None:
-                translate(exc, "requeue expired lease")
+        except ConditionFailed:
             return False
         return True
