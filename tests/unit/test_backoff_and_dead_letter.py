@@ -43,3 +43,16 @@ def test_default_lease_outlives_each_stage_function_timeout():
         assert lease_for(queue.stage) > queue.function_timeout_seconds
         assert lease_for(queue.stage) < queue.visibility_timeout_seconds
         assert lease_for(queue.stage, configured=15) == 15
+
+
+def test_aws_setup_failures_become_domain_errors():
+    import pytest
+    from botocore.exceptions import NoCredentialsError, NoRegionError
+
+    from p4review.dal.aws_errors import translate
+    from p4review.errors import AuthError, ConfigError
+
+    with pytest.raises(AuthError):
+        translate(NoCredentialsError(), "read secret")
+    with pytest.raises(ConfigError):
+        translate(NoRegionError(), "create sqs client")

@@ -134,23 +134,6 @@ def format_table(letters: list) -> str:
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
 
 
-def _boto_errors() -> tuple[type[BaseException], ...]:
-    try:
-        from botocore.exceptions import BotoCoreError
-    except ImportError:  # pragma: no cover
-        return ()
-    return (BotoCoreError,)
-
-
-_ERRORS = (P4ReviewError, *_boto_errors())
-
-
-def _message(exc: BaseException) -> str:
-    if isinstance(exc, P4ReviewError):
-        return exc.message
-    return f"AWS client setup failed: {type(exc).__name__}: {exc}"
-
-
 def _fail(message: str) -> int:
     print(f"error: {message}", file=sys.stderr)
     return 2
@@ -166,8 +149,8 @@ def cmd_dlq_list(args: argparse.Namespace) -> int:
             letters.extend(dal.dead_letters.peek(stage, max(0, args.limit - len(letters))))
             if len(letters) >= args.limit:
                 break
-    except _ERRORS as exc:
-        return _fail(_message(exc))
+    except P4ReviewError as exc:
+        return _fail(exc.message)
     if args.json:
         print(json.dumps([describe(letter) for letter in letters], indent=2, sort_keys=True))
     elif letters:
@@ -183,8 +166,8 @@ def cmd_dlq_show(args: argparse.Namespace) -> int:
         letter = dal.dead_letters.find(args.message_id, _stages(args, dal))
         if letter is not None:
             dal.dead_letters.release(letter.stage, letter.receipt_handle)
-    except _ERRORS as exc:
-        return _fail(_message(exc))
+    except P4ReviewError as exc:
+        return _fail(exc.message)
     if letter is None:
         return _fail(f"message {args.message_id} is not in the dead-letter queue "
                      "(or another operator holds it: retry in 5 minutes)")
@@ -224,8 +207,8 @@ def cmd_dlq_redrive(args: argparse.Namespace) -> int:
                           ticket=args.ticket, note=args.note, from_start=args.from_start, dry_run=args.dry_run,
                           actor=args.actor or default_actor(),
                           progress=lambda line: print(line, file=sys.stderr, flush=True))
-    except _ERRORS as exc:
-        return _fail(_message(exc))
+    except P4ReviewError as exc:
+        return _fail(exc.message)
     print(json.dumps({"dry_run": args.dry_run, **summary.as_dict()}, indent=2, sort_keys=True))
     return 0 if summary.ok else 1
 

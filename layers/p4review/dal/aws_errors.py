@@ -23,10 +23,21 @@ _NOT_FOUND = {"NoSuchKey", "404"}
 
 def translate(exc: Exception, operation: str) -> NoReturn:
     """Raise the domain error for `exc`. Messages name the operation and AWS code only."""
-    from botocore.exceptions import ClientError, ConnectionError as BotoConnectionError, ReadTimeoutError
+    from botocore.exceptions import (
+        ClientError,
+        NoCredentialsError,
+        NoRegionError,
+        PartialCredentialsError,
+        ReadTimeoutError,
+    )
+    from botocore.exceptions import ConnectionError as BotoConnectionError
 
     if isinstance(exc, P4ReviewError):
         raise exc
+    if isinstance(exc, (NoCredentialsError, PartialCredentialsError)):
+        raise AuthError(f"{operation}: no AWS credentials") from None
+    if isinstance(exc, NoRegionError):
+        raise ConfigError(f"{operation}: no AWS region configured") from None
     if isinstance(exc, ReadTimeoutError):
         raise StorageError(f"{operation}: timed out", error_class=ErrorClass.NETWORK_TIMEOUT) from None
     if isinstance(exc, BotoConnectionError):

@@ -9,6 +9,7 @@ from functools import cached_property, lru_cache
 from typing import Any
 
 from p4review.config import Settings, get_settings
+from p4review.dal.aws_errors import translate
 from p4review.models.job import STAGE_ORDER
 
 
@@ -18,7 +19,10 @@ def _client(service: str) -> Any:
 
     # The stage runtime owns retries across invocations; SDK retries stay short and bounded.
     config = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=3, read_timeout=10)
-    return boto3.session.Session().client(service, config=config)
+    try:
+        return boto3.session.Session().client(service, config=config)
+    except Exception as exc:  # noqa: BLE001 - e.g. no region configured: a domain error, not a botocore one
+        translate(exc, f"create {service} client")
 
 
 class DataAccess:
