@@ -9,7 +9,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
 
-.PHONY: venv demo test test-fast synth bench clean
+.PHONY: venv demo test test-fast synth bench chaos clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,11 @@ synth: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
+
+## 200 jobs through the local stack while worker processes are SIGKILLed and faults fire.
+## Last line: jobs=N succeeded=N dead_lettered=N duplicate_emails=N lost=N
+chaos: $(STAMP)
+	$(BIN)/python -m p4review.local.chaos
 
 clean:
 	rm -rf $(VENV) .local cdk.out build .pytest_cache .hypothesis

@@ -17,6 +17,7 @@ REQUESTS = 200
 def bench_fetch_large_change() -> None:
     """The 300-file fixture change: one p4 command per file, serial (baseline) vs 8 at once."""
     from p4review.adapters.p4 import ChangeFetcher, P4Runner
+    from p4review.logic.depot_paths import DEFAULT_ALLOW_LIST, DepotAllowList
     from p4review.models.job import ChangeKind
 
     os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"]
@@ -24,7 +25,8 @@ def bench_fetch_large_change() -> None:
     timings = {}
     for parallelism in (1, 8):
         started = time.perf_counter()
-        snapshot = ChangeFetcher(runner).fetch(48255, ChangeKind.SUBMITTED, parallelism=parallelism)
+        fetcher = ChangeFetcher(runner, allow_list=DepotAllowList(DEFAULT_ALLOW_LIST))
+        snapshot = fetcher.fetch(48255, ChangeKind.SUBMITTED, parallelism=parallelism)
         timings[parallelism] = time.perf_counter() - started
         assert len(snapshot.diffs) == 300
     print(f"fetch 300-file change: serial {timings[1]:.2f}s, 8 concurrent {timings[8]:.2f}s, "

@@ -1,7 +1,9 @@
 """sweeper: scheduled -> requeue expired leases and lost hand-offs, publish backlog metrics."""
 
 from dataclasses import asdict
+from datetime import timedelta
 
+from p4review.config import get_settings
 from p4review.dal.factory import get_data_access
 from p4review.observability import logger, metrics
 from p4review.runtime.sweeper import sweep
@@ -11,7 +13,8 @@ from p4review.runtime.sweeper import sweep
 @metrics.log_metrics
 def lambda_handler(event, context):
     dal = get_data_access()
-    report = sweep(dal.sweep_store, dal.queues)
+    stranded_after = timedelta(seconds=get_settings().sweep_stranded_seconds)
+    report = sweep(dal.sweep_store, dal.queues, stranded_after=stranded_after)
     metrics.add_metric(name="SweeperExpiredLeasesRequeued", unit="Count", value=report.expired_requeued)
     metrics.add_metric(name="SweeperStrandedHandoffsResent", unit="Count", value=report.stranded_resent)
     metrics.add_metric(name="ActiveJobs", unit="Count", value=report.active_jobs)

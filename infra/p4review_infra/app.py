@@ -48,6 +48,7 @@ def create_app(context: dict[str, Any] | None = None, outdir: str | None = None)
         environment=environment,
         p4_layer_arn=app.node.try_get_context("p4LayerArn"),
         log_level=str(app.node.try_get_context("logLevel") or "INFO"),
+        alarm_email=app.node.try_get_context("alarmEmail"),
         env=Environment(account=account, region=region) if account and region else None,
         description=f"p4review ({environment}): automated code review for Perforce changelists",
     )

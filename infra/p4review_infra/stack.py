@@ -11,9 +11,11 @@ from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 from p4review import resources as r
 
+from p4review_infra.constructs.alarms import Alarms
 from p4review_infra.constructs.api import ReviewApi
 from p4review_infra.constructs.function import P4ReviewFunction
 from p4review_infra.constructs.secrets import Secrets
@@ -26,6 +28,13 @@ SWEEPER_TIMEOUT_SECONDS = 120
 # Shorter than the sweeper's stranded threshold (15 min): a lost hand-off is repaired within ~20 min.
 SWEEP_EVERY_MINUTES = 5
 P4_EXECUTABLE = "/opt/bin/p4"
+
+
+def allow_list_parameter(environment: str) -> str:
+    """The SSM parameter holding the depot allow-list (docs/security.md): owned by the Perforce
+    admins, versioned by SSM and audited by CloudTrail; resolved at every deploy."""
+    return f"/p4review/{environment}/depot-allow-list"
+
 CHANGES_PREFIX = "changes/"
 RESULTS_PREFIX = "results/"
 
@@ -46,6 +55,7 @@ class P4ReviewStack(Stack):
         environment: str,
         p4_layer_arn: str | None = None,
         log_level: str = "INFO",
+        alarm_email: str | None = None,
         **kwargs,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -62,6 +72,9 @@ class P4ReviewStack(Stack):
             spec.key: StageQueue(self, f"{spec.key.capitalize()}Stage", environment=environment, spec=spec)
             for spec in r.QUEUES
         }
+        self.alarms = Alarms(self, "Alarms", environment=environment, email=alarm_email)
+        for stage_queue in self.queues.values():
+            self.alarms.notify(stage_queue.dlq_alarm)
 
         # -- code -------------------------------------------------------------------------------
         self.layers = P4ReviewLayers(self, "Layers", environment=environment, removal_policy=removal)
@@ -85,6 +98,9 @@ class P4ReviewStack(Stack):
                 description=description,
             )
 
+        # Both functions that run p4 refuse to start without a valid list (p4review.config).
+        depot_allow_list = ssm.StringParameter.value_for_string_parameter(self, allow_list_parameter(environment))
+
         fetch_q, review_q, notify_q = (self.queues[spec.key] for spec in (r.FETCH_QUEUE, r.REVIEW_QUEUE, r.NOTIFY_QUEUE))
         jobs, outbox = self.tables[r.JOBS_TABLE.key], self.tables[r.OUTBOX_TABLE.key]
 
@@ -100,6 +116,7 @@ class P4ReviewStack(Stack):
         fetch.sends_to(review_q)
         fetch.reads_secret(self.secrets[r.P4_SECRET.key])
         fetch.set_env("P4REVIEW_P4_EXECUTABLE", P4_EXECUTABLE)
+        fetch.set_env("P4REVIEW_DEPOT_ALLOW_LIST", depot_allow_list)
 
         review = function("review", r.REVIEW_QUEUE.function_timeout_seconds, base_layers, "Review the snapshot and store the result")
         review.uses_table(jobs, write=True)
@@ -114,6 +131,7 @@ class P4ReviewStack(Stack):
         notify.reads_secret(self.secrets[r.SMTP_SECRET.key])
         notify.reads_secret(self.secrets[r.P4_SECRET.key])  # `p4 user -o` for the owner's email
         notify.set_env("P4REVIEW_P4_EXECUTABLE", P4_EXECUTABLE)
+        notify.set_env("P4REVIEW_DEPOT_ALLOW_LIST", depot_allow_list)
 
         sweeper = function("sweeper", SWEEPER_TIMEOUT_SECONDS, base_layers,
                            "Requeue expired leases and lost hand-offs; publish backlog metrics")

@@ -6,8 +6,10 @@ import os
 from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import field_validator, model_validator
 
 from p4review.errors import ConfigError
+from p4review.logic import depot_paths
 from p4review.runtime import faults
 from p4review.models.job import StageName
 from p4review.resources import QUEUE_FOR_STAGE
@@ -35,12 +37,21 @@ class Settings(BaseModel):
     p4_secret_id: str | None = Field(default=None, alias="P4REVIEW_P4_SECRET_ID")
     p4_executable: str | None = Field(default=None, alias="P4REVIEW_P4_EXECUTABLE")
     p4_timeout_seconds: float = Field(default=30.0, gt=0, le=600, alias="P4REVIEW_P4_TIMEOUT_SECONDS")
+    # Depot path prefixes p4review may read (docs/security.md "Depot allow-list"): a JSON array or a
+    # comma/newline-separated list of `//depot/dir/...`, validated at cold start. Unset: `//depot/...`
+    # where P4REVIEW_ENV is explicitly local/test; a function that runs p4 anywhere else refuses to start.
+    depot_allow_list: tuple[str, ...] | None = Field(default=None, alias="P4REVIEW_DEPOT_ALLOW_LIST")
+    # The server's `p4 info` "Case Handling": true for an insensitive server (paths compared ASCII-folded).
+    p4_case_insensitive: bool = Field(default=False, alias="P4REVIEW_P4_CASE_INSENSITIVE")
     # Unset: each stage's lease outlives its function timeout (see runtime.stage_runner.lease_for).
     lease_seconds: int | None = Field(default=None, ge=5, le=900, alias="P4REVIEW_LEASE_SECONDS")
     max_body_bytes: int = Field(default=16_384, ge=256, le=1_048_576, alias="P4REVIEW_MAX_BODY_BYTES")
     signature_max_age_seconds: int = Field(default=300, ge=30, le=900, alias="P4REVIEW_SIGNATURE_MAX_AGE_SECONDS")
     secret_cache_seconds: int = Field(default=300, ge=0, le=3600, alias="P4REVIEW_SECRET_CACHE_SECONDS")
     swarm_url: str | None = Field(default=None, alias="P4REVIEW_SWARM_URL")
+    # Sweeper: a pending stage untouched this long has no message coming and is re-sent. Longer than
+    # any scheduled redelivery (backoff <= 60 s, Retry-After <= 300 s, a lease-held put-back).
+    sweep_stranded_seconds: int = Field(default=900, ge=60, le=86_400, alias="P4REVIEW_SWEEP_STRANDED_SECONDS")
 
     def queue_url(self, stage: StageName) -> str:
         value = getattr(self, f"{stage.value}_queue_url")
@@ -59,6 +70,23 @@ class Settings(BaseModel):
         if value in (None, ""):
             raise ConfigError(f"setting {name} is not configured")
         return value
+
+    @field_validator("depot_allow_list", mode="before")
+    @classmethod
+    def _parse_depot_allow_list(cls, value: object) -> tuple[str, ...] | None:
+        # Raises ConfigError, which pydantic does not wrap, so the message can name the bad entry.
+        return None if value is None else depot_paths.parse_allow_list(value)  # type: ignore[arg-type]
+
+    @model_validator(mode="after")
+    def _p4_needs_a_depot_allow_list(self) -> "Settings":
+        if self.p4_executable:  # only functions that run p4 carry (and need) the list
+            self.depot_prefixes()
+        return self
+
+    def depot_prefixes(self) -> tuple[str, ...]:
+        """The allow-list in force: the configured entries, or the local/test default."""
+        explicit_environment = self.environment if "environment" in self.model_fields_set else None
+        return depot_paths.resolve_allow_list(self.depot_allow_list, explicit_environment)
 
 
 @lru_cache(maxsize=1)

@@ -20,13 +20,14 @@ EXPECTED_ENV = {
     # Stage functions also know their own queue (to delay a retry) and its DLQ (dead-letter envelopes).
     "fetch": {
         r.JOBS_TABLE.env_var, r.ARTIFACT_BUCKET.env_var, r.REVIEW_QUEUE.env_var, r.P4_SECRET.env_var,
-        "P4REVIEW_P4_EXECUTABLE", r.FETCH_QUEUE.env_var, r.FETCH_QUEUE.dlq_env_var,
+        "P4REVIEW_P4_EXECUTABLE", "P4REVIEW_DEPOT_ALLOW_LIST", r.FETCH_QUEUE.env_var, r.FETCH_QUEUE.dlq_env_var,
     },
     "review": {r.JOBS_TABLE.env_var, r.ARTIFACT_BUCKET.env_var, r.NOTIFY_QUEUE.env_var, r.LLM_SECRET.env_var,
                r.REVIEW_QUEUE.env_var, r.REVIEW_QUEUE.dlq_env_var},
     "notify": {
         r.JOBS_TABLE.env_var, r.OUTBOX_TABLE.env_var, r.ARTIFACT_BUCKET.env_var, r.SMTP_SECRET.env_var,
-        r.P4_SECRET.env_var, "P4REVIEW_P4_EXECUTABLE", r.NOTIFY_QUEUE.env_var, r.NOTIFY_QUEUE.dlq_env_var,
+        r.P4_SECRET.env_var, "P4REVIEW_P4_EXECUTABLE", "P4REVIEW_DEPOT_ALLOW_LIST", r.NOTIFY_QUEUE.env_var,
+        r.NOTIFY_QUEUE.dlq_env_var,
     },
     # The sweeper re-sends hand-offs to every stage queue; it reads no secret and no artifact.
     "sweeper": {r.JOBS_TABLE.env_var, r.FETCH_QUEUE.env_var, r.REVIEW_QUEUE.env_var, r.NOTIFY_QUEUE.env_var},
@@ -108,6 +109,15 @@ def test_each_function_gets_exactly_the_env_vars_it_needs(dev):
         assert variables["POWERTOOLS_SERVICE_NAME"] == "p4review"
         assert variables["POWERTOOLS_METRICS_NAMESPACE"] == "P4Review"
     assert functions(dev)["fetch"][1]["Environment"]["Variables"]["P4REVIEW_P4_EXECUTABLE"] == "/opt/bin/p4"
+
+
+def test_functions_running_p4_get_the_allow_list_from_its_ssm_parameter(dev):
+    parameters = dev.template.to_json()["Parameters"]
+    (name,) = [key for key, value in parameters.items()
+               if value.get("Default") == f"/p4review/{ENV}/depot-allow-list"]
+    assert parameters[name]["Type"] == "AWS::SSM::Parameter::Value<String>"
+    for stage in ("fetch", "notify"):
+        assert functions(dev)[stage][1]["Environment"]["Variables"]["P4REVIEW_DEPOT_ALLOW_LIST"] == {"Ref": name}
 
 
 def test_every_p4review_env_var_is_a_settings_field():
@@ -199,6 +209,30 @@ def test_each_dlq_has_an_alarm(dev, spec):
             "ComparisonOperator": "GreaterThanThreshold",
         },
     )
+
+
+def test_alarms_go_to_an_encrypted_ssl_only_topic(dev):
+    (topic_id, topic), = of_type(dev, "AWS::SNS::Topic").items()
+    assert topic["Properties"]["TopicName"] == f"p4review-{ENV}-alarms"
+    assert "alias/aws/sns" in json.dumps(topic["Properties"]["KmsMasterKeyId"])
+    policies = json.dumps(of_type(dev, "AWS::SNS::TopicPolicy"))
+    assert '"aws:SecureTransport": "false"' in policies and topic_id in policies
+    alarms = of_type(dev, "AWS::CloudWatch::Alarm")
+    assert len(alarms) == len(r.QUEUES) + 1  # one per DLQ, plus the escalation alarm
+    for alarm in alarms.values():
+        assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic_id}], alarm["Properties"]["AlarmName"]
+        assert alarm["Properties"]["OKActions"] == [{"Ref": topic_id}]
+
+
+def test_escalated_replays_raise_an_alarm_on_the_runtime_metric(dev):
+    dev.template.has_resource_properties("AWS::CloudWatch::Alarm", {
+        "AlarmName": f"p4review-{ENV}-dead-letter-escalated",
+        "MetricName": "DeadLetterEscalated",
+        "Namespace": "P4Review",
+        "Dimensions": [{"Name": "service", "Value": "p4review"}],
+        "Statistic": "Sum",
+        "Threshold": 0,
+    })
 
 
 # -- tables, bucket, secrets -----------------------------------------------------------------------

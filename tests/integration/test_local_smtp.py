@@ -152,3 +152,58 @@ def test_concurrent_senders(mail: LocalMailServer) -> None:
     assert mail.count() == 20
     assert len({m.queue_id for m in mail.messages()}) == 20
     assert len((mail.mailbox_dir / "index.jsonl").read_text().splitlines()) == 20
+
+
+# -- the delivery lookup extension (XP4RLOOKUP) -----------------------------------------------
+
+def test_lookup_extension_is_advertised_and_answers_found_or_not_found(mail: LocalMailServer) -> None:
+    msg = _message()
+    _send(mail, msg)
+    stored = mail.find_by_message_id(msg["Message-ID"])
+    with smtplib.SMTP(mail.host, mail.port, timeout=10) as smtp:
+        smtp.ehlo()
+        assert smtp.has_extn("xp4rlookup")
+        assert smtp.docmd("XP4RLOOKUP", msg["Message-ID"]) == (250, stored.queue_id.encode())
+        assert smtp.docmd("XP4RLOOKUP", "<never-sent@p4review.test>")[0] == 550
+        assert smtp.docmd("XP4RLOOKUP")[0] == 501
+
+
+def test_lookup_requires_auth_when_the_server_does(tmp_path: Path) -> None:
+    with LocalMailServer(tmp_path / "m", username="relay", password="pw") as server:
+        with smtplib.SMTP(server.host, server.port, timeout=10) as smtp:
+            smtp.ehlo()
+            assert smtp.docmd("XP4RLOOKUP", "<x@y>")[0] == 530
+            smtp.login("relay", "pw")
+            assert smtp.docmd("XP4RLOOKUP", "<x@y>")[0] == 550
+
+
+def test_lookup_can_be_hidden_like_a_plain_relay(tmp_path: Path) -> None:
+    with LocalMailServer(tmp_path / "m", lookup_enabled=False) as server:
+        with smtplib.SMTP(server.host, server.port, timeout=10) as smtp:
+            smtp.ehlo()
+            assert not smtp.has_extn("xp4rlookup")
+            assert smtp.docmd("XP4RLOOKUP", "<x@y>")[0] == 500
+
+
+def test_sender_lookup_outcomes(tmp_path: Path) -> None:
+    from p4review.adapters.smtp import SmtpSender, SmtpSettings
+    from p4review.models.outbox import LookupOutcome
+
+    def sender(server: LocalMailServer, password: str = "pw") -> SmtpSender:
+        return SmtpSender(SmtpSettings(host=server.host, port=server.port, tls_mode="none", username="relay",
+                                       password=password, from_address="p4review@example.test"))
+
+    with LocalMailServer(tmp_path / "a", username="relay", password="pw") as server:
+        msg = _message()
+        _send(server, msg, login=("relay", "pw"))
+        found = sender(server).lookup(msg["Message-ID"])
+        assert found.outcome == LookupOutcome.FOUND
+        assert found.notification_id == server.find_by_message_id(msg["Message-ID"]).queue_id
+        assert sender(server).lookup("<other@x>").outcome == LookupOutcome.NOT_FOUND
+        assert sender(server, password="wrong").lookup(msg["Message-ID"]).outcome == LookupOutcome.UNAVAILABLE
+        port = server.port
+    with LocalMailServer(tmp_path / "b", username="relay", password="pw", lookup_enabled=False) as plain:
+        assert sender(plain).lookup("<x@y>").outcome == LookupOutcome.UNSUPPORTED
+    stopped = SmtpSender(SmtpSettings(host="127.0.0.1", port=port, tls_mode="none", from_address="a@b.c",
+                                      timeout_seconds=2))
+    assert stopped.lookup("<x@y>").outcome == LookupOutcome.UNAVAILABLE

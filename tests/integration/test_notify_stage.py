@@ -137,10 +137,36 @@ def test_refused_smtp_credentials_dead_letter_as_auth_without_failing_the_recipi
         assert "wrong" not in json.dumps(envelope) and "relay-password" not in json.dumps(envelope)
 
 
-def test_lost_smtp_reply_is_resent_with_the_same_message_id(moto_endpoint, aws_reset, mail):
-    """SMTP has no lookup by token: an attempt whose reply was lost is sent again (the documented
-    skeleton policy; issue 6 adds reconciliation). The deterministic Message-ID lets the receiving
-    side collapse the copy."""
+def test_lost_smtp_reply_is_looked_up_and_backfilled_without_a_second_email(moto_endpoint, aws_reset, mail):
+    """The server stored the message but the reply was lost: the retry asks the mailbox (lookup
+    by the deterministic Message-ID), finds it, and marks the row sent without sending."""
+    with _service(moto_endpoint, mail) as service:
+        job = _reviewed_job(service)
+        mail.drop_connection_after_data_next(1)
+        assert not _notify(job).ack
+        assert _notify(job, worker="second").ack
+        (stored,) = mail.messages()
+        (row,) = _rows(job)
+        assert row.status == DeliveryStatus.SENT and row.attempts == 1
+        assert row.notification_id == stored.queue_id
+
+
+def test_earlier_attempt_that_never_arrived_is_sent_after_the_lookup(moto_endpoint, aws_reset, mail):
+    with _service(moto_endpoint, mail) as service:
+        job = _reviewed_job(service)
+        mail.fail_next(1)  # 451: nothing stored
+        assert not _notify(job).ack
+        assert _notify(job, worker="second").ack
+        (stored,) = mail.messages()
+        (row,) = _rows(job)
+        assert row.status == DeliveryStatus.SENT and row.attempts == 2 and row.notification_id == stored.queue_id
+
+
+def test_relay_without_lookup_resends_an_unconfirmed_attempt_with_the_same_message_id(moto_endpoint, aws_reset,
+                                                                                       mail):
+    """A plain SMTP relay cannot say whether it accepted a message: the documented policy resends
+    with the same deterministic Message-ID, so the receiving side can collapse the copy."""
+    mail.lookup_enabled = False
     with _service(moto_endpoint, mail) as service:
         job = _reviewed_job(service)
         mail.drop_connection_after_data_next(1)

@@ -40,6 +40,24 @@ def _store(service):
     return DynamoSweepRepository(service.client("dynamodb"), service.resources.tables["jobs"])
 
 
+def _two_racing_sweeps(service, **options):
+    """Two sweepers in real threads, released together, each with its own clients."""
+    barrier = threading.Barrier(2)
+    reports = []
+
+    def run():
+        store, queues = _store(service), get_data_access().queues
+        barrier.wait()
+        reports.append(sweep(store, queues, **options))
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return reports
+
+
 def _messages(service, stage):
     return [json.loads(m["Body"]) for m in drain(service.sqs, service.resources.queue_for_stage(stage).url)]
 
@@ -73,19 +91,7 @@ def test_two_sweepers_racing_requeue_each_expired_lease_exactly_once(service):
     jobs = get_data_access().jobs
     for job in created:
         jobs.claim_stage(job.job_id, StageName.FETCH, "crashed", lease_seconds=0)
-    barrier = threading.Barrier(2)
-    reports = []
-
-    def run():
-        store, queues = _store(service), get_data_access().queues
-        barrier.wait()
-        reports.append(sweep(store, queues))
-
-    threads = [threading.Thread(target=run) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    reports = _two_racing_sweeps(service)
     assert sum(report.expired_requeued for report in reports) == 12
     for job in created:
         audit = [event.event for event in jobs.get_job(job.job_id).audit]
@@ -106,6 +112,21 @@ def test_a_lost_hand_off_is_resent_to_the_stage_that_is_next(service):
     assert [m["job_id"] for m in _messages(service, StageName.FETCH)] == [queued.job_id]
     assert [m["job_id"] for m in _messages(service, StageName.REVIEW)] == [half_done.job_id]
     assert report.pending == {"fetch": 1, "review": 1, "notify": 0}
+
+
+def test_a_stranded_hand_off_is_resent_once_per_stranded_period_even_by_racing_sweepers(service):
+    """The re-send is recorded on the job (updated_at + audit), so later sweeps wait a full
+    stranded period again instead of adding a message every run; two racing sweepers send one."""
+    created = _jobs(service, 6)
+    reports = _two_racing_sweeps(service, stranded_after=timedelta(0))
+    assert sum(report.stranded_resent for report in reports) == 6
+    assert sorted(m["job_id"] for m in _messages(service, StageName.FETCH)) == sorted(j.job_id for j in created)
+    later = sweep(_store(service), get_data_access().queues, stranded_after=timedelta(minutes=1))
+    assert later.stranded_resent == 0 and _messages(service, StageName.FETCH) == []
+    jobs = get_data_access().jobs
+    for job in created:
+        audit = [event.event for event in jobs.get_job(job.job_id).audit]
+        assert audit.count("stranded_handoff_resent") == 1
 
 
 def test_scheduled_handler_reports_the_backlog(service):

@@ -27,8 +27,10 @@ from p4review.adapters.p4 import (
     normalize_diff2,
 )
 from p4review.errors import AuthError, ConfigError, ErrorClass, NotFoundError
+from p4review.logic.depot_paths import DepotAllowList
 from p4review.models.change import ChangedFile, ChangeSnapshot, DiffStatus
 from p4review.models.job import ChangeKind
+from p4review.stages.p4_access import p4_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE_P4 = str(ROOT / "events" / "bin" / "p4")
@@ -39,6 +41,10 @@ TICKET = "A1B2C3D4E5F60718293A4B5C6D7E8F90"
 @pytest.fixture
 def log_file(tmp_path):
     return tmp_path / "p4-argv.jsonl"
+
+
+def fetcher_for(runner, allow_list=("//depot/...",), **options) -> ChangeFetcher:
+    return ChangeFetcher(runner, allow_list=DepotAllowList(allow_list), **options)
 
 
 def make_runner(log_file=None, timeout=30.0, **env):
@@ -105,7 +111,7 @@ SHELL_BAIT = "//depot/engine/main/src/x; rm -rf / $(id) `touch pwned` | cat > ou
 
 def test_shell_metacharacters_are_one_literal_token(log_file, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    fetcher = ChangeFetcher(make_runner(log_file))
+    fetcher = fetcher_for(make_runner(log_file))
     description = fetcher.describe(48213, ChangeKind.SUBMITTED)
     changed = ChangedFile(depot_path=SHELL_BAIT, action="add", file_type="text", revision=1)
     with pytest.raises(P4NotFoundError):
@@ -114,15 +120,16 @@ def test_shell_metacharacters_are_one_literal_token(log_file, tmp_path, monkeypa
     assert not (tmp_path / "pwned").exists() and not (tmp_path / "out.c").exists()
 
 
-@pytest.mark.parametrize("bad", ["//depot/a\nb.c", "//depot/a\x00b.c", "//depot/a\rb", "//depot/\x1b[31mred"])
+@pytest.mark.parametrize("bad", ["//depot/a\nb.c", "//depot/a\x00b.c", "//depot/a\rb", "//depot/\x1b[31mred",
+                                 "//depot/a\x85b.c"])
 def test_control_characters_are_refused_before_running(log_file, bad):
     runner = make_runner(log_file)
     with pytest.raises(P4ArgumentError):
         runner.run_text(["print", "-q", bad])
-    fetcher = ChangeFetcher(runner)
+    fetcher = fetcher_for(runner)
     description = fetcher.describe(48213, ChangeKind.SUBMITTED)
-    with pytest.raises(P4ArgumentError):
-        fetcher.file_diff(description, ChangedFile(depot_path=bad, action="add", file_type="text", revision=1))
+    diff = fetcher.file_diff(description, ChangedFile(depot_path=bad, action="add", file_type="text", revision=1))
+    assert (diff.status, diff.skip_reason) == (DiffStatus.SKIPPED, "outside_allow_list")
     assert [entry["argv"][1] for entry in logged(log_file)] == ["describe"]  # nothing else ran
 
 
@@ -143,45 +150,80 @@ def test_runner_refuses_commands_and_options_outside_the_allow_list(log_file, ar
 @pytest.mark.parametrize("name", ["-x", "-d", "--help", "", "a\nb"])
 def test_user_name_option_injection_is_rejected(log_file, name):
     with pytest.raises(P4ArgumentError) as caught:
-        ChangeFetcher(make_runner(log_file)).user(name)
+        fetcher_for(make_runner(log_file)).user(name)
     assert caught.value.error_class is ErrorClass.SCHEMA_INVALID
     assert logged(log_file) == []
 
 
-@pytest.mark.parametrize("path", ["-q", "-G", "//depot/...", "//depot/src/*.c", "//depot/a.c@48000",
-                                  "//depot/a.c#head", "relative/a.c"])
-def test_unsafe_depot_paths_are_rejected(log_file, path):
-    fetcher = ChangeFetcher(make_runner(log_file))
+UNSAFE_PATHS = ["-q", "-G", "//depot/...", "//depot/src/*.c", "//depot/a.c@48000", "//depot/a.c#head", "relative/a.c"]
+
+
+@pytest.mark.parametrize("path", UNSAFE_PATHS)
+def test_unsafe_depot_paths_are_refused_by_the_allow_list(log_file, path):
+    fetcher = fetcher_for(make_runner(log_file))
     description = fetcher.describe(48213, ChangeKind.SUBMITTED)
-    with pytest.raises(P4ArgumentError):
-        fetcher.file_diff(description, ChangedFile(depot_path=path, action="edit", file_type="text", revision=3))
+    diff = fetcher.file_diff(description, ChangedFile(depot_path=path, action="edit", file_type="text", revision=3))
+    assert diff.skip_reason == "outside_allow_list"
     assert len(logged(log_file)) == 1
+
+
+@pytest.mark.parametrize("path", UNSAFE_PATHS)
+def test_operand_backstop_refuses_unsafe_depot_paths(path):
+    from p4review.adapters.p4 import _depot_path
+
+    with pytest.raises(P4ArgumentError):
+        _depot_path(path)
+
+
+def test_describe_without_minus_s_is_refused(log_file):
+    # `describe N` would print the whole change's diffs: content of every file, allowed or not.
+    with pytest.raises(P4ArgumentError):
+        make_runner(log_file).run_marshal(["describe", "48213"])
+    with pytest.raises(P4ArgumentError):
+        make_runner(log_file).run_marshal(["describe", "-S", "48240"])
+    assert logged(log_file) == []
+
+
+@pytest.mark.parametrize("args", ["describe -s 48213", b"describe -s 48213", ("describe -s 48213",)])
+def test_runner_takes_an_argument_list_never_a_command_string(log_file, args):
+    with pytest.raises(P4ArgumentError):
+        make_runner(log_file).run_marshal(args)
+    assert logged(log_file) == []
 
 
 @pytest.mark.parametrize("changelist_id", [0, -1, True])
 def test_changelist_id_must_be_a_positive_int(changelist_id):
     with pytest.raises(P4ArgumentError):
-        ChangeFetcher(make_runner()).describe(changelist_id, ChangeKind.SUBMITTED)
+        fetcher_for(make_runner()).describe(changelist_id, ChangeKind.SUBMITTED)
 
 
 # --- credentials and environment ---------------------------------------------------------------------
 def test_credentials_go_in_the_child_env_never_argv(log_file, monkeypatch):
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "parent-secret")
+    monkeypatch.setenv("AWS_SESSION_TOKEN", "parent-token")
     monkeypatch.setenv("P4CONFIG", ".p4config")
     runner = make_runner(log_file, P4PORT="ssl:perforce:1666", P4USER="svc-p4review", P4PASSWD=TICKET,
                          P4FAKE_TICKET=TICKET)  # the fake refuses unless P4PASSWD carries the ticket
-    assert ChangeFetcher(runner).user("pnair").email == "priya.nair@northwind-games.example"
+    assert fetcher_for(runner).user("pnair").email == "priya.nair@northwind-games.example"
     [entry] = logged(log_file)
-    assert {"P4PORT", "P4USER", "P4PASSWD", "PATH", "HOME", "LANG"} <= set(entry["env"])
-    assert "AWS_SECRET_ACCESS_KEY" not in entry["env"] and "P4CONFIG" not in entry["env"]
+    assert {"P4PORT", "P4USER", "P4PASSWD", "PATH", "HOME", "LANG", "P4ENVIRO"} <= set(entry["env"])
+    assert not any(name.startswith("AWS_") for name in entry["env"]) and "P4CONFIG" not in entry["env"]
     assert not any(TICKET in arg or "svc-p4review" in arg or "perforce:1666" in arg for arg in entry["argv"])
     assert entry["argv"] == ["-G", "user", "-o", "pnair"]
+
+
+def test_p4_secret_becomes_p4_environment_with_the_ticket_in_p4passwd():
+    # p4 reads no P4TICKET variable; a ticket is accepted in P4PASSWD.
+    secret = {"P4PORT": "ssl:perforce:1666", "P4USER": "svc", "P4TICKET": TICKET, "P4CONFIG": ".p4config",
+              "AWS_SECRET_ACCESS_KEY": "x", "P4CLIENT": ""}
+    assert p4_environment(secret) == {"P4PORT": "ssl:perforce:1666", "P4USER": "svc", "P4PASSWD": TICKET}
+    assert p4_environment({"P4PASSWD": "pw"}) == {"P4PASSWD": "pw"}
 
 
 def test_wrong_ticket_is_auth_error_without_the_ticket_in_the_message():
     runner = make_runner(P4PASSWD="WRONG-" + TICKET, P4FAKE_TICKET=TICKET)
     with pytest.raises(P4AuthError) as caught:
-        ChangeFetcher(runner).describe(48213, ChangeKind.SUBMITTED)
+        fetcher_for(runner).describe(48213, ChangeKind.SUBMITTED)
     assert TICKET not in str(caught.value) and "WRONG" not in caught.value.message
 
 
@@ -203,7 +245,7 @@ def test_timeout_is_retryable_network_timeout_and_kills_the_child():
 
 def test_connect_failure_is_retryable_network_error():
     with pytest.raises(P4ConnectionError) as caught:
-        ChangeFetcher(make_runner(P4FAKE_FAIL="connect")).describe(48213, ChangeKind.SUBMITTED)
+        fetcher_for(make_runner(P4FAKE_FAIL="connect")).describe(48213, ChangeKind.SUBMITTED)
     assert caught.value.error_class is ErrorClass.NETWORK_ERROR and caught.value.retryable
     assert "Connect to server failed" in caught.value.message
 
@@ -222,7 +264,7 @@ def test_auth_failures_are_non_retryable_auth_errors_in_both_modes(fail):
 def test_unknown_change_and_unknown_file_are_not_found():
     runner = make_runner()
     with pytest.raises(NotFoundError) as caught:
-        ChangeFetcher(runner).describe(99999, ChangeKind.SUBMITTED)
+        fetcher_for(runner).describe(99999, ChangeKind.SUBMITTED)
     assert caught.value.error_class is ErrorClass.NOT_FOUND and not caught.value.retryable
     assert "Change 99999 unknown." in caught.value.message
     with pytest.raises(P4NotFoundError):
@@ -239,6 +281,20 @@ def test_busy_server_is_retryable_and_unknown_failures_are_not():
         assert not caught.value.retryable
 
 
+@pytest.mark.parametrize(("message", "error_type"), [
+    ("TCP connect to perforce:1666 failed.\nconnect: 10.0.0.5:1666: Connection timed out", P4TimeoutError),
+    ("TCP receive exceeded maximum configured duration of 60 seconds.", P4TimeoutError),
+    ("Connect to server failed; check $P4PORT.\nconnect: 127.0.0.1:1666: Connection refused", P4ConnectionError),
+    ("Access for user 'svc' has not been enabled by 'p4 protect'.", P4AuthError),
+    ("Password must be set before access can be granted.", P4AuthError),
+    ("Your session has expired, please login again.", P4AuthError),
+    ("Change 77 unknown.", P4NotFoundError),
+    ("Usage: describe [-d<flags> -m -s -S -f -O -I] changelist# ...", P4CommandError),
+])
+def test_error_classification(message, error_type):
+    assert type(make_runner()._error("describe", message)) is error_type
+
+
 def test_error_dict_with_exit_status_zero_still_raises(tmp_path):
     script = tmp_path / "p4"
     script.write_text("#!/usr/bin/env python3\nimport marshal, sys\n"
@@ -250,7 +306,7 @@ def test_error_dict_with_exit_status_zero_still_raises(tmp_path):
 
 
 def test_kind_mismatch_is_not_found():
-    fetcher = ChangeFetcher(make_runner())
+    fetcher = fetcher_for(make_runner())
     with pytest.raises(P4NotFoundError):
         fetcher.describe(48213, ChangeKind.SHELVED)
     with pytest.raises(P4NotFoundError):
@@ -259,7 +315,7 @@ def test_kind_mismatch_is_not_found():
 
 def test_logs_carry_only_sanitized_metadata(caplog):
     caplog.set_level(logging.INFO, logger="p4review")
-    fetcher = ChangeFetcher(make_runner(P4PASSWD=TICKET))
+    fetcher = fetcher_for(make_runner(P4PASSWD=TICKET))
     fetcher.fetch(48234, ChangeKind.SUBMITTED)
     records = [r for r in caplog.records if getattr(r, "p4_command", None)]
     # describe first; the per-file commands run concurrently, so their order varies.
@@ -293,7 +349,7 @@ EXPECTED = {
 
 @pytest.fixture(scope="module")
 def snapshots() -> dict[int, ChangeSnapshot]:
-    fetcher = ChangeFetcher(make_runner())
+    fetcher = fetcher_for(make_runner())
     return {entry["change"]: fetcher.fetch(entry["change"], ChangeKind(entry["kind"])) for entry in INDEX}
 
 
@@ -338,7 +394,7 @@ def test_python_and_credential_changes_carry_the_flaggable_lines(snapshots):
 def test_shelved_change_serves_the_latest_shelf_and_version_1_on_request(snapshots):
     latest = snapshots[48240]
     assert latest.description.kind is ChangeKind.SHELVED and latest.description.status == "pending"
-    first = ChangeFetcher(make_runner(P4FAKE_SHELF_VERSION="1")).fetch(48240, ChangeKind.SHELVED)
+    first = fetcher_for(make_runner(P4FAKE_SHELF_VERSION="1")).fetch(48240, ChangeKind.SHELVED)
     assert [d.depot_path.rsplit("/", 1)[1] for d in first.diffs] == ["main.go", "bucket.go"]
     assert "sync.Mutex" in latest.diffs[1].unified_diff and "sync.Mutex" not in first.diffs[1].unified_diff
     assert latest.diffs[0].unified_diff != first.diffs[0].unified_diff
@@ -368,8 +424,40 @@ def test_large_change_has_hundreds_of_files(snapshots):
     assert counts == {("edit", None): 260, ("add", None): 30, ("delete", "deleted"): 10}
 
 
+class StubRunner:
+    """A describe record of many files, and a tiny diff for each per-file command (no processes)."""
+
+    def __init__(self, paths: list[str]):
+        self.paths = paths
+        self.text_calls: list[list[str]] = []
+
+    def run_marshal(self, args, *, changelist_id=None):
+        record = {b"code": b"stat", b"change": b"9", b"status": b"submitted", b"user": b"u", b"client": b"c",
+                  b"desc": b"d", b"time": b"1"}
+        for index, path in enumerate(self.paths):
+            record[b"depotFile%d" % index] = path.encode()
+            record[b"action%d" % index], record[b"type%d" % index], record[b"rev%d" % index] = b"edit", b"text", b"2"
+        return [record]
+
+    def run_text(self, args, *, changelist_id=None):
+        self.text_calls.append(list(args))
+        return b"==== a - b ====\n@@ -1 +1 @@\n-a\n+b\n"
+
+
+def test_thousands_of_files_are_checked_and_fetched_one_by_one(monkeypatch):
+    monkeypatch.setattr("p4review.adapters.p4.metrics", type("M", (), {"add_metric": lambda self, **_: None})())
+    paths = [f"//depot/big/dir{i % 40}/file{i}.c" for i in range(4000)] + [f"//secret/f{i}.c" for i in range(25)]
+    runner = StubRunner(paths)
+    fetcher = ChangeFetcher(runner, allow_list=DepotAllowList(["//depot/big/..."]))  # type: ignore[arg-type]
+    snapshot = fetcher.fetch(9, ChangeKind.SUBMITTED)
+    reasons = [diff.skip_reason for diff in snapshot.diffs]
+    assert reasons == [None] * 4000 + ["outside_allow_list"] * 25
+    assert len(runner.text_calls) == 4000 and all(call[0] == "diff2" and len(call) == 4 for call in runner.text_calls)
+    assert not any("//secret" in arg for call in runner.text_calls for arg in call)
+
+
 def test_one_file_per_command_and_no_p4_call_for_skipped_files(log_file):
-    ChangeFetcher(make_runner(log_file)).fetch(48213, ChangeKind.SUBMITTED)
+    fetcher_for(make_runner(log_file)).fetch(48213, ChangeKind.SUBMITTED)
     argvs = [entry["argv"] for entry in logged(log_file)]
     assert argvs[0] == ["-G", "describe", "-s", "48213"]
     base = "//depot/engine/main/src/net/"
@@ -382,7 +470,7 @@ def test_one_file_per_command_and_no_p4_call_for_skipped_files(log_file):
 
 
 def test_shelved_commands_use_at_equals(log_file):
-    ChangeFetcher(make_runner(log_file)).fetch(48240, ChangeKind.SHELVED)
+    fetcher_for(make_runner(log_file)).fetch(48240, ChangeKind.SHELVED)
     argvs = [entry["argv"] for entry in logged(log_file)]
     main_go = "//depot/services/matchmaking/main/cmd/server/main.go"
     assert argvs[0] == ["-G", "describe", "-s", "-S", "48240"]
@@ -391,7 +479,7 @@ def test_shelved_commands_use_at_equals(log_file):
 
 
 def test_too_large_uses_describe_file_size_before_fetching(log_file):
-    fetcher = ChangeFetcher(make_runner(log_file), max_file_bytes=1500)
+    fetcher = fetcher_for(make_runner(log_file), max_file_bytes=1500)
     snapshot = fetcher.fetch(48213, ChangeKind.SUBMITTED)
     result = statuses(snapshot)
     assert result["packet.cpp"] == ("skipped", "too_large") and result["conn_stats.cpp"] == ("skipped", "too_large")
@@ -399,18 +487,30 @@ def test_too_large_uses_describe_file_size_before_fetching(log_file):
     assert not any("packet.cpp" in " ".join(entry["argv"]) for entry in logged(log_file))
 
 
-def test_path_policy_seam_skips_before_any_p4_command(log_file):
-    fetcher = ChangeFetcher(make_runner(log_file), path_policy=lambda path: "/net/packet" not in path)
-    result = statuses(fetcher.fetch(48213, ChangeKind.SUBMITTED))
-    assert result["packet.cpp"] == result["packet.h"] == ("skipped", "path_policy")
-    assert not any("packet." in " ".join(entry["argv"]) for entry in logged(log_file))
+def test_files_outside_the_allow_list_are_skipped_before_any_p4_command(log_file):
+    fetcher = fetcher_for(make_runner(log_file), allow_list=["//depot/services/telemetry/main/uploader/..."])
+    result = statuses(fetcher.fetch(48234, ChangeKind.SUBMITTED))
+    assert result == {"uploader-staging.key": ("skipped", "outside_allow_list"),
+                      "staging.ini": ("skipped", "outside_allow_list"), "settings.py": ("fetched", None)}
+    argvs = [entry["argv"] for entry in logged(log_file)]
+    assert argvs[0] == ["-G", "describe", "-s", "48234"] and len(argvs) == 2
+    assert argvs[1][:2] == ["diff2", "-du"] and all("uploader/settings.py" in arg for arg in argvs[1][2:])
+
+
+def test_case_insensitive_server_compares_ascii_folded(log_file):
+    upper = ["//DEPOT/Engine/Main/src/..."]
+    sensitive = statuses(fetcher_for(make_runner(), allow_list=upper).fetch(48213, ChangeKind.SUBMITTED))
+    assert {reason for _status, reason in sensitive.values()} == {"outside_allow_list"}
+    insensitive = ChangeFetcher(make_runner(), allow_list=DepotAllowList(upper, case_insensitive=True))
+    folded = statuses(insensitive.fetch(48213, ChangeKind.SUBMITTED))
+    assert folded == dict(EXPECTED[48213], **{"net_overlay_icons.png": ("skipped", "outside_allow_list")})
 
 
 def test_user_lookup_and_default_email_form():
-    fetcher = ChangeFetcher(make_runner())
+    fetcher = fetcher_for(make_runner())
     assert fetcher.user("agarcia").full_name == "Ana Garc\u00eda"
     assert fetcher.user("jbeaulieu").email == "jbeaulieu@jbeaulieu-mtl-ws"
-    ghost = ChangeFetcher(make_runner(P4CLIENT="svc-p4review-fetch")).user("ghost")
+    ghost = fetcher_for(make_runner(P4CLIENT="svc-p4review-fetch")).user("ghost")
     assert (ghost.user, ghost.email) == ("ghost", "ghost@svc-p4review-fetch")
 
 

@@ -1,8 +1,10 @@
 """The Perforce boundary: a hardened `p4` subprocess runner and the changelist fetcher.
 
-Rules (spec "p4 invocation"): argument lists only, never a shell; a fixed, validated
-absolute executable; an explicit timeout; credentials only in the child's environment;
-logs carry command name, argument count and changelist id, never raw values.
+Rules (spec "Safe subprocess invocation for p4"): argument lists only, never a shell; a fixed,
+validated absolute executable; an explicit timeout; credentials only in the child's (minimal)
+environment; logs carry command name, argument count and changelist id, never raw values.
+`ChangeFetcher` is the only code that asks Perforce for anything, and the enforcement point of
+the depot allow-list (spec "Depot path allow-list policy"; docs/security.md).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import re
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -25,6 +27,7 @@ from p4review.errors import (
     RetryableError,
     ValidationError,
 )
+from p4review.logic.depot_paths import DepotAllowList, PathDecision, sanitize_for_log
 from p4review.models.change import (
     ChangedFile,
     ChangeDescription,
@@ -32,10 +35,10 @@ from p4review.models.change import (
     DiffStatus,
     FileDiff,
     P4User,
+    SkipReason,
 )
 from p4review.models.job import ChangeKind
-
-from p4review.observability import logger  # noqa: E402 - the one shared Powertools logger
+from p4review.observability import logger, metrics
 from p4review.runtime.faults import FaultPoint, fault
 
 DEFAULT_MAX_FILE_BYTES = 1024 * 1024
@@ -48,8 +51,11 @@ _ALLOWED_OPTIONS: dict[str, frozenset[str]] = {
     "print": frozenset({"-q"}),
     "user": frozenset({"-o"}),
 }
+# Options a command must carry: `describe` without -s prints every file's diff, i.e. the content
+# of the whole change, including files the depot allow-list refuses.
+_REQUIRED_OPTIONS: dict[str, frozenset[str]] = {"describe": frozenset({"-s"})}
 _SECRET_ENV = ("P4PASSWD", "P4TICKET")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # C0, DEL and C1
 
 
 # --- errors -----------------------------------------------------------------------------------
@@ -96,11 +102,13 @@ class P4CommandError(NonRetryableError):
 
 # (pattern in p4's message, exception) in priority order; first match wins.
 _CLASSIFY: tuple[tuple[re.Pattern[str], type[Exception]], ...] = (
+    (re.compile(r"connection timed out|operation timed out|receive exceeded maximum", re.I), P4TimeoutError),
     (re.compile(r"connect to server failed|tcp connect|connection refused|connection reset|"
                 r"tcp (send|receive) failed|ssl (connect|receive|send)|name or service not known", re.I),
      P4ConnectionError),
-    (re.compile(r"password \(p4passwd\) invalid|password invalid|session has expired|ticket.*expired|"
-                r"please login|login again|don't have permission|no permission|protections", re.I),
+    (re.compile(r"password \(p4passwd\) invalid|password invalid|password must be set|session has expired|"
+                r"ticket.*expired|please login|login again|don't have permission|no permission|"
+                r"protections|p4 protect", re.I),
      P4AuthError),
     (re.compile(r"change \d+ unknown|no such file|no such changelist|unknown user", re.I), P4NotFoundError),
     (re.compile(r"busy|try again|too many clients|partner exited unexpectedly|server is shutting down", re.I),
@@ -125,8 +133,10 @@ class P4Runner:
             raise ConfigError("p4 timeout must be positive")
         self._executable = executable
         self._timeout = float(timeout_seconds)
-        # Minimal base: nothing else of the parent's environment (AWS keys, P4CONFIG) leaks in.
-        child_env = {"PATH": os.environ.get("PATH", os.defpath), "LANG": "C.UTF-8", "HOME": os.environ.get("HOME", "/tmp")}
+        # Minimal base: nothing else of the parent's environment (AWS keys, P4CONFIG) leaks in, and
+        # P4ENVIRO points p4 away from a ~/.p4enviro file that could set P4PORT or P4USER.
+        child_env = {"PATH": os.environ.get("PATH", os.defpath), "LANG": "C.UTF-8",
+                     "HOME": os.environ.get("HOME", "/tmp"), "P4ENVIRO": os.devnull}
         for key, value in (env or {}).items():
             if "\x00" in key or "=" in key or "\x00" in value:
                 raise ConfigError("invalid p4 environment entry")
@@ -180,14 +190,17 @@ class P4Runner:
 
     @staticmethod
     def _check(args: Sequence[str]) -> str:
-        if not args or args[0] not in _ALLOWED_OPTIONS:
+        if isinstance(args, (str, bytes)) or not args or args[0] not in _ALLOWED_OPTIONS:
             raise P4ArgumentError("p4 command is not allowed")
+        command = args[0]
         for arg in args:
             if not isinstance(arg, str) or _CONTROL.search(arg):
-                raise P4ArgumentError(f"p4 {args[0]}: argument contains control characters")
-            if arg.startswith("-") and arg not in _ALLOWED_OPTIONS[args[0]]:
-                raise P4ArgumentError(f"p4 {args[0]}: option not allowed")
-        return args[0]
+                raise P4ArgumentError(f"p4 {command}: argument contains control characters")
+            if arg.startswith("-") and arg not in _ALLOWED_OPTIONS[command]:
+                raise P4ArgumentError(f"p4 {command}: option not allowed")
+        if not _REQUIRED_OPTIONS.get(command, frozenset()) <= set(args):
+            raise P4ArgumentError(f"p4 {command}: a required option is missing")
+        return command
 
     def _error(self, command: str, message: str) -> Exception:
         safe = self._sanitize(message)
@@ -312,19 +325,25 @@ def _int(value: bytes | None) -> int | None:
 
 
 class ChangeFetcher:
-    """Fetches a change's metadata and per-file unified diffs, one p4 command per file."""
+    """Fetches a change's metadata and per-file unified diffs, one p4 command per file, and
+    enforces the depot allow-list.
 
-    def __init__(self, runner: P4Runner, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-                 path_policy: Callable[[str], bool] | None = None):
+    The list is checked twice: on the paths `describe -s` reports (metadata, no content), and
+    again in `file_diff` before any per-file command. A refused file is never fetched in any
+    form (there is no whole-change diff: `describe` always carries -s, and every p4 command
+    names one file); it stays in the coverage as skipped, and its denial is a security event.
+    """
+
+    def __init__(self, runner: P4Runner, *, allow_list: DepotAllowList,
+                 max_file_bytes: int = DEFAULT_MAX_FILE_BYTES):
         self._runner = runner
+        self._allow_list = allow_list
         self._max_bytes = max_file_bytes
-        # Seam for the depot allow-list issue: consulted before any per-file p4 command.
-        # A refused path is skipped ("path_policy") and p4 never sees it. Default: allow all.
-        self._path_policy = path_policy or (lambda _path: True)
         # fileSize from describe, keyed by (change, kind, path, rev): ChangedFile has no size field.
         self._sizes: dict[tuple[int, str, str, int], int] = {}
 
     def describe(self, changelist_id: int, kind: ChangeKind) -> ChangeDescription:
+        """`p4 -G describe -s [-S] N`: metadata only (no content), every file the server lists."""
         if isinstance(changelist_id, bool) or not isinstance(changelist_id, int) or changelist_id <= 0:
             raise P4ArgumentError("changelist id must be a positive integer")
         kind = ChangeKind(kind)
@@ -371,30 +390,45 @@ class ChangeFetcher:
             full_name=_decode(record.get(b"FullName")) or None,
         )
 
-    def file_diff(self, description: ChangeDescription, changed: ChangedFile) -> FileDiff:
+    def denied_files(self, description: ChangeDescription, *, job_id: str | None = None) -> set[str]:
+        """First check, on the metadata: the listed paths the allow-list refuses (each reported)."""
+        denied = set()
+        for changed in description.files:
+            decision = self._allow_list.check(changed.depot_path)
+            if not decision.allowed:
+                report_path_denied(decision, check="describe", description=description, job_id=job_id)
+                denied.add(changed.depot_path)
+        return denied
+
+    def file_diff(self, description: ChangeDescription, changed: ChangedFile, *,
+                  job_id: str | None = None) -> FileDiff:
         path, action, number = changed.depot_path, changed.action, description.changelist_id
 
-        def skipped(reason: str) -> FileDiff:
+        def skipped(reason: SkipReason) -> FileDiff:
             return FileDiff(depot_path=path, action=action, status=DiffStatus.SKIPPED, skip_reason=reason)
 
-        if not self._path_policy(path):
-            return skipped("path_policy")
+        # Second check: nothing below names this file to p4 unless the list allows it here.
+        decision = self._allow_list.check(path)
+        if not decision.allowed:
+            report_path_denied(decision, check="fetch", description=description, job_id=job_id)
+            return skipped(SkipReason.OUTSIDE_ALLOW_LIST)
         if action in _DELETE_ACTIONS:
-            return skipped("deleted")
+            return skipped(SkipReason.DELETED)
         if action == "archive":
-            return skipped("archived")
+            return skipped(SkipReason.ARCHIVED)
         if is_binary_type(changed.file_type):
-            return skipped("binary")
+            return skipped(SkipReason.BINARY)
         size = self._sizes.get((number, description.kind.value, path, changed.revision))
         if size is not None and size > self._max_bytes:
-            return skipped("too_large")
+            return skipped(SkipReason.TOO_LARGE)
+        # The server's own spelling (escaped), never the normalized form: that is what was allowed.
         operand = _depot_path(path)
         shelved = description.kind is ChangeKind.SHELVED
         if action in _ADD_ACTIONS or (action in _EDIT_ACTIONS and not shelved and changed.revision <= 1):
             spec = f"{operand}@={number}" if shelved else f"{operand}#{changed.revision}"
             content = self._runner.run_text(["print", "-q", spec], changelist_id=number)
             if len(content) > self._max_bytes:
-                return skipped("too_large")
+                return skipped(SkipReason.TOO_LARGE)
             return FileDiff(depot_path=path, action=action, status=DiffStatus.FETCHED,
                             unified_diff=added_file_diff(path, content))
         if action in _EDIT_ACTIONS:
@@ -404,25 +438,31 @@ class ChangeFetcher:
                 left, right = f"{operand}#{changed.revision - 1}", f"{operand}#{changed.revision}"
             output = self._runner.run_text(["diff2", "-du", left, right], changelist_id=number)
             if len(output) > self._max_bytes:
-                return skipped("too_large")
+                return skipped(SkipReason.TOO_LARGE)
             diff = normalize_diff2(path, output)
             if diff is None:
-                return skipped("identical")
+                return skipped(SkipReason.IDENTICAL)
             return FileDiff(depot_path=path, action=action, status=DiffStatus.FETCHED, unified_diff=diff)
-        return skipped("unsupported_action")
+        return skipped(SkipReason.UNSUPPORTED_ACTION)
 
-    def fetch(self, changelist_id: int, kind: ChangeKind, *, parallelism: int = 8) -> ChangeSnapshot:
-        """describe, then one p4 command per file. Per-file commands are latency-bound (a server
-        round trip each), so a few run at once; the diffs keep the describe order."""
+    def fetch(self, changelist_id: int, kind: ChangeKind, *, parallelism: int = 8,
+              job_id: str | None = None) -> ChangeSnapshot:
+        """describe, check the paths, then one p4 command per allowed file. Per-file commands are
+        latency-bound (a server round trip each), so a few run at once; the diffs keep the
+        describe order."""
         description = self.describe(changelist_id, kind)
+        denied = self.denied_files(description, job_id=job_id)
 
         def one(changed: ChangedFile) -> FileDiff:
+            if changed.depot_path in denied:  # already reported by the first check
+                return FileDiff(depot_path=changed.depot_path, action=changed.action,
+                                status=DiffStatus.SKIPPED, skip_reason=SkipReason.OUTSIDE_ALLOW_LIST)
             try:
-                return self.file_diff(description, changed)
+                return self.file_diff(description, changed, job_id=job_id)
             except P4NotFoundError:
                 # Obliterated or re-shelved between describe and diff: skip this file only.
                 return FileDiff(depot_path=changed.depot_path, action=changed.action,
-                                status=DiffStatus.SKIPPED, skip_reason="not_found")
+                                status=DiffStatus.SKIPPED, skip_reason=SkipReason.NOT_FOUND)
 
         if parallelism <= 1 or len(description.files) <= 1:
             diffs = [one(changed) for changed in description.files]
@@ -430,6 +470,22 @@ class ChangeFetcher:
             with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="p4-file") as pool:
                 diffs = list(pool.map(one, description.files))
         return ChangeSnapshot(description=description, diffs=diffs)
+
+
+def report_path_denied(decision: PathDecision, *, check: str, description: ChangeDescription,
+                       job_id: str | None) -> None:
+    """The security event of one denial: what was refused, why and where; never file content."""
+    logger.warning("depot path denied", extra={
+        "security_event": "depot_path_denied",
+        "check": check,  # "describe" (metadata) or "fetch" (before a per-file command)
+        "reason": decision.reason.value if decision.reason else None,
+        "depot_path": sanitize_for_log(decision.path),
+        "normalized_path": sanitize_for_log(decision.normalized) if decision.normalized else None,
+        "job_id": job_id,
+        "changelist_id": description.changelist_id,
+        "change_kind": description.kind.value,
+    })
+    metrics.add_metric(name="SecurityPathDenied", unit="Count", value=1)
 
 
 # --- diff text ----------------------------------------------------------------------------------

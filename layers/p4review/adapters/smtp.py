@@ -1,7 +1,13 @@
 """SMTP delivery with structured results (never an exception for an expected failure).
 
 smtplib's sendmail() discards the final DATA reply, which carries the server's queue id;
-this sender speaks MAIL/RCPT/DATA itself to keep it as the provider message id."""
+this sender speaks MAIL/RCPT/DATA itself to keep it as the provider message id.
+
+SMTP has no standard way to ask "did you accept Message-ID X?". A server that advertises the
+`XP4RLOOKUP` EHLO keyword (the embedded local stack's mailbox does; no public relay does)
+answers `XP4RLOOKUP <message-id>` with `250 <queue-id>` or `550`; anywhere else `lookup()`
+reports UNSUPPORTED and the notify stage applies its documented policy for an uncertain
+earlier attempt."""
 
 from __future__ import annotations
 
@@ -13,11 +19,13 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from p4review.models.outbox import SendOutcome, SendResult
+from p4review.models.outbox import LookupOutcome, LookupResult, SendOutcome, SendResult
 from p4review.runtime import faults
 from p4review.runtime.faults import FaultPoint
 
 _QUEUE_ID = re.compile(rb"queued as ([A-Za-z0-9._\-]+)", re.IGNORECASE)
+# EHLO keyword and verb of the delivery lookup extension (see the module docstring).
+LOOKUP_EXTENSION = "XP4RLOOKUP"
 
 
 class TlsMode(StrEnum):
@@ -80,6 +88,35 @@ class SmtpSender:
             return _transient("disconnected", "server closed the connection")
         except (OSError, smtplib.SMTPException) as exc:
             return _transient("smtp_error", type(exc).__name__)
+        finally:
+            try:
+                client.quit()
+            except (OSError, smtplib.SMTPException):
+                client.close()
+
+    def lookup(self, message_id: str) -> LookupResult:
+        """Ask the server whether it accepted `message_id`, if it can say."""
+        try:
+            client = self._connect()
+        except (OSError, smtplib.SMTPException) as exc:
+            return LookupResult(outcome=LookupOutcome.UNAVAILABLE, error_code=f"connect_failed:{type(exc).__name__}")
+        try:
+            client.ehlo_or_helo_if_needed()
+            if not client.has_extn(LOOKUP_EXTENSION.lower()):
+                return LookupResult(outcome=LookupOutcome.UNSUPPORTED)
+            if self._settings.username and self._settings.password:
+                try:
+                    client.login(self._settings.username, self._settings.password.get_secret_value())
+                except smtplib.SMTPAuthenticationError:
+                    return LookupResult(outcome=LookupOutcome.UNAVAILABLE, error_code="auth_failed")
+            code, reply = client.docmd(LOOKUP_EXTENSION, message_id)
+            if code == 250:
+                return LookupResult(outcome=LookupOutcome.FOUND, notification_id=reply.decode("ascii", "replace").strip())
+            if code == 550:
+                return LookupResult(outcome=LookupOutcome.NOT_FOUND)
+            return LookupResult(outcome=LookupOutcome.UNAVAILABLE, error_code=f"lookup_{code}")
+        except (OSError, smtplib.SMTPException) as exc:
+            return LookupResult(outcome=LookupOutcome.UNAVAILABLE, error_code=type(exc).__name__)
         finally:
             try:
                 client.quit()

@@ -87,3 +87,24 @@ class DynamoSweepRepository:
         except ConditionFailed:
             return False
         return True
+
+    def mark_handoff_resent(self, job_id: str, stage: StageName, observed_updated_at: str, actor: str) -> bool:
+        """Record that the sweeper re-sends `stage`'s lost hand-off, so the next re-send waits a
+        full stranded period again (without it every sweep would add one more message). Guarded
+        by the `updated_at` the sweeper observed: of two sweepers exactly one re-sends."""
+        now = now_iso()
+        event = AuditEvent(at=now, actor=actor, event="stranded_handoff_resent", stage=stage,
+                           detail=f"no progress since {observed_updated_at}")
+        try:
+            conditional_update(
+                self._client, table=self._table, key={"pk": to_value(job_pk(job_id))},
+                update="SET updated_at = :now, audit = list_append(audit, :event)",
+                condition="updated_at = :observed AND stages.#stage.#st = :pending",
+                names={"#stage": stage.value, "#st": "status"},
+                values={":now": to_value(now), ":observed": to_value(observed_updated_at),
+                        ":pending": to_value(StageStatus.PENDING.value), ":event": audit_value(event)},
+                operation="mark stranded hand-off resent", return_new=False,
+            )
+        except ConditionFailed:
+            return False
+        return True

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from p4review.cli.api_client import ApiAnswer, ReviewApiClient, default_idempotency_key
 from p4review.local.stack import repo_root
+from p4review.local.stack_process import start_stack_process, stop_stack_process
 
 ACTIVE = {"queued", "in_progress", "retryable_failed"}
 
@@ -21,30 +19,6 @@ ACTIVE = {"queued", "in_progress", "retryable_failed"}
 def fixture_changes() -> list[dict[str, Any]]:
     index = json.loads((repo_root() / "events" / "depot" / "index.json").read_text())
     return index["changelists"]
-
-
-def _start_stack(state_dir: Path) -> tuple[subprocess.Popen, dict[str, Any]]:
-    log = open(state_dir / "stack.log", "wb")  # noqa: SIM115 - lives as long as the child
-    child = subprocess.Popen(
-        [sys.executable, "-m", "p4review.cli.main", "--state-dir", str(state_dir), "local", "up", "--port", "0"],
-        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-    )
-    state_file = state_dir / "stack.json"
-    deadline = time.monotonic() + 90
-    while not state_file.exists():
-        if child.poll() is not None or time.monotonic() > deadline:
-            child.kill()
-            raise SystemExit(f"local stack did not start; see {state_dir / 'stack.log'}")
-        time.sleep(0.2)
-    return child, json.loads(state_file.read_text())
-
-
-def _stop_stack(child: subprocess.Popen) -> None:
-    child.send_signal(signal.SIGTERM)
-    try:
-        child.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        child.kill()
 
 
 def _say(text: str) -> None:
@@ -100,7 +74,7 @@ def run_demo(state_root: Path, timeout_seconds: float = 300) -> int:
     shutil.rmtree(state_dir, ignore_errors=True)  # no state from earlier runs
     state_dir.mkdir(parents=True)
     _say("Starting the embedded local stack (moto, SMTP, API front, stage pollers)...")
-    child, state = _start_stack(state_dir)
+    child, state = start_stack_process(state_dir)
     try:
         client = ReviewApiClient(state["api_url"], Path(state["signing_secret_file"]).read_text().strip())
         _say(f"  API {state['api_url']}  (logs: {state_dir / 'stack.log'})")
@@ -140,5 +114,5 @@ def run_demo(state_root: Path, timeout_seconds: float = 300) -> int:
         _say("demo: all changelists reviewed and emailed exactly once" if ok else "demo: FAILED")
         return 0 if ok else 1
     finally:
-        _stop_stack(child)
+        stop_stack_process(child)
         _say("local stack stopped")

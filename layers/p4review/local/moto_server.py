@@ -351,6 +351,12 @@ class LocalAwsServer(BackgroundServer):
             return self.endpoint_url
         from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
+        from p4review.local import moto_transactions
+
+        # moto's TransactWriteItems deep-copies whole tables; with DynamoDB serialized here the
+        # item-level version is as atomic and keeps a transaction's cost independent of table size.
+        if self._serialized_services is None or "dynamodb" in self._serialized_services:
+            moto_transactions.install()
         app = DomainDispatcherApplication(create_backend_app)
         self.middleware = SerializingMiddleware(
             app,

@@ -7,6 +7,12 @@ sender, recipients, received_at, size, file), so a delivery can be looked up by 
 ``250 OK: queued as <queue-id>``, as many relays answer; the notify stage records the queue id
 as the provider message id.
 
+Unlike a real relay, this server can say whether it accepted a message: it advertises the
+``XP4RLOOKUP`` EHLO keyword and answers ``XP4RLOOKUP <message-id>`` (after AUTH, when AUTH is
+required) with ``250 <queue-id>`` or ``550 5.1.0 no such message``. The notify stage uses it to
+decide whether an unconfirmed earlier attempt arrived (so the local stack can prove zero
+duplicates); against a relay without the keyword it falls back to its resend policy.
+
 Fault injection (thread-safe, for tests):
 
 * ``fail_next(n, code=451, text="4.3.0 temporary failure")``: the next ``n`` DATA commands
@@ -39,6 +45,8 @@ from typing import Any
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP, AuthResult, LoginPassword
 
+from p4review.adapters.smtp import LOOKUP_EXTENSION
+
 log = logging.getLogger(__name__)
 
 __all__ = ["LocalMailServer", "StoredMessage", "TOKEN_HEADER"]
@@ -56,6 +64,24 @@ class _QuietAiosmtpdLog(logging.Filter):
 logging.getLogger("mail.log").addFilter(_QuietAiosmtpdLog())
 
 
+class _LookupSMTP(SMTP):
+    """aiosmtpd's SMTP plus the delivery lookup verb (``smtp_<VERB>`` methods become commands)."""
+
+    async def smtp_XP4RLOOKUP(self, arg: str) -> None:  # noqa: N802 - aiosmtpd command naming
+        if self._auth_required and not self.session.authenticated:  # noqa: SLF001
+            await self.push("530 5.7.0 Authentication required")
+            return
+        if not arg or not arg.strip():
+            await self.push(f"501 Syntax: {LOOKUP_EXTENSION} <message-id>")
+            return
+        mail_server = self.event_handler.mail_server
+        if not mail_server.lookup_enabled:
+            await self.push(f'500 Error: command "{LOOKUP_EXTENSION}" not recognized')
+            return
+        stored = mail_server.find_by_message_id(arg)
+        await self.push(f"250 {stored.queue_id}" if stored else "550 5.1.0 no such message")
+
+
 class _Controller(Controller):
     """aiosmtpd Controller that requires AUTH without TLS (loopback) without aiosmtpd's
     per-connection "AUTH without TLS" warning: the SMTP instance is built with
@@ -66,7 +92,7 @@ class _Controller(Controller):
         self._require_auth = require_auth
 
     def factory(self) -> SMTP:
-        smtp = SMTP(self.handler, **self.SMTP_kwargs)
+        smtp = _LookupSMTP(self.handler, **self.SMTP_kwargs)
         if self._require_auth:
             smtp._auth_required = True  # noqa: SLF001 - see class docstring
         return smtp
@@ -121,6 +147,18 @@ class _Handler:
     def __init__(self, server: LocalMailServer) -> None:
         self._server = server
 
+    @property
+    def mail_server(self) -> LocalMailServer:
+        return self._server
+
+    async def handle_EHLO(self, server: Any, session: Any, envelope: Any, hostname: str,  # noqa: N802
+                          responses: list[str]) -> list[str]:
+        session.host_name = hostname
+        if not self._server.lookup_enabled:
+            return responses
+        # Advertise the lookup keyword before the closing "250 HELP" line.
+        return [*responses[:-1], f"250-{LOOKUP_EXTENSION}", responses[-1]]
+
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # noqa: N802 - aiosmtpd hook
         fault = self._server._take_fault()
         if fault is not None and fault[0] == "fail":
@@ -145,7 +183,8 @@ class LocalMailServer:
     (loopback only), AUTH is required before MAIL, and bad credentials get
     ``535 5.7.8 Authentication credentials invalid``. ``port=0`` picks a free port (read it
     from ``.port`` after ``start()``). Messages already in ``mailbox_dir/index.jsonl`` from
-    an earlier run are kept and still found by the lookups."""
+    an earlier run are kept and still found by the lookups. ``lookup_enabled=False`` hides the
+    ``XP4RLOOKUP`` extension, as a real relay would."""
 
     def __init__(
         self,
@@ -156,6 +195,7 @@ class LocalMailServer:
         username: str | None = None,
         password: str | None = None,
         server_hostname: str = "p4review-local-smtp",
+        lookup_enabled: bool = True,
     ) -> None:
         if (username is None) != (password is None):
             raise ValueError("set both username and password, or neither")
@@ -165,6 +205,8 @@ class LocalMailServer:
         self.username = username
         self.password = password
         self.server_hostname = server_hostname
+        # False: behave like a plain relay that cannot say whether it accepted a message.
+        self.lookup_enabled = lookup_enabled
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._messages: list[StoredMessage] = []

@@ -135,6 +135,7 @@ class SqsPoller:
         function_name: str = "p4review-local-worker",
         function_timeout_seconds: float = 60.0,
         idle_polls: int = 2,
+        on_injected_crash: Callable[[], None] | None = None,
     ) -> None:
         if not 1 <= batch_size <= 10:
             raise ValueError("batch_size must be 1..10")
@@ -152,6 +153,9 @@ class SqsPoller:
         self.function_name = function_name
         self.function_timeout_seconds = function_timeout_seconds
         self.idle_polls = idle_polls
+        # Called when a handler dies of an InjectedCrash; a worker process passes os._exit so the
+        # fault kills the whole execution environment, as a crash in Lambda would.
+        self.on_injected_crash = on_injected_crash
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
@@ -315,9 +319,17 @@ class SqsPoller:
             self._add("failed_items", len(messages))
             log.error("%s: malformed partial batch response (%s): whole batch retried", self.function_name, exc)
             return
-        except (Exception, InjectedCrash):
-            # InjectedCrash (a BaseException: a killed invocation) is handled like any handler
-            # failure: nothing is deleted, the batch comes back after its visibility timeout.
+        except InjectedCrash:
+            # A killed invocation (a BaseException): handled like any handler failure unless
+            # the owner wants the process to die with it.
+            if self.on_injected_crash is not None:
+                self.on_injected_crash()
+            self._add("errors")
+            self._add("failed_items", len(messages))
+            log.warning("%s: injected crash; whole batch of %d retried", self.function_name, len(messages))
+            return
+        except Exception:
+            # Nothing is deleted: the batch comes back after its visibility timeout.
             self._add("errors")
             self._add("failed_items", len(messages))
             log.exception("%s: handler raised; whole batch of %d retried", self.function_name, len(messages))

@@ -22,6 +22,8 @@ from p4review.models.job import STAGE_ORDER, StageName
 
 REGION = "us-east-1"
 LOCAL_FROM_ADDRESS = "p4review@p4review.localhost"
+# What stack.env carries: the functions' settings, the AWS endpoint, and the fake p4's options.
+STACK_ENV_PREFIXES = ("P4REVIEW_", "AWS_", "POWERTOOLS_", "P4FAKE_")
 
 
 def repo_root() -> Path:
@@ -102,6 +104,7 @@ class LocalStack:
         lease_seconds: int | None = None,
         sweep_interval_seconds: float = 30.0,
         extra_env: dict[str, str] | None = None,
+        workers: bool = True,
     ):
         self.state_dir = Path(state_dir).resolve()
         self._api_port = api_port
@@ -111,6 +114,9 @@ class LocalStack:
         self._lease_seconds = lease_seconds
         self._sweep_interval = sweep_interval_seconds
         self._extra_env = extra_env or {}
+        # False: no in-process stage pollers; run `p4review local worker --stage S` processes
+        # instead (separately killable, as the chaos test needs).
+        self._workers = workers
         self._started: list[Any] = []
         self.pollers: dict[StageName, Any] = {}
         self.info: StackInfo | None = None
@@ -190,7 +196,7 @@ class LocalStack:
             return boto3.Session(region_name=REGION, aws_access_key_id="local",
                                  aws_secret_access_key="local").client("sqs", endpoint_url=endpoint)
 
-        for stage in STAGE_ORDER:
+        for stage in STAGE_ORDER if self._workers else ():
             queue = self.resources.queue_for_stage(stage)
             handler = load_function(stage.value).lambda_handler
             poller = SqsPoller(sqs_client, queue.url, queue.arn, handler, batch_size=queue.batch_size,
@@ -208,10 +214,11 @@ class LocalStack:
                               signing_secret_file=str(secret_file), smtp_port=self.mail_server.port,
                               state_dir=str(self.state_dir))
         (self.state_dir / "stack.json").write_text(self.info.to_json())
-        # Operator commands that talk to AWS directly (`p4review dlq ...`) load this environment.
+        # Operator commands that talk to AWS directly (`p4review dlq ...`) and worker processes
+        # (`p4review local worker`) load this environment.
         env_file = self.state_dir / "stack.env"
         env_file.write_text("".join(f"{name}={value}\n" for name, value in sorted(os.environ.items())
-                                    if name.startswith(("P4REVIEW_", "AWS_"))))
+                                    if name.startswith(STACK_ENV_PREFIXES)))
         env_file.chmod(0o600)
         return self.info
 

@@ -27,6 +27,19 @@ class DiffStatus(StrEnum):
     SKIPPED = "skipped"
 
 
+class SkipReason(StrEnum):
+    """Why a file of the change has no diff: FileDiff.skip_reason, shown in the review's coverage."""
+
+    OUTSIDE_ALLOW_LIST = "outside_allow_list"  # the depot allow-list refused the path: never fetched
+    DELETED = "deleted"
+    ARCHIVED = "archived"
+    BINARY = "binary"
+    TOO_LARGE = "too_large"
+    IDENTICAL = "identical"  # no textual difference (e.g. an integrate that accepted "yours")
+    NOT_FOUND = "not_found"  # obliterated or re-shelved between describe and fetch
+    UNSUPPORTED_ACTION = "unsupported_action"
+
+
 class ChangedFile(BaseModel):
     """One file of a changelist as `p4 describe -s` lists it."""
 
@@ -47,7 +60,7 @@ class FileDiff(BaseModel):
     action: str
     status: DiffStatus
     unified_diff: str = ""
-    skip_reason: str | None = None
+    skip_reason: str | None = None  # a SkipReason value (plain str: artifacts outlive the enum)
 
 
 class ChangeDescription(BaseModel):

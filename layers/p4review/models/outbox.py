@@ -46,3 +46,20 @@ class SendResult(BaseModel):
     error_code: str | None = None
     error_message: str | None = None
     retry_after: float | None = None
+
+
+class LookupOutcome(StrEnum):
+    FOUND = "found"  # the provider holds the delivery: backfill, never resend
+    NOT_FOUND = "not_found"  # the provider has no record: the earlier attempt never arrived
+    UNSUPPORTED = "unsupported"  # the provider cannot look deliveries up (plain SMTP relays)
+    UNAVAILABLE = "unavailable"  # the lookup itself failed: retry later, decide nothing now
+
+
+class LookupResult(BaseModel):
+    """Answer to "did an earlier attempt with this deterministic id reach the provider?"."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    outcome: LookupOutcome
+    notification_id: str | None = None
+    error_code: str | None = None

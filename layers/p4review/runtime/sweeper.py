@@ -32,6 +32,8 @@ class SweepStore(Protocol):
 
     def requeue_expired(self, job_id: str, stage: StageName, observed: StageState, actor: str) -> bool: ...
 
+    def mark_handoff_resent(self, job_id: str, stage: StageName, observed_updated_at: str, actor: str) -> bool: ...
+
 
 @dataclass
 class SweepReport:
@@ -68,7 +70,9 @@ def sweep(store: SweepStore, queues: StageQueues, *, stranded_after: timedelta =
                     report.expired_requeued += 1
         elif state.status == StageStatus.PENDING:
             report.pending[stage.value] += 1
-            if now - parse_iso(job.updated_at) >= stranded_after:
+            # Marked first: a crash before the send only delays the re-send by one period.
+            if now - parse_iso(job.updated_at) >= stranded_after and \
+                    store.mark_handoff_resent(job.job_id, stage, job.updated_at, SWEEPER_ACTOR):
                 queues.send(StageMessage(job_id=job.job_id, stage=stage))
                 report.stranded_resent += 1
     return report

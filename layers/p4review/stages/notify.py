@@ -12,7 +12,7 @@ from p4review.logic.delivery import delivery_token, message_id_for, unique_recip
 from p4review.logic.email_render import render_review_email
 from p4review.models.change import ChangeSnapshot
 from p4review.models.job import JobStatus, ReviewJob, StageName
-from p4review.models.outbox import DeliveryStatus, OutboxRow, SendOutcome
+from p4review.models.outbox import DeliveryStatus, LookupOutcome, OutboxRow, SendOutcome
 from p4review.models.review_result import ReviewResult
 from p4review.observability import logger, metrics
 from p4review.runtime.faults import FaultPoint, fault
@@ -71,14 +71,14 @@ class NotifyWork:
             return
         if row.status == DeliveryStatus.FAILED:
             raise NonRetryableError("delivery failed permanently; needs an operator", error_class=ErrorClass.POLICY_DENIED)
-        if row.attempts > 0:
-            # An earlier attempt may have reached the server. SMTP offers no lookup by token;
-            # the deterministic Message-ID lets receiving systems collapse a rare duplicate.
-            logger.warning("retrying a delivery whose earlier attempt is unconfirmed", extra=log)
-            metrics.add_metric(name="UnconfirmedDeliveryRetried", unit="Count", value=1)
+        message_id = message_id_for(token, from_address)
+        if row.attempts > 0 or row.notification_id:
+            # An earlier attempt may have reached the provider: look before sending again.
+            if self._reconcile_earlier_attempt(row, message_id, sender, log):
+                return
         message = render_review_email(
             job=job, result=result, coverage=snapshot.diffs, description=snapshot.description,
-            recipient=recipient, from_address=from_address, message_id=message_id_for(token, from_address),
+            recipient=recipient, from_address=from_address, message_id=message_id,
             swarm_url=self._settings.swarm_url)
         lease.check()
         row = self._outbox.record_attempt(row)
@@ -86,7 +86,7 @@ class NotifyWork:
         outcome = sender.send(sender=from_address, recipient=recipient, message=message)
         if outcome.outcome == SendOutcome.SENT:
             fault(FaultPoint.DB_WRITE_AFTER_PROVIDER)
-            self._outbox.mark_sent(row, outcome.notification_id or message_id_for(token, from_address))
+            self._outbox.mark_sent(row, outcome.notification_id or message_id)
             metrics.add_metric(name="EmailSent", unit="Count", value=1)
             return
         error = f"{outcome.error_code}: {outcome.error_message or ''}"
@@ -98,3 +98,25 @@ class NotifyWork:
             raise RetryableError(f"SMTP delivery deferred ({outcome.error_code})", retry_after=outcome.retry_after)
         self._outbox.mark_failed(row, error)
         raise NonRetryableError(f"SMTP delivery refused ({outcome.error_code})", error_class=ErrorClass.POLICY_DENIED)
+
+    def _reconcile_earlier_attempt(self, row: OutboxRow, message_id: str, sender: SmtpSender,
+                                   log: dict[str, str]) -> bool:
+        """True when the earlier attempt is known to have arrived (the row is backfilled, nothing
+        is sent). False means: send. Policy where the provider cannot say (plain SMTP): resend
+        with the same deterministic Message-ID, which receiving systems use to collapse the rare
+        duplicate; counted by the UnconfirmedDeliveryRetried metric."""
+        found = sender.lookup(message_id)
+        if found.outcome == LookupOutcome.FOUND:
+            self._outbox.mark_sent(row, found.notification_id or message_id)
+            logger.info("earlier attempt was delivered; backfilled without sending", extra=log)
+            metrics.add_metric(name="DeliveryBackfilled", unit="Count", value=1)
+            return True
+        if found.error_code == "auth_failed":
+            self._secrets.invalidate(self._settings.require("smtp_secret_id"))
+            raise AuthError("SMTP relay refused our credentials")
+        if found.outcome == LookupOutcome.UNAVAILABLE:
+            raise RetryableError(f"cannot confirm an earlier delivery attempt ({found.error_code})")
+        if found.outcome == LookupOutcome.UNSUPPORTED:
+            logger.warning("retrying a delivery whose earlier attempt is unconfirmed", extra=log)
+            metrics.add_metric(name="UnconfirmedDeliveryRetried", unit="Count", value=1)
+        return False

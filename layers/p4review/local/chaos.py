@@ -1,0 +1,377 @@
+"""`make chaos`: the pipeline under crashes and faults, on the local stack, with real processes.
+
+The local stack (moto, SMTP mailbox, signed API, sweeper) runs in this process with no stage
+pollers; every stage runs in `workers_per_stage` separate `p4review local worker` processes
+(W per stage = that count). Meanwhile:
+
+* a killer SIGKILLs a random worker every `kill_every` seconds (a crash at an arbitrary point:
+  mid-claim, mid-p4, between an SMTP send and its outbox mark, mid-hand-off ...) and starts a
+  replacement, as Lambda starts a new execution environment;
+* every worker runs with `P4REVIEW_FAULTS` switched on (crash points exit the process; provider,
+  p4 and database faults return their errors), each with its own seed;
+* leases and visibility timeouts are short so crashed work comes back quickly; the sweeper
+  runs every few seconds.
+
+`jobs` changelists (copies of fixture changes under new numbers) are submitted through the
+signed API. At the end every job must be `succeeded` or `dead_lettered` (with an envelope in
+its stage's DLQ and a reason), every succeeded job's deliveries must be in the mailbox exactly
+once, and nothing may be missing. The last line is
+
+    jobs=N succeeded=N dead_lettered=N duplicate_emails=N lost=N
+
+and the exit status is 0 only when duplicate_emails=0, lost=0 and succeeded+dead_lettered=jobs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from p4review.models.job import STAGE_ORDER, JobStatus, StageName, StageStatus
+
+# Small, deliverable fixture changes (owner with a real address) used as templates.
+TEMPLATE_CHANGES = (48213, 48220, 48270)
+FIRST_CHAOS_CHANGE = 700_001
+# Every fault point. The crash points are rare because each one costs a process restart; the
+# killer adds crashes at arbitrary points on top.
+DEFAULT_FAULTS = ("after_claim=0.01,after_side_effect=0.01,before_handoff=0.01,heartbeat_loss=0.02,"
+                  "provider_transient=0.15,provider_permanent=0.01,p4_timeout=0.05,db_write_after_provider=0.05")
+END_STATES = {JobStatus.SUCCEEDED, JobStatus.DEAD_LETTERED}
+
+
+@dataclass
+class ChaosConfig:
+    jobs: int = 200
+    workers_per_stage: int = 2
+    seed: int = 20261122
+    faults: str = DEFAULT_FAULTS
+    # A restarted worker needs ~1-2 s of CPU to import boto3 and Powertools: on a 2-core machine a
+    # kill every 3-8 s keeps the fleet mostly working while crashing each worker every ~30 s.
+    kill_every: tuple[float, float] = (3.0, 8.0)
+    timeout_seconds: float = 900.0
+    lease_seconds: int = 10
+    visibility_seconds: int = 12
+    sweep_interval_seconds: float = 3.0
+    stranded_seconds: int = 60
+
+
+@dataclass
+class ChaosReport:
+    jobs: int = 0
+    succeeded: int = 0
+    dead_lettered: int = 0
+    duplicate_emails: int = 0
+    lost: int = 0
+    kills: int = 0
+    crash_exits: int = 0
+    elapsed_seconds: float = 0.0
+    dead_letter_classes: Counter[str] = field(default_factory=Counter)
+    deliveries: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return (self.duplicate_emails == 0 and self.lost == 0
+                and self.succeeded + self.dead_lettered == self.jobs)
+
+    def summary_line(self) -> str:
+        return (f"jobs={self.jobs} succeeded={self.succeeded} dead_lettered={self.dead_lettered} "
+                f"duplicate_emails={self.duplicate_emails} lost={self.lost}")
+
+
+def _say(text: str) -> None:
+    print(text, flush=True)
+
+
+def build_chaos_depot(target: Path, count: int) -> list[int]:
+    """A fake-p4 depot: the fixture depot plus `count` copies of the template changes under new
+    numbers (same files and revisions, so their content and diffs resolve)."""
+    from p4review.local.stack import repo_root
+
+    source = repo_root() / "events" / "depot"
+    shutil.rmtree(target, ignore_errors=True)
+    (target / "changes").mkdir(parents=True)
+    for entry in source.iterdir():
+        if entry.name != "changes":
+            (target / entry.name).symlink_to(entry.resolve())
+    for fixture in (source / "changes").iterdir():
+        (target / "changes" / fixture.name).symlink_to(fixture.resolve())
+    templates = [json.loads((source / "changes" / f"{number}.json").read_text()) for number in TEMPLATE_CHANGES]
+    numbers = []
+    for index in range(count):
+        number = FIRST_CHAOS_CHANGE + index
+        change = dict(templates[index % len(templates)], change=number)
+        (target / "changes" / f"{number}.json").write_text(json.dumps(change))
+        numbers.append(number)
+    return numbers
+
+
+def _p4_wrapper(state_dir: Path, depot: Path) -> Path:
+    """The fake p4 pointed at the chaos depot. The p4 runner gives its child a minimal
+    environment (no P4FAKE_DEPOT from ours), so the depot is fixed in a wrapper script."""
+    from p4review.local.stack import repo_root
+
+    wrapper = state_dir / "bin" / "p4"
+    wrapper.parent.mkdir(parents=True, exist_ok=True)
+    wrapper.write_text(f"#!/bin/sh\nP4FAKE_DEPOT='{depot}' exec '{repo_root() / 'events' / 'bin' / 'p4'}' \"$@\"\n")
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+class WorkerFleet:
+    """`workers_per_stage` worker processes per stage; replaces any that die or are killed."""
+
+    def __init__(self, state_dir: Path, config: ChaosConfig, extra_env: dict[str, str]):
+        self._state_dir = state_dir
+        self._config = config
+        self._env = {**os.environ, **extra_env}
+        self._log_dir = state_dir / "workers"
+        self._log_dir.mkdir(exist_ok=True)
+        self._lock = threading.Lock()
+        self._slots: dict[tuple[StageName, int], subprocess.Popen] = {}
+        self._spawned = 0
+        self.kills = 0
+        self.crash_exits = 0
+        self._stopping = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._rng = random.Random(config.seed)
+
+    def _spawn(self, stage: StageName, slot: int) -> subprocess.Popen:
+        self._spawned += 1
+        faults = f"{self._config.faults};seed={self._config.seed + self._spawned}" if self._config.faults else ""
+        log = open(self._log_dir / f"{stage.value}-{slot}.log", "ab")  # noqa: SIM115 - closed by the OS on exit
+        return subprocess.Popen(
+            [sys.executable, "-m", "p4review.cli.main", "--state-dir", str(self._state_dir), "local", "worker",
+             "--stage", stage.value],
+            env={**self._env, "P4REVIEW_FAULTS": faults}, stdout=log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+
+    def start(self) -> None:
+        with self._lock:
+            for stage in STAGE_ORDER:
+                for slot in range(self._config.workers_per_stage):
+                    self._slots[(stage, slot)] = self._spawn(stage, slot)
+        for target in (self._supervise, self._kill_at_random):
+            thread = threading.Thread(target=target, daemon=True, name=f"chaos-{target.__name__}")
+            thread.start()
+            self._threads.append(thread)
+
+    def _supervise(self) -> None:
+        """Restart workers that exited on their own (an injected crash fault)."""
+        while not self._stopping.wait(0.2):
+            with self._lock:
+                for key, process in list(self._slots.items()):
+                    if process.poll() is not None and not self._stopping.is_set():
+                        if process.returncode > 0:
+                            self.crash_exits += 1
+                        self._slots[key] = self._spawn(*key)
+
+    def _kill_at_random(self) -> None:
+        low, high = self._config.kill_every
+        while not self._stopping.wait(self._rng.uniform(low, high)):
+            with self._lock:
+                key = self._rng.choice(sorted(self._slots, key=lambda k: (k[0].value, k[1])))
+                process = self._slots[key]
+                if process.poll() is None:
+                    process.send_signal(signal.SIGKILL)
+                    process.wait()
+                    self.kills += 1
+                self._slots[key] = self._spawn(*key)
+
+    def stop_killing(self) -> None:
+        self._stopping.set()
+        for thread in self._threads:
+            thread.join(timeout=10)
+
+    def stop(self) -> None:
+        self.stop_killing()
+        with self._lock:
+            processes = list(self._slots.values())
+        for process in processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in processes:
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def _submit_all(client: Any, numbers: list[int], run_id: str) -> tuple[dict[int, str], list[str]]:
+    def submit(number: int) -> tuple[int, Any]:
+        # What a trigger does: retry with the same idempotency key (a replay answers 200).
+        outcome: Any = None
+        for _ in range(5):
+            try:
+                outcome = client.submit(changelist_id=number, review_version=1, kind="submitted",
+                                        idempotency_key=f"chaos-{run_id}-{number}", rerun=False)
+            except OSError as exc:  # timeout, refused: the request may or may not have landed
+                outcome = exc
+                continue
+            if outcome.status in (200, 201):
+                return number, outcome
+            time.sleep(0.5)
+        return number, outcome
+
+    job_ids: dict[int, str] = {}
+    problems: list[str] = []
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        for number, answer in pool.map(submit, numbers):
+            if isinstance(answer, OSError):
+                problems.append(f"CL {number}: submit failed ({type(answer).__name__})")
+            elif answer.status in (200, 201):
+                job_ids[number] = answer.body["job_id"]
+            else:
+                problems.append(f"CL {number}: submit answered {answer.status}")
+    return job_ids, problems
+
+
+def _wait_for_end_states(dal: Any, job_ids: list[str], timeout: float, fleet: WorkerFleet) -> dict[str, Any]:
+    """Poll with the sweeper's Scan of active jobs (one request per page, not one per job: the
+    emulator serializes DynamoDB), then read every job once."""
+    started = time.monotonic()
+    last_report = 0.0
+    while True:
+        active = {job.job_id for job in dal.sweep_store.active_jobs()}
+        waiting = sum(1 for job_id in job_ids if job_id in active)
+        elapsed = time.monotonic() - started
+        if not waiting or elapsed > timeout:
+            break
+        if elapsed - last_report >= 15:
+            _say(f"  [{elapsed:6.1f}s] ended {len(job_ids) - waiting}/{len(job_ids)}; "
+                 f"kills={fleet.kills} crash_exits={fleet.crash_exits}")
+            last_report = elapsed
+        time.sleep(3.0)
+    return {job_id: dal.jobs.get_job(job_id) for job_id in job_ids}
+
+
+def _dead_letter_job_ids(dal: Any) -> set[str]:
+    """Jobs with a dead-letter envelope (or a bare stage message moved by redrive) in any DLQ."""
+    from p4review.ops.replay import parse_dead_letter
+
+    found: set[str] = set()
+    for stage in STAGE_ORDER:
+        for letter in dal.dead_letters.peek(stage, max_messages=10_000):
+            target = parse_dead_letter(letter.body)
+            if target is not None:
+                found.add(target.job_id)
+    return found
+
+
+def _stack_arguments(config: ChaosConfig, p4_executable: Path) -> list[str]:
+    """`p4review local up` options: no in-process pollers, short leases, a busy sweeper."""
+    return ["--no-workers", "--lease-seconds", str(config.lease_seconds),
+            "--visibility-seconds", str(config.visibility_seconds),
+            "--sweep-interval", str(config.sweep_interval_seconds),
+            "--set", f"P4REVIEW_P4_EXECUTABLE={p4_executable}",
+            "--set", f"P4REVIEW_SWEEP_STRANDED_SECONDS={config.stranded_seconds}"]
+
+
+def run_chaos(state_root: Path, config: ChaosConfig) -> ChaosReport:
+    from p4review.cli.api_client import ReviewApiClient
+    from p4review.cli.dlq import load_env_file
+    from p4review.dal.factory import get_data_access, reset_data_access
+    from p4review.local.smtp_server import LocalMailServer
+    from p4review.local.stack import LOCAL_FROM_ADDRESS
+    from p4review.local.stack_process import start_stack_process, stop_stack_process
+    from p4review.logic.delivery import delivery_token, message_id_for
+
+    state_dir = (state_root / "chaos").resolve()
+    shutil.rmtree(state_dir, ignore_errors=True)
+    state_dir.mkdir(parents=True)
+    numbers = build_chaos_depot(state_dir / "depot", config.jobs)
+    p4_executable = _p4_wrapper(state_dir, state_dir / "depot")
+    report = ChaosReport(jobs=len(numbers))
+    started = time.monotonic()
+    stack, info = start_stack_process(state_dir, _stack_arguments(config, p4_executable))
+    fleet = WorkerFleet(state_dir, config, extra_env={"PYTHONUNBUFFERED": "1"})
+    try:
+        _say(f"chaos: {config.jobs} jobs, {config.workers_per_stage} worker processes per stage, "
+             f"a SIGKILL every {config.kill_every[0]}-{config.kill_every[1]} s, faults: {config.faults or 'off'}")
+        _say(f"  state and logs: {state_dir}")
+        fleet.start()
+        client = ReviewApiClient(info["api_url"], Path(info["signing_secret_file"]).read_text().strip())
+        job_by_change, problems = _submit_all(client, numbers, run_id=str(config.seed))
+        report.problems.extend(problems)
+        _say(f"  submitted {len(job_by_change)} jobs through the signed API")
+        load_env_file(state_dir / "stack.env")  # this process reads the jobs table and DLQs directly
+        reset_data_access()
+        dal = get_data_access()
+        final = _wait_for_end_states(dal, list(job_by_change.values()), config.timeout_seconds, fleet)
+        fleet.stop()
+        report.kills, report.crash_exits = fleet.kills, fleet.crash_exits
+        report.elapsed_seconds = time.monotonic() - started
+
+        parked = _dead_letter_job_ids(dal)
+        # Message-IDs are derived from the (changelist, recipient, review_version) tuple: two stored
+        # messages with one Message-ID are one delivery sent twice.
+        mailbox = LocalMailServer(info["mailbox_dir"]).messages()
+        copies = Counter((message.message_id or "").strip("<>").lower() for message in mailbox)
+        report.duplicate_emails = sum(count - 1 for count in copies.values() if count > 1)
+        for number, job_id in sorted(job_by_change.items()):
+            job = final.get(job_id)
+            if job is None or job.status not in END_STATES:
+                report.problems.append(f"CL {number} job {job_id}: not ended "
+                                       f"({job.status.value if job else 'missing'})")
+                report.lost += 1
+                continue
+            if job.status == JobStatus.DEAD_LETTERED:
+                report.dead_lettered += 1
+                reason = next((state.last_dead_letter_class or state.last_error_class
+                               for state in job.stages.values() if state.status == StageStatus.FAILED), None)
+                report.dead_letter_classes[reason or "?"] += 1
+                if job_id not in parked or not reason:
+                    report.lost += 1
+                    report.problems.append(f"CL {number} job {job_id}: dead-lettered without "
+                                           f"{'an envelope' if job_id not in parked else 'a reason'}")
+                continue
+            report.succeeded += 1
+            for row in dal.outbox.rows_for_version(job.changelist_id, job.review_version):
+                report.deliveries += 1
+                token = delivery_token(row.changelist_id, row.recipient, row.review_version)
+                if copies.get(message_id_for(token, LOCAL_FROM_ADDRESS).strip("<>").lower(), 0) == 0:
+                    report.lost += 1
+                    report.problems.append(f"CL {number}: delivery marked sent but not in the mailbox")
+        report.lost += len(numbers) - len(job_by_change)
+        return report
+    finally:
+        fleet.stop()
+        stop_stack_process(stack)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="p4review-chaos", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--state-dir", default=".local")
+    parser.add_argument("--jobs", type=int, default=ChaosConfig.jobs)
+    parser.add_argument("--workers-per-stage", type=int, default=ChaosConfig.workers_per_stage)
+    parser.add_argument("--seed", type=int, default=ChaosConfig.seed)
+    parser.add_argument("--faults", default=DEFAULT_FAULTS, help="P4REVIEW_FAULTS for the workers ('' = none)")
+    parser.add_argument("--timeout", type=float, default=ChaosConfig.timeout_seconds)
+    args = parser.parse_args(argv)
+    config = ChaosConfig(jobs=args.jobs, workers_per_stage=args.workers_per_stage, seed=args.seed,
+                         faults=args.faults, timeout_seconds=args.timeout)
+    report = run_chaos(Path(args.state_dir), config)
+    for problem in report.problems[:50]:
+        _say(f"  PROBLEM: {problem}")
+    _say(f"kills={report.kills} crash_exits={report.crash_exits} deliveries={report.deliveries} "
+         f"dead_letter_classes={dict(report.dead_letter_classes)} elapsed={report.elapsed_seconds:.0f}s")
+    _say(report.summary_line())
+    return 0 if report.passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

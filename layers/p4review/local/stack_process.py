@@ -1,0 +1,42 @@
+"""The local stack in a child process (`p4review local up`), for drivers such as `make demo` and
+`make chaos` that keep the stack's logs out of their own output."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+START_TIMEOUT_SECONDS = 90
+
+
+def start_stack_process(state_dir: Path, extra_args: list[str] | None = None) -> tuple[subprocess.Popen, dict[str, Any]]:
+    """Start `p4review local up --port 0 [extra_args]` with its output in `<state_dir>/stack.log`
+    and wait for its `stack.json`; returns the child and that state."""
+    log = open(state_dir / "stack.log", "wb")  # noqa: SIM115 - lives as long as the child
+    child = subprocess.Popen(
+        [sys.executable, "-m", "p4review.cli.main", "--state-dir", str(state_dir), "local", "up", "--port", "0",
+         *(extra_args or [])],
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+    )
+    state_file = state_dir / "stack.json"
+    deadline = time.monotonic() + START_TIMEOUT_SECONDS
+    while not state_file.exists():
+        if child.poll() is not None or time.monotonic() > deadline:
+            child.kill()
+            raise SystemExit(f"local stack did not start; see {state_dir / 'stack.log'}")
+        time.sleep(0.2)
+    return child, json.loads(state_file.read_text())
+
+
+def stop_stack_process(child: subprocess.Popen) -> None:
+    if child.poll() is None:
+        child.send_signal(signal.SIGTERM)
+    try:
+        child.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        child.kill()

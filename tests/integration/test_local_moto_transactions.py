@@ -1,0 +1,63 @@
+"""The local moto server's TransactWriteItems (p4review.local.moto_transactions): DynamoDB's
+all-or-nothing semantics without moto's whole-table copies."""
+
+from __future__ import annotations
+
+import pytest
+from botocore.exceptions import ClientError
+
+
+@pytest.fixture
+def table(aws_reset, aws_client):
+    dynamodb = aws_client("dynamodb")
+    dynamodb.create_table(TableName="t", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                          AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                          BillingMode="PAY_PER_REQUEST")
+    return dynamodb
+
+
+def _put(pk: str, value: str, condition: str | None = "attribute_not_exists(pk)") -> dict:
+    put = {"TableName": "t", "Item": {"pk": {"S": pk}, "v": {"S": value}},
+           "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
+    if condition:
+        put["ConditionExpression"] = condition
+    return {"Put": put}
+
+
+def _items(dynamodb) -> dict[str, str]:
+    return {item["pk"]["S"]: item["v"]["S"] for item in dynamodb.scan(TableName="t")["Items"]}
+
+
+def test_every_item_is_written_when_every_condition_holds(table):
+    table.transact_write_items(TransactItems=[_put("a", "1"), _put("b", "2")])
+    assert _items(table) == {"a": "1", "b": "2"}
+
+
+def test_one_failed_condition_writes_nothing_and_reports_reasons_per_item_with_all_old(table):
+    table.put_item(TableName="t", Item={"pk": {"S": "b"}, "v": {"S": "old"}})
+    with pytest.raises(ClientError) as caught:
+        table.transact_write_items(TransactItems=[_put("a", "1"), _put("b", "2")])
+    error = caught.value.response
+    assert error["Error"]["Code"] == "TransactionCanceledException"
+    reasons = error["CancellationReasons"]
+    assert reasons[0]["Code"] == "None"
+    assert reasons[1]["Code"] == "ConditionalCheckFailed"
+    assert reasons[1]["Item"] == {"pk": {"S": "b"}, "v": {"S": "old"}}
+    assert _items(table) == {"b": "old"}  # "a" was not written
+
+
+def test_two_operations_on_one_item_are_refused(table):
+    with pytest.raises(ClientError) as caught:
+        table.transact_write_items(TransactItems=[_put("a", "1"), _put("a", "2", condition=None)])
+    assert caught.value.response["Error"]["Code"] == "ValidationException"
+    assert _items(table) == {}
+
+
+def test_a_write_failing_half_way_is_undone(table):
+    table.put_item(TableName="t", Item={"pk": {"S": "b"}, "v": {"S": "old"}})
+    bad_update = {"Update": {"TableName": "t", "Key": {"pk": {"S": "c"}},
+                             "UpdateExpression": "SET v = v + :one",  # v is missing: fails when applied
+                             "ExpressionAttributeValues": {":one": {"N": "1"}}}}
+    with pytest.raises(ClientError):
+        table.transact_write_items(TransactItems=[_put("a", "1"), _put("b", "new", condition=None), bad_update])
+    assert _items(table) == {"b": "old"}
