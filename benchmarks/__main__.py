@@ -70,8 +70,9 @@ def bench_ingest() -> None:
 
 def main() -> int:
     from benchmarks.cost import bench_cost_per_job
+    from benchmarks.redaction import bench_redaction
 
-    for bench in (bench_ingest, bench_fetch_large_change, bench_cost_per_job):
+    for bench in (bench_ingest, bench_fetch_large_change, bench_cost_per_job, bench_redaction):
         bench()
     return 0
 

@@ -9,7 +9,7 @@ from p4review.stages.fetch import FetchWork
 
 def _work() -> FetchWork:
     dal = get_data_access()
-    return FetchWork(get_settings(), dal.artifacts, dal.secrets)
+    return FetchWork(get_settings(), dal.raw_artifacts, dal.redacted_artifacts, dal.secrets)
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -9,7 +9,7 @@ from p4review.stages.notify import NotifyWork
 
 def _work() -> NotifyWork:
     dal = get_data_access()
-    return NotifyWork(get_settings(), dal.artifacts, dal.outbox, dal.secrets)
+    return NotifyWork(get_settings(), dal.redacted_artifacts, dal.outbox, dal.secrets)
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -1,4 +1,5 @@
-"""sweeper: scheduled -> requeue expired leases and lost hand-offs, publish backlog metrics."""
+"""sweeper: scheduled -> requeue expired leases and lost hand-offs, publish backlog metrics,
+verify that artifact TTLs are enforced."""
 
 from dataclasses import asdict
 from datetime import timedelta
@@ -6,6 +7,7 @@ from datetime import timedelta
 from p4review.config import get_settings
 from p4review.dal.factory import get_data_access
 from p4review.observability import logger, metrics
+from p4review.runtime.retention import check_artifact_ttls
 from p4review.runtime.sweeper import sweep
 
 
@@ -24,4 +26,5 @@ def lambda_handler(event, context):
     for stage, count in report.running.items():
         metrics.add_metric(name=f"Backlog_{stage}_running", unit="Count", value=count)
     logger.info("sweep finished", extra=asdict(report))
-    return asdict(report)
+    return {**asdict(report), "ttl_violations": check_artifact_ttls(dal.artifact_retention)}
+

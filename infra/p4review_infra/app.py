@@ -31,6 +31,21 @@ def cdk_json_context(path: Path = CDK_JSON) -> dict[str, Any]:
         return {}
 
 
+def context_flag(value: Any) -> bool:
+    """A boolean context value: `-c key=true` arrives as the string "true", cdk.json or a test
+    may pass a real bool."""
+    if isinstance(value, bool):
+        return value
+    if value is None:
+        return False
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no", ""):
+        return False
+    raise ValueError(f"boolean context value expected, got {value!r}")
+
+
 def stack_name(environment: str) -> str:
     return f"p4review-{environment}"
 
@@ -49,6 +64,7 @@ def create_app(context: dict[str, Any] | None = None, outdir: str | None = None)
         p4_layer_arn=app.node.try_get_context("p4LayerArn"),
         log_level=str(app.node.try_get_context("logLevel") or "INFO"),
         alarm_email=app.node.try_get_context("alarmEmail"),
+        artifact_audit_trail=context_flag(app.node.try_get_context("artifactAuditTrail")),
         env=Environment(account=account, region=region) if account and region else None,
         description=f"p4review ({environment}): automated code review for Perforce changelists",
     )

@@ -20,7 +20,8 @@ from p4review_infra.constructs.api import ReviewApi
 from p4review_infra.constructs.function import P4ReviewFunction
 from p4review_infra.constructs.secrets import Secrets
 from p4review_infra.constructs.stage_queue import StageQueue
-from p4review_infra.constructs.storage import ArtifactBucket, Tables
+from p4review_infra.constructs.audit import ArtifactAuditTrail
+from p4review_infra.constructs.storage import ArtifactStorage, Tables
 from p4review_infra.layer import P4ReviewLayers
 
 INGEST_TIMEOUT_SECONDS = 10
@@ -56,6 +57,7 @@ class P4ReviewStack(Stack):
         p4_layer_arn: str | None = None,
         log_level: str = "INFO",
         alarm_email: str | None = None,
+        artifact_audit_trail: bool = False,
         **kwargs,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -65,8 +67,14 @@ class P4ReviewStack(Stack):
 
         # -- state ------------------------------------------------------------------------------
         self.tables = Tables(self, "Tables", environment=environment, specs=r.TABLES, protect=protect)
-        (bucket_spec,) = r.BUCKETS
-        self.artifacts = ArtifactBucket(self, "Artifacts", environment=environment, spec=bucket_spec, protect=protect)
+        self.artifacts = ArtifactStorage(self, "Artifacts", environment=environment, specs=r.BUCKETS, protect=protect)
+        raw, redacted = self.artifacts[r.RAW_BUCKET.key], self.artifacts[r.REDACTED_BUCKET.key]
+        # Optional (cost): CloudTrail S3 data events for every artifact read and write (docs/infra.md).
+        self.audit_trail = (
+            ArtifactAuditTrail(self, "ArtifactAudit", environment=environment, storage=self.artifacts, protect=protect)
+            if artifact_audit_trail
+            else None
+        )
         self.secrets = Secrets(self, "Secrets", environment=environment, specs=r.SECRETS, removal_policy=removal)
         self.queues = {
             spec.key: StageQueue(self, f"{spec.key.capitalize()}Stage", environment=environment, spec=spec)
@@ -112,7 +120,9 @@ class P4ReviewStack(Stack):
 
         fetch = function("fetch", r.FETCH_QUEUE.function_timeout_seconds, p4_layers, "Snapshot the changelist from Perforce into S3")
         fetch.uses_table(jobs, write=True)
-        fetch.uses_bucket(self.artifacts, read=(CHANGES_PREFIX,), write=(CHANGES_PREFIX,))
+        # Writes the raw snapshot and its redacted copy; reads neither back.
+        fetch.uses_bucket(raw, write=(CHANGES_PREFIX,))
+        fetch.uses_bucket(redacted, write=(CHANGES_PREFIX,))
         fetch.sends_to(review_q)
         fetch.reads_secret(self.secrets[r.P4_SECRET.key])
         fetch.set_env("P4REVIEW_P4_EXECUTABLE", P4_EXECUTABLE)
@@ -120,24 +130,26 @@ class P4ReviewStack(Stack):
 
         review = function("review", r.REVIEW_QUEUE.function_timeout_seconds, base_layers, "Review the snapshot and store the result")
         review.uses_table(jobs, write=True)
-        review.uses_bucket(self.artifacts, read=(CHANGES_PREFIX,), write=(RESULTS_PREFIX,))
+        review.uses_bucket(redacted, read=(CHANGES_PREFIX,), write=(RESULTS_PREFIX,))  # never the raw bucket
         review.sends_to(notify_q)
         review.reads_secret(self.secrets[r.LLM_SECRET.key])
 
         notify = function("notify", r.NOTIFY_QUEUE.function_timeout_seconds, p4_layers, "Email the review to the changelist owner")
         notify.uses_table(jobs, write=True)
         notify.uses_table(outbox, write=True)
-        notify.uses_bucket(self.artifacts, read=(CHANGES_PREFIX, RESULTS_PREFIX))
+        notify.uses_bucket(redacted, read=(CHANGES_PREFIX, RESULTS_PREFIX))  # never the raw bucket
         notify.reads_secret(self.secrets[r.SMTP_SECRET.key])
         notify.reads_secret(self.secrets[r.P4_SECRET.key])  # `p4 user -o` for the owner's email
         notify.set_env("P4REVIEW_P4_EXECUTABLE", P4_EXECUTABLE)
         notify.set_env("P4REVIEW_DEPOT_ALLOW_LIST", depot_allow_list)
 
         sweeper = function("sweeper", SWEEPER_TIMEOUT_SECONDS, base_layers,
-                           "Requeue expired leases and lost hand-offs; publish backlog metrics")
+                           "Requeue expired leases and lost hand-offs; publish backlog metrics; verify artifact TTLs")
         sweeper.uses_table(jobs, write=True)
         for stage_queue in (fetch_q, review_q, notify_q):
             sweeper.sends_to(stage_queue)
+        # TTL verification lists the oldest day prefixes of every bucket: names only, no object, no key.
+        sweeper.lists_buckets(self.artifacts, prefixes=(CHANGES_PREFIX, RESULTS_PREFIX))
         events.Rule(
             self, "SweepSchedule",
             rule_name=f"p4review-{environment}-sweep",
@@ -162,6 +174,11 @@ class P4ReviewStack(Stack):
         for key, stage in self.queues.items():
             CfnOutput(self, f"{key.capitalize()}QueueUrl", value=stage.queue.queue_url)
             CfnOutput(self, f"{key.capitalize()}DlqUrl", value=stage.dlq.queue_url)
-        CfnOutput(self, "ArtifactBucketName", value=self.artifacts.bucket_name)
+        for artifacts in self.artifacts.buckets:
+            CfnOutput(self, f"{artifacts.spec.key.capitalize()}BucketName", value=artifacts.bucket_name)
+        CfnOutput(self, "ArtifactKeyArn", value=self.artifacts.key.key_arn,
+                  description="KMS key encrypting the artifact buckets")
+        if self.audit_trail:
+            CfnOutput(self, "ArtifactAuditTrailArn", value=self.audit_trail.trail.trail_arn)
         for key, provisioned in self.secrets.by_key.items():
             CfnOutput(self, f"{provisioned.secret.node.id}SecretArn", value=provisioned.secret.secret_arn)

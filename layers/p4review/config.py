@@ -30,7 +30,8 @@ class Settings(BaseModel):
     fetch_dlq_url: str | None = Field(default=None, alias="P4REVIEW_FETCH_DLQ_URL")
     review_dlq_url: str | None = Field(default=None, alias="P4REVIEW_REVIEW_DLQ_URL")
     notify_dlq_url: str | None = Field(default=None, alias="P4REVIEW_NOTIFY_DLQ_URL")
-    artifact_bucket: str | None = Field(default=None, alias="P4REVIEW_ARTIFACT_BUCKET")
+    raw_bucket: str | None = Field(default=None, alias="P4REVIEW_RAW_BUCKET")
+    redacted_bucket: str | None = Field(default=None, alias="P4REVIEW_REDACTED_BUCKET")
     signing_secret_id: str | None = Field(default=None, alias="P4REVIEW_SIGNING_SECRET_ID")
     smtp_secret_id: str | None = Field(default=None, alias="P4REVIEW_SMTP_SECRET_ID")
     llm_secret_id: str | None = Field(default=None, alias="P4REVIEW_LLM_SECRET_ID")
@@ -51,6 +52,10 @@ class Settings(BaseModel):
     swarm_url: str | None = Field(default=None, alias="P4REVIEW_SWARM_URL")
     # Sweeper: a pending stage untouched this long has no message coming and is re-sent. Longer than
     # any scheduled redelivery (backoff <= 60 s, Retry-After <= 300 s, a lease-held put-back).
+    # Redaction policy beyond the always-on secret rules (docs/redaction.md). Lists: comma-separated.
+    redact_emails: bool = Field(default=False, alias="P4REVIEW_REDACT_EMAILS")
+    redact_host_suffixes: str = Field(default="", alias="P4REVIEW_REDACT_HOST_SUFFIXES")
+    redact_cidrs: str = Field(default="", alias="P4REVIEW_REDACT_CIDRS")
     sweep_stranded_seconds: int = Field(default=900, ge=60, le=86_400, alias="P4REVIEW_SWEEP_STRANDED_SECONDS")
 
     def queue_url(self, stage: StageName) -> str:
@@ -64,6 +69,16 @@ class Settings(BaseModel):
         if not value:
             raise ConfigError(f"{QUEUE_FOR_STAGE[stage].dlq_env_var} is not set")
         return value
+
+    def redaction_policy(self):  # -> p4review.logic.redaction.RedactionPolicy
+        from p4review.logic.redaction import RedactionPolicy
+
+        def items(value: str) -> tuple[str, ...]:
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+
+        return RedactionPolicy(deidentify_emails=self.redact_emails,
+                               confidential_host_suffixes=items(self.redact_host_suffixes),
+                               confidential_cidrs=items(self.redact_cidrs))
 
     def require(self, name: str) -> str:
         value = getattr(self, name)

@@ -86,12 +86,21 @@ NOTIFY_QUEUE = QueueSpec(
     function_timeout_seconds=60, visibility_timeout_seconds=360,
 )
 
-ARTIFACT_BUCKET = BucketSpec(
-    key="artifacts",
-    env_var="P4REVIEW_ARTIFACT_BUCKET",
-    # Raw diff snapshots are sensitive: spec caps their retention at 7 days.
+# Raw and redacted artifacts live apart (spec SEC-29): only fetch ever touches the raw bucket.
+# Keys are `changes/<yyyy>/<mm>/<dd>/<job_id>.json` and `results/<yyyy>/<mm>/<dd>/<job_id>.json`
+# (the job's creation date, UTC), so TTL verification can list the oldest day cheaply.
+RAW_BUCKET = BucketSpec(
+    key="raw",
+    env_var="P4REVIEW_RAW_BUCKET",
+    # Raw diff snapshots may hold secrets: the spec caps their retention at 7 days.
     expiration_days=7,
-    purpose="Change snapshots (changes/) and review results (results/), keyed by job id.",
+    purpose="Raw change snapshots (changes/) as p4 returned them; written by fetch only, read by nobody.",
+)
+REDACTED_BUCKET = BucketSpec(
+    key="redacted",
+    env_var="P4REVIEW_REDACTED_BUCKET",
+    expiration_days=30,
+    purpose="Redacted change snapshots (changes/) and review results (results/): all review and notify read.",
 )
 
 SIGNING_SECRET = SecretSpec(
@@ -117,7 +126,7 @@ P4_SECRET = SecretSpec(
 
 TABLES = (JOBS_TABLE, OUTBOX_TABLE)
 QUEUES = (FETCH_QUEUE, REVIEW_QUEUE, NOTIFY_QUEUE)
-BUCKETS = (ARTIFACT_BUCKET,)
+BUCKETS = (RAW_BUCKET, REDACTED_BUCKET)
 SECRETS = (SIGNING_SECRET, SMTP_SECRET, LLM_SECRET, P4_SECRET)
 QUEUE_FOR_STAGE = {queue.stage: queue for queue in QUEUES}
 

@@ -63,5 +63,11 @@ def prod(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 
 
 @pytest.fixture(scope="session")
+def dev_audit(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    # The optional CloudTrail data-event trail, enabled the way the CLI passes it (`-c artifactAuditTrail=true`).
+    return _synth("dev", tmp_path_factory.mktemp("cdk-dev-audit"), artifactAuditTrail="true")
+
+
+@pytest.fixture(scope="session")
 def p4_layer_arn() -> str:
     return P4_LAYER_ARN

@@ -19,18 +19,22 @@ EXPECTED_ENV = {
     "ingest": {r.JOBS_TABLE.env_var, r.OUTBOX_TABLE.env_var, r.FETCH_QUEUE.env_var, r.SIGNING_SECRET.env_var},
     # Stage functions also know their own queue (to delay a retry) and its DLQ (dead-letter envelopes).
     "fetch": {
-        r.JOBS_TABLE.env_var, r.ARTIFACT_BUCKET.env_var, r.REVIEW_QUEUE.env_var, r.P4_SECRET.env_var,
+        r.JOBS_TABLE.env_var, r.RAW_BUCKET.env_var, r.REDACTED_BUCKET.env_var, r.REVIEW_QUEUE.env_var,
+        r.P4_SECRET.env_var,
         "P4REVIEW_P4_EXECUTABLE", "P4REVIEW_DEPOT_ALLOW_LIST", r.FETCH_QUEUE.env_var, r.FETCH_QUEUE.dlq_env_var,
     },
-    "review": {r.JOBS_TABLE.env_var, r.ARTIFACT_BUCKET.env_var, r.NOTIFY_QUEUE.env_var, r.LLM_SECRET.env_var,
+    # review and notify never learn the raw bucket's name.
+    "review": {r.JOBS_TABLE.env_var, r.REDACTED_BUCKET.env_var, r.NOTIFY_QUEUE.env_var, r.LLM_SECRET.env_var,
                r.REVIEW_QUEUE.env_var, r.REVIEW_QUEUE.dlq_env_var},
     "notify": {
-        r.JOBS_TABLE.env_var, r.OUTBOX_TABLE.env_var, r.ARTIFACT_BUCKET.env_var, r.SMTP_SECRET.env_var,
+        r.JOBS_TABLE.env_var, r.OUTBOX_TABLE.env_var, r.REDACTED_BUCKET.env_var, r.SMTP_SECRET.env_var,
         r.P4_SECRET.env_var, "P4REVIEW_P4_EXECUTABLE", "P4REVIEW_DEPOT_ALLOW_LIST", r.NOTIFY_QUEUE.env_var,
         r.NOTIFY_QUEUE.dlq_env_var,
     },
-    # The sweeper re-sends hand-offs to every stage queue; it reads no secret and no artifact.
-    "sweeper": {r.JOBS_TABLE.env_var, r.FETCH_QUEUE.env_var, r.REVIEW_QUEUE.env_var, r.NOTIFY_QUEUE.env_var},
+    # The sweeper re-sends hand-offs to every stage queue and lists every bucket's day prefixes (TTL
+    # verification); it reads no secret and no artifact.
+    "sweeper": {r.JOBS_TABLE.env_var, r.FETCH_QUEUE.env_var, r.REVIEW_QUEUE.env_var, r.NOTIFY_QUEUE.env_var,
+                r.RAW_BUCKET.env_var, r.REDACTED_BUCKET.env_var},
 }
 
 
@@ -218,10 +222,38 @@ def test_alarms_go_to_an_encrypted_ssl_only_topic(dev):
     policies = json.dumps(of_type(dev, "AWS::SNS::TopicPolicy"))
     assert '"aws:SecureTransport": "false"' in policies and topic_id in policies
     alarms = of_type(dev, "AWS::CloudWatch::Alarm")
-    assert len(alarms) == len(r.QUEUES) + 1  # one per DLQ, plus the escalation alarm
+    assert len(alarms) == len(r.QUEUES) + 3  # one per DLQ, escalation, artifact TTL, TTL check failed
     for alarm in alarms.values():
         assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic_id}], alarm["Properties"]["AlarmName"]
         assert alarm["Properties"]["OKActions"] == [{"Ref": topic_id}]
+
+
+def test_artifact_ttl_violations_raise_an_alarm_that_notifies_the_topic(dev):
+    (topic_id,) = of_type(dev, "AWS::SNS::Topic")
+    (alarm,) = [
+        props(res) for res in of_type(dev, "AWS::CloudWatch::Alarm").values()
+        if props(res)["AlarmName"] == f"p4review-{ENV}-artifact-ttl-violation"
+    ]
+    assert alarm["MetricName"] == "ArtifactTtlViolations"  # published by the sweeper (runtime/retention.py)
+    assert alarm["Namespace"] == "P4Review"
+    assert alarm["Dimensions"] == [{"Name": "service", "Value": "p4review"}]
+    assert alarm["Statistic"] == "Sum"
+    assert alarm["Period"] == 3600
+    assert alarm["EvaluationPeriods"] == 1
+    assert alarm["Threshold"] == 0
+    assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
+    assert alarm["TreatMissingData"] == "notBreaching"
+    assert alarm["AlarmActions"] == [{"Ref": topic_id}]
+    assert alarm["OKActions"] == [{"Ref": topic_id}]
+
+
+def test_a_ttl_check_that_cannot_run_raises_its_own_alarm(dev):
+    dev.template.has_resource_properties("AWS::CloudWatch::Alarm", {
+        "AlarmName": f"p4review-{ENV}-artifact-ttl-check-failed",
+        "MetricName": "ArtifactTtlCheckFailed",
+        "Namespace": "P4Review",
+        "Threshold": 0,
+    })
 
 
 def test_escalated_replays_raise_an_alarm_on_the_runtime_metric(dev):
@@ -235,7 +267,7 @@ def test_escalated_replays_raise_an_alarm_on_the_runtime_metric(dev):
     })
 
 
-# -- tables, bucket, secrets -----------------------------------------------------------------------
+# -- tables, buckets, key, secrets ---------------------------------------------------------------
 
 
 @pytest.mark.parametrize("spec", r.TABLES, ids=lambda s: s.key)
@@ -259,39 +291,101 @@ def test_two_tables(dev):
     dev.template.resource_count_is("AWS::DynamoDB::Table", 2)
 
 
-def _artifact_bucket(synth) -> tuple[str, dict[str, Any]]:
+def bucket_id(synth, spec: r.BucketSpec) -> str:
     (hit,) = [
-        (lid, props(res))
+        lid
         for lid, res in of_type(synth, "AWS::S3::Bucket").items()
-        if f"p4review-{ENV}-{r.ARTIFACT_BUCKET.key}" in json.dumps(props(res).get("BucketName"))
+        if f'"{r.physical_name(ENV, spec.key)}-"' in json.dumps(props(res).get("BucketName"))
     ]
     return hit
 
 
-def test_artifact_bucket_expiry_public_access_and_encryption(dev):
-    _, bucket = _artifact_bucket(dev)
-    rules = bucket["LifecycleConfiguration"]["Rules"]
-    assert [rule["ExpirationInDays"] for rule in rules] == [r.ARTIFACT_BUCKET.expiration_days]
+def artifact_key_id(synth) -> str:
+    """The key behind `alias/p4review-<env>-artifacts`."""
+    alias_id = logical_id_of(synth, "AWS::KMS::Alias", AliasName=f"alias/p4review-{ENV}-artifacts")
+    return props(of_type(synth, "AWS::KMS::Alias")[alias_id])["TargetKeyId"]["Fn::GetAtt"][0]
+
+
+def access_log_bucket_id(synth) -> str:
+    """The one bucket every artifact bucket logs to."""
+    buckets = of_type(synth, "AWS::S3::Bucket")
+    (target,) = {
+        json.dumps(props(buckets[bucket_id(synth, spec)])["LoggingConfiguration"]["DestinationBucketName"])
+        for spec in r.BUCKETS
+    }
+    return json.loads(target)["Ref"]
+
+
+def test_two_artifact_buckets_raw_7_days_redacted_30_days():
+    assert [(spec.key, spec.expiration_days) for spec in r.BUCKETS] == [("raw", 7), ("redacted", 30)]
+
+
+@pytest.mark.parametrize("spec", r.BUCKETS, ids=lambda s: s.key)
+def test_artifact_bucket_expiry_and_public_access(dev, spec):
+    bucket = props(of_type(dev, "AWS::S3::Bucket")[bucket_id(dev, spec)])
+    (rule,) = bucket["LifecycleConfiguration"]["Rules"]
+    assert rule["ExpirationInDays"] == spec.expiration_days
+    assert rule["AbortIncompleteMultipartUpload"] == {"DaysAfterInitiation": 1}
+    assert rule["Status"] == "Enabled"
     assert bucket["PublicAccessBlockConfiguration"] == {
         "BlockPublicAcls": True,
         "BlockPublicPolicy": True,
         "IgnorePublicAcls": True,
         "RestrictPublicBuckets": True,
     }
+    assert bucket["OwnershipControls"] == {"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]}
+    assert "VersioningConfiguration" not in bucket  # expiry deletes for real: no noncurrent versions linger
+
+
+@pytest.mark.parametrize("spec", r.BUCKETS, ids=lambda s: s.key)
+def test_artifact_bucket_is_encrypted_with_the_cmk_and_a_bucket_key(dev, spec):
+    bucket = props(of_type(dev, "AWS::S3::Bucket")[bucket_id(dev, spec)])
     (encryption,) = bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"]
-    assert encryption["ServerSideEncryptionByDefault"]["SSEAlgorithm"] == "AES256"
-    assert "DestinationBucketName" in bucket["LoggingConfiguration"]
+    assert encryption["ServerSideEncryptionByDefault"] == {
+        "SSEAlgorithm": "aws:kms",
+        "KMSMasterKeyID": {"Fn::GetAtt": [artifact_key_id(dev), "Arn"]},
+    }
+    assert encryption["BucketKeyEnabled"] is True
 
 
-def test_artifact_bucket_policy_is_ssl_only(dev):
-    bucket_id, _ = _artifact_bucket(dev)
+@pytest.mark.parametrize("spec", r.BUCKETS, ids=lambda s: s.key)
+def test_artifact_bucket_logs_access_to_the_shared_log_bucket(dev, spec):
+    bucket = props(of_type(dev, "AWS::S3::Bucket")[bucket_id(dev, spec)])
+    assert bucket["LoggingConfiguration"] == {
+        "DestinationBucketName": {"Ref": access_log_bucket_id(dev)},
+        "LogFilePrefix": f"{spec.key}/",
+    }
+
+
+def test_access_log_bucket_is_sse_s3_private_and_expires(dev):
+    logs = props(of_type(dev, "AWS::S3::Bucket")[access_log_bucket_id(dev)])
+    (encryption,) = logs["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    # Server access log delivery writes SSE-S3 only.
+    assert encryption["ServerSideEncryptionByDefault"] == {"SSEAlgorithm": "AES256"}
+    assert [rule["ExpirationInDays"] for rule in logs["LifecycleConfiguration"]["Rules"]] == [90]
+    assert all(logs["PublicAccessBlockConfiguration"].values())
+    # One key, one log bucket, one bucket per spec (the optional audit trail adds its own).
+    dev.template.resource_count_is("AWS::S3::Bucket", len(r.BUCKETS) + 1)
+    dev.template.resource_count_is("AWS::KMS::Key", 1)
+
+
+@pytest.mark.parametrize("which", [*(spec.key for spec in r.BUCKETS), "access-logs"])
+def test_bucket_policy_is_ssl_only(dev, which):
+    specs = {spec.key: spec for spec in r.BUCKETS}
+    target = access_log_bucket_id(dev) if which == "access-logs" else bucket_id(dev, specs[which])
     (policy,) = [
-        props(res) for res in of_type(dev, "AWS::S3::BucketPolicy").values() if props(res)["Bucket"] == {"Ref": bucket_id}
+        props(res) for res in of_type(dev, "AWS::S3::BucketPolicy").values() if props(res)["Bucket"] == {"Ref": target}
     ]
     assert any(
-        s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+        s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} and s["Action"] == "s3:*"
         for s in policy["PolicyDocument"]["Statement"]
     )
+
+
+def test_artifact_key_rotates_and_has_the_env_alias(dev):
+    key = props(of_type(dev, "AWS::KMS::Key")[artifact_key_id(dev)])
+    assert key["EnableKeyRotation"] is True
+    assert key.get("KeySpec", "SYMMETRIC_DEFAULT") == "SYMMETRIC_DEFAULT"
 
 
 def test_four_secrets_named_by_env_and_key(dev):
@@ -337,6 +431,11 @@ def test_outputs(dev):
         assert f"{spec.key.capitalize()}QueueUrl" in outputs
     for spec in r.TABLES:
         assert f"{spec.key.capitalize()}TableName" in outputs
+    assert outputs["RawBucketName"]["Value"] == {"Ref": bucket_id(dev, r.RAW_BUCKET)}
+    assert outputs["RedactedBucketName"]["Value"] == {"Ref": bucket_id(dev, r.REDACTED_BUCKET)}
+    assert outputs["ArtifactKeyArn"]["Value"] == {"Fn::GetAtt": [artifact_key_id(dev), "Arn"]}
+    assert "ArtifactBucketName" not in outputs
+    assert "ArtifactAuditTrailArn" not in outputs  # the trail is off by default
 
 
 # -- least privilege --------------------------------------------------------------------------------
@@ -360,7 +459,7 @@ def test_ingest_has_no_s3_access(dev):
 
 
 def test_s3_grants_are_object_level_and_prefix_scoped(dev):
-    for name in ("fetch", "review", "notify"):
+    for name in ("fetch", "review", "notify", "sweeper"):
         for statement in role_statements(dev, name):
             actions = as_list(statement["Action"])
             if any(a.startswith("s3:") for a in actions):
@@ -369,6 +468,136 @@ def test_s3_grants_are_object_level_and_prefix_scoped(dev):
                     assert "s3:prefix" in json.dumps(statement["Condition"])
                 else:
                     assert mentions(statement, "/changes/*") or mentions(statement, "/results/*")
+
+
+def _arn_suffix(resource: Any, bucket: str) -> str | None:
+    """`/changes/*` for `<bucket Arn>/changes/*`, "" for the bucket ARN itself, None otherwise."""
+    if resource == {"Fn::GetAtt": [bucket, "Arn"]}:
+        return ""
+    if isinstance(resource, dict) and "Fn::Join" in resource:
+        head, *rest = resource["Fn::Join"][1]
+        if head == {"Fn::GetAtt": [bucket, "Arn"]} and len(rest) == 1 and isinstance(rest[0], str):
+            return rest[0]
+    return None
+
+
+def artifact_access(synth, function: str) -> dict[str, set[str]]:
+    """Bucket key -> every S3 and KMS permission `function` has on that bucket, as strings:
+    "s3:GetObject /changes/*", "s3:ListBucket changes/*" (its s3:prefix condition), "kms:Decrypt"
+    (granted on the artifact key with this bucket as encryption context). Fails on an S3 or KMS
+    statement that cannot be attributed to one bucket."""
+    buckets = {spec.key: bucket_id(synth, spec) for spec in r.BUCKETS}
+    key_arn = {"Fn::GetAtt": [artifact_key_id(synth), "Arn"]}
+    access: dict[str, set[str]] = {spec.key: set() for spec in r.BUCKETS}
+    for statement in role_statements(synth, function):
+        actions = as_list(statement["Action"])
+        if not any(a.startswith(("s3:", "kms:")) for a in actions):
+            continue
+        assert statement["Effect"] == "Allow"
+        if all(a.startswith("kms:") for a in actions):
+            assert statement["Resource"] == key_arn, statement
+            context = statement["Condition"]["StringLike"]["kms:EncryptionContext:aws:s3:arn"]
+            (owner,) = {key for key, lid in buckets.items() if lid in json.dumps(context)}
+            for value in context:
+                assert _arn_suffix(value, buckets[owner]) is not None, statement
+            access[owner].update(actions)
+            continue
+        assert all(a.startswith("s3:") for a in actions), statement
+        attributed = False
+        for resource in as_list(statement["Resource"]):
+            for key, lid in buckets.items():
+                suffix = _arn_suffix(resource, lid)
+                if suffix is None:
+                    continue
+                attributed = True
+                for action in actions:
+                    if action == "s3:ListBucket":
+                        assert suffix == "", statement
+                        access[key].update(f"{action} {p}" for p in statement["Condition"]["StringLike"]["s3:prefix"])
+                    else:
+                        access[key].add(f"{action} {suffix}")
+        assert attributed, statement
+    return access
+
+
+EXPECTED_ARTIFACT_ACCESS = {
+    "ingest": {"raw": set(), "redacted": set()},
+    # Writes the raw snapshot and its redacted copy, reads neither back.
+    "fetch": {
+        "raw": {"s3:PutObject /changes/*", "kms:GenerateDataKey", "kms:Decrypt"},
+        "redacted": {"s3:PutObject /changes/*", "kms:GenerateDataKey", "kms:Decrypt"},
+    },
+    "review": {
+        "raw": set(),
+        "redacted": {"s3:GetObject /changes/*", "s3:ListBucket changes/*", "kms:Decrypt",
+                     "s3:PutObject /results/*", "kms:GenerateDataKey"},
+    },
+    "notify": {
+        "raw": set(),
+        "redacted": {"s3:GetObject /changes/*", "s3:GetObject /results/*",
+                     "s3:ListBucket changes/*", "s3:ListBucket results/*", "kms:Decrypt"},
+    },
+    # TTL verification: key names under the artifact prefixes, no object, no key.
+    "sweeper": {
+        "raw": {"s3:ListBucket changes/*", "s3:ListBucket results/*"},
+        "redacted": {"s3:ListBucket changes/*", "s3:ListBucket results/*"},
+    },
+}
+
+
+@pytest.mark.parametrize("function", sorted(EXPECTED_ARTIFACT_ACCESS))
+def test_artifact_grant_matrix(dev, function):
+    assert artifact_access(dev, function) == EXPECTED_ARTIFACT_ACCESS[function]
+
+
+@pytest.mark.parametrize("function", ["review", "notify"])
+def test_review_and_notify_never_reference_the_raw_bucket(dev, function):
+    raw = bucket_id(dev, r.RAW_BUCKET)
+    for statement in role_statements(dev, function):
+        assert raw not in json.dumps(statement), statement
+    variables = functions(dev)[function][1]["Environment"]["Variables"]
+    assert raw not in json.dumps(variables)
+
+
+def test_fetch_cannot_read_either_bucket(dev):
+    for statement in role_statements(dev, "fetch"):
+        actions = as_list(statement["Action"])
+        # kms:Decrypt through S3 completes its multipart uploads; without s3:GetObject it reads nothing.
+        reads = [a for a in actions if a.startswith(("s3:Get", "s3:List")) or a in ("s3:*", "kms:*")]
+        assert not reads, statement
+
+
+def test_sweeper_may_only_list_the_artifact_buckets(dev):
+    buckets = [{"Fn::GetAtt": [bucket_id(dev, spec), "Arn"]} for spec in r.BUCKETS]
+    s3_statements = [
+        s for s in role_statements(dev, "sweeper") if any(a.startswith("s3:") for a in as_list(s["Action"]))
+    ]
+    assert s3_statements
+    listed = []
+    for statement in s3_statements:
+        assert as_list(statement["Action"]) == ["s3:ListBucket"], statement
+        assert set(statement["Condition"]["StringLike"]["s3:prefix"]) == {"changes/*", "results/*"}
+        listed.extend(as_list(statement["Resource"]))
+    assert sorted(map(json.dumps, listed)) == sorted(map(json.dumps, buckets))
+
+
+def test_kms_grants_only_through_s3_for_one_bucket(dev):
+    """One key serves both buckets, so every KMS grant is pinned to S3 (kms:ViaService) and to
+    one bucket (the S3 encryption context): the grants on the redacted bucket cannot decrypt raw
+    objects even through S3."""
+    seen = set()
+    for name in functions(dev):
+        for statement in role_statements(dev, name):
+            actions = as_list(statement["Action"])
+            if not any(a.startswith("kms:") for a in actions):
+                continue
+            assert set(actions) <= {"kms:Decrypt", "kms:GenerateDataKey"}, statement
+            assert statement["Resource"] == {"Fn::GetAtt": [artifact_key_id(dev), "Arn"]}
+            via = statement["Condition"]["StringEquals"]["kms:ViaService"]
+            assert via == {"Fn::Join": ["", ["s3.", {"Ref": "AWS::Region"}, ".amazonaws.com"]]}
+            assert "kms:EncryptionContext:aws:s3:arn" in statement["Condition"]["StringLike"]
+            seen.add(name)
+    assert seen == {"fetch", "review", "notify"}
 
 
 def test_only_notify_reads_the_smtp_secret(dev):
@@ -416,7 +645,11 @@ def test_dev_cleans_up_after_itself(dev):
     for res in of_type(dev, "AWS::DynamoDB::Table").values():
         assert res["DeletionPolicy"] == "Delete"
         assert not props(res).get("DeletionProtectionEnabled")
-    dev.template.resource_count_is("Custom::S3AutoDeleteObjects", 2)
+    # Both artifact buckets and the access-log bucket.
+    dev.template.resource_count_is("Custom::S3AutoDeleteObjects", len(r.BUCKETS) + 1)
+    key = of_type(dev, "AWS::KMS::Key")[artifact_key_id(dev)]
+    assert key["DeletionPolicy"] == "Delete"
+    assert props(key)["PendingWindowInDays"] == 7
 
 
 def test_prod_retains_data(prod):
@@ -427,6 +660,9 @@ def test_prod_retains_data(prod):
         assert props(res)["DeletionProtectionEnabled"] is True
     for res in of_type(prod, "AWS::S3::Bucket").values():
         assert res["DeletionPolicy"] == "Retain"
+    (key,) = of_type(prod, "AWS::KMS::Key").values()
+    assert key["DeletionPolicy"] == "Retain"
+    assert "PendingWindowInDays" not in props(key)
     prod.template.resource_count_is("Custom::S3AutoDeleteObjects", 0)
     names = {props(res)["QueueName"] for res in of_type(prod, "AWS::SQS::Queue").values()}
     assert r.physical_name("prod", r.FETCH_QUEUE.key) in names
@@ -466,7 +702,8 @@ def test_sweeper_runs_on_a_schedule(dev):
 def test_sweeper_cannot_read_artifacts_or_secrets(dev):
     statements = role_statements(dev, "sweeper")
     actions = {action for statement in statements for action in as_list(statement["Action"])}
-    assert not any(action.startswith(("s3:", "secretsmanager:")) for action in actions)
+    assert not any(action.startswith(("kms:", "secretsmanager:")) for action in actions)
+    assert {action for action in actions if action.startswith("s3:")} == {"s3:ListBucket"}
 
 
 @pytest.mark.parametrize("synth_name", ["dev", "prod"])
@@ -474,3 +711,72 @@ def test_no_synthesized_template_enables_fault_injection(synth_name, request):
     """Fault injection (runtime/faults.py) is for tests and the local stack only."""
     synth = request.getfixturevalue(synth_name)
     assert "P4REVIEW_FAULTS" not in json.dumps(synth.template.to_json())
+
+
+# -- optional CloudTrail data events ----------------------------------------------------------------
+
+
+def test_no_audit_trail_by_default(dev, prod):
+    dev.template.resource_count_is("AWS::CloudTrail::Trail", 0)
+    prod.template.resource_count_is("AWS::CloudTrail::Trail", 0)
+
+
+def test_audit_trail_records_s3_data_events_for_both_buckets(dev_audit):
+    (trail,) = [props(res) for res in of_type(dev_audit, "AWS::CloudTrail::Trail").values()]
+    assert trail["TrailName"] == f"p4review-{ENV}-artifact-audit"
+    assert trail["EnableLogFileValidation"] is True
+    assert trail["IsMultiRegionTrail"] is False
+    assert trail["IncludeGlobalServiceEvents"] is False
+    (selector,) = trail["EventSelectors"]  # data events only: no management events
+    assert selector["ReadWriteType"] == "All"
+    assert selector["IncludeManagementEvents"] is False
+    (resources,) = selector["DataResources"]
+    assert resources["Type"] == "AWS::S3::Object"
+    assert sorted(map(json.dumps, resources["Values"])) == sorted(
+        json.dumps({"Fn::Join": ["", [{"Fn::GetAtt": [bucket_id(dev_audit, spec), "Arn"]}, "/"]]}) for spec in r.BUCKETS
+    )
+    assert "ArtifactAuditTrailArn" in dev_audit.template.find_outputs("*")
+
+
+def test_audit_trail_logs_to_its_own_encrypted_ssl_only_bucket(dev_audit):
+    (trail,) = [props(res) for res in of_type(dev_audit, "AWS::CloudTrail::Trail").values()]
+    target = trail["S3BucketName"]["Ref"]
+    assert target not in {bucket_id(dev_audit, spec) for spec in r.BUCKETS} | {access_log_bucket_id(dev_audit)}
+    bucket = props(of_type(dev_audit, "AWS::S3::Bucket")[target])
+    (encryption,) = bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert encryption["ServerSideEncryptionByDefault"] == {"SSEAlgorithm": "AES256"}
+    assert all(bucket["PublicAccessBlockConfiguration"].values())
+    assert bucket["LoggingConfiguration"]["DestinationBucketName"] == {"Ref": access_log_bucket_id(dev_audit)}
+    (policy,) = [
+        props(res)
+        for res in of_type(dev_audit, "AWS::S3::BucketPolicy").values()
+        if props(res)["Bucket"] == {"Ref": target}
+    ]
+    assert any(
+        s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+        for s in policy["PolicyDocument"]["Statement"]
+    )
+
+
+def test_audit_trail_synth_has_no_unacknowledged_cdk_nag_findings(dev_audit):
+    errors = Annotations.from_stack(dev_audit.stack).find_error("*", Match.string_like_regexp("AwsSolutions-.*"))
+    assert errors == []
+    report = json.loads((dev_audit.outdir / "validation-report.json").read_text())
+    assert [p for p in report["pluginReports"] if p.get("conclusion") != "success"] == []
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(None, False), (True, True), (False, False), ("true", True), ("True", True), ("false", False), ("", False)],
+)
+def test_boolean_context_values(value, expected):
+    from p4review_infra.app import context_flag
+
+    assert context_flag(value) is expected
+
+
+def test_boolean_context_rejects_garbage():
+    from p4review_infra.app import context_flag
+
+    with pytest.raises(ValueError):
+        context_flag("enabled-ish")

@@ -196,7 +196,9 @@ def _reviewed_job(service):
     answer = create_review(CreateReviewRequest(idempotency_key="notify-faults", changelist_id=48213,
                                                review_version=1, kind="submitted"),
                            jobs=dal.jobs, queues=dal.queues, request_id=None)
-    for work in (FetchWork(get_settings(), dal.artifacts, dal.secrets), ReviewWork(dal.artifacts)):
+    settings = get_settings()
+    for work in (FetchWork(settings, dal.raw_artifacts, dal.redacted_artifacts, dal.secrets),
+                 ReviewWork(dal.redacted_artifacts, settings.redaction_policy())):
         assert _run(work, answer.job, "setup", lease_seconds=60).ack
     for stage in StageName:
         drain(service.sqs, service.resources.queue_for_stage(stage).url)
@@ -205,7 +207,7 @@ def _reviewed_job(service):
 
 def _notify(job, worker):
     dal = get_data_access()
-    return _run(NotifyWork(get_settings(), dal.artifacts, dal.outbox, dal.secrets), job, worker, lease_seconds=60)
+    return _run(NotifyWork(get_settings(), dal.redacted_artifacts, dal.outbox, dal.secrets), job, worker, lease_seconds=60)
 
 
 def _rows(job):
@@ -261,14 +263,14 @@ def test_p4_timeout_is_a_retryable_network_timeout(service):
     job = _new_job(service)
     dal = get_data_access()
     _inject("p4_timeout=1")
-    disposition = _run(FetchWork(get_settings(), dal.artifacts, dal.secrets), job, "fetcher", lease_seconds=60)
+    disposition = _run(FetchWork(get_settings(), dal.raw_artifacts, dal.redacted_artifacts, dal.secrets), job, "fetcher", lease_seconds=60)
     assert not disposition.ack and disposition.reason == ErrorClass.NETWORK_TIMEOUT.value
     stored = dal.jobs.get_job(job.job_id)
     assert stored.status == JobStatus.RETRYABLE_FAILED
     assert stored.stages[StageName.FETCH].last_error_class == "NETWORK_TIMEOUT"
     assert _dlq(service, StageName.FETCH) == []
     faults.load({})
-    assert _run(FetchWork(get_settings(), dal.artifacts, dal.secrets), job, "fetcher-2", lease_seconds=60).ack
+    assert _run(FetchWork(get_settings(), dal.raw_artifacts, dal.redacted_artifacts, dal.secrets), job, "fetcher-2", lease_seconds=60).ack
 
 
 class SlowWork(CountingWork):

@@ -45,7 +45,9 @@ def _reviewed_job(service):
     dal = get_data_access()
     answer = create_review(CreateReviewRequest(idempotency_key="notify-test", changelist_id=48213, review_version=1,
                                                kind="submitted"), jobs=dal.jobs, queues=dal.queues, request_id=None)
-    for work in (FetchWork(get_settings(), dal.artifacts, dal.secrets), ReviewWork(dal.artifacts)):
+    settings = get_settings()
+    for work in (FetchWork(settings, dal.raw_artifacts, dal.redacted_artifacts, dal.secrets),
+                 ReviewWork(dal.redacted_artifacts, settings.redaction_policy())):
         disposition = run_stage(StageMessage(job_id=answer.job.job_id, stage=work.stage), work, jobs=dal.jobs,
                                 queues=dal.queues, worker_id="setup", lease_seconds=60)
         assert disposition.ack
@@ -57,7 +59,7 @@ def _reviewed_job(service):
 
 def _notify(job, worker="notifier"):
     dal = get_data_access()
-    work = NotifyWork(get_settings(), dal.artifacts, dal.outbox, dal.secrets)
+    work = NotifyWork(get_settings(), dal.redacted_artifacts, dal.outbox, dal.secrets)
     return run_stage(StageMessage(job_id=job.job_id, stage=StageName.NOTIFY), work, jobs=dal.jobs, queues=dal.queues,
                      worker_id=worker, lease_seconds=60)
 
@@ -91,7 +93,7 @@ def test_a_row_marked_sent_is_never_sent_again(moto_endpoint, aws_reset, mail):
         _notify(job)
         dal = get_data_access()
         # Even if the stage's work ran again (a bug, an operator rerun), the outbox says no.
-        NotifyWork(get_settings(), dal.artifacts, dal.outbox, dal.secrets).run(
+        NotifyWork(get_settings(), dal.redacted_artifacts, dal.outbox, dal.secrets).run(
             job, Lease(to_iso(utc_now() + timedelta(minutes=5))))
         assert mail.count() == 1
 

@@ -135,3 +135,19 @@ def test_scheduled_handler_reports_the_backlog(service):
     assert answer["active_jobs"] == 3
     assert answer["pending"]["fetch"] == 3
     assert answer["expired_requeued"] == 0
+
+
+def test_scheduled_handler_reports_artifacts_that_outlived_their_ttl(service):
+    """S3 lifecycle deletes artifacts; the sweeper verifies it by listing the oldest day prefix."""
+    from p4review.clock import now_iso
+    from p4review.dal.s3_artifacts import change_key, result_key
+
+    s3 = service.client("s3")
+    raw, redacted = service.resources.buckets["raw"], service.resources.buckets["redacted"]
+    s3.put_object(Bucket=raw, Key=change_key("fresh-job", now_iso()), Body=b"{}")
+    s3.put_object(Bucket=redacted, Key=result_key("fresh-job", now_iso()), Body=b"{}")
+    handler = load_function("sweeper").lambda_handler
+    assert handler({"source": "aws.events"}, FakeLambdaContext("p4review-test-sweeper"))["ttl_violations"] == 0
+    s3.put_object(Bucket=raw, Key=change_key("stale-job", "2020-01-01T00:00:00.000Z"), Body=b"{}")
+    assert get_data_access().artifact_retention.oldest_day("raw", "changes/") == "2020/01/01"
+    assert handler({"source": "aws.events"}, FakeLambdaContext("p4review-test-sweeper"))["ttl_violations"] == 1

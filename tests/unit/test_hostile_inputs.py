@@ -7,6 +7,9 @@ allow-list (a denied path never appears in any p4 command).
 
 from __future__ import annotations
 
+import contextlib
+import io
+
 import json
 import logging
 import re
@@ -378,6 +381,12 @@ class Artifacts:
     def get_json(self, key: str) -> dict:  # pragma: no cover
         return self.stored[key]
 
+    @contextlib.contextmanager
+    def json_writer(self, key: str):
+        buffer = io.BytesIO()
+        yield buffer
+        self.stored[key] = json.loads(buffer.getvalue())
+
 
 class OpenLease:
     def check(self) -> None:
@@ -399,13 +408,16 @@ def test_fetch_stage_enforces_the_configured_list_with_credentials_only_in_env(t
         "P4REVIEW_ENV": "prod", "P4REVIEW_P4_EXECUTABLE": str(wrapper), "P4REVIEW_P4_SECRET_ID": "p4-secret",
         "P4REVIEW_DEPOT_ALLOW_LIST": '["//depot/services/telemetry/main/uploader/..."]',
     })
-    artifacts = Artifacts()
+    raw, redacted = Artifacts(), Artifacts()
     secret = {"P4PORT": "ssl:perforce:1666", "P4USER": "svc-p4review", "P4TICKET": ticket}
     job = ReviewJob(job_id="job-42", idempotency_key="k", request_fingerprint="f", changelist_id=48234,
-                    review_version=1, kind=ChangeKind.SUBMITTED, created_at="t", updated_at="t")
-    FetchWork(settings_, artifacts, Secrets(secret)).run(job, OpenLease())  # type: ignore[arg-type]
+                    review_version=1, kind=ChangeKind.SUBMITTED, created_at="2026-11-22T10:00:00.000Z",
+                    updated_at="2026-11-22T10:00:00.000Z")
+    FetchWork(settings_, raw, redacted, Secrets(secret)).run(job, OpenLease())  # type: ignore[arg-type]
 
-    [document] = artifacts.stored.values()
+    [document] = raw.stored.values()
+    [redacted_document] = redacted.stored.values()
+    assert redacted_document["snapshot"]["description"]["changelist_id"] == 48234
     reasons = {d["depot_path"].rsplit("/", 1)[1]: d["skip_reason"] for d in document["diffs"]}
     assert reasons == {"uploader-staging.key": "outside_allow_list", "staging.ini": "outside_allow_list",
                        "settings.py": None}

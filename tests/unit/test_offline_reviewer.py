@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 
-from p4review.logic.offline_reviewer import MAX_FINDINGS, OFFLINE_PROMPT_VERSION, RULE_IDS, review_change
+from p4review.logic.change_redaction import prepare_review_input, redact_change
+from p4review.logic.offline_reviewer import MAX_FINDINGS, OFFLINE_PROMPT_VERSION, RULE_IDS
+from p4review.logic.offline_reviewer import review_change as review_input_change
 from p4review.logic.result_parser import parse_review_result
 from p4review.logic.unified_diff import iter_added_lines
 from p4review.models.change import ChangeDescription, ChangedFile, ChangeSnapshot, DiffStatus, FileDiff
@@ -116,6 +118,11 @@ def snapshot(diffs: list[FileDiff] | None = None) -> ChangeSnapshot:
     return ChangeSnapshot(description=description, diffs=diffs)
 
 
+def review_change(snap: ChangeSnapshot) -> str:
+    """As the review stage does: redact (fetch), re-check (the guard), then review."""
+    return review_input_change(prepare_review_input(redact_change(snap).artifact()))
+
+
 def findings_of(text: str) -> set[tuple[str, int, str]]:
     return {(f["file"], f["line"], f["rule_id"]) for f in json.loads(text)["findings"]}
 
@@ -143,12 +150,12 @@ def test_every_rule_fires_at_the_right_new_side_line() -> None:
         (C_PATH, 12, "todo-marker"),
         (C_PATH, 42, "debug-output"),
         (PY_PATH, 2, "hardcoded-password"),
-        (PY_PATH, 3, "aws-access-key-id"),
+        (PY_PATH, 3, "redacted-secret"),
         (PY_PATH, 6, "py-eval-exec"),
         (PY_PATH, 23, "py-bare-except"),
         (PY_PATH, 25, "debug-output"),
         (PY_PATH, 26, "hardcoded-api-key"),
-        (PEM_PATH, 1, "private-key-block"),
+        (PEM_PATH, 1, "redacted-secret"),
         (JS_PATH, 4, "debug-output"),
     }
 
@@ -196,8 +203,7 @@ def test_finding_shape_severity_and_ids() -> None:
     }
     assert document["summary"] == "Offline heuristic review of 5 files found 11 findings."
     by_rule = {f["rule_id"]: f for f in document["findings"]}
-    assert by_rule["aws-access-key-id"]["severity"] == "critical"
-    assert by_rule["private-key-block"]["severity"] == "critical"
+    assert by_rule["redacted-secret"]["severity"] == "critical"
     assert by_rule["hardcoded-password"]["severity"] == "high"
     assert by_rule["c-unsafe-string-function"]["category"] == "security"
     assert by_rule["py-bare-except"]["severity"] == "medium"
@@ -245,7 +251,7 @@ def test_findings_are_capped_keeping_the_most_severe() -> None:
     assert len(document["findings"]) == MAX_FINDINGS
     assert document["meta"]["findings_total"] == 81
     assert "only the 50 most severe are reported" in document["summary"]
-    assert any(f["rule_id"] == "aws-access-key-id" and f["line"] == 81 for f in document["findings"])
+    assert any(f["rule_id"] == "redacted-secret" and f["line"] == 81 for f in document["findings"])
     outcome = parse_review_result(
         review_change(snap), snap.changed_files, expected_prompt_version=OFFLINE_PROMPT_VERSION
     )

@@ -456,6 +456,20 @@ def test_thousands_of_files_are_checked_and_fetched_one_by_one(monkeypatch):
     assert not any("//secret" in arg for call in runner.text_calls for arg in call)
 
 
+def test_file_diffs_stream_with_a_bounded_window(monkeypatch):
+    """A change of any size holds at most 2 x parallelism diffs: the fetch stage streams them to S3."""
+    monkeypatch.setattr("p4review.adapters.p4.metrics", type("M", (), {"add_metric": lambda self, **_: None})())
+    runner = StubRunner([f"//depot/big/file{i}.c" for i in range(500)])
+    fetcher = ChangeFetcher(runner, allow_list=DepotAllowList(["//depot/big/..."]))  # type: ignore[arg-type]
+    description = fetcher.describe(9, ChangeKind.SUBMITTED)
+    stream = fetcher.iter_file_diffs(description, parallelism=4)
+    first = next(stream)
+    assert first.depot_path == "//depot/big/file0.c"
+    assert len(runner.text_calls) <= 2 * 4 + 1  # not 500: the rest waits for the consumer
+    rest = list(stream)
+    assert [d.depot_path for d in [first, *rest]] == [f"//depot/big/file{i}.c" for i in range(500)]
+
+
 def test_one_file_per_command_and_no_p4_call_for_skipped_files(log_file):
     fetcher_for(make_runner(log_file)).fetch(48213, ChangeKind.SUBMITTED)
     argvs = [entry["argv"] for entry in logged(log_file)]

@@ -31,22 +31,40 @@ class Alarms(Construct):
             self.topic.add_subscription(subscriptions.EmailSubscription(email))
         self._action = cw_actions.SnsAction(self.topic)
 
+        self._environment = environment
         # A replay that failed again the same non-retryable way (runtime/stage_runner._fail):
         # the remediation did not work, so an engineer has to look.
-        self.escalated = cloudwatch.Alarm(
+        self.escalated = self._on_runtime_metric(
+            "DeadLetterEscalated", "dead-letter-escalated", Duration.minutes(5),
+            "A replayed job failed again with the same error class; see docs/runbook.md.")
+        # The sweeper's TTL verification (runtime/retention.py): an artifact day older than its
+        # bucket's expiration plus one grace day means lifecycle expiry is not happening.
+        self.artifact_ttl = self._on_runtime_metric(
+            "ArtifactTtlViolations", "artifact-ttl-violation", Duration.hours(1),
+            "An artifact outlived its bucket's TTL (+1 day grace): check the bucket's lifecycle rule; "
+            "the sweeper's log names the bucket, prefix and day.")
+        # A check that cannot run (e.g. lost ListBucket permission) would otherwise never alarm.
+        self.artifact_ttl_check = self._on_runtime_metric(
+            "ArtifactTtlCheckFailed", "artifact-ttl-check-failed", Duration.hours(1),
+            "The sweeper could not verify artifact TTLs (see its log for the error class).")
+
+    def _on_runtime_metric(self, metric_name: str, suffix: str, period: Duration, description: str) -> cloudwatch.Alarm:
+        """An alarm on one of the service's own metrics (Sum over `period` > 0), sent to the topic."""
+        alarm = cloudwatch.Alarm(
             self,
-            "DeadLetterEscalated",
-            alarm_name=f"p4review-{environment}-dead-letter-escalated",
-            alarm_description="A replayed job failed again with the same error class; see docs/runbook.md.",
-            metric=cloudwatch.Metric(namespace=METRICS_NAMESPACE, metric_name="DeadLetterEscalated",
-                                     dimensions_map=SERVICE_DIMENSION, period=Duration.minutes(5),
+            metric_name,
+            alarm_name=f"p4review-{self._environment}-{suffix}",
+            alarm_description=description,
+            metric=cloudwatch.Metric(namespace=METRICS_NAMESPACE, metric_name=metric_name,
+                                     dimensions_map=SERVICE_DIMENSION, period=period,
                                      statistic=cloudwatch.Stats.SUM),
             threshold=0,
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
             evaluation_periods=1,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
-        self.notify(self.escalated)
+        self.notify(alarm)
+        return alarm
 
     def notify(self, alarm: cloudwatch.Alarm) -> None:
         """Send `alarm`'s state changes (alarm and back to OK) to the topic."""

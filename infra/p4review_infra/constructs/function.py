@@ -13,7 +13,7 @@ from p4review.resources import physical_name
 
 from p4review_infra.constructs.secrets import ProvisionedSecret
 from p4review_infra.constructs.stage_queue import StageQueue
-from p4review_infra.constructs.storage import ArtifactBucket, ProvisionedTable
+from p4review_infra.constructs.storage import ArtifactBucket, ArtifactStorage, ProvisionedTable
 from p4review_infra.layer import ARCHITECTURE, RUNTIME
 from p4review_infra.nag import acknowledge, arn_finding
 from p4review_infra.paths import FUNCTIONS_DIR
@@ -146,20 +146,26 @@ class P4ReviewFunction(Construct):
     def uses_bucket(
         self, artifacts: ArtifactBucket, *, read: tuple[str, ...] = (), write: tuple[str, ...] = ()
     ) -> None:
+        """Object access to one artifact bucket: GetObject (+ prefix-limited ListBucket, kms:Decrypt)
+        under each `read` prefix, PutObject (+ kms:GenerateDataKey) under each `write` prefix."""
         self.set_env(artifacts.spec.env_var, artifacts.bucket_name)
-        findings = []
+        prefixes = tuple(dict.fromkeys((*read, *write)))
         for prefix in read:
             artifacts.grant_read_prefix(self.function, prefix)
-        for prefix in dict.fromkeys((*read, *write)):
-            findings.append(arn_finding(self, artifacts.bucket.node.default_child, f"/{prefix}*"))
         for prefix in write:
             artifacts.grant_write_prefix(self.function, prefix)
         acknowledge(
             self.role,
             "AwsSolutions-IAM5",
-            "S3 object permissions are scoped to this function's key prefixes of the artifact bucket "
-            f"({', '.join(p + '*' for p in dict.fromkeys((*read, *write)))}); object keys are job ids, "
+            f"S3 object permissions are scoped to this function's key prefixes of the {artifacts.spec.key} "
+            f"artifact bucket ({', '.join(p + '*' for p in prefixes)}); object keys are job ids, "
             "unknown until run time, so the prefix wildcard is the narrowest possible resource.",
-            findings=findings,
+            findings=[arn_finding(self, artifacts.bucket.node.default_child, f"/{prefix}*") for prefix in prefixes],
         )
 
+    def lists_buckets(self, storage: ArtifactStorage, *, prefixes: tuple[str, ...]) -> None:
+        """List-only access to every artifact bucket (s3:ListBucket under `prefixes`): no object
+        read or write, no KMS. The function learns every bucket's name."""
+        for artifacts in storage.buckets:
+            self.set_env(artifacts.spec.env_var, artifacts.bucket_name)
+        storage.grant_list(self.function, prefixes)

@@ -1,17 +1,22 @@
-"""DynamoDB tables and the S3 artifact bucket, built from the specs in `p4review.resources`."""
+"""DynamoDB tables and the S3 artifact storage (one KMS key, the raw and redacted buckets, their
+access-log bucket), built from the specs in `p4review.resources`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from aws_cdk import Aws, Duration, RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 from p4review.resources import BucketSpec, TableSpec, physical_name
 
 ACCESS_LOG_RETENTION_DAYS = 90
+# KMS's minimum waiting period before a scheduled key deletion (dev only: protected keys are retained).
+KEY_PENDING_WINDOW_DAYS = 7
 
 
 @dataclass(frozen=True)
@@ -60,11 +65,110 @@ class Tables(Construct):
         return self.by_key[key]
 
 
-class ArtifactBucket(Construct):
-    """The artifact bucket (SSE-S3, SSL only, no public access, objects expire) and its access-log bucket.
+class ArtifactBucket:
+    """One artifact bucket (a `BucketSpec`) and the per-prefix grants on it.
 
-    Access is granted per key prefix with `grant_read_prefix` / `grant_write_prefix`:
-    object-level actions only (GetObject / PutObject), never bucket-wide wildcards."""
+    Grants are object-level and prefix-scoped, never bucket-wide wildcards:
+
+    * `grant_read_prefix`: s3:GetObject on `<prefix>*`, s3:ListBucket restricted to that prefix
+      (so a missing key is a 404, not a 403), and kms:Decrypt.
+    * `grant_write_prefix`: s3:PutObject on `<prefix>*`, kms:GenerateDataKey, and kms:Decrypt
+      (S3 needs it to complete a multipart upload, which streamed artifacts above 8 MB use).
+    * `grant_list`: s3:ListBucket restricted to the given prefixes; no object action, no KMS.
+
+    The KMS statements are exactly what S3 calls on the caller's behalf for SSE-KMS (PutObject:
+    GenerateDataKey; multipart completion and GetObject: Decrypt), and only through S3 (`kms:ViaService`) for this bucket
+    (`kms:EncryptionContext:aws:s3:arn`: the bucket ARN, which is the context while the S3 Bucket
+    Key is on, or an object ARN under the granted prefix if a writer ever turns it off). So the
+    one shared key does not let a function decrypt another bucket's objects, and a function with
+    no s3:GetObject on an object cannot read it whatever its KMS permissions (fetch can decrypt
+    through S3 for its own uploads, but has no s3:GetObject on either bucket)."""
+
+    def __init__(self, spec: BucketSpec, bucket: s3.Bucket, key: kms.IKey) -> None:
+        self.spec = spec
+        self.bucket = bucket
+        self.key = key
+
+    @property
+    def bucket_name(self) -> str:
+        return self.bucket.bucket_name
+
+    def grant_read_prefix(self, grantee: iam.IGrantable, prefix: str) -> None:
+        self._object_grant(grantee, ["s3:GetObject"], prefix)
+        self.grant_list(grantee, (prefix,))
+        self._key_grant(grantee, "kms:Decrypt", prefix)
+
+    def grant_write_prefix(self, grantee: iam.IGrantable, prefix: str) -> None:
+        self._object_grant(grantee, ["s3:PutObject"], prefix)
+        self._key_grant(grantee, "kms:GenerateDataKey", prefix)
+        self._key_grant(grantee, "kms:Decrypt", prefix)  # multipart upload completion
+
+    def grant_list(self, grantee: iam.IGrantable, prefixes: tuple[str, ...]) -> None:
+        """s3:ListBucket on this bucket, only for requests whose `Prefix` is under one of
+        `prefixes`: key names (job ids, days) become visible, contents do not."""
+        for prefix in prefixes:
+            _check_prefix(prefix)
+        grantee.grant_principal.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["s3:ListBucket"],
+                resources=[self.bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [f"{prefix}*" for prefix in prefixes]}},
+            )
+        )
+
+    def _object_grant(self, grantee: iam.IGrantable, actions: list[str], prefix: str) -> None:
+        _check_prefix(prefix)
+        grantee.grant_principal.add_to_principal_policy(
+            iam.PolicyStatement(actions=actions, resources=[self.bucket.arn_for_objects(f"{prefix}*")])
+        )
+
+    def _key_grant(self, grantee: iam.IGrantable, action: str, prefix: str) -> None:
+        grantee.grant_principal.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=[action],
+                resources=[self.key.key_arn],
+                conditions={
+                    "StringEquals": {"kms:ViaService": f"s3.{Aws.REGION}.amazonaws.com"},
+                    "StringLike": {
+                        "kms:EncryptionContext:aws:s3:arn": [
+                            self.bucket.bucket_arn,
+                            self.bucket.arn_for_objects(f"{prefix}*"),
+                        ]
+                    },
+                },
+            )
+        )
+
+
+def secure_bucket_defaults(protect: bool) -> dict[str, Any]:
+    """What every p4review bucket shares: no public access, SSL only, no ACLs, and the
+    environment's data policy (protected: RETAIN; dev: DESTROY, emptied by CDK's auto-delete)."""
+    return dict(
+        block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+        enforce_ssl=True,
+        object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+        removal_policy=RemovalPolicy.RETAIN if protect else RemovalPolicy.DESTROY,
+        auto_delete_objects=not protect,
+    )
+
+
+def _check_prefix(prefix: str) -> None:
+    if not prefix.endswith("/"):
+        raise ValueError(f"S3 grant prefix must end with '/': {prefix!r}")
+
+
+class ArtifactStorage(Construct):
+    """The artifact buckets, one per `BucketSpec` (raw and redacted), and what they share.
+
+    * one customer-managed KMS key (`alias/p4review-<env>-artifacts`, yearly rotation) that
+      encrypts every bucket (SSE-KMS with the S3 Bucket Key, so KMS sees one call per bucket
+      key rather than one per object);
+    * one server-access-log bucket (SSE-S3: log delivery cannot write SSE-KMS), each bucket
+      logging under its own prefix `<key>/`.
+
+    Every bucket: SSL only, no public access, bucket-owner-enforced, objects expire after the
+    spec's `expiration_days`, incomplete multipart uploads after 1 day. Access is granted per
+    bucket and prefix through `self[key].grant_*` (see `ArtifactBucket`) and `grant_list`."""
 
     def __init__(
         self,
@@ -72,69 +176,68 @@ class ArtifactBucket(Construct):
         construct_id: str,
         *,
         environment: str,
-        spec: BucketSpec,
+        specs: tuple[BucketSpec, ...],
         protect: bool,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.spec = spec
         removal = RemovalPolicy.RETAIN if protect else RemovalPolicy.DESTROY
-        common = dict(
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            enforce_ssl=True,
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+        self.key = kms.Key(
+            self,
+            "Key",
+            alias=artifact_key_alias(environment),
+            description=f"p4review {environment}: encrypts the artifact buckets (SSE-KMS)",
+            enable_key_rotation=True,
             removal_policy=removal,
-            auto_delete_objects=not protect,
+            # Only applies when the key is deleted (dev): the shortest window KMS allows.
+            pending_window=None if protect else Duration.days(KEY_PENDING_WINDOW_DAYS),
         )
+        common = secure_bucket_defaults(protect)
 
         self.access_logs = s3.Bucket(
             self,
             "AccessLogs",
-            # Server access log delivery needs ACL-less bucket-policy delivery and SSE-S3.
+            # Server access log delivery (bucket-policy based, no ACLs) supports SSE-S3 targets only.
+            encryption=s3.BucketEncryption.S3_MANAGED,
             lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(ACCESS_LOG_RETENTION_DAYS))],
             **common,
         )
-        self.bucket = s3.Bucket(
-            self,
-            "Bucket",
-            # Bucket names are global: the physical name from resources gets account and region appended.
-            bucket_name=f"{physical_name(environment, spec.key)}-{Aws.ACCOUNT_ID}-{Aws.REGION}",
-            versioned=False,
-            lifecycle_rules=[
-                s3.LifecycleRule(
-                    id="expire-artifacts",
-                    expiration=Duration.days(spec.expiration_days),
-                    abort_incomplete_multipart_upload_after=Duration.days(1),
-                )
-            ],
-            server_access_logs_bucket=self.access_logs,
-            server_access_logs_prefix=f"{spec.key}/",
-            **common,
-        )
+        self.by_key: dict[str, ArtifactBucket] = {}
+        for spec in specs:
+            bucket = s3.Bucket(
+                self,
+                spec.key.capitalize(),
+                # Bucket names are global: the physical name from resources gets account and region appended.
+                bucket_name=f"{physical_name(environment, spec.key)}-{Aws.ACCOUNT_ID}-{Aws.REGION}",
+                versioned=False,
+                encryption=s3.BucketEncryption.KMS,
+                encryption_key=self.key,
+                bucket_key_enabled=True,
+                lifecycle_rules=[
+                    s3.LifecycleRule(
+                        id="expire-artifacts",
+                        expiration=Duration.days(spec.expiration_days),
+                        abort_incomplete_multipart_upload_after=Duration.days(1),
+                    )
+                ],
+                server_access_logs_bucket=self.access_logs,
+                server_access_logs_prefix=f"{spec.key}/",
+                **common,
+            )
+            self.by_key[spec.key] = ArtifactBucket(spec, bucket, self.key)
+
+    def __getitem__(self, key: str) -> ArtifactBucket:
+        return self.by_key[key]
 
     @property
-    def bucket_name(self) -> str:
-        return self.bucket.bucket_name
+    def buckets(self) -> tuple[ArtifactBucket, ...]:
+        return tuple(self.by_key.values())
 
-    def grant_read_prefix(self, grantee: iam.IGrantable, prefix: str) -> None:
-        """s3:GetObject on `<prefix>*`, and s3:ListBucket restricted to that prefix (so a missing
-        key is a 404, not a 403)."""
-        self._object_grant(grantee, ["s3:GetObject"], prefix)
-        grantee.grant_principal.add_to_principal_policy(
-            iam.PolicyStatement(
-                actions=["s3:ListBucket"],
-                resources=[self.bucket.bucket_arn],
-                conditions={"StringLike": {"s3:prefix": [f"{prefix}*"]}},
-            )
-        )
+    def grant_list(self, grantee: iam.IGrantable, prefixes: tuple[str, ...]) -> None:
+        """List-only access to every artifact bucket (s3:ListBucket under `prefixes`): no object
+        action and no KMS permission. For the sweeper's TTL verification."""
+        for artifact_bucket in self.buckets:
+            artifact_bucket.grant_list(grantee, prefixes)
 
-    def grant_write_prefix(self, grantee: iam.IGrantable, prefix: str) -> None:
-        """s3:PutObject on `<prefix>*` only."""
-        self._object_grant(grantee, ["s3:PutObject"], prefix)
 
-    def _object_grant(self, grantee: iam.IGrantable, actions: list[str], prefix: str) -> None:
-        if not prefix.endswith("/"):
-            raise ValueError(f"S3 grant prefix must end with '/': {prefix!r}")
-        grantee.grant_principal.add_to_principal_policy(
-            iam.PolicyStatement(actions=actions, resources=[self.bucket.arn_for_objects(f"{prefix}*")])
-        )
+def artifact_key_alias(environment: str) -> str:
+    return f"alias/{physical_name(environment, 'artifacts')}"

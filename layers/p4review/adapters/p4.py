@@ -14,8 +14,9 @@ import re
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from p4review.errors import (
@@ -447,10 +448,16 @@ class ChangeFetcher:
 
     def fetch(self, changelist_id: int, kind: ChangeKind, *, parallelism: int = 8,
               job_id: str | None = None) -> ChangeSnapshot:
-        """describe, check the paths, then one p4 command per allowed file. Per-file commands are
-        latency-bound (a server round trip each), so a few run at once; the diffs keep the
-        describe order."""
+        """The whole change in memory (tests, benchmarks); the fetch stage streams instead."""
         description = self.describe(changelist_id, kind)
+        diffs = list(self.iter_file_diffs(description, parallelism=parallelism, job_id=job_id))
+        return ChangeSnapshot(description=description, diffs=diffs)
+
+    def iter_file_diffs(self, description: ChangeDescription, *, parallelism: int = 8,
+                        job_id: str | None = None) -> Iterator[FileDiff]:
+        """Check the paths, then one p4 command per allowed file, yielding the diffs in describe
+        order. Per-file commands are latency-bound (a server round trip each), so a few run at
+        once; at most 2 x `parallelism` diffs are held at a time, whatever the change's size."""
         denied = self.denied_files(description, job_id=job_id)
 
         def one(changed: ChangedFile) -> FileDiff:
@@ -465,11 +472,21 @@ class ChangeFetcher:
                                 status=DiffStatus.SKIPPED, skip_reason=SkipReason.NOT_FOUND)
 
         if parallelism <= 1 or len(description.files) <= 1:
-            diffs = [one(changed) for changed in description.files]
-        else:
-            with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="p4-file") as pool:
-                diffs = list(pool.map(one, description.files))
-        return ChangeSnapshot(description=description, diffs=diffs)
+            for changed in description.files:
+                yield one(changed)
+            return
+        pool = ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="p4-file")
+        window: deque[Future[FileDiff]] = deque()
+        try:
+            for changed in description.files:
+                window.append(pool.submit(one, changed))
+                if len(window) >= 2 * parallelism:
+                    yield window.popleft().result()
+            while window:
+                yield window.popleft().result()
+        finally:
+            # A consumer that stops early (an error downstream) must not leave commands queued.
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def report_path_denied(decision: PathDecision, *, check: str, description: ChangeDescription,

@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from p4review.cli import dlq
+from p4review.cli import dlq, redact
 from p4review.cli.api_client import ReviewApiClient, default_idempotency_key
 
 DEFAULT_STATE_DIR = Path(".local")
@@ -159,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.set_defaults(func=cmd_jobs_show)
 
     dlq.register(commands)
+    redact.register(commands)
 
     demo = commands.add_parser("demo", help="replay every fixture changelist through the local stack")
     demo.add_argument("--timeout", type=float, default=300)

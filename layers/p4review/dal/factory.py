@@ -73,10 +73,25 @@ class DataAccess:
         return DynamoJobReplay(self._dynamodb, self.settings.require("jobs_table"))
 
     @cached_property
-    def artifacts(self):  # -> ArtifactStore
+    def raw_artifacts(self):  # -> ArtifactStore: raw snapshots; fetch only
         from p4review.dal.s3_artifacts import S3ArtifactStore
 
-        return S3ArtifactStore(_client("s3"), self.settings.require("artifact_bucket"))
+        return S3ArtifactStore(_client("s3"), self.settings.require("raw_bucket"))
+
+    @cached_property
+    def redacted_artifacts(self):  # -> ArtifactStore: redacted snapshots and results
+        from p4review.dal.s3_artifacts import S3ArtifactStore
+
+        return S3ArtifactStore(_client("s3"), self.settings.require("redacted_bucket"))
+
+    @cached_property
+    def artifact_retention(self):  # -> S3ArtifactRetention (the sweeper's TTL verification)
+        from p4review import resources
+        from p4review.dal.s3_artifacts import S3ArtifactRetention
+
+        buckets = {spec.key: (getattr(self.settings, f"{spec.key}_bucket"), spec.expiration_days)
+                   for spec in resources.BUCKETS}
+        return S3ArtifactRetention(_client("s3"), {key: value for key, value in buckets.items() if value[0]})
 
     @cached_property
     def secrets(self):  # -> SecretReader

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, BinaryIO, Protocol
 
 from p4review.models.job import AuditEvent, JobStatus, ReviewJob, StageName, StageStatus
 from p4review.models.messages import StageMessage
@@ -97,6 +98,8 @@ class StageQueues(Protocol):
 
 class ArtifactStore(Protocol):
     def put_json(self, key: str, document: dict[str, Any]) -> None: ...
+
+    def json_writer(self, key: str) -> AbstractContextManager[BinaryIO]: ...
 
     def get_json(self, key: str) -> dict[str, Any]: ...
 

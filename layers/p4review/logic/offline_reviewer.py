@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from p4review.logic.unified_diff import iter_added_lines
-from p4review.models.change import ChangeSnapshot, DiffStatus
+from p4review.logic.change_redaction import ReviewInput
 from p4review.models.review_result import SCHEMA_VERSION, SEVERITY_ORDER
 
-OFFLINE_PROMPT_VERSION = "1.0.0"
+OFFLINE_PROMPT_VERSION = "1.1.0"
 MAX_FINDINGS = 50
 
 _C_EXTENSIONS = frozenset({".c", ".h", ".cc", ".cpp", ".cxx", ".c++", ".hpp", ".hh", ".hxx", ".h++", ".inl", ".ipp"})
@@ -104,8 +104,11 @@ _API_KEY = re.compile(
     r"""(?i)(?<![a-z0-9])\w*(?:api[_-]?key|apikey|secret[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret)\w*["']?"""
     r"""\s*(?:=|:)\s*(?:[rbuf]{0,2})(["'])[^"'\s]{4,}\1"""
 )
-_AWS_KEY_ID = re.compile(r"(?<![A-Z0-9])AKIA[0-9A-Z]{16}(?![A-Z0-9])")
-_PRIVATE_KEY = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----")
+# A placeholder the redaction pipeline left: a secret was in the change (reviewers only ever see
+# redacted text, so keys, tokens and PEM blocks show up as these).
+_REDACTED_SECRET = re.compile(r"\[REDACTED:[a-z0-9_]+\]")
+# Rules that already name the secret on their line: "redacted-secret" is not added to them.
+_ASSIGNMENT_RULES = frozenset({"hardcoded-password", "hardcoded-api-key"})
 
 
 def _only(predicate: Callable[[str], bool], pattern: re.Pattern[str]) -> Callable[[str], re.Pattern[str] | None]:
@@ -227,34 +230,17 @@ RULES: tuple[Rule, ...] = (
         skip_comments=False,
     ),
     Rule(
-        rule_id="aws-access-key-id",
+        rule_id="redacted-secret",
         severity="critical",
         category="security",
         confidence="high",
-        title="AWS access key ID in source",
+        title="Secret in the change",
         message=(
-            "This added line contains what looks like an AWS access key ID. The key is not "
-            "repeated here; treat it and its secret key as compromised."
+            "This added line held a secret (a key, token, private key or credential in a URI) that "
+            "was redacted before the review. Treat it as exposed: it is in the depot's history."
         ),
-        suggestion=(
-            "Deactivate and rotate the key in IAM, remove it from the change, and use an IAM "
-            "role or the default credential chain instead."
-        ),
-        pattern_for=_only(_any_file, _AWS_KEY_ID),
-        skip_comments=False,
-    ),
-    Rule(
-        rule_id="private-key-block",
-        severity="critical",
-        category="security",
-        confidence="high",
-        title="Private key committed",
-        message=(
-            "A PEM private key block starts on this line. Its content is not repeated here; "
-            "treat the key as compromised."
-        ),
-        suggestion="Remove the key from the change, revoke and reissue it, and load keys from a secret store.",
-        pattern_for=_only(_any_file, _PRIVATE_KEY),
+        suggestion="Revoke and reissue the secret, remove it from the change, and load it from a secret store.",
+        pattern_for=_only(_any_file, _REDACTED_SECRET),
         skip_comments=False,
     ),
 )
@@ -303,25 +289,32 @@ def _severity_rank(severity: str) -> int:
     return [s.value for s in SEVERITY_ORDER].index(severity)
 
 
-def review_change(snapshot: ChangeSnapshot) -> str:
-    """Review the added lines of `snapshot`'s fetched diffs; return ReviewResult JSON text.
+def review_change(review_input: ReviewInput) -> str:
+    """Review the added lines of the change's fetched files; return ReviewResult JSON text.
 
-    Deterministic: the same snapshot gives byte-identical text (sorted keys, no clock)."""
-    changed = snapshot.changed_files
+    Takes a ReviewInput, like every reviewer: only redacted, re-checked text gets here.
+    Deterministic: the same input gives byte-identical text (sorted keys, no clock)."""
+    changed = review_input.snapshot.changed_files
     findings: dict[tuple[str, int, str], dict[str, Any]] = {}
     reviewed: set[str] = set()
-    for diff in snapshot.diffs:
-        if diff.status != DiffStatus.FETCHED:
-            continue
-        path = _canonical_path(diff.depot_path, changed)
+    for review_file in review_input.files:
+        path = _canonical_path(review_file.diff.depot_path, changed)
         if path is None:
             continue  # the contract only allows findings on files of the change
         reviewed.add(path)
-        for added in iter_added_lines(diff.unified_diff):
-            for rule in RULES:
-                if _rule_matches(rule, path, added.text):
-                    key = (path, added.line, rule.rule_id)
-                    findings.setdefault(key, _finding(rule, path, added.line))
+        previous_secret_line = -1
+        for added in iter_added_lines(review_file.document.text):
+            matched = [rule for rule in RULES if _rule_matches(rule, path, added.text)]
+            if any(rule.rule_id in _ASSIGNMENT_RULES for rule in matched):
+                matched = [rule for rule in matched if rule.rule_id != "redacted-secret"]
+            for rule in matched:
+                if rule.rule_id == "redacted-secret":
+                    # A redacted block (a PEM key) is one finding, on its first line.
+                    follows = added.line == previous_secret_line + 1
+                    previous_secret_line = added.line
+                    if follows:
+                        continue
+                findings.setdefault((path, added.line, rule.rule_id), _finding(rule, path, added.line))
 
     total = len(findings)
     keys = list(findings)

@@ -48,6 +48,7 @@ class JobView(BaseModel):
     status: JobStatus
     stages: dict[StageName, StageState]
     summary: dict[str, Any] | None = None
+    redactions: dict[str, int] | None = None  # secrets redacted per class before review (counts only)
     deliveries: list[DeliveryView] | None = None
     created_at: str
     updated_at: str
@@ -65,6 +66,7 @@ class JobView(BaseModel):
             status=job.status,
             stages=job.stages,
             summary=job.summary.model_dump() if job.summary else None,
+            redactions=job.redactions,
             deliveries=deliveries,
             created_at=job.created_at,
             updated_at=job.updated_at,

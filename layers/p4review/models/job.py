@@ -118,6 +118,8 @@ class ReviewJob(BaseModel):
     )
     artifacts: ArtifactRefs = Field(default_factory=ArtifactRefs)
     summary: ReviewSummary | None = None
+    # Secrets the redaction pipeline replaced, per class (counts only), recorded by fetch.
+    redactions: dict[str, int] | None = None
     recipients_required: int | None = None
     recipients_notified: int = 0
     # Operator replays out of dead_lettered (p4review.dal.dynamo_replay.replay_stage).

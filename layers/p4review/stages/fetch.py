@@ -1,13 +1,18 @@
-"""fetch: read the changelist through p4 and store it as an S3 artifact."""
+"""fetch: read the changelist through p4, keep the raw snapshot in the raw bucket and its
+redacted copy in the redacted bucket. Nothing downstream ever reads the raw bucket."""
 
 from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
 
 from p4review.config import Settings
 from p4review.dal.ports import ArtifactStore, SecretReader
 from p4review.dal.s3_artifacts import change_key
-from p4review.models.change import SkipReason
+from p4review.logic.change_redaction import stream_change_artifacts
+from p4review.models.change import FileDiff, SkipReason
 from p4review.models.job import ReviewJob, StageName
-from p4review.observability import logger
+from p4review.observability import logger, metrics
 from p4review.runtime.heartbeat import Lease
 from p4review.runtime.stage_runner import StageOutput
 from p4review.stages.p4_access import build_change_fetcher
@@ -16,19 +21,35 @@ from p4review.stages.p4_access import build_change_fetcher
 class FetchWork:
     stage = StageName.FETCH
 
-    def __init__(self, settings: Settings, artifacts: ArtifactStore, secrets: SecretReader):
+    def __init__(self, settings: Settings, raw: ArtifactStore, redacted: ArtifactStore, secrets: SecretReader):
         self._settings = settings
-        self._artifacts = artifacts
+        self._raw = raw
+        self._redacted = redacted
         self._secrets = secrets
 
     def run(self, job: ReviewJob, lease: Lease) -> StageOutput:
         fetcher = build_change_fetcher(self._settings, self._secrets)
-        snapshot = fetcher.fetch(job.changelist_id, job.kind, job_id=job.job_id)
-        key = change_key(job.job_id)
-        # Same job -> same key: a retried fetch overwrites its own artifact, nothing else.
-        lease.check()
-        self._artifacts.put_json(key, snapshot.model_dump(mode="json"))
-        denied = sum(1 for diff in snapshot.diffs if diff.skip_reason == SkipReason.OUTSIDE_ALLOW_LIST)
-        logger.info("change fetched", extra={"job_id": job.job_id, "files": len(snapshot.description.files),
-                                             "files_denied": denied})
-        return StageOutput(updates={"artifacts": {"change_key": key, "result_key": None}})
+        policy = self._settings.redaction_policy()
+        description = fetcher.describe(job.changelist_id, job.kind)
+        # Same job -> same keys: a retried fetch overwrites its own artifacts, nothing else.
+        key = change_key(job.job_id, job.created_at)
+        skipped: Counter[str] = Counter()
+
+        def diffs() -> Iterator[FileDiff]:
+            for diff in fetcher.iter_file_diffs(description, job_id=job.job_id):
+                if diff.skip_reason:
+                    skipped[diff.skip_reason] += 1
+                yield diff
+
+        # Both documents stream, one file at a time, and are uploaded when the block ends; an
+        # error before that (RedactionError is non-retryable: dead-letter) uploads nothing.
+        with self._raw.json_writer(key) as raw, self._redacted.json_writer(key) as redacted:
+            summary = stream_change_artifacts(description, diffs(), raw=raw, redacted=redacted, policy=policy)
+            lease.check()
+        counts = summary["counts"]
+        for name, count in counts.items():
+            metrics.add_metric(name=f"Redacted_{name}", unit="Count", value=count)
+        logger.info("change fetched", extra={"job_id": job.job_id, "files": len(description.files),
+                                             "files_denied": skipped[SkipReason.OUTSIDE_ALLOW_LIST],
+                                             "redacted": counts})
+        return StageOutput(updates={"artifacts": {"change_key": key, "result_key": None}, "redactions": counts})

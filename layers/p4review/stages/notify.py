@@ -34,7 +34,8 @@ class NotifyWork:
     def run(self, job: ReviewJob, lease: Lease) -> StageOutput:
         if not (job.artifacts.change_key and job.artifacts.result_key):
             raise NonRetryableError("review completed without artifacts", error_class=ErrorClass.INTERNAL_BUG)
-        snapshot = ChangeSnapshot.model_validate(self._artifacts.get_json(job.artifacts.change_key))
+        # The redacted change: no email carries content the reviewer was not allowed to see.
+        snapshot = ChangeSnapshot.model_validate(self._artifacts.get_json(job.artifacts.change_key)["snapshot"])
         result = ReviewResult.model_validate(self._artifacts.get_json(job.artifacts.result_key)["result"])
         owner = build_change_fetcher(self._settings, self._secrets).user(snapshot.description.owner)
         recipients = unique_recipients([owner.email])

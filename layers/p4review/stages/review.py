@@ -1,4 +1,6 @@
-"""review: produce a ReviewResult for the fetched change and store it with its diagnostics."""
+"""review: produce a ReviewResult for the redacted change and store it with its diagnostics.
+Reads only the redacted bucket; the reviewer gets a ReviewInput, which only the pre-submit
+guard (`prepare_review_input`) can build."""
 
 from __future__ import annotations
 
@@ -6,10 +8,12 @@ from collections import Counter
 
 from p4review.dal.ports import ArtifactStore
 from p4review.dal.s3_artifacts import result_key
+from p4review.logic.change_redaction import prepare_review_input
 from p4review.errors import ErrorClass, NonRetryableError, ValidationError
 from p4review.logic.offline_reviewer import OFFLINE_PROMPT_VERSION, review_change
 from p4review.logic.result_parser import parse_review_result
-from p4review.models.change import ChangeSnapshot, DiffStatus
+from p4review.logic.redaction import RedactionPolicy
+from p4review.models.change import DiffStatus
 from p4review.models.job import ReviewJob, ReviewSummary, StageName
 from p4review.observability import logger, metrics
 from p4review.runtime.heartbeat import Lease
@@ -19,15 +23,18 @@ from p4review.runtime.stage_runner import StageOutput
 class ReviewWork:
     stage = StageName.REVIEW
 
-    def __init__(self, artifacts: ArtifactStore):
-        self._artifacts = artifacts
+    def __init__(self, redacted: ArtifactStore, policy: RedactionPolicy):
+        self._artifacts = redacted
+        self._policy = policy
 
     def run(self, job: ReviewJob, lease: Lease) -> StageOutput:
         if not job.artifacts.change_key:
             raise NonRetryableError("fetch completed without a change artifact", error_class=ErrorClass.INTERNAL_BUG)
-        snapshot = ChangeSnapshot.model_validate(self._artifacts.get_json(job.artifacts.change_key))
+        # The pre-submit guard: RedactionError (non-retryable) if anything is left to redact.
+        review_input = prepare_review_input(self._artifacts.get_json(job.artifacts.change_key), self._policy)
+        snapshot = review_input.snapshot
         # The offline reviewer answers as a model would; its text goes through the same parser.
-        answer = review_change(snapshot)
+        answer = review_change(review_input)
         outcome = parse_review_result(answer, snapshot.changed_files, expected_prompt_version=OFFLINE_PROMPT_VERSION)
         for diagnostic in outcome.diagnostics:
             metrics.add_metric(name=f"Parser_{diagnostic.kind}", unit="Count", value=1)
@@ -35,7 +42,7 @@ class ReviewWork:
             reasons = [diagnostic.reason for diagnostic in outcome.diagnostics if diagnostic.reason]
             raise ValidationError(f"review answer rejected: {', '.join(reasons) or 'unknown'}")
         result = outcome.result
-        key = result_key(job.job_id)
+        key = result_key(job.job_id, job.created_at)
         lease.check()
         self._artifacts.put_json(key, {
             "result": result.model_dump(mode="json", exclude_none=True),

@@ -1,0 +1,64 @@
+"""`p4review redact`: redact secrets from a unified diff (or any text) on stdin to stdout.
+
+    p4 describe -du 48234 | p4review redact --stats --confidential-host-suffix .corp.example
+
+Bytes are read and written as they are: line endings (CRLF included) are kept, and bytes that
+are not UTF-8 pass through unchanged (surrogateescape). Nothing is written to stdout unless
+the whole input was redacted and passed the guard; on failure the exit status is 1 and stderr
+names the classes involved, never the secret text. `--stats` prints, on stderr, one JSON
+object: the counts per class, the ruleset version and the document's content hash (SHA-256
+of the redacted text, as the pipeline records it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import BinaryIO
+
+from p4review.errors import ConfigError
+from p4review.logic.redaction import RedactionError, RedactionPolicy, Redactor
+
+
+def policy_from_args(args: argparse.Namespace) -> RedactionPolicy:
+    return RedactionPolicy(deidentify_emails=args.deidentify_emails,
+                           confidential_host_suffixes=tuple(args.confidential_host_suffix or ()),
+                           confidential_cidrs=tuple(args.confidential_cidr or ()))
+
+
+def cmd_redact(args: argparse.Namespace, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> int:
+    stdin = stdin or sys.stdin.buffer
+    stdout = stdout or sys.stdout.buffer
+    try:
+        policy = policy_from_args(args)
+    except ConfigError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 2
+    text = stdin.read().decode("utf-8", "surrogateescape")
+    try:
+        document = Redactor(policy).redact(text)
+    except RedactionError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 1
+    stdout.write(document.text.encode("utf-8", "surrogateescape"))
+    stdout.flush()
+    if args.stats:
+        print(json.dumps({"counts": dict(document.counts), "ruleset_version": document.ruleset_version,
+                          "sha256": document.sha256}, sort_keys=True), file=sys.stderr)
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add `redact` to a `p4review` sub-command parser set."""
+    parser = subparsers.add_parser("redact", help="redact secrets from a diff on stdin (to stdout)",
+                                   description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("--deidentify-emails", action="store_true", help="also redact e-mail addresses")
+    parser.add_argument("--confidential-host-suffix", action="append", metavar="SUFFIX",
+                        help="redact host names under SUFFIX, e.g. .corp.example (repeatable)")
+    parser.add_argument("--confidential-cidr", action="append", metavar="CIDR",
+                        help="redact IP addresses in CIDR, e.g. 10.0.0.0/8 (repeatable)")
+    parser.add_argument("--stats", action="store_true",
+                        help="print counts per class, ruleset version and output hash as JSON on stderr")
+    parser.set_defaults(func=cmd_redact)
+    return parser

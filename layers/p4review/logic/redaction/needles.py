@@ -1,0 +1,135 @@
+"""The prefilter: find, in one sweep per needle group, the lines that may hold a secret and
+which rules may apply to each.
+
+Why this shape: Python's `re` searches fast only for a pattern that starts with a literal (it
+skips to candidate positions in C); an alternation of different first characters, a
+character class, a named group or IGNORECASE sends it through every position, ~10x slower.
+So needles are grouped by first character (and by case folding), and each group becomes one
+pattern: the group's common literal prefix, then a trie of the rest (`k(?:e(?:n(?<=token)|y
+(?:(?<=apikey)|...))|_(?:live_|test_))`), so at each candidate position the engine follows one
+path instead of trying every needle. One search per group; the matched literal says which
+rules to run on that line.
+
+The searches run on the text's UTF-8 bytes: for ASCII text that is a copy with the same
+offsets, `bytes.lower()` folds ASCII only and keeps every offset, whereas `str.lower()` on
+text with one non-ASCII character is ~8x slower and can change the length (U+0130)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+@dataclass(frozen=True)
+class Needle:
+    """`literal` found in the text (in the lowercased text when `folded`), counted only when
+    the fixed-width regex `behind` matches right before it and `ahead` right after it. A rare
+    first character keeps the search fast: `J` behind `ey` costs less than `eyJ`, because `e`
+    is everywhere."""
+
+    literal: str
+    behind: str = ""
+    ahead: str = ""
+    folded: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.literal:
+            raise ValueError("a needle needs a literal")
+        if self.folded and self.literal != self.literal.lower():
+            raise ValueError(f"folded needle {self.literal!r} must be lowercase")
+
+    @property
+    def lookaround(self) -> str:
+        """The conditions checked once the literal has matched ("" when there are none)."""
+        behind = f"(?<={self.behind}{re.escape(self.literal)})" if self.behind else ""
+        return behind + (f"(?={self.ahead})" if self.ahead else "")
+
+
+def needles(*literals: str, behind: str = "", ahead: str = "", folded: bool = False) -> tuple[Needle, ...]:
+    """Needles for `literals`; `behind` is a literal (escaped here), `ahead` a regex."""
+    return tuple(Needle(literal, re.escape(behind), ahead, folded) for literal in literals)
+
+
+def _trie(endings: dict[str, set[str]]) -> str:
+    """A regex matching each key of `endings` (a literal) followed by any of its lookarounds,
+    longer literals first (so a literal never hides a longer one that starts with it)."""
+    root: dict = {}
+    for literal, lookarounds in endings.items():
+        node = root
+        for char in literal:
+            node = node.setdefault(char, {})
+        node.setdefault("", set()).update(lookarounds)
+
+    def emit(node: dict) -> str:
+        branches = [re.escape(char) + emit(node[char]) for char in sorted(key for key in node if key)]
+        if "" in node:
+            conditions = sorted(node[""])
+            if "" in conditions:
+                branches.append("")  # unconditional: last, so longer literals are tried first
+            else:
+                branches.append(conditions[0] if len(conditions) == 1 else "(?:" + "|".join(conditions) + ")")
+        return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+
+    return emit(root)
+
+
+def lowered_ascii(text: str) -> str:
+    """`text.lower()`, or ASCII-only lowercasing when that would change the length: a few
+    characters lowercase to two (U+0130 -> "i̇") and offsets would drift. For short strings."""
+    lowered = text.lower()
+    return lowered if len(lowered) == len(text) else text.translate(_ASCII_LOWER)
+
+
+class Prefilter:
+    """`owners`: (bit, needles) pairs. `flag(text)` -> {line start offset: OR of the bits of
+    every owner with a needle on that line}."""
+
+    def __init__(self, owners: Iterable[tuple[int, tuple[Needle, ...]]]):
+        groups: dict[tuple[bool, str], dict[Needle, int]] = {}
+        for bit, owned in owners:
+            for needle in owned:
+                group = groups.setdefault((needle.folded, needle.literal[0]), {})
+                group[needle] = group.get(needle, 0) | (1 << bit)
+        self._searches: list[tuple[re.Pattern[bytes], dict[bytes, int], bool]] = []
+        for (folded, _), group in sorted(groups.items()):
+            # A literal's bits include those of the literals it starts with: where a longer
+            # needle matched, a shorter one would have too (its lookarounds aside: superset).
+            bits_by_literal: dict[str, int] = {}
+            for needle, bits in group.items():
+                for other, other_bits in group.items():
+                    if needle.literal.startswith(other.literal):
+                        bits |= other_bits
+                bits_by_literal[needle.literal] = bits_by_literal.get(needle.literal, 0) | bits
+            common = os.path.commonprefix(sorted(bits_by_literal))
+            endings: dict[str, set[str]] = {}
+            for needle in group:
+                endings.setdefault(needle.literal[len(common):], set()).add(needle.lookaround)
+            pattern = re.escape(common) + _trie(endings)
+            self._searches.append((re.compile(pattern.encode()),
+                                   {literal.encode(): bits for literal, bits in bits_by_literal.items()}, folded))
+
+    def flag(self, text: str) -> dict[int, int]:
+        data = text.encode("utf-8", "surrogatepass")
+        lowered: bytes | None = None
+        flagged: dict[int, int] = {}
+        rfind = data.rfind
+        for pattern, bits_by_literal, folded in self._searches:
+            if folded:
+                lowered = data.lower() if lowered is None else lowered
+            for match in pattern.finditer(lowered if folded else data):
+                start = rfind(b"\n", 0, match.start()) + 1
+                flagged[start] = flagged.get(start, 0) | bits_by_literal[match.group()]
+        if len(data) == len(text):
+            return flagged  # ASCII: byte offsets are character offsets
+        # Byte offsets to character offsets, decoding only the gaps between line starts.
+        by_character: dict[int, int] = {}
+        byte_offset = character_offset = 0
+        for start in sorted(flagged):
+            character_offset += len(data[byte_offset:start].decode("utf-8", "surrogatepass"))
+            byte_offset = start
+            by_character[character_offset] = flagged[start]
+        return by_character

@@ -1,0 +1,64 @@
+"""What the deployment's policy marks confidential: e-mail addresses (when it asks for
+de-identification), host names under given suffixes, IP addresses in given ranges."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Any
+
+from p4review.logic.redaction.base import Match, PatternRule
+from p4review.logic.redaction.needles import Needle, needles
+
+_FILE_EXTENSIONS = frozenset("png jpg jpeg gif svg webp ico bmp css js ts py json yaml yml xml html md txt".split())
+
+
+def _real_email(match: Match, _: str) -> bool:
+    local = match.group("local")
+    return match.group("tld").lower() not in _FILE_EXTENSIONS and local.lower() != "git"
+
+
+EMAIL_RULE = PatternRule(
+    "email",
+    r"(?<![\w.%+-])(?P<local>[A-Za-z0-9._%+-]+)@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+"
+    r"(?P<tld>[A-Za-z]{2,24})(?![\w-])",
+    (Needle("@", behind="[A-Za-z0-9._%+-]", ahead="[A-Za-z0-9]"),), validate=_real_email,
+)
+
+
+def host_rule(suffixes: tuple[str, ...]) -> PatternRule:
+    """Names equal to a multi-label suffix or under any suffix; `a.corp.example.com` is not
+    under `corp.example`."""
+    label = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
+    under = "|".join(re.escape(suffix) for suffix in suffixes)
+    equal = "|".join(re.escape(suffix) for suffix in suffixes if "." in suffix)
+    names = rf"(?:{label}\.)+(?:{under})" + (rf"|(?:{equal})" if equal else "")
+    return PatternRule("internal_host", rf"(?<![\w.-])(?i:{names})(?![\w-]|\.[A-Za-z0-9])",
+                       needles(*suffixes, folded=True))
+
+
+def _address_needles(network: Any) -> tuple[Needle, ...]:
+    """IPv4: the leading octets every address of the network shares (`10.` for 10/8). IPv6
+    text has too many spellings (`fd00:0:...`, `fd00::`) for a prefix: any colon."""
+    if network.version == 6:
+        return needles(":")
+    octets = str(network.network_address).split(".")[: min(network.prefixlen // 8, 3)]
+    if not octets:  # a range wider than /8: the address's first dot, two more to follow
+        return needles(".", ahead=r"[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}")
+    rest = r"[0-9]{1,3}" + r"\.[0-9]{1,3}" * (3 - len(octets))  # the octets after the shared ones
+    return needles(".".join(octets) + ".", ahead=rest)
+
+
+def address_rule(networks: tuple[Any, ...]) -> PatternRule:
+    def inside(_: Match, secret: str) -> bool:
+        try:
+            address = ipaddress.ip_address(secret)
+        except ValueError:
+            return False
+        return not address.is_loopback and any(address in network for network in networks)
+
+    ipv4 = r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)"
+    ipv6 = r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\w:])"
+    pattern = ipv4 + (f"|{ipv6}" if any(network.version == 6 for network in networks) else "")
+    found = tuple(dict.fromkeys(needle for network in networks for needle in _address_needles(network)))
+    return PatternRule("internal_ip", pattern, found, validate=inside)
