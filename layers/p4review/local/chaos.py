@@ -152,13 +152,14 @@ class WorkerFleet:
     def _spawn(self, stage: StageName, slot: int) -> subprocess.Popen:
         self._spawned += 1
         faults = f"{self._config.faults};seed={self._config.seed + self._spawned}" if self._config.faults else ""
-        log = open(self._log_dir / f"{stage.value}-{slot}.log", "ab")  # noqa: SIM115 - closed by the OS on exit
-        return subprocess.Popen(
-            [sys.executable, "-m", "p4review.cli.main", "--state-dir", str(self._state_dir), "local", "worker",
-             "--stage", stage.value],
-            env={**self._env, "P4REVIEW_FAULTS": faults}, stdout=log, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
+        # The child keeps its own copy of the log descriptor; ours is closed (a run restarts ~150 workers).
+        with open(self._log_dir / f"{stage.value}-{slot}.log", "ab") as log:
+            return subprocess.Popen(
+                [sys.executable, "-m", "p4review.cli.main", "--state-dir", str(self._state_dir), "local", "worker",
+                 "--stage", stage.value],
+                env={**self._env, "P4REVIEW_FAULTS": faults}, stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
 
     def start(self) -> None:
         with self._lock:

@@ -22,8 +22,9 @@ from p4review.models.job import STAGE_ORDER, StageName
 
 REGION = "us-east-1"
 LOCAL_FROM_ADDRESS = "p4review@p4review.localhost"
-# What stack.env carries: the functions' settings, the AWS endpoint, and the fake p4's options.
-STACK_ENV_PREFIXES = ("P4REVIEW_", "AWS_", "POWERTOOLS_", "P4FAKE_")
+# What stack.env carries: the functions' settings, the AWS endpoint and Powertools' settings.
+# (Fake-p4 options cannot travel this way: the p4 runner gives its child a minimal environment.)
+STACK_ENV_PREFIXES = ("P4REVIEW_", "AWS_", "POWERTOOLS_")
 
 
 def repo_root() -> Path:

@@ -1,7 +1,8 @@
 """The redaction boundary for a whole change (spec SEC-30, SEC-32, SEC-44).
 
-`redact_change` (fetch) turns the raw snapshot into the redacted one: the description and every
-fetched diff pass through the redaction pipeline, line counts and diff prefixes intact.
+`stream_change_artifacts` (fetch) writes the raw snapshot and its redacted copy one file at a
+time: the description and every diff pass through the redaction pipeline (`ChangeRedactor`),
+line counts and diff prefixes intact. `redact_change` does the same for a change in memory.
 
 `ReviewInput` (review) is what a reviewer, offline or LLM, accepts. Only `prepare_review_input`
 builds one, from a stored redacted snapshot: each text goes through the pipeline again, and if
