@@ -71,8 +71,9 @@ def bench_ingest() -> None:
 def main() -> int:
     from benchmarks.cost import bench_cost_per_job
     from benchmarks.redaction import bench_redaction
+    from benchmarks.review_tokens import bench_review_tokens
 
-    for bench in (bench_ingest, bench_fetch_large_change, bench_cost_per_job, bench_redaction):
+    for bench in (bench_ingest, bench_fetch_large_change, bench_cost_per_job, bench_redaction, bench_review_tokens):
         bench()
     return 0
 

@@ -5,10 +5,19 @@ from p4review.dal.factory import get_data_access
 from p4review.observability import logger, metrics
 from p4review.runtime.sqs_batch import handle_stage_batch
 from p4review.stages.review import ReviewWork
+from p4review.stages.review_setup import build_review_work
+
+_built: tuple[object, object, ReviewWork] | None = None
 
 
 def _work() -> ReviewWork:
-    return ReviewWork(get_data_access().redacted_artifacts, get_settings().redaction_policy())
+    # Built once per (settings, data access), i.e. per cold start in Lambda: the provider
+    # client and its cached key are reused across invocations.
+    global _built
+    settings, dal = get_settings(), get_data_access()
+    if _built is None or _built[0] is not settings or _built[1] is not dal:
+        _built = (settings, dal, build_review_work(settings, dal))
+    return _built[2]
 
 
 @logger.inject_lambda_context(clear_state=True)

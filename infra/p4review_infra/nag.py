@@ -30,3 +30,21 @@ def arn_finding(scope: IConstruct, cfn_resource: IConstruct, suffix: str) -> str
     stack = Stack.of(scope)
     logical_id = stack.resolve(stack.get_logical_id(cfn_resource))  # type: ignore[arg-type]
     return f"Resource::<{logical_id}.Arn>{suffix}"
+
+
+def resource_finding(scope: IConstruct, resource: str) -> str:
+    """The IAM5 finding text for a resource string that may hold tokens, as cdk-nag prints it:
+    `Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/...`."""
+    resolved = Stack.of(scope).resolve(resource)
+    parts = resolved["Fn::Join"][1] if isinstance(resolved, dict) else [resolved]
+    return "Resource::" + "".join(_finding_text(part) for part in parts)
+
+
+def _finding_text(part: object) -> str:
+    if isinstance(part, str):
+        return part
+    if isinstance(part, dict) and "Ref" in part:
+        return f"<{part['Ref']}>"
+    if isinstance(part, dict) and "Fn::GetAtt" in part:
+        return "<{}.{}>".format(*part["Fn::GetAtt"])
+    raise ValueError(f"cannot render {part!r} as a cdk-nag finding")

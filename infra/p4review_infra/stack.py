@@ -18,11 +18,13 @@ from p4review import resources as r
 from p4review_infra.constructs.alarms import Alarms
 from p4review_infra.constructs.api import ReviewApi
 from p4review_infra.constructs.function import P4ReviewFunction
+from p4review_infra.constructs.rollout_alarms import RolloutAlarms
 from p4review_infra.constructs.secrets import Secrets
 from p4review_infra.constructs.stage_queue import StageQueue
 from p4review_infra.constructs.audit import ArtifactAuditTrail
 from p4review_infra.constructs.storage import ArtifactStorage, Tables
 from p4review_infra.layer import P4ReviewLayers
+from p4review_infra.review_config import ReviewConfig
 
 INGEST_TIMEOUT_SECONDS = 10
 SWEEPER_TIMEOUT_SECONDS = 120
@@ -58,11 +60,13 @@ class P4ReviewStack(Stack):
         log_level: str = "INFO",
         alarm_email: str | None = None,
         artifact_audit_trail: bool = False,
+        review_config: ReviewConfig | None = None,
         **kwargs,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.environment_name = environment
         protect = is_protected(environment)
+        review_config = review_config or ReviewConfig()
         removal = RemovalPolicy.RETAIN if protect else RemovalPolicy.DESTROY
 
         # -- state ------------------------------------------------------------------------------
@@ -83,6 +87,12 @@ class P4ReviewStack(Stack):
         self.alarms = Alarms(self, "Alarms", environment=environment, email=alarm_email)
         for stage_queue in self.queues.values():
             self.alarms.notify(stage_queue.dlq_alarm)
+        # Prompt rollout alarms watch an LLM's answers; the offline reviewer has no prompt to roll out.
+        self.rollout_alarms = (
+            RolloutAlarms(self, "RolloutAlarms", environment=environment, alarms=self.alarms,
+                          findings_per_job_slo=review_config.findings_per_job_slo)
+            if review_config.provider != "offline" else None
+        )
 
         # -- code -------------------------------------------------------------------------------
         self.layers = P4ReviewLayers(self, "Layers", environment=environment, removal_policy=removal)
@@ -130,9 +140,17 @@ class P4ReviewStack(Stack):
 
         review = function("review", r.REVIEW_QUEUE.function_timeout_seconds, base_layers, "Review the snapshot and store the result")
         review.uses_table(jobs, write=True)
-        review.uses_bucket(redacted, read=(CHANGES_PREFIX,), write=(RESULTS_PREFIX,))  # never the raw bucket
+        # Reads results/ too: a retried review resumes from its stored chunk answers (and the prefix
+        # ListBucket makes a missing chunk a 404, not a 403). Never the raw bucket.
+        review.uses_bucket(redacted, read=(CHANGES_PREFIX, RESULTS_PREFIX), write=(RESULTS_PREFIX,))
         review.sends_to(notify_q)
-        review.reads_secret(self.secrets[r.LLM_SECRET.key])
+        # Credentials by provider: an API key for openai/anthropic, the role for bedrock, none offline.
+        if review_config.reads_llm_secret:
+            review.reads_secret(self.secrets[r.LLM_SECRET.key])
+        elif review_config.provider == "bedrock":
+            review.invokes_bedrock_model(review_config.model or "")  # "" raises: never a silent no-grant
+        for name, value in review_config.env.items():
+            review.set_env(name, value)
 
         notify = function("notify", r.NOTIFY_QUEUE.function_timeout_seconds, p4_layers, "Email the review to the changelist owner")
         notify.uses_table(jobs, write=True)

@@ -56,6 +56,33 @@ class Settings(BaseModel):
     redact_emails: bool = Field(default=False, alias="P4REVIEW_REDACT_EMAILS")
     redact_host_suffixes: str = Field(default="", alias="P4REVIEW_REDACT_HOST_SUFFIXES")
     redact_cidrs: str = Field(default="", alias="P4REVIEW_REDACT_CIDRS")
+    # Review stage (docs/review.md). Provider: offline | openai | anthropic | bedrock.
+    llm_provider: str = Field(default="offline", pattern="^(offline|openai|anthropic|bedrock)$",
+                              alias="P4REVIEW_LLM_PROVIDER")
+    llm_model: str | None = Field(default=None, alias="P4REVIEW_LLM_MODEL")
+    # openai: any OpenAI-compatible server (vLLM, Ollama, ...); anthropic: a compatible gateway.
+    # Unset: the provider's public endpoint.
+    llm_base_url: str | None = Field(default=None, alias="P4REVIEW_LLM_BASE_URL")
+    # json_schema (response_format with the ReviewResult schema) | json_object | none.
+    llm_structured_output: str = Field(default="json_schema", pattern="^(json_schema|json_object|none)$",
+                                       alias="P4REVIEW_LLM_STRUCTURED_OUTPUT")
+    llm_timeout_seconds: float = Field(default=90.0, gt=0, le=600, alias="P4REVIEW_LLM_TIMEOUT_SECONDS")
+    llm_max_output_tokens: int = Field(default=4096, ge=256, le=65_536, alias="P4REVIEW_LLM_MAX_OUTPUT_TOKENS")
+    llm_region: str | None = Field(default=None, alias="P4REVIEW_LLM_REGION")  # bedrock; unset = the function's
+    # Chunking: the change text per request, and the whole job's input, in estimated tokens.
+    review_chunk_tokens: int = Field(default=24_000, ge=500, le=1_000_000, alias="P4REVIEW_REVIEW_CHUNK_TOKENS")
+    review_job_tokens: int = Field(default=200_000, ge=500, le=10_000_000, alias="P4REVIEW_REVIEW_JOB_TOKENS")
+    # A finding whose line is not on or within N lines of a changed line: drop | flag.
+    line_outside_diff: str = Field(default="drop", pattern="^(drop|flag)$", alias="P4REVIEW_LINE_OUTSIDE_DIFF")
+    line_near_diff_lines: int = Field(default=3, ge=0, le=50, alias="P4REVIEW_LINE_NEAR_DIFF_LINES")
+    # Noise controls per depot-path prefix: a JSON array of {prefix, max_findings, min_severity,
+    # min_confidence}; the longest matching prefix wins (logic/noise.py).
+    noise_policy: str = Field(default="", alias="P4REVIEW_NOISE_POLICY")
+    # Prompt rollout (logic/rollout.py): overrides of the registry's stable/canary versions.
+    prompt_stable: str | None = Field(default=None, alias="P4REVIEW_PROMPT_STABLE")
+    prompt_canary: str | None = Field(default=None, alias="P4REVIEW_PROMPT_CANARY")
+    prompt_canary_percent: float | None = Field(default=None, ge=0, le=100, alias="P4REVIEW_PROMPT_CANARY_PERCENT")
+    allow_prompt_patch_drift: bool = Field(default=False, alias="P4REVIEW_ALLOW_PROMPT_PATCH_DRIFT")
     sweep_stranded_seconds: int = Field(default=900, ge=60, le=86_400, alias="P4REVIEW_SWEEP_STRANDED_SECONDS")
 
     def queue_url(self, stage: StageName) -> str:

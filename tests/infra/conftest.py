@@ -68,6 +68,40 @@ def dev_audit(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     return _synth("dev", tmp_path_factory.mktemp("cdk-dev-audit"), artifactAuditTrail="true")
 
 
+def _shipped_prompt_version() -> str:
+    from p4review.logic.prompts import load_registry
+
+    return sorted(load_registry().templates)[-1]  # any version in the registry will do
+
+
+# Every review context key, given the ways they arrive: `-c key=value` strings, cdk.json numbers and JSON.
+OPENAI_CONTEXT = {
+    "llmProvider": "openai",
+    "llmModel": "gpt-4o-mini",
+    "llmBaseUrl": "https://llm.example.internal/v1",
+    "llmStructuredOutput": "json_object",
+    "reviewChunkTokens": "16000",
+    "reviewJobTokens": 120_000,
+    "lineOutsideDiff": "flag",
+    "noisePolicy": [{"prefix": "//depot/legacy/", "max_findings": 3}],
+    "promptCanary": _shipped_prompt_version(),
+    "promptCanaryPercent": "12.5",
+    "findingsPerJobSlo": "1.5",
+}
+BEDROCK_PROFILE = "us.anthropic.claude-3-7-sonnet-20250219-v1:0"
+
+
+@pytest.fixture(scope="session")
+def openai(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return _synth("dev", tmp_path_factory.mktemp("cdk-openai"), **OPENAI_CONTEXT)
+
+
+@pytest.fixture(scope="session")
+def bedrock(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    # A cross-region inference profile: the widest Bedrock grant (and its cdk-nag acknowledgment).
+    return _synth("dev", tmp_path_factory.mktemp("cdk-bedrock"), llmProvider="bedrock", llmModel=BEDROCK_PROFILE)
+
+
 @pytest.fixture(scope="session")
 def p4_layer_arn() -> str:
     return P4_LAYER_ARN

@@ -23,8 +23,9 @@ EXPECTED_ENV = {
         r.P4_SECRET.env_var,
         "P4REVIEW_P4_EXECUTABLE", "P4REVIEW_DEPOT_ALLOW_LIST", r.FETCH_QUEUE.env_var, r.FETCH_QUEUE.dlq_env_var,
     },
-    # review and notify never learn the raw bucket's name.
-    "review": {r.JOBS_TABLE.env_var, r.REDACTED_BUCKET.env_var, r.NOTIFY_QUEUE.env_var, r.LLM_SECRET.env_var,
+    # review and notify never learn the raw bucket's name. The default (offline) reviewer needs no
+    # LLM secret; the LLM settings per provider are in test_review_config.py.
+    "review": {r.JOBS_TABLE.env_var, r.REDACTED_BUCKET.env_var, r.NOTIFY_QUEUE.env_var,
                r.REVIEW_QUEUE.env_var, r.REVIEW_QUEUE.dlq_env_var},
     "notify": {
         r.JOBS_TABLE.env_var, r.OUTBOX_TABLE.env_var, r.REDACTED_BUCKET.env_var, r.SMTP_SECRET.env_var,
@@ -135,8 +136,6 @@ def test_env_vars_point_at_the_resources(dev):
     assert variables[r.JOBS_TABLE.env_var] == {"Ref": logical_id_of(dev, "AWS::DynamoDB::Table", TableName=f"p4review-{ENV}-jobs")}
     notify_q = logical_id_of(dev, "AWS::SQS::Queue", QueueName=r.physical_name(ENV, r.NOTIFY_QUEUE.key))
     assert variables[r.NOTIFY_QUEUE.env_var] == {"Ref": notify_q}
-    secret = logical_id_of(dev, "AWS::SecretsManager::Secret", Name=f"p4review/{ENV}/{r.LLM_SECRET.key}")
-    assert variables[r.LLM_SECRET.env_var] == {"Ref": secret}
 
 
 def test_log_groups_are_explicit_with_retention(dev):
@@ -222,7 +221,8 @@ def test_alarms_go_to_an_encrypted_ssl_only_topic(dev):
     policies = json.dumps(of_type(dev, "AWS::SNS::TopicPolicy"))
     assert '"aws:SecureTransport": "false"' in policies and topic_id in policies
     alarms = of_type(dev, "AWS::CloudWatch::Alarm")
-    assert len(alarms) == len(r.QUEUES) + 3  # one per DLQ, escalation, artifact TTL, TTL check failed
+    # One per DLQ, escalation, artifact TTL, TTL check failed (the offline reviewer has no rollout alarms).
+    assert len(alarms) == len(r.QUEUES) + 3
     for alarm in alarms.values():
         assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic_id}], alarm["Properties"]["AlarmName"]
         assert alarm["Properties"]["OKActions"] == [{"Ref": topic_id}]
@@ -529,7 +529,9 @@ EXPECTED_ARTIFACT_ACCESS = {
     },
     "review": {
         "raw": set(),
+        # results/ is read back too: stored chunk answers let a retried review resume.
         "redacted": {"s3:GetObject /changes/*", "s3:ListBucket changes/*", "kms:Decrypt",
+                     "s3:GetObject /results/*", "s3:ListBucket results/*",
                      "s3:PutObject /results/*", "kms:GenerateDataKey"},
     },
     "notify": {

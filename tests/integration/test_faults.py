@@ -25,7 +25,7 @@ from p4review.runtime.faults import FaultPoint, InjectedCrash
 from p4review.runtime.stage_runner import StageOutput, run_stage
 from p4review.stages.fetch import FetchWork
 from p4review.stages.notify import NotifyWork
-from p4review.stages.review import ReviewWork
+from p4review.stages.review_setup import build_review_work
 from tests.support.harness import drain, provisioned_service
 
 LEASE = 1  # seconds: a crashed worker's lease lapses quickly
@@ -198,7 +198,7 @@ def _reviewed_job(service):
                            jobs=dal.jobs, queues=dal.queues, request_id=None)
     settings = get_settings()
     for work in (FetchWork(settings, dal.raw_artifacts, dal.redacted_artifacts, dal.secrets),
-                 ReviewWork(dal.redacted_artifacts, settings.redaction_policy())):
+                 build_review_work(settings, dal)):
         assert _run(work, answer.job, "setup", lease_seconds=60).ack
     for stage in StageName:
         drain(service.sqs, service.resources.queue_for_stage(stage).url)

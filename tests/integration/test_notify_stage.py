@@ -21,7 +21,7 @@ from p4review.runtime.heartbeat import Lease
 from p4review.runtime.stage_runner import run_stage
 from p4review.stages.fetch import FetchWork
 from p4review.stages.notify import NotifyWork
-from p4review.stages.review import ReviewWork
+from p4review.stages.review_setup import build_review_work
 from tests.support.harness import drain, provisioned_service
 
 
@@ -47,7 +47,7 @@ def _reviewed_job(service):
                                                kind="submitted"), jobs=dal.jobs, queues=dal.queues, request_id=None)
     settings = get_settings()
     for work in (FetchWork(settings, dal.raw_artifacts, dal.redacted_artifacts, dal.secrets),
-                 ReviewWork(dal.redacted_artifacts, settings.redaction_policy())):
+                 build_review_work(settings, dal)):
         disposition = run_stage(StageMessage(job_id=answer.job.job_id, stage=work.stage), work, jobs=dal.jobs,
                                 queues=dal.queues, worker_id="setup", lease_seconds=60)
         assert disposition.ack

@@ -14,7 +14,7 @@ from p4review.models.job import JobStatus, StageName
 from p4review.models.messages import StageMessage
 from p4review.runtime.stage_runner import run_stage
 from p4review.stages.fetch import FetchWork
-from p4review.stages.review import ReviewWork
+from p4review.stages.review_setup import build_review_work
 from tests.support.harness import drain, provisioned_service
 
 LEAKED = "AKIAZZZZZZZZZZZZZZZZ"
@@ -50,7 +50,7 @@ def test_review_dead_letters_a_job_whose_redacted_artifact_still_holds_a_secret(
         fetched = next(diff for diff in artifact["snapshot"]["diffs"] if diff["status"] == "fetched")
         fetched["unified_diff"] += f"+KEY = \"{LEAKED}\"\n"  # redaction bypassed upstream
         dal.redacted_artifacts.put_json(job.artifacts.change_key, artifact)
-        review = ReviewWork(dal.redacted_artifacts, get_settings().redaction_policy())
+        review = build_review_work(get_settings(), dal)
         disposition = run_stage(StageMessage(job_id=job.job_id, stage=StageName.REVIEW), review, jobs=dal.jobs,
                                 queues=dal.queues, worker_id="reviewer", lease_seconds=60)
         assert disposition.ack  # not retried: a non-retryable class

@@ -4,7 +4,7 @@ function's environment and its IAM policy cannot disagree."""
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -15,8 +15,9 @@ from p4review_infra.constructs.secrets import ProvisionedSecret
 from p4review_infra.constructs.stage_queue import StageQueue
 from p4review_infra.constructs.storage import ArtifactBucket, ArtifactStorage, ProvisionedTable
 from p4review_infra.layer import ARCHITECTURE, RUNTIME
-from p4review_infra.nag import acknowledge, arn_finding
+from p4review_infra.nag import acknowledge, arn_finding, resource_finding
 from p4review_infra.paths import FUNCTIONS_DIR
+from p4review_infra.review_config import bedrock_invoke_resources
 
 HANDLER = "handler.lambda_handler"
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
@@ -142,6 +143,23 @@ class P4ReviewFunction(Construct):
     def reads_secret(self, provisioned: ProvisionedSecret) -> None:
         self.set_env(provisioned.spec.env_var, provisioned.secret.secret_arn)
         provisioned.secret.grant_read(self.function)
+
+    def invokes_bedrock_model(self, model: str) -> None:
+        """`bedrock:InvokeModel` (all Converse needs) on `model` only; no secret: the role is the credential."""
+        stack = Stack.of(self)
+        resources = bedrock_invoke_resources(model, partition=stack.partition, region=stack.region,
+                                             account=stack.account)
+        self.function.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=list(resources)))
+        any_region = [arn for arn in resources if "*" in arn]
+        if any_region:
+            acknowledge(
+                self.role,
+                "AwsSolutions-IAM5",
+                f"A cross-region inference profile ({model}) sends each request to its foundation model in "
+                "whichever region of its geography has capacity, so InvokeModel must allow that one model in "
+                "every region ('*'); the profile itself is named exactly.",
+                findings=[resource_finding(self, arn) for arn in any_region],
+            )
 
     def uses_bucket(
         self, artifacts: ArtifactBucket, *, read: tuple[str, ...] = (), write: tuple[str, ...] = ()

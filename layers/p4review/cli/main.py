@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from p4review.cli import dlq, redact
+from p4review.cli import check_result, dlq, redact
 from p4review.cli.api_client import ReviewApiClient, default_idempotency_key
 
 DEFAULT_STATE_DIR = Path(".local")
@@ -160,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     dlq.register(commands)
     redact.register(commands)
+    check_result.register(commands)
 
     demo = commands.add_parser("demo", help="replay every fixture changelist through the local stack")
     demo.add_argument("--timeout", type=float, default=300)

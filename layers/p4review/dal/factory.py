@@ -99,6 +99,13 @@ class DataAccess:
 
         return SecretsManagerReader(_client("secretsmanager"), self.settings.secret_cache_seconds)
 
+    @cached_property
+    def llm_credentials(self):  # -> LlmCredentials; `.api_key` is the LLM provider's KeySource
+        from p4review.dal.llm_credentials import LlmCredentials
+
+        secret_id = self.settings.require("llm_secret_id")
+        return LlmCredentials(_client("secretsmanager"), secret_id, self.settings.secret_cache_seconds)
+
 
 @lru_cache(maxsize=1)
 def get_data_access() -> DataAccess:

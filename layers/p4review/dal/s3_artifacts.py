@@ -34,6 +34,11 @@ def result_key(job_id: str, created_at: str) -> str:
     return _dated(RESULTS_PREFIX, job_id, created_at)
 
 
+def chunk_result_key(job_id: str, created_at: str, chunk_id: str) -> str:
+    """One chunk's parsed answer, kept so a retried review resumes instead of paying again."""
+    return result_key(job_id, created_at).removesuffix(".json") + f"/chunks/{chunk_id}.json"
+
+
 # A streamed artifact is buffered in memory up to this size, then on local disk (/tmp), and
 # uploaded in parts of this size: memory stays bounded for a change of any size.
 SPOOL_BYTES = 8 * 1024 * 1024

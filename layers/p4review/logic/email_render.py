@@ -19,7 +19,7 @@ from email.utils import format_datetime
 
 from p4review.models.change import ChangeDescription, DiffStatus, FileDiff
 from p4review.models.job import ReviewJob
-from p4review.models.review_result import SEVERITY_ORDER, Finding, ReviewResult, Severity
+from p4review.models.review_result import SEVERITY_ORDER, Coverage, Finding, ReviewResult, Severity
 
 DESCRIPTION_EXCERPT_CHARS = 120
 _SUBJECT_COUNTED = (Severity.CRITICAL, Severity.HIGH)
@@ -105,7 +105,11 @@ def _grouped(result: ReviewResult) -> list[tuple[Severity, list[Finding]]]:
     return groups
 
 
-def _coverage(coverage: Sequence[FileDiff]) -> tuple[list[str], list[tuple[str, str]]]:
+def _coverage(coverage: "Coverage | Sequence[FileDiff]") -> tuple[list[str], list[tuple[str, str]]]:
+    """Files reviewed, and files skipped with the reason: the review's coverage section when it
+    has one (it knows chunking's skips: too_large, budget_exhausted...), else the fetch's diffs."""
+    if isinstance(coverage, Coverage):
+        return list(coverage.files_reviewed), [(s.file, s.reason) for s in coverage.files_skipped]
     reviewed = [d.depot_path for d in coverage if d.status == DiffStatus.FETCHED]
     skipped = [(d.depot_path, d.skip_reason or "not reviewed") for d in coverage if d.status != DiffStatus.FETCHED]
     return reviewed, skipped
@@ -147,7 +151,7 @@ def render_text(
     *,
     job: ReviewJob,
     result: ReviewResult,
-    coverage: Sequence[FileDiff],
+    coverage: "Coverage | Sequence[FileDiff]",
     description: ChangeDescription,
     swarm_url: str | None = None,
 ) -> str:
@@ -196,7 +200,7 @@ def render_html(
     *,
     job: ReviewJob,
     result: ReviewResult,
-    coverage: Sequence[FileDiff],
+    coverage: "Coverage | Sequence[FileDiff]",
     description: ChangeDescription,
     swarm_url: str | None = None,
 ) -> str:
@@ -257,7 +261,7 @@ def render_review_email(
     *,
     job: ReviewJob,
     result: ReviewResult,
-    coverage: Sequence[FileDiff],
+    coverage: "Coverage | Sequence[FileDiff]",
     description: ChangeDescription,
     recipient: str,
     from_address: str,

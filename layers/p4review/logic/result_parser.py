@@ -6,7 +6,8 @@
 2. top-level schema (jsonschema, Draft 2020-12) -> `missing_required_field` / `schema_mismatch`;
 3. version compatibility, before any finding is read -> `incompatible_version`;
 4. each finding: safe coercions (logged as `coercion_applied`) or a `finding_dropped`;
-5. reconciliation of `file` with the change's files, and duplicate ids.
+5. reconciliation of `file` with the change's files, then (beyond the spec, when the caller
+   gives each file's changed lines) `line_outside_diff`, then duplicate ids.
 
 Diagnostics never carry raw values that look like secrets, and long values are truncated."""
 
@@ -16,12 +17,13 @@ import copy
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
+from p4review.logic.diff_lines import ChangedLines
 from p4review.models.review_result import (
     REVIEW_RESULT_SCHEMA,
     SCHEMA_VERSION,
@@ -49,7 +51,10 @@ INVALID_LINE_RANGE = "invalid_line_range"
 FILE_NOT_IN_CHANGED_FILES = "file_not_in_changed_files"
 INCOMPATIBLE_VERSION = "incompatible_version"
 DUPLICATE_FINDING_ID = "duplicate_finding_id"
+LINE_OUTSIDE_DIFF = "line_outside_diff"
 ALL_FINDINGS_DROPPED = "all_findings_dropped"
+
+LINE_POLICIES = ("drop", "flag")
 
 MAX_DIAGNOSTIC_VALUE_CHARS = 80
 REDACTED = "[REDACTED]"
@@ -242,10 +247,11 @@ def _prompt_version_ok(actual: str, expected: str, allow_patch_drift: bool) -> b
 
 
 class _Drop(Exception):
-    def __init__(self, reason: str, detail: str) -> None:
+    def __init__(self, reason: str, detail: str, location: tuple[str, int] | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.detail = detail
+        self.location = location  # the validated (file, line), once known
 
 
 def _location(raw: dict[str, Any]) -> tuple[str | None, int | None]:
@@ -383,12 +389,32 @@ def _reconcile_file(path: str, changed: Sequence[str]) -> tuple[str | None, str]
     return None, "file is not one of the change's files"
 
 
-def _dropped(raw: Any, reason: str, detail: str) -> Diagnostic:
+def reconcile_file(path: str, changed_files: Sequence[str]) -> str | None:
+    """The changed_files entry `path` names (after repository normalization), or None."""
+    return _reconcile_file(path, changed_files)[0]
+
+
+def _dropped(raw: Any, reason: str, detail: str, location: tuple[str, int] | None = None) -> Diagnostic:
     finding_id = file = line = None
     if isinstance(raw, dict):
         finding_id = _safe_name(raw.get("id"))
         file, line = _location(raw)
+    if location is not None:
+        file, line = _safe_name(location[0]), location[1]
     return Diagnostic(kind=FINDING_DROPPED, reason=reason, finding_id=finding_id, file=file, line=line, detail=detail)
+
+
+def _line_range(clean: dict[str, Any]) -> str:
+    end = clean.get("end_line", clean["line"])
+    return f"line {clean['line']}" if end == clean["line"] else f"lines {clean['line']}-{end}"
+
+
+def _with_flags(meta: dict[str, Any] | None, name: str, ids: list[str]) -> dict[str, Any]:
+    """A copy of meta with meta["flagged"][name] = sorted ids (replacing what the model wrote there)."""
+    meta = dict(meta or {})
+    flagged = meta.get("flagged")
+    meta["flagged"] = {**(flagged if isinstance(flagged, dict) else {}), name: sorted(ids)}
+    return meta
 
 
 # ---------------------------------------------------------------------------------------
@@ -401,8 +427,19 @@ def parse_review_result(
     expected_schema_version: str = SCHEMA_VERSION,
     expected_prompt_version: str,
     allowed_prompt_patch_drift: bool = False,
+    changed_lines: Mapping[str, ChangedLines] | None = None,
+    line_policy: str = "drop",
+    line_tolerance: int = 3,
 ) -> ParseOutcome:
-    """Validate a reviewer answer; never raises. See the module docstring for the order."""
+    """Validate a reviewer answer; never raises for any answer. See the module docstring for the order.
+
+    `changed_lines` maps a changed_files entry to its diff's lines; a finding on such a file
+    that is not within `line_tolerance` lines of a change is dropped (`line_policy="drop"`) or
+    kept with a `warning` diagnostic and its id in `meta["flagged"]["line_outside_diff"]`
+    (`"flag"`). Files without an entry, or whose diff has no hunks, are not line-checked.
+    Raises ValueError only for an unknown `line_policy` (a caller bug)."""
+    if line_policy not in LINE_POLICIES:
+        raise ValueError(f"line_policy must be one of {', '.join(LINE_POLICIES)}, not {line_policy!r}")
     try:
         return _parse(
             text,
@@ -410,6 +447,9 @@ def parse_review_result(
             expected_schema_version=expected_schema_version,
             expected_prompt_version=expected_prompt_version,
             allowed_prompt_patch_drift=allowed_prompt_patch_drift,
+            changed_lines=changed_lines or {},
+            line_policy=line_policy,
+            line_tolerance=line_tolerance,
         )
     except Exception as exc:  # noqa: BLE001 - last line of defence for the "never raises" contract
         return _reject(SCHEMA_MISMATCH, f"parser error: {type(exc).__name__}")
@@ -422,6 +462,9 @@ def _parse(
     expected_schema_version: str,
     expected_prompt_version: str,
     allowed_prompt_patch_drift: bool,
+    changed_lines: Mapping[str, ChangedLines],
+    line_policy: str,
+    line_tolerance: int,
 ) -> ParseOutcome:
     # 1. JSON
     document, why = _load_object(text)
@@ -453,9 +496,11 @@ def _parse(
     diagnostics: list[Diagnostic] = []
     kept: list[Finding] = []
     kept_ids: set[str] = set()
+    flagged: list[str] = []
     raw_findings: list[Any] = document["findings"]
     for raw in raw_findings:
         coercions = _Coercions()
+        outside_diff: Diagnostic | None = None
         try:
             clean = _validate_finding(raw, coercions)
             canonical, why = _reconcile_file(clean["file"], changed)
@@ -464,11 +509,26 @@ def _parse(
             if canonical != clean["file"]:
                 coercions.add("file", clean["file"], canonical)
                 clean["file"] = canonical
+            lines = changed_lines.get(canonical)
+            if lines is not None and lines.has_hunks and not lines.near(
+                clean["line"], clean.get("end_line"), line_tolerance
+            ):
+                detail = f"{_line_range(clean)}: not within {line_tolerance} line(s) of a change"
+                if line_policy == "drop":
+                    raise _Drop(LINE_OUTSIDE_DIFF, detail, (canonical, clean["line"]))
+                outside_diff = Diagnostic(
+                    kind=WARNING,
+                    reason=LINE_OUTSIDE_DIFF,
+                    finding_id=_safe_value(clean["id"]),
+                    file=_safe_name(canonical),
+                    line=clean["line"],
+                    detail=detail,
+                )
             if clean["id"] in kept_ids:
                 raise _Drop(DUPLICATE_FINDING_ID, "an earlier kept finding has the same id")
             finding = Finding.model_validate(clean)
         except _Drop as drop:
-            diagnostics.append(_dropped(raw, drop.reason, drop.detail))
+            diagnostics.append(_dropped(raw, drop.reason, drop.detail, drop.location))
             continue
         except ValidationError as exc:
             fields = sorted({".".join(str(p) for p in err["loc"]) for err in exc.errors()})
@@ -477,6 +537,9 @@ def _parse(
         kept_ids.add(finding.id)
         kept.append(finding)
         diagnostics.extend(coercions.diagnostics(finding.id))
+        if outside_diff is not None:  # only now: a flagged duplicate is dropped, not flagged
+            diagnostics.append(outside_diff)
+            flagged.append(finding.id)
 
     if raw_findings and not kept:
         diagnostics.append(
@@ -487,11 +550,14 @@ def _parse(
             )
         )
 
+    meta = document.get("meta")
+    if flagged:
+        meta = _with_flags(meta, LINE_OUTSIDE_DIFF, flagged)
     result = ReviewResult(
         schema_version=schema_version,
         prompt_version=prompt_version,
         summary=document.get("summary"),
         findings=kept,
-        meta=document.get("meta"),
+        meta=meta,
     )
     return ParseOutcome(result=result, rejected=False, diagnostics=diagnostics)

@@ -55,6 +55,11 @@ def _split_lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
+def split_diff_lines(text: str) -> list[str]:
+    """The diff's lines exactly as `iter_added_lines` walks them (for other walkers)."""
+    return _split_lines(text)
+
+
 def iter_added_lines(diff: str) -> Iterator[AddedLine]:
     """Yield each added line of `diff` in order, with its new-side line number."""
     old_left = 0

@@ -100,6 +100,14 @@ class ReviewSummary(BaseModel):
     files_reviewed: int = 0
     files_skipped: int = 0
     diagnostics: int = 0
+    # Which reviewer answered (docs/rollout.md) and what it cost; older jobs lack them.
+    provider: str | None = None
+    prompt_version: str | None = None
+    prompt_track: str | None = None
+    chunks: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    suppressed: int | None = None  # findings the noise controls removed
 
 
 class ReviewJob(BaseModel):

@@ -132,3 +132,45 @@ class ParseOutcome(BaseModel):
     result: ReviewResult | None = None
     rejected: bool = False
     diagnostics: list[Diagnostic] = Field(default_factory=list)
+
+
+class SkippedFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    file: str
+    reason: str  # a SkipReason value, or too_large / budget_exhausted / answer_rejected
+
+
+class Coverage(BaseModel):
+    """Which of the change's files the review covered, and why the others were not."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    files_reviewed: list[str] = Field(default_factory=list)
+    files_skipped: list[SkippedFile] = Field(default_factory=list)
+
+
+class ReviewUsage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    provider: str
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    chunks: int = 0
+    chunks_resumed: int = 0  # chunk results reused from an earlier attempt (no provider call)
+    estimated: bool = False  # the offline reviewer reports estimated tokens
+
+
+class StoredReview(BaseModel):
+    """The review stage's result document in the redacted bucket (`results/...`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    result: ReviewResult
+    diagnostics: list[Diagnostic] = Field(default_factory=list)
+    coverage: Coverage | None = None  # None in documents written before coverage existed
+    usage: ReviewUsage | None = None
+    prompt_version: str | None = None
+    prompt_track: str | None = None
+    suppressed: dict[str, int] = Field(default_factory=dict)

@@ -13,7 +13,7 @@ from p4review.logic.email_render import render_review_email
 from p4review.models.change import ChangeSnapshot
 from p4review.models.job import JobStatus, ReviewJob, StageName
 from p4review.models.outbox import DeliveryStatus, LookupOutcome, OutboxRow, SendOutcome
-from p4review.models.review_result import ReviewResult
+from p4review.models.review_result import Coverage, ReviewResult, StoredReview
 from p4review.observability import logger, metrics
 from p4review.runtime.faults import FaultPoint, fault
 from p4review.runtime.heartbeat import Lease
@@ -36,7 +36,10 @@ class NotifyWork:
             raise NonRetryableError("review completed without artifacts", error_class=ErrorClass.INTERNAL_BUG)
         # The redacted change: no email carries content the reviewer was not allowed to see.
         snapshot = ChangeSnapshot.model_validate(self._artifacts.get_json(job.artifacts.change_key)["snapshot"])
-        result = ReviewResult.model_validate(self._artifacts.get_json(job.artifacts.result_key)["result"])
+        stored = StoredReview.model_validate(self._artifacts.get_json(job.artifacts.result_key))
+        result = stored.result
+        # The review's coverage (chunking skips included); results written before it existed: the fetch's.
+        coverage = stored.coverage or snapshot.diffs
         owner = build_change_fetcher(self._settings, self._secrets).user(snapshot.description.owner)
         recipients = unique_recipients([owner.email])
         if not recipients:
@@ -45,7 +48,7 @@ class NotifyWork:
         smtp = SmtpSettings.model_validate(self._secrets.get_json(self._settings.require("smtp_secret_id")))
         sender = SmtpSender(smtp)
         for recipient in recipients:
-            self._deliver(job, snapshot, result, recipient, smtp.from_address, sender, lease)
+            self._deliver(job, snapshot, result, coverage, recipient, smtp.from_address, sender, lease)
         rows = {row.recipient: row for row in self._outbox.rows_for_version(job.changelist_id, job.review_version)}
         notified = sum(1 for recipient in recipients if rows.get(recipient) and rows[recipient].notified_at)
         if notified < len(recipients):
@@ -53,7 +56,8 @@ class NotifyWork:
         return StageOutput(updates={"recipients_required": len(recipients), "recipients_notified": notified},
                            finish_job=JobStatus.SUCCEEDED)
 
-    def _deliver(self, job: ReviewJob, snapshot: ChangeSnapshot, result: ReviewResult, recipient: str,
+    def _deliver(self, job: ReviewJob, snapshot: ChangeSnapshot, result: ReviewResult,
+                 coverage: Coverage | list, recipient: str,
                  from_address: str, sender: SmtpSender, lease: Lease) -> None:
         """`lease.check()` guards every step that starts something (outbox row, attempt, SMTP
         send). The writes that only record what a send already did (mark_sent, note_error,
@@ -78,7 +82,7 @@ class NotifyWork:
             if self._reconcile_earlier_attempt(row, message_id, sender, log):
                 return
         message = render_review_email(
-            job=job, result=result, coverage=snapshot.diffs, description=snapshot.description,
+            job=job, result=result, coverage=coverage, description=snapshot.description,
             recipient=recipient, from_address=from_address, message_id=message_id,
             swarm_url=self._settings.swarm_url)
         lease.check()

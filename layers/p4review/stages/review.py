@@ -1,64 +1,288 @@
-"""review: produce a ReviewResult for the redacted change and store it with its diagnostics.
-Reads only the redacted bucket; the reviewer gets a ReviewInput, which only the pre-submit
-guard (`prepare_review_input`) can build."""
+"""review: produce a ReviewResult for the redacted change and store it with its diagnostics,
+coverage and token usage (docs/review.md).
+
+Reads only the redacted bucket; a reviewer gets a ReviewInput, which only the pre-submit
+guard (`prepare_review_input`) can build. The change is split into chunks of whole files
+within a token budget; each chunk's parsed answer is stored before the next request, so a
+retried job resumes instead of paying for the same answer twice."""
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
+from typing import Protocol
 
+from p4review.adapters.llm.base import ContextTooLong, LlmRequest, LlmResponse
 from p4review.dal.ports import ArtifactStore
-from p4review.dal.s3_artifacts import result_key
-from p4review.logic.change_redaction import prepare_review_input
-from p4review.errors import ErrorClass, NonRetryableError, ValidationError
-from p4review.logic.offline_reviewer import OFFLINE_PROMPT_VERSION, review_change
-from p4review.logic.result_parser import parse_review_result
+from p4review.dal.s3_artifacts import chunk_result_key, result_key
+from p4review.errors import ErrorClass, NonRetryableError, NotFoundError, ValidationError
+from p4review.logic.change_redaction import ReviewInput, prepare_review_input
+from p4review.logic.chunking import (
+    SKIP_ANSWER_REJECTED,
+    SKIP_TOO_LARGE,
+    Chunk,
+    ChunkFile,
+    plan_chunks,
+)
+from p4review.logic.diff_lines import ChangedLines, changed_lines_from_diff
+from p4review.logic.findings_merge import merge_findings
+from p4review.logic.noise import NoiseRule, apply_noise_policy
+from p4review.logic.prompts import PromptRegistry, estimate_tokens, render_file_section, render_user_message
 from p4review.logic.redaction import RedactionPolicy
+from p4review.logic.result_parser import parse_review_result
+from p4review.logic.rollout import PromptChoice, choose_prompt
 from p4review.models.change import DiffStatus
 from p4review.models.job import ReviewJob, ReviewSummary, StageName
-from p4review.observability import logger, metrics
+from p4review.models.review_result import (
+    REVIEW_RESULT_SCHEMA,
+    SCHEMA_VERSION,
+    Coverage,
+    Diagnostic,
+    ParseOutcome,
+    ReviewResult,
+    ReviewUsage,
+    SkippedFile,
+    StoredReview,
+)
+from p4review.observability import logger
 from p4review.runtime.heartbeat import Lease
 from p4review.runtime.stage_runner import StageOutput
+from p4review.stages.reviewers import chunk_input
+from p4review.stages.review_metrics import publish_review_metrics
+
+# The description is repeated in every chunk's request; past this it adds cost, not insight.
+MAX_DESCRIPTION_CHARS = 4000
+CHUNK_DOCUMENT_VERSION = "1"
+
+
+class ChunkReviewer(Protocol):
+    provider: str
+    model: str
+    estimated_usage: bool
+
+    def answer_prompt_version(self, choice: PromptChoice) -> str: ...
+
+    def complete(self, request: LlmRequest, review_input: ReviewInput) -> LlmResponse: ...
+
+
+@dataclass(frozen=True)
+class ReviewConfig:
+    registry: PromptRegistry
+    chunk_tokens: int = 24_000
+    job_tokens: int = 200_000
+    max_output_tokens: int = 4096
+    line_policy: str = "drop"
+    line_tolerance: int = 3
+    noise_rules: tuple[NoiseRule, ...] = ()
+    allow_prompt_patch_drift: bool = False
+
+
+@dataclass
+class _ChunkAnswer:
+    paths: list[str]
+    outcome: ParseOutcome
+    input_tokens: int
+    output_tokens: int
+    resumed: bool
+
+
+@dataclass
+class _Run:
+    answers: list[_ChunkAnswer] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
 class ReviewWork:
     stage = StageName.REVIEW
 
-    def __init__(self, redacted: ArtifactStore, policy: RedactionPolicy):
+    def __init__(self, redacted: ArtifactStore, policy: RedactionPolicy, reviewer: ChunkReviewer,
+                 config: ReviewConfig):
         self._artifacts = redacted
         self._policy = policy
+        self._reviewer = reviewer
+        self._config = config
 
     def run(self, job: ReviewJob, lease: Lease) -> StageOutput:
         if not job.artifacts.change_key:
             raise NonRetryableError("fetch completed without a change artifact", error_class=ErrorClass.INTERNAL_BUG)
         # The pre-submit guard: RedactionError (non-retryable) if anything is left to redact.
         review_input = prepare_review_input(self._artifacts.get_json(job.artifacts.change_key), self._policy)
-        snapshot = review_input.snapshot
-        # The offline reviewer answers as a model would; its text goes through the same parser.
-        answer = review_change(review_input)
-        outcome = parse_review_result(answer, snapshot.changed_files, expected_prompt_version=OFFLINE_PROMPT_VERSION)
-        for diagnostic in outcome.diagnostics:
-            metrics.add_metric(name=f"Parser_{diagnostic.kind}", unit="Count", value=1)
-        if outcome.rejected or outcome.result is None:
-            reasons = [diagnostic.reason for diagnostic in outcome.diagnostics if diagnostic.reason]
+        choice = choose_prompt(self._config.registry, job.changelist_id)
+        answer_version = self._reviewer.answer_prompt_version(choice)
+
+        files = chunk_files_for(review_input)
+        plan = plan_chunks(files, chunk_tokens=self._config.chunk_tokens, job_tokens=self._config.job_tokens)
+        # The review target is the files whose diff a model can see: a finding on any other file of
+        # the change (binary, deleted, outside the allow-list) has nothing under it and is dropped
+        # as file_not_in_changed_files; the rest are line-checked against their diff.
+        reviewable = [f.depot_path for f in files]
+        changed_lines: dict[str, ChangedLines] = {f.depot_path: changed_lines_from_diff(f.diff) for f in files}
+
+        run = _Run(skipped=list(plan.skipped))
+        pending = list(plan.chunks)
+        while pending:
+            chunk = pending.pop(0)
+            try:
+                run.answers.append(self._review_chunk(job, lease, review_input, choice, answer_version, chunk,
+                                                      reviewable, changed_lines))
+            except ContextTooLong:
+                if len(chunk.files) > 1:
+                    pending[:0] = chunk.halves()
+                    logger.info("chunk too long for the model; split", extra={"job_id": job.job_id,
+                                                                              "files": len(chunk.files)})
+                else:
+                    run.skipped.append((chunk.files[0].depot_path, SKIP_TOO_LARGE))
+
+        stored = self._assemble(snapshot_skips(review_input), run, choice, answer_version, files)
+        if run.answers and all(answer.outcome.rejected for answer in run.answers):
+            reasons = sorted({d.reason for a in run.answers for d in a.outcome.diagnostics if d.reason})
             raise ValidationError(f"review answer rejected: {', '.join(reasons) or 'unknown'}")
-        result = outcome.result
+
         key = result_key(job.job_id, job.created_at)
         lease.check()
-        self._artifacts.put_json(key, {
-            "result": result.model_dump(mode="json", exclude_none=True),
-            "diagnostics": [diagnostic.model_dump(mode="json", exclude_none=True) for diagnostic in outcome.diagnostics],
-        })
-        severities = Counter(finding.severity.value for finding in result.findings)
-        reviewed = sum(1 for diff in snapshot.diffs if diff.status == DiffStatus.FETCHED)
-        summary = ReviewSummary(
-            findings=len(result.findings),
-            by_severity=dict(sorted(severities.items())),
-            files_reviewed=reviewed,
-            files_skipped=len(snapshot.diffs) - reviewed,
-            diagnostics=len(outcome.diagnostics),
-        )
-        logger.info("review stored", extra={"job_id": job.job_id, "findings": summary.findings})
+        self._artifacts.put_json(key, stored.model_dump(mode="json", exclude_none=True))
+        summary = self._summary(stored, choice)
+        publish_review_metrics(stored, run_answers=[a.outcome for a in run.answers], track=choice.track)
+        logger.info("review stored", extra={"job_id": job.job_id, "findings": summary.findings,
+                                            "prompt_version": stored.prompt_version, "track": choice.track,
+                                            "input_tokens": summary.input_tokens, "chunks": summary.chunks})
         return StageOutput(updates={
             "artifacts": {"change_key": job.artifacts.change_key, "result_key": key},
             "summary": summary.model_dump(mode="json"),
         })
+
+    # ------------------------------------------------------------------------------------
+
+    def _fingerprint(self, answer_version: str) -> str:
+        return f"{CHUNK_DOCUMENT_VERSION}|{self._reviewer.provider}|{self._reviewer.model}|{answer_version}|" \
+               f"{self._config.line_policy}|{self._config.line_tolerance}"
+
+    def _review_chunk(self, job: ReviewJob, lease: Lease, review_input: ReviewInput, choice: PromptChoice,
+                      answer_version: str, chunk: Chunk, reviewable: list[str],
+                      changed_lines: dict[str, ChangedLines]) -> _ChunkAnswer:
+        chunk_id = chunk.chunk_id(self._fingerprint(answer_version))
+        key = chunk_result_key(job.job_id, job.created_at, chunk_id)
+        try:
+            document = self._artifacts.get_json(key)
+            return _ChunkAnswer(paths=chunk.paths, outcome=ParseOutcome.model_validate(document["outcome"]),
+                                input_tokens=document["input_tokens"], output_tokens=document["output_tokens"],
+                                resumed=True)
+        except NotFoundError:
+            pass
+        request = request_for(review_input, choice, chunk, max_output_tokens=self._config.max_output_tokens,
+                              request_id=f"{job.job_id}:{chunk_id}")
+        lease.check()  # the provider call is the expensive side effect: only with a live lease
+        response = self._reviewer.complete(request, chunk_input(review_input, chunk.paths))
+        outcome = parse_review_result(
+            response.text, reviewable,
+            expected_prompt_version=answer_version,
+            allowed_prompt_patch_drift=self._config.allow_prompt_patch_drift,
+            changed_lines=changed_lines, line_policy=self._config.line_policy,
+            line_tolerance=self._config.line_tolerance,
+        )
+        if not outcome.rejected:
+            # A rejected answer is not kept: a retry or an operator's replay asks again instead
+            # of failing on the same stored answer.
+            self._artifacts.put_json(key, {"chunk_id": chunk_id, "files": chunk.paths,
+                                           "outcome": outcome.model_dump(mode="json", exclude_none=True),
+                                           "input_tokens": response.input_tokens,
+                                           "output_tokens": response.output_tokens})
+        return _ChunkAnswer(paths=chunk.paths, outcome=outcome, input_tokens=response.input_tokens,
+                            output_tokens=response.output_tokens, resumed=False)
+
+    def _assemble(self, snapshot_skipped: list[tuple[str, str]], run: _Run, choice: PromptChoice,
+                  answer_version: str, files: list[ChunkFile]) -> StoredReview:
+        accepted = [a for a in run.answers if not a.outcome.rejected and a.outcome.result is not None]
+        skipped = snapshot_skipped + run.skipped
+        for answer in run.answers:
+            if answer.outcome.rejected:
+                skipped += [(path, SKIP_ANSWER_REJECTED) for path in answer.paths]
+        skipped_paths = {path for path, _ in skipped}
+        reviewed = [f.depot_path for f in files if f.depot_path not in skipped_paths]
+
+        merged, _duplicates = merge_findings([a.outcome.result.findings for a in accepted],
+                                             file_order=[f.depot_path for f in files])
+        noise = apply_noise_policy(merged, self._config.noise_rules)
+        diagnostics: list[Diagnostic] = [d for a in run.answers for d in a.outcome.diagnostics]
+        flagged = sorted({fid for a in accepted for fid in
+                          ((a.outcome.result.meta or {}).get("flagged", {}).get("line_outside_diff", []))
+                          if any(f.id == fid for f in noise.kept)})
+        meta: dict = {"provider": self._reviewer.provider, "model": self._reviewer.model,
+                      "chunks": len(run.answers), "findings_before_noise_controls": len(merged)}
+        if flagged:
+            meta["flagged"] = {"line_outside_diff": flagged}
+        result = ReviewResult(
+            schema_version=SCHEMA_VERSION, prompt_version=answer_version,
+            summary=_summary_text(accepted, len(reviewed)), findings=noise.kept, meta=meta)
+        usage = ReviewUsage(
+            provider=self._reviewer.provider, model=self._reviewer.model,
+            input_tokens=sum(a.input_tokens for a in run.answers),
+            output_tokens=sum(a.output_tokens for a in run.answers),
+            chunks=len(run.answers), chunks_resumed=sum(1 for a in run.answers if a.resumed),
+            estimated=self._reviewer.estimated_usage)
+        return StoredReview(
+            result=result, diagnostics=diagnostics,
+            coverage=Coverage(files_reviewed=reviewed,
+                              files_skipped=[SkippedFile(file=path, reason=reason) for path, reason in skipped]),
+            usage=usage, prompt_version=answer_version, prompt_track=choice.track, suppressed=noise.suppressed)
+
+    def _summary(self, stored: StoredReview, choice: PromptChoice) -> ReviewSummary:
+        severities = Counter(finding.severity.value for finding in stored.result.findings)
+        coverage = stored.coverage or Coverage()
+        usage = stored.usage
+        return ReviewSummary(
+            findings=len(stored.result.findings),
+            by_severity=dict(sorted(severities.items())),
+            files_reviewed=len(coverage.files_reviewed),
+            files_skipped=len(coverage.files_skipped),
+            diagnostics=len(stored.diagnostics),
+            provider=self._reviewer.provider,
+            prompt_version=stored.prompt_version,
+            prompt_track=choice.track,
+            chunks=usage.chunks if usage else None,
+            input_tokens=usage.input_tokens if usage else None,
+            output_tokens=usage.output_tokens if usage else None,
+            suppressed=sum(stored.suppressed.values()),
+        )
+
+
+def chunk_files_for(review_input: ReviewInput) -> list[ChunkFile]:
+    """Each fetched file's numbered diff section, with its estimated tokens."""
+    files = []
+    for review_file in review_input.files:
+        diff = review_file.diff
+        section = render_file_section(diff.depot_path, diff.action, review_file.document.text)
+        files.append(ChunkFile(depot_path=diff.depot_path, section=section, tokens=estimate_tokens(section),
+                               diff=review_file.document.text))
+    return files
+
+
+def request_for(review_input: ReviewInput, choice: PromptChoice, chunk: Chunk, *, max_output_tokens: int,
+                request_id: str) -> LlmRequest:
+    """The request for one chunk: the prompt template as the system prompt, the chunk as the user message."""
+    description = review_input.snapshot.description
+    return LlmRequest(
+        system=choice.template.text,
+        user=render_user_message(
+            changelist_id=description.changelist_id, owner=description.owner,
+            description=review_input.description.text[:MAX_DESCRIPTION_CHARS],
+            changed_files=chunk.paths, file_sections=[f.section for f in chunk.files]),
+        json_schema=REVIEW_RESULT_SCHEMA,
+        max_output_tokens=max_output_tokens,
+        request_id=request_id,
+    )
+
+
+def snapshot_skips(review_input: ReviewInput) -> list[tuple[str, str]]:
+    """Files fetch did not fetch (binary, deleted, outside the allow-list...), with the reason."""
+    return [(diff.depot_path, diff.skip_reason or "not_fetched")
+            for diff in review_input.snapshot.diffs if diff.status != DiffStatus.FETCHED]
+
+
+def _summary_text(accepted: list[_ChunkAnswer], files_reviewed: int) -> str | None:
+    summaries = [a.outcome.result.summary.strip() for a in accepted
+                 if a.outcome.result is not None and a.outcome.result.summary and a.outcome.result.summary.strip()]
+    if len(accepted) <= 1:
+        return summaries[0] if summaries else None
+    word = "file" if files_reviewed == 1 else "files"
+    return f"Reviewed {files_reviewed} {word} in {len(accepted)} parts. " + " ".join(summaries[:3])

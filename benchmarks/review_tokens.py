@@ -1,0 +1,79 @@
+"""Prompt tokens per review for the fixture changelists: the review stage's requests (prompt
+template + numbered, chunked diffs of the fetched files) vs a naive whole-diff prompt (a short
+instruction, the JSON schema, and every fetched file's diff with its p4 headers, in one request).
+
+Both sides are counted with the same estimator (logic.prompts.estimate_tokens, characters / 3.5):
+no tokenizer ships offline, and the ratio is what matters. Output tokens are not compared
+(they depend on the model, not on the prompt's size).
+
+Run alone: `python -m benchmarks.review_tokens`."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+NAIVE_INSTRUCTION = ("Review the following Perforce changelist. Answer with JSON matching this schema, "
+                     "listing every problem you find.\n")
+
+
+def _review_inputs():
+    from p4review.adapters.p4 import ChangeFetcher, P4Runner
+    from p4review.logic.change_redaction import prepare_review_input, redact_change
+    from p4review.logic.depot_paths import DEFAULT_ALLOW_LIST, DepotAllowList
+    from p4review.local.stack import repo_root
+    from p4review.models.job import ChangeKind
+
+    os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"]
+    root = repo_root()
+    runner = P4Runner(str(root / "events" / "bin" / "p4"), timeout_seconds=30)
+    fetcher = ChangeFetcher(runner, allow_list=DepotAllowList(DEFAULT_ALLOW_LIST))
+    index = json.loads((root / "events" / "depot" / "index.json").read_text())["changelists"]
+    for entry in index:
+        snapshot = fetcher.fetch(entry["change"], ChangeKind(entry["kind"]), parallelism=8)
+        yield entry["change"], snapshot, prepare_review_input(redact_change(snapshot).artifact())
+
+
+def measure(review_input, snapshot, config) -> tuple[int, int, int]:
+    """-> (our prompt tokens, our requests, naive prompt tokens)."""
+    from p4review.logic.chunking import plan_chunks
+    from p4review.logic.prompts import estimate_tokens
+    from p4review.logic.rollout import choose_prompt
+    from p4review.models.review_result import REVIEW_RESULT_SCHEMA
+    from p4review.stages.review import chunk_files_for, request_for
+
+    choice = choose_prompt(config.registry, snapshot.description.changelist_id)
+    plan = plan_chunks(chunk_files_for(review_input), chunk_tokens=config.chunk_tokens, job_tokens=config.job_tokens)
+    ours = 0
+    for chunk in plan.chunks:
+        request = request_for(review_input, choice, chunk, max_output_tokens=config.max_output_tokens, request_id="b")
+        ours += estimate_tokens(request.system) + estimate_tokens(request.user)
+    naive_text = (NAIVE_INSTRUCTION + json.dumps(REVIEW_RESULT_SCHEMA, indent=2) + "\n\n"
+                  + review_input.description.text + "\n\n"
+                  + "\n".join(f.document.text for f in review_input.files))
+    return ours, len(plan.chunks), estimate_tokens(naive_text)
+
+
+def bench_review_tokens() -> None:
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")  # one p4 log line per file otherwise
+    from p4review.config import Settings
+    from p4review.stages.review_setup import review_config
+
+    config = review_config(Settings())
+    total_ours = total_naive = 0
+    print("review prompt tokens per changelist (estimated; ours = template + numbered chunks, "
+          "naive = schema + whole diff in one prompt):")
+    for change, snapshot, review_input in _review_inputs():
+        ours, requests, naive = measure(review_input, snapshot, config)
+        total_ours += ours
+        total_naive += naive
+        print(f"  CL {change}: {len(review_input.files):>3} files, ours {ours:>7} tokens in {requests} request(s), "
+              f"naive {naive:>7}, ours/naive x{ours / naive:.2f}")
+    print(f"review prompt tokens, all fixtures: ours {total_ours}, naive {total_naive}, "
+          f"ours/naive x{total_ours / total_naive:.2f}")
+
+
+if __name__ == "__main__":
+    bench_review_tokens()

@@ -1,0 +1,76 @@
+"""Anthropic Messages API. The ReviewResult comes back as the input of one forced tool call.
+
+Imported only when the provider is `anthropic`. No sampling parameters are sent: the 2.x SDK
+dropped them and its default API version refuses them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anthropic
+
+from p4review.adapters.llm.base import (
+    RESULT_TOOL_DESCRIPTION,
+    RESULT_TOOL_NAME,
+    KeySource,
+    LlmRequest,
+    LlmResponse,
+    ProviderPolicyRefusal,
+)
+from p4review.adapters.llm.http_errors import KeyedClient, SdkErrors
+
+ANTHROPIC_API_BASE_URL = "https://api.anthropic.com"
+
+_ERRORS = SdkErrors(base=anthropic.AnthropicError, status=anthropic.APIStatusError,
+                    connection=anthropic.APIConnectionError, timeout=anthropic.APITimeoutError)
+
+
+class AnthropicProvider:
+    name = "anthropic"
+
+    def __init__(self, model: str, key_source: KeySource, *, base_url: str | None = None, timeout_seconds: float):
+        self.model = model
+        # Explicit, so the SDK does not pick up ANTHROPIC_BASE_URL or a profile's URL instead.
+        self.base_url = base_url or ANTHROPIC_API_BASE_URL
+        self._timeout_seconds = timeout_seconds
+        self._client = KeyedClient(self.name, model, key_source, self._build_client, _ERRORS)
+
+    def _build_client(self, api_key: str) -> anthropic.Anthropic:
+        # An explicit api_key also keeps the SDK from looking for profiles or other credentials.
+        return anthropic.Anthropic(api_key=api_key, base_url=self.base_url, timeout=self._timeout_seconds,
+                                   max_retries=0)
+
+    def complete(self, request: LlmRequest) -> LlmResponse:
+        tool = {"name": RESULT_TOOL_NAME, "description": RESULT_TOOL_DESCRIPTION, "input_schema": request.json_schema}
+        message = self._client.call(lambda client: client.messages.create(
+            model=self.model,
+            max_tokens=request.max_output_tokens,
+            system=request.system,
+            messages=[{"role": "user", "content": request.user}],
+            tools=[tool],
+            tool_choice={"type": "tool", "name": RESULT_TOOL_NAME},
+        ), request)
+
+        if message.stop_reason == "refusal":
+            raise ProviderPolicyRefusal(f"{self.name} ({self.model}): the model refused the request")
+        # "max_tokens": the truncated answer goes back as is; the result parser rejects it.
+        usage = message.usage
+        return LlmResponse(
+            text=_answer_text(message.content),
+            # Cache reads and writes are input too (none are requested, but count them if present).
+            input_tokens=usage.input_tokens + (getattr(usage, "cache_creation_input_tokens", None) or 0)
+            + (getattr(usage, "cache_read_input_tokens", None) or 0),
+            output_tokens=usage.output_tokens,
+            provider=self.name,
+            model=self.model,
+            stop_reason=message.stop_reason,
+            meta={"response_id": message.id},
+        )
+
+
+def _answer_text(blocks: list[Any]) -> str:
+    for block in blocks:
+        if block.type == "tool_use" and block.name == RESULT_TOOL_NAME:
+            return json.dumps(block.input, ensure_ascii=False)
+    return "".join(block.text for block in blocks if block.type == "text")

@@ -1,0 +1,138 @@
+"""Amazon Bedrock through the Converse API. No API key: the function's IAM role signs the calls.
+The ReviewResult comes back as the input of one forced tool call (toolChoice)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, NoCredentialsError, ReadTimeoutError
+from botocore.exceptions import ConnectionError as BotoConnectionError
+
+from p4review.adapters.llm.base import (
+    RESULT_TOOL_DESCRIPTION,
+    RESULT_TOOL_NAME,
+    ContextTooLong,
+    LlmRequest,
+    LlmResponse,
+    ProviderAuthError,
+    ProviderPolicyRefusal,
+    ProviderRateLimited,
+    ProviderRequestError,
+    ProviderTimeout,
+    ProviderUnavailable,
+    mentions_context_too_long,
+)
+from p4review.adapters.llm.http_errors import safe_excerpt
+from p4review.errors import ConfigError, P4ReviewError
+
+CONNECT_TIMEOUT_SECONDS = 10
+_REFUSAL_STOP_REASONS = frozenset({"content_filtered", "guardrail_intervened"})
+_RATE_LIMITED = frozenset({"ThrottlingException", "ServiceQuotaExceededException"})
+_UNAVAILABLE = frozenset({"InternalServerException", "ServiceUnavailableException", "ModelNotReadyException",
+                          "ModelErrorException"})
+_AUTH = frozenset({"AccessDeniedException", "UnrecognizedClientException"})
+# Converse's requestMetadata values (shown in invocation logs) must match this.
+_METADATA_VALUE = re.compile(r"[a-zA-Z0-9\s:_@$#=/+,\-.]{0,256}")
+
+
+def make_bedrock_client(region: str | None, timeout_seconds: float) -> Any:
+    """A bedrock-runtime client with SDK retries off (the stage runtime owns retries)."""
+    import boto3
+    from botocore.config import Config
+    from botocore.exceptions import NoRegionError
+
+    config = Config(retries={"total_max_attempts": 1, "mode": "standard"}, read_timeout=timeout_seconds,
+                    connect_timeout=CONNECT_TIMEOUT_SECONDS)
+    try:
+        return boto3.session.Session().client("bedrock-runtime", region_name=region, config=config)
+    except NoRegionError:
+        raise ConfigError("bedrock: no AWS region configured (P4REVIEW_LLM_REGION)") from None
+
+
+class BedrockProvider:
+    name = "bedrock"
+
+    def __init__(self, model: str, client: Any):
+        self.model = model
+        self._client = client
+
+    def complete(self, request: LlmRequest) -> LlmResponse:
+        arguments: dict[str, Any] = {
+            "modelId": self.model,
+            "system": [{"text": request.system}],
+            "messages": [{"role": "user", "content": [{"text": request.user}]}],
+            "inferenceConfig": {"maxTokens": request.max_output_tokens, "temperature": 0},
+            "toolConfig": {
+                "tools": [{"toolSpec": {"name": RESULT_TOOL_NAME, "description": RESULT_TOOL_DESCRIPTION,
+                                        "inputSchema": {"json": request.json_schema}}}],
+                "toolChoice": {"tool": {"name": RESULT_TOOL_NAME}},
+            },
+        }
+        if _METADATA_VALUE.fullmatch(request.request_id):
+            arguments["requestMetadata"] = {"p4review_request_id": request.request_id}
+        try:
+            response = self._client.converse(**arguments)
+        except (ClientError, BotoCoreError) as exc:
+            raise self._domain_error(exc, request) from None
+
+        stop_reason = response.get("stopReason")
+        if stop_reason in _REFUSAL_STOP_REASONS:
+            raise ProviderPolicyRefusal(f"{self.name} ({self.model}): stopped by {stop_reason}")
+        # "max_tokens" and the malformed-output reasons: the answer goes back as is; the parser rejects it.
+        usage = response.get("usage") or {}
+        return LlmResponse(
+            text=_answer_text(response.get("output", {}).get("message", {}).get("content") or []),
+            input_tokens=usage.get("inputTokens") or 0,
+            output_tokens=usage.get("outputTokens") or 0,
+            provider=self.name,
+            model=self.model,
+            stop_reason=stop_reason,
+            meta={"response_id": response_id}
+            if (response_id := response.get("ResponseMetadata", {}).get("RequestId")) else {},
+        )
+
+    def _domain_error(self, exc: Exception, request: LlmRequest) -> P4ReviewError:
+        where = f"{self.name} ({self.model})"
+        if isinstance(exc, (ReadTimeoutError, ConnectTimeoutError)):
+            return ProviderTimeout(f"{where}: request timed out")
+        if isinstance(exc, BotoConnectionError):  # EndpointConnectionError and kin
+            return ProviderUnavailable(f"{where}: connection failed")
+        if isinstance(exc, NoCredentialsError):
+            return ProviderAuthError(f"{where}: no AWS credentials")
+        if not isinstance(exc, ClientError):  # e.g. a request the service model refuses: our bug
+            return ProviderRequestError(f"{where}: {type(exc).__name__}")
+        error = exc.response.get("Error", {})
+        code = str(error.get("Code", "Unknown"))
+        message = str(error.get("Message", ""))
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        excerpt = safe_excerpt(message, request_texts=(request.system, request.user))
+        text = f"{where}: {code}" + (f": {excerpt}" if excerpt else "")
+        error_type: type[P4ReviewError]
+        # Named codes first: ModelNotReadyException, for one, comes with HTTP 429.
+        if code in _AUTH:
+            return ProviderAuthError(f"{where}: {code}")
+        if code in _RATE_LIMITED:
+            error_type = ProviderRateLimited
+        elif code == "ModelTimeoutException":
+            error_type = ProviderTimeout
+        elif code in _UNAVAILABLE:
+            error_type = ProviderUnavailable
+        elif code == "ValidationException" and mentions_context_too_long(message):
+            error_type = ContextTooLong
+        elif status == 429:
+            error_type = ProviderRateLimited
+        elif status >= 500:
+            error_type = ProviderUnavailable
+        else:  # ValidationException, ResourceNotFoundException and any other refusal of the request
+            error_type = ProviderRequestError
+        return error_type(text)
+
+
+def _answer_text(blocks: list[dict[str, Any]]) -> str:
+    for block in blocks:
+        tool_use = block.get("toolUse")
+        if tool_use and tool_use.get("name") == RESULT_TOOL_NAME:
+            return json.dumps(tool_use.get("input"), ensure_ascii=False)
+    return "".join(block["text"] for block in blocks if "text" in block)

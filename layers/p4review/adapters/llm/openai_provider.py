@@ -1,0 +1,88 @@
+"""OpenAI chat completions, and any OpenAI-compatible server (vLLM, Ollama, ...) via `base_url`.
+
+This module is imported only when the provider is `openai`, so the SDK import costs nothing to
+functions configured otherwise."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlparse
+
+import openai
+
+from p4review.adapters.llm.base import KeySource, LlmRequest, LlmResponse, ProviderPolicyRefusal
+from p4review.adapters.llm.http_errors import KeyedClient, SdkErrors
+from p4review.errors import ConfigError
+
+OPENAI_API_BASE_URL = "https://api.openai.com/v1"
+STRUCTURED_OUTPUT_MODES = ("json_schema", "json_object", "none")
+RESULT_SCHEMA_NAME = "ReviewResult"
+
+_ERRORS = SdkErrors(base=openai.OpenAIError, status=openai.APIStatusError,
+                    connection=openai.APIConnectionError, timeout=openai.APITimeoutError)
+
+
+class OpenAIProvider:
+    name = "openai"
+
+    def __init__(self, model: str, key_source: KeySource, *, base_url: str | None = None,
+                 timeout_seconds: float, structured_output: str = "json_schema"):
+        if structured_output not in STRUCTURED_OUTPUT_MODES:
+            raise ConfigError(f"unknown structured output mode {structured_output!r}")
+        self.model = model
+        self.structured_output = structured_output
+        # Explicit, so the SDK does not pick up OPENAI_BASE_URL from the environment.
+        self.base_url = base_url or OPENAI_API_BASE_URL
+        # api.openai.com takes max_completion_tokens (its reasoning models refuse max_tokens);
+        # OpenAI-compatible servers reliably know only max_tokens.
+        official = urlparse(self.base_url).hostname == "api.openai.com"
+        self.token_limit_field = "max_completion_tokens" if official else "max_tokens"
+        self._timeout_seconds = timeout_seconds
+        self._client = KeyedClient(self.name, model, key_source, self._build_client, _ERRORS)
+
+    def _build_client(self, api_key: str) -> openai.OpenAI:
+        # No SDK retries: the stage runtime owns retries and backoff.
+        return openai.OpenAI(api_key=api_key, base_url=self.base_url, timeout=self._timeout_seconds, max_retries=0)
+
+    def complete(self, request: LlmRequest) -> LlmResponse:
+        arguments: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": "system", "content": request.system}, {"role": "user", "content": request.user}],
+            "temperature": 0,
+            self.token_limit_field: request.max_output_tokens,
+        }
+        response_format = self._response_format(request)
+        if response_format is not None:
+            arguments["response_format"] = response_format
+        if request.request_id.isascii():
+            arguments["extra_headers"] = {"X-Client-Request-Id": request.request_id[:512]}
+        completion = self._client.call(lambda client: client.chat.completions.create(**arguments), request)
+
+        choice = completion.choices[0] if completion.choices else None
+        finish_reason = choice.finish_reason if choice else None
+        message = choice.message if choice else None
+        # Refusal text is not repeated: it may quote the change.
+        if finish_reason == "content_filter":
+            raise ProviderPolicyRefusal(f"{self.name} ({self.model}): the content filter stopped the answer")
+        if message is not None and getattr(message, "refusal", None):
+            raise ProviderPolicyRefusal(f"{self.name} ({self.model}): the model refused the request")
+        # finish_reason "length": the truncated text goes back as is; the result parser rejects it.
+        usage = getattr(completion, "usage", None)  # some compatible servers leave it out
+        return LlmResponse(
+            text=(message.content if message else None) or "",
+            input_tokens=(usage.prompt_tokens if usage else 0) or 0,
+            output_tokens=(usage.completion_tokens if usage else 0) or 0,
+            provider=self.name,
+            model=self.model,
+            stop_reason=finish_reason,
+            meta={"response_id": response_id} if (response_id := getattr(completion, "id", None)) else {},
+        )
+
+    def _response_format(self, request: LlmRequest) -> dict[str, Any] | None:
+        if self.structured_output == "json_schema":
+            # strict False: strict mode wants every property required and a JSON Schema subset.
+            return {"type": "json_schema",
+                    "json_schema": {"name": RESULT_SCHEMA_NAME, "schema": request.json_schema, "strict": False}}
+        if self.structured_output == "json_object":
+            return {"type": "json_object"}
+        return None

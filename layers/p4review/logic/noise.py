@@ -1,0 +1,94 @@
+"""Noise controls per depot-path prefix (pure): minimum severity, minimum confidence and a
+maximum number of findings, configured as P4REVIEW_NOISE_POLICY, a JSON array such as
+
+    [{"prefix": "//depot/main/...", "min_severity": "medium", "max_findings": 20},
+     {"prefix": "//depot/main/tests/...", "min_severity": "high", "min_confidence": "high"}]
+
+A finding is governed by the rule with the longest prefix matching its file (`...` or a
+trailing `/` marks a directory prefix); files under no rule are not filtered. A finding
+without a confidence counts as "medium". Suppressed findings are counted, never silently
+lost: the counts go into the stored result and the job summary."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from p4review.errors import ConfigError
+from p4review.logic.findings_merge import severity_rank
+from p4review.models.review_result import SEVERITY_ORDER, Confidence, Finding, Severity
+
+_CONFIDENCE_ORDER = [Confidence.HIGH, Confidence.MEDIUM, Confidence.LOW]
+
+SUPPRESSED_SEVERITY = "below_min_severity"
+SUPPRESSED_CONFIDENCE = "below_min_confidence"
+SUPPRESSED_MAX = "over_max_findings"
+
+
+class NoiseRule(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prefix: str = Field(min_length=1)
+    max_findings: int | None = Field(default=None, ge=0)
+    min_severity: Severity | None = None
+    min_confidence: Confidence | None = None
+
+    @property
+    def base(self) -> str:
+        return self.prefix[:-3] if self.prefix.endswith("...") else self.prefix
+
+    def matches(self, depot_path: str) -> bool:
+        return depot_path.startswith(self.base)
+
+
+@dataclass(frozen=True)
+class NoiseOutcome:
+    kept: list[Finding]
+    suppressed: dict[str, int]  # reason -> count
+
+
+def parse_noise_policy(value: str) -> tuple[NoiseRule, ...]:
+    if not value.strip():
+        return ()
+    try:
+        document = json.loads(value)
+        if not isinstance(document, list):
+            raise ValueError("not a JSON array")
+        return tuple(NoiseRule.model_validate(item) for item in document)
+    except (ValueError, ValidationError) as exc:
+        detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+        raise ConfigError(f"P4REVIEW_NOISE_POLICY is invalid: {detail}") from None
+
+
+def _rule_for(rules: Sequence[NoiseRule], depot_path: str) -> NoiseRule | None:
+    matching = [rule for rule in rules if rule.matches(depot_path)]
+    return max(matching, key=lambda rule: len(rule.base)) if matching else None
+
+
+def apply_noise_policy(findings: Sequence[Finding], rules: Sequence[NoiseRule]) -> NoiseOutcome:
+    suppressed: Counter[str] = Counter()
+    by_rule: dict[NoiseRule | None, list[Finding]] = {}
+    for finding in findings:
+        rule = _rule_for(rules, finding.file)
+        if rule is not None:
+            if rule.min_severity and severity_rank(finding) > SEVERITY_ORDER.index(rule.min_severity):
+                suppressed[SUPPRESSED_SEVERITY] += 1
+                continue
+            confidence = finding.confidence or Confidence.MEDIUM
+            if rule.min_confidence and _CONFIDENCE_ORDER.index(confidence) > _CONFIDENCE_ORDER.index(rule.min_confidence):
+                suppressed[SUPPRESSED_CONFIDENCE] += 1
+                continue
+        by_rule.setdefault(rule, []).append(finding)
+    kept_ids: set[int] = set()
+    for rule, group in by_rule.items():
+        if rule is not None and rule.max_findings is not None and len(group) > rule.max_findings:
+            # Keep the most severe (then the earliest); the rest count as suppressed.
+            ranked = sorted(range(len(group)), key=lambda i: (severity_rank(group[i]), i))
+            suppressed[SUPPRESSED_MAX] += len(group) - rule.max_findings
+            group = [group[i] for i in sorted(ranked[: rule.max_findings])]
+        kept_ids.update(id(f) for f in group)
+    return NoiseOutcome(kept=[f for f in findings if id(f) in kept_ids], suppressed=dict(suppressed))

@@ -1,0 +1,1 @@
+"""Versioned prompt templates and their registry (registry.json); see logic/prompts.py."""

@@ -1,0 +1,47 @@
+"""Publish the review stage's per-job rollout metrics (names: logic/review_metrics.py).
+
+Each set goes out twice, as its own EMF document: with {service, PromptTrack} for the canary
+and rollback alarms, and with {service, PromptVersion} for comparing versions. Ephemeral
+metrics keep these dimensions off the function's other metrics."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
+
+from p4review.logic import review_metrics as names
+from p4review.logic.result_parser import COERCION_APPLIED, FINDING_DROPPED, RESPONSE_REJECTED
+from p4review.models.review_result import ParseOutcome, StoredReview
+from p4review.observability import METRICS_NAMESPACE, SERVICE_NAME, metrics
+
+
+def review_metric_values(stored: StoredReview, answers: Sequence[ParseOutcome]) -> dict[str, int]:
+    kinds = [d.kind for outcome in answers for d in outcome.diagnostics]
+    usage = stored.usage
+    return {
+        names.JOBS_REVIEWED: 1,
+        names.ANSWERS: len(answers),
+        names.RESPONSES_REJECTED: kinds.count(RESPONSE_REJECTED),
+        names.FINDINGS_DROPPED: kinds.count(FINDING_DROPPED),
+        names.COERCIONS: kinds.count(COERCION_APPLIED),
+        names.VALID_FINDINGS: int((stored.result.meta or {}).get("findings_before_noise_controls",
+                                                                  len(stored.result.findings))),
+        names.INPUT_TOKENS: usage.input_tokens if usage else 0,
+        names.OUTPUT_TOKENS: usage.output_tokens if usage else 0,
+    }
+
+
+def publish_review_metrics(stored: StoredReview, *, run_answers: Sequence[ParseOutcome], track: str) -> None:
+    values = review_metric_values(stored, run_answers)
+    for dimension, value in ((names.TRACK_DIMENSION, track),
+                             (names.VERSION_DIMENSION, stored.prompt_version or "unknown")):
+        emitter = EphemeralMetrics(namespace=METRICS_NAMESPACE, service=SERVICE_NAME)
+        emitter.add_dimension(name=dimension, value=value)
+        for name, count in values.items():
+            emitter.add_metric(name=name, unit=MetricUnit.Count, value=count)
+        emitter.flush_metrics()
+    # The function's own metrics: parser diagnostics by kind, as before.
+    for outcome in run_answers:
+        for diagnostic in outcome.diagnostics:
+            metrics.add_metric(name=f"Parser_{diagnostic.kind}", unit="Count", value=1)

@@ -1,0 +1,42 @@
+"""Build the review stage from settings: the reviewer (offline or an LLM provider), the
+prompt registry with its deploy-time overrides, and the parser/chunking/noise settings.
+Everything is validated here, at cold start: a bad setting fails the first invocation with
+a ConfigError instead of a job."""
+
+from __future__ import annotations
+
+from p4review.config import Settings
+from p4review.logic.noise import parse_noise_policy
+from p4review.logic.prompts import load_registry
+from p4review.stages.review import ChunkReviewer, ReviewConfig, ReviewWork
+from p4review.stages.reviewers import OfflineReviewer, ProviderReviewer
+
+
+def review_config(settings: Settings) -> ReviewConfig:
+    registry = load_registry().with_overrides(stable=settings.prompt_stable, canary=settings.prompt_canary,
+                                              canary_percent=settings.prompt_canary_percent)
+    return ReviewConfig(
+        registry=registry,
+        chunk_tokens=settings.review_chunk_tokens,
+        job_tokens=settings.review_job_tokens,
+        max_output_tokens=settings.llm_max_output_tokens,
+        line_policy=settings.line_outside_diff,
+        line_tolerance=settings.line_near_diff_lines,
+        noise_rules=parse_noise_policy(settings.noise_policy),
+        allow_prompt_patch_drift=settings.allow_prompt_patch_drift,
+    )
+
+
+def build_reviewer(settings: Settings, data_access) -> ChunkReviewer:
+    if settings.llm_provider == "offline":
+        return OfflineReviewer()
+    from p4review.adapters.llm.factory import build_provider  # only real providers pay for SDK imports
+
+    # Bedrock signs with the function's role; the others read their key from the LLM secret.
+    key_source = data_access.llm_credentials.api_key if settings.llm_provider in ("openai", "anthropic") else None
+    return ProviderReviewer(build_provider(settings, key_source))
+
+
+def build_review_work(settings: Settings, data_access) -> ReviewWork:
+    return ReviewWork(data_access.redacted_artifacts, settings.redaction_policy(),
+                      build_reviewer(settings, data_access), review_config(settings))

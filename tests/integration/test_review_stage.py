@@ -1,0 +1,209 @@
+"""The review stage on the stage runtime against moto, with a scripted provider: chunking of a
+large change, resume from stored chunk answers after a failure, split-and-retry on a context
+overflow, rejected answers in the coverage, line checks, noise controls, the canary track and
+the per-track metrics."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from p4review.adapters.llm.base import ContextTooLong, LlmRequest, LlmResponse, ProviderUnavailable
+from p4review.config import get_settings
+from p4review.dal.factory import get_data_access
+from p4review.logic.ingest_service import create_review
+from p4review.logic.noise import parse_noise_policy
+from p4review.logic.prompts import load_registry
+from p4review.models.api import CreateReviewRequest
+from p4review.models.job import JobStatus, StageName
+from p4review.models.messages import StageMessage
+from p4review.models.review_result import StoredReview
+from p4review.runtime.stage_runner import run_stage
+from p4review.stages.fetch import FetchWork
+from p4review.stages.review import ReviewConfig, ReviewWork
+from p4review.stages.reviewers import ProviderReviewer
+from tests.support.harness import provisioned_service
+
+_FILE_HEADER = re.compile(r"^=== FILE (\S+) \(")
+_ADDED = re.compile(r"^(\d+) \+")
+
+
+class ScriptedProvider:
+    """Answers like a model: one finding on the first added line of each file in the request.
+    `script` maps a call number (1-based) to an exception to raise or a text to answer instead."""
+
+    name = "scripted"
+    model = "scripted-1"
+
+    def __init__(self, script: dict[int, object] | None = None, *, wrong_line: bool = False,
+                 too_long_over_files: int | None = None):
+        self.script = script or {}
+        self.requests: list[LlmRequest] = []
+        self.wrong_line = wrong_line
+        self.too_long_over_files = too_long_over_files
+
+    def complete(self, request: LlmRequest) -> LlmResponse:
+        self.requests.append(request)
+        files = _first_added_lines(request.user)
+        scripted = self.script.get(len(self.requests))
+        if isinstance(scripted, Exception):
+            raise scripted
+        if self.too_long_over_files is not None and len(files) > self.too_long_over_files:
+            raise ContextTooLong("scripted: prompt is too long")
+        version = re.search(r"prompt_version: (\S+)", request.system)[1]
+        findings = [{"id": f"F{i}", "severity": "high", "category": "correctness", "title": f"Check {path}",
+                     "file": path, "line": (line + 500 if self.wrong_line else line), "message": "m",
+                     "confidence": "high"}
+                    for i, (path, line) in enumerate(files.items()) if line]
+        text = scripted if isinstance(scripted, str) else json.dumps(
+            {"schema_version": "1.0", "prompt_version": version, "summary": f"{len(files)} files", "findings": findings})
+        return LlmResponse(text=text, input_tokens=len(request.user) // 4, output_tokens=len(text) // 4,
+                           provider=self.name, model=self.model)
+
+
+def _first_added_lines(user_message: str) -> dict[str, int | None]:
+    files: dict[str, int | None] = {}
+    current = None
+    for line in user_message.splitlines():
+        if header := _FILE_HEADER.match(line):
+            current = header[1]
+            files[current] = None
+        elif current and files[current] is None and (added := _ADDED.match(line)):
+            files[current] = int(added[1])
+    return files
+
+
+def _fetched_job(changelist_id: int, key: str):
+    dal = get_data_access()
+    job = create_review(CreateReviewRequest(idempotency_key=key, changelist_id=changelist_id, review_version=1,
+                                            kind="submitted"), jobs=dal.jobs, queues=dal.queues, request_id=None).job
+    fetch = FetchWork(get_settings(), dal.raw_artifacts, dal.redacted_artifacts, dal.secrets)
+    assert run_stage(StageMessage(job_id=job.job_id, stage=StageName.FETCH), fetch, jobs=dal.jobs, queues=dal.queues,
+                     worker_id="fetcher", lease_seconds=60).ack
+    return dal.jobs.get_job(job.job_id)
+
+
+def _review(job, provider, **config):
+    dal = get_data_access()
+    work = ReviewWork(dal.redacted_artifacts, get_settings().redaction_policy(), ProviderReviewer(provider),
+                      ReviewConfig(registry=config.pop("registry", load_registry()), **config))
+    disposition = run_stage(StageMessage(job_id=job.job_id, stage=StageName.REVIEW), work, jobs=dal.jobs,
+                            queues=dal.queues, worker_id="reviewer", lease_seconds=60)
+    return disposition, dal.jobs.get_job(job.job_id)
+
+
+def _stored(job) -> StoredReview:
+    return StoredReview.model_validate(get_data_access().redacted_artifacts.get_json(job.artifacts.result_key))
+
+
+def test_a_large_change_is_reviewed_in_chunks_and_every_file_is_accounted_for(moto_endpoint, aws_reset):
+    with provisioned_service(moto_endpoint):
+        job = _fetched_job(48255, "chunks")  # 300 files: 290 fetched, 10 deletes
+        provider = ScriptedProvider()
+        disposition, job = _review(job, provider, chunk_tokens=3000, job_tokens=1_000_000)
+        assert disposition.ack and job.stages[StageName.REVIEW].status.value == "completed"
+        stored = _stored(job)
+        assert len(provider.requests) == stored.usage.chunks > 5
+        for request in provider.requests:  # each request lists only its own files
+            assert set(_first_added_lines(request.user)) == set(re.findall(r"^- (//\S+)$", request.user, re.M))
+        coverage = stored.coverage
+        assert len(coverage.files_reviewed) + len(coverage.files_skipped) == 300
+        assert {s.reason for s in coverage.files_skipped} == {"deleted"}
+        assert len({f.id for f in stored.result.findings}) == len(stored.result.findings)
+        assert job.summary.chunks == stored.usage.chunks and job.summary.input_tokens == stored.usage.input_tokens > 0
+        assert job.summary.provider == "scripted" and job.summary.prompt_track == "stable"
+
+
+def test_a_retry_resumes_from_the_stored_chunk_answers(moto_endpoint, aws_reset):
+    with provisioned_service(moto_endpoint):
+        job = _fetched_job(48255, "resume")
+        failing = ScriptedProvider({4: ProviderUnavailable("provider 503")})
+        disposition, after = _review(job, failing, chunk_tokens=3000)
+        assert not disposition.ack  # retryable: the message comes back
+        assert after.stages[StageName.REVIEW].last_error_class == "UPSTREAM_ERROR"
+        answered_before = [r.user for r in failing.requests[:3]]
+        second = ScriptedProvider()
+        disposition, after = _review(after, second, chunk_tokens=3000)
+        assert disposition.ack
+        # The three chunks answered before the failure were not paid for again.
+        assert not set(answered_before) & {r.user for r in second.requests}
+        stored = _stored(after)
+        assert stored.usage.chunks_resumed == 3 and stored.usage.chunks == 3 + len(second.requests)
+
+
+def test_context_overflow_splits_the_chunk_and_a_single_file_that_never_fits_is_skipped(moto_endpoint, aws_reset):
+    with provisioned_service(moto_endpoint):
+        job = _fetched_job(48213, "split")  # 4 fetched files
+        provider = ScriptedProvider(too_long_over_files=1)
+        disposition, job = _review(job, provider)
+        assert disposition.ack
+        stored = _stored(job)
+        assert stored.usage.chunks == 4  # 4 files -> 2+2 -> 1+1+1+1
+        provider = ScriptedProvider(too_long_over_files=0)
+        job = _fetched_job(48220, "never-fits")
+        disposition, job = _review(job, provider)
+        assert disposition.ack
+        stored = _stored(job)
+        assert stored.coverage.files_reviewed == []
+        assert {s.reason for s in stored.coverage.files_skipped} >= {"too_large"}
+
+
+def test_a_rejected_answer_drops_only_its_chunk_but_all_rejected_dead_letters(moto_endpoint, aws_reset):
+    with provisioned_service(moto_endpoint) as service:
+        job = _fetched_job(48255, "one-rejected")
+        disposition, job = _review(job, ScriptedProvider({2: "Sure! Here is the review: {}"}), chunk_tokens=3000)
+        assert disposition.ack and job.status != JobStatus.DEAD_LETTERED
+        stored = _stored(job)
+        rejected = [s for s in stored.coverage.files_skipped if s.reason == "answer_rejected"]
+        assert rejected and any(d.reason == "invalid_json" for d in stored.diagnostics)
+
+        job = _fetched_job(48213, "all-rejected")
+        disposition, job = _review(job, ScriptedProvider({1: "not json"}))
+        assert job.status == JobStatus.DEAD_LETTERED
+        assert job.stages[StageName.REVIEW].last_error_class == "SCHEMA_INVALID"
+        # Nothing of the rejected answer is kept: a replay asks the model again.
+        bucket = service.resources.buckets["redacted"]
+        listed = service.client("s3").list_objects_v2(Bucket=bucket, Prefix="results/")
+        assert not [o["Key"] for o in listed.get("Contents", []) if job.job_id in o["Key"]]
+
+
+@pytest.mark.parametrize("policy", ["drop", "flag"])
+def test_findings_off_the_changed_lines_are_dropped_or_flagged(moto_endpoint, aws_reset, policy):
+    with provisioned_service(moto_endpoint):
+        job = _fetched_job(48220, f"lines-{policy}")
+        disposition, job = _review(job, ScriptedProvider(wrong_line=True), line_policy=policy)
+        assert disposition.ack
+        stored = _stored(job)
+        outside = [d for d in stored.diagnostics if d.reason == "line_outside_diff"]
+        assert outside
+        if policy == "drop":
+            assert stored.result.findings == []
+        else:
+            assert stored.result.findings
+            assert stored.result.meta["flagged"]["line_outside_diff"] == sorted(f.id for f in stored.result.findings)
+
+
+def test_noise_controls_and_the_canary_track(moto_endpoint, aws_reset, capsys):
+    with provisioned_service(moto_endpoint):
+        job = _fetched_job(48213, "canary")
+        registry = load_registry().with_overrides(stable="1.2.0", canary="1.3.0", canary_percent=100)
+        provider = ScriptedProvider()
+        capsys.readouterr()
+        disposition, job = _review(job, provider, registry=registry,
+                                   noise_rules=parse_noise_policy('[{"prefix": "//depot/", "max_findings": 1}]'))
+        assert disposition.ack
+        assert "prompt_version: 1.3.0" in provider.requests[0].system
+        stored = _stored(job)
+        assert stored.prompt_version == "1.3.0" and stored.prompt_track == "canary"
+        assert len(stored.result.findings) == 1 and stored.suppressed == {"over_max_findings": 3}
+        assert job.summary.suppressed == 3 and job.summary.prompt_version == "1.3.0"
+        emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+        by_track = [doc for doc in emitted if doc.get("PromptTrack") == "canary"]
+        by_version = [doc for doc in emitted if doc.get("PromptVersion") == "1.3.0"]
+        assert by_track and by_version
+        values = {name: sum(v if isinstance(v, list) else [v]) for name, v in by_track[0].items()
+                  if name.startswith("Review")}
+        assert values["ReviewJobsReviewed"] == 1 and values["ReviewValidFindings"] == 4
+        assert values["ReviewInputTokens"] == job.summary.input_tokens > 0
