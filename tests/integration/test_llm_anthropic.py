@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import time
 import traceback
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -24,23 +23,13 @@ from p4review.adapters.llm.base import (
 )
 from p4review.errors import ErrorClass, P4ReviewError
 from p4review.models.review_result import REVIEW_RESULT_SCHEMA
-from tests.support.llm_server import Keys, Reply, ScriptedServer
+from tests.support.llm_server import Keys, Reply, ScriptedServer, scripted_server  # noqa: F401 (fixture)
 
 OLD_KEY = "sk-ant-test-old-0123456789abcdef"
 NEW_KEY = "sk-ant-test-new-fedcba9876543210"
 SYSTEM_TEXT = "You are a code reviewer. SYSTEM-MARKER-51d0 answer with a ReviewResult."
 USER_TEXT = "1 | def transfer(amount):  # USER-MARKER-e4f2 proprietary business logic here\n2 |     return amount * 2\n"
 ANSWER = {"schema_version": "1.0", "prompt_version": "1.0", "summary": "Naïve doubling", "findings": []}
-
-
-@pytest.fixture
-def server() -> Iterator[ScriptedServer]:
-    scripted = ScriptedServer()
-    scripted.start()
-    try:
-        yield scripted
-    finally:
-        scripted.stop()
 
 
 def _request() -> LlmRequest:

@@ -10,7 +10,6 @@ import json
 from typing import Any
 
 import boto3
-import pytest
 from botocore.stub import ANY, Stubber
 
 from p4review import resources as spec
@@ -28,19 +27,11 @@ from p4review.runtime.stage_runner import run_stage
 from p4review.stages.fetch import FetchWork
 from p4review.stages.review_setup import build_review_work
 from tests.support.harness import provisioned_service
-from tests.support.llm_server import Reply, ScriptedServer
+from tests.support.llm_server import Reply, scripted_server  # noqa: F401 (fixture)
 
 CHANGE = 48220  # Python edit + add + move: three fetched files
 KEY = "sk-test-review-0123456789"
 ROTATED = "sk-test-rotated-9876543210"
-
-
-@pytest.fixture
-def server():
-    scripted = ScriptedServer()
-    scripted.start()
-    yield scripted
-    scripted.stop()
 
 
 def _fetch_then_answer(stable_version: str = "1.2.0") -> tuple[Any, dict[str, Any]]:

@@ -8,7 +8,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
 from typing import Any
+
+import pytest
 
 
 @dataclass
@@ -91,3 +94,14 @@ class Keys:
         if force_refresh and len(self.keys) > 1:
             self.keys.pop(0)
         return self.keys[0]
+
+
+@pytest.fixture(name="server")
+def scripted_server() -> Iterator[ScriptedServer]:
+    """A started ScriptedServer, stopped after the test (import it into a test module to use it)."""
+    scripted = ScriptedServer()
+    scripted.start()
+    try:
+        yield scripted
+    finally:
+        scripted.stop()
