@@ -15,6 +15,7 @@ from aws_cdk import App, Environment, Tags, Validations
 from cdk_nag import AwsSolutionsChecks
 
 from p4review_infra.paths import CDK_JSON
+from p4review_infra.notify_config import NotifyConfig
 from p4review_infra.review_config import ReviewConfig
 from p4review_infra.stack import P4ReviewStack
 
@@ -67,6 +68,7 @@ def create_app(context: dict[str, Any] | None = None, outdir: str | None = None)
         alarm_email=app.node.try_get_context("alarmEmail"),
         artifact_audit_trail=context_flag(app.node.try_get_context("artifactAuditTrail")),
         review_config=ReviewConfig.from_context(app.node.try_get_context),
+        notify_config=NotifyConfig.from_context(app.node.try_get_context),
         env=Environment(account=account, region=region) if account and region else None,
         description=f"p4review ({environment}): automated code review for Perforce changelists",
     )

@@ -24,6 +24,7 @@ from p4review_infra.constructs.stage_queue import StageQueue
 from p4review_infra.constructs.audit import ArtifactAuditTrail
 from p4review_infra.constructs.storage import ArtifactStorage, Tables
 from p4review_infra.layer import P4ReviewLayers
+from p4review_infra.notify_config import NotifyConfig
 from p4review_infra.review_config import ReviewConfig
 
 INGEST_TIMEOUT_SECONDS = 10
@@ -61,12 +62,14 @@ class P4ReviewStack(Stack):
         alarm_email: str | None = None,
         artifact_audit_trail: bool = False,
         review_config: ReviewConfig | None = None,
+        notify_config: NotifyConfig | None = None,
         **kwargs,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.environment_name = environment
         protect = is_protected(environment)
         review_config = review_config or ReviewConfig()
+        notify_config = notify_config or NotifyConfig()
         removal = RemovalPolicy.RETAIN if protect else RemovalPolicy.DESTROY
 
         # -- state ------------------------------------------------------------------------------
@@ -156,7 +159,12 @@ class P4ReviewStack(Stack):
         notify.uses_table(jobs, write=True)
         notify.uses_table(outbox, write=True)
         notify.uses_bucket(redacted, read=(CHANGES_PREFIX, RESULTS_PREFIX))  # never the raw bucket
-        notify.reads_secret(self.secrets[r.SMTP_SECRET.key])
+        if notify_config.uses_ses:
+            notify.sends_email_with_ses(notify_config)  # the role is the credential: no SMTP secret
+        else:
+            notify.reads_secret(self.secrets[r.SMTP_SECRET.key])
+        for name, value in notify_config.env.items():
+            notify.set_env(name, value)
         notify.reads_secret(self.secrets[r.P4_SECRET.key])  # `p4 user -o` for the owner's email
         notify.set_env("P4REVIEW_P4_EXECUTABLE", P4_EXECUTABLE)
         notify.set_env("P4REVIEW_DEPOT_ALLOW_LIST", depot_allow_list)

@@ -50,6 +50,17 @@ class Settings(BaseModel):
     signature_max_age_seconds: int = Field(default=300, ge=30, le=900, alias="P4REVIEW_SIGNATURE_MAX_AGE_SECONDS")
     secret_cache_seconds: int = Field(default=300, ge=0, le=3600, alias="P4REVIEW_SECRET_CACHE_SECONDS")
     swarm_url: str | None = Field(default=None, alias="P4REVIEW_SWARM_URL")
+    # Notify: reviewers per depot-path prefix besides the owner, a JSON array of {prefix, reviewers}
+    # (logic/recipients.py; parsed when the notify stage is built, so a bad value stops its start).
+    reviewers: str = Field(default="", alias="P4REVIEW_REVIEWERS")
+    # A review without findings: send a short all-clear, or skip (no email, no recipient required).
+    no_findings_policy: str = Field(default="send", pattern="^(send|skip)$", alias="P4REVIEW_NO_FINDINGS_POLICY")
+    # Notify's transport: smtp (host, port, TLS, credentials and from-address in the SMTP secret) or
+    # ses (Amazon SES v2 with the function's role; the from-address below, a verified identity).
+    email_provider: str = Field(default="smtp", pattern="^(smtp|ses)$", alias="P4REVIEW_EMAIL_PROVIDER")
+    email_from: str | None = Field(default=None, alias="P4REVIEW_EMAIL_FROM")
+    ses_configuration_set: str | None = Field(default=None, alias="P4REVIEW_SES_CONFIGURATION_SET")
+    ses_region: str | None = Field(default=None, alias="P4REVIEW_SES_REGION")  # unset: the function's region
     # Sweeper: a pending stage untouched this long has no message coming and is re-sent. Longer than
     # any scheduled redelivery (backoff <= 60 s, Retry-After <= 300 s, a lease-held put-back).
     # Redaction policy beyond the always-on secret rules (docs/redaction.md). Lists: comma-separated.

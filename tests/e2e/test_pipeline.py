@@ -79,8 +79,15 @@ def test_every_fixture_is_reviewed_and_emailed_exactly_once(stack, client):
         message = by_job[job_id]
         assert message["Subject"].startswith(f"[p4review] CL {change['change']} v{version}:")
         job = jobs[job_id]
-        assert [delivery["status"] for delivery in job["deliveries"]] == ["sent"]
-        assert message["To"].lower() == job["deliveries"][0]["recipient"]
+        sent = [delivery for delivery in job["deliveries"] if delivery["status"] == "sent"]
+        assert len(sent) == 1 and message["To"].lower() == sent[0]["recipient"]
+        if change["change"] == 48261:
+            # The owner's Email is Perforce's unverified `user@client` default: a failed row, not an
+            # email; the UI tree's reviewers (the local stack's P4REVIEW_REVIEWERS) get the review.
+            assert sorted(d["status"] for d in job["deliveries"]) == ["failed", "sent"]
+            assert sent[0]["recipient"] == "ui-leads@northwind-games.example"
+        else:
+            assert [delivery["status"] for delivery in job["deliveries"]] == ["sent"]
         assert [stage["status"] for stage in job["stages"].values()] == ["completed"] * 3
         assert job["audit"][0]["event"] == "job_created"
         assert job["audit"][-1]["to_status"] == "succeeded"

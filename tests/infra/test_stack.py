@@ -221,8 +221,11 @@ def test_alarms_go_to_an_encrypted_ssl_only_topic(dev):
     policies = json.dumps(of_type(dev, "AWS::SNS::TopicPolicy"))
     assert '"aws:SecureTransport": "false"' in policies and topic_id in policies
     alarms = of_type(dev, "AWS::CloudWatch::Alarm")
-    # One per DLQ, escalation, artifact TTL, TTL check failed (the offline reviewer has no rollout alarms).
-    assert len(alarms) == len(r.QUEUES) + 3
+    # One per DLQ, escalation, sent without evidence, artifact TTL, TTL check failed (the offline
+    # reviewer has no rollout alarms).
+    assert len(alarms) == len(r.QUEUES) + 4
+    names = {a["Properties"]["AlarmName"] for a in alarms.values()}
+    assert f"p4review-{ENV}-sent-without-evidence" in names
     for alarm in alarms.values():
         assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic_id}], alarm["Properties"]["AlarmName"]
         assert alarm["Properties"]["OKActions"] == [{"Ref": topic_id}]

@@ -34,17 +34,18 @@ def mail(tmp_path):
     server.stop()
 
 
-def _service(moto_endpoint, mail, password="relay-password"):
+def _service(moto_endpoint, mail, password="relay-password", extra_env=None):
     return provisioned_service(moto_endpoint, smtp={
         "host": "127.0.0.1", "port": mail.port, "tls_mode": "none", "username": "relay", "password": password,
-        "from_address": "p4review@example.test"})
+        "from_address": "p4review@example.test"}, extra_env=extra_env)
 
 
-def _reviewed_job(service):
-    """A job whose fetch and review stages completed (change 48213, owner dkowalski)."""
+def _reviewed_job(service, changelist_id=48213):
+    """A job whose fetch and review stages completed (default: change 48213, owner dkowalski)."""
     dal = get_data_access()
-    answer = create_review(CreateReviewRequest(idempotency_key="notify-test", changelist_id=48213, review_version=1,
-                                               kind="submitted"), jobs=dal.jobs, queues=dal.queues, request_id=None)
+    answer = create_review(CreateReviewRequest(idempotency_key="notify-test", changelist_id=changelist_id,
+                                               review_version=1, kind="submitted"),
+                           jobs=dal.jobs, queues=dal.queues, request_id=None)
     settings = get_settings()
     for work in (FetchWork(settings, dal.raw_artifacts, dal.redacted_artifacts, dal.secrets),
                  build_review_work(settings, dal)):
@@ -179,3 +180,166 @@ def test_relay_without_lookup_resends_an_unconfirmed_attempt_with_the_same_messa
         assert copies[0].message_id == copies[1].message_id
         (row,) = _rows(job)
         assert row.status == DeliveryStatus.SENT and row.attempts == 2
+
+
+def _reviewers(*rules):
+    return {"P4REVIEW_REVIEWERS": json.dumps([{"prefix": prefix, "reviewers": list(reviewers)}
+                                              for prefix, reviewers in rules])}
+
+
+def test_reviewers_configured_per_prefix_get_the_email_exactly_once_each(moto_endpoint, aws_reset, mail):
+    env = _reviewers(("//depot/engine/...", ["Net-Lead@northwind-games.example",
+                                             "dariusz.kowalski@NORTHWIND-GAMES.example"]),  # the owner again
+                     ("//depot/engine/main/src/net/",
+                      ["net-lead@northwind-games.example", "qa@northwind-games.example"]),
+                     ("//depot/game/...", ["ui-lead@northwind-games.example"]))  # no file of 48213 there
+    with _service(moto_endpoint, mail, extra_env=env) as service:
+        job = _reviewed_job(service)
+        assert _notify(job).ack
+        dal = get_data_access()
+        NotifyWork(get_settings(), dal.redacted_artifacts, dal.outbox, dal.secrets).run(
+            job, Lease(to_iso(utc_now() + timedelta(minutes=5))))  # a rerun sends nothing more
+        expected = ["dariusz.kowalski@northwind-games.example", "net-lead@northwind-games.example",
+                    "qa@northwind-games.example"]
+        assert sorted(r for m in mail.messages() for r in m.recipients) == sorted(expected)
+        rows = _rows(job)
+        assert sorted(row.recipient for row in rows) == sorted(expected)
+        assert all(row.status == DeliveryStatus.SENT and row.attempts == 1 for row in rows)
+        finished = dal.jobs.get_job(job.job_id)
+        assert finished.status == JobStatus.SUCCEEDED
+        assert (finished.recipients_required, finished.recipients_notified) == (3, 3)
+
+
+def test_owner_with_perforces_default_address_gets_a_failed_row_while_reviewers_get_theirs(
+        moto_endpoint, aws_reset, mail):
+    """48261's owner jbeaulieu has p4's default Email `jbeaulieu@jbeaulieu-mtl-ws` (user@client)."""
+    env = _reviewers(("//depot/game/main/ui/...", ["ui-lead@northwind-games.example"]))
+    with _service(moto_endpoint, mail, extra_env=env) as service:
+        job = _reviewed_job(service, changelist_id=48261)
+        assert _notify(job).ack
+        (stored,) = mail.messages()
+        assert list(stored.recipients) == ["ui-lead@northwind-games.example"]
+        rows = {row.recipient: row for row in _rows(job)}
+        assert set(rows) == {"jbeaulieu@jbeaulieu-mtl-ws", "ui-lead@northwind-games.example"}
+        unverified = rows["jbeaulieu@jbeaulieu-mtl-ws"]
+        assert (unverified.status, unverified.last_error, unverified.attempts) == (
+            DeliveryStatus.FAILED, "unverified_address", 0)
+        assert rows["ui-lead@northwind-games.example"].status == DeliveryStatus.SENT
+        finished = get_data_access().jobs.get_job(job.job_id)
+        assert finished.status == JobStatus.SUCCEEDED  # the rejected owner is not a required recipient
+        assert (finished.recipients_required, finished.recipients_notified) == (1, 1)
+
+
+def test_owner_default_address_alone_fails_its_row_then_dead_letters(moto_endpoint, aws_reset, mail):
+    with _service(moto_endpoint, mail) as service:
+        job = _reviewed_job(service, changelist_id=48261)
+        assert _notify(job).ack
+        (row,) = _rows(job)
+        assert (row.status, row.last_error) == (DeliveryStatus.FAILED, "unverified_address")
+        (envelope,) = _dlq(service)
+        assert envelope["error_class"] == "POLICY_DENIED" and row.recipient not in json.dumps(envelope)
+        assert mail.count() == 0
+
+
+def test_invalid_reviewer_address_gets_a_failed_row_and_does_not_crash(moto_endpoint, aws_reset, mail):
+    env = _reviewers(("//depot/engine/...", ["not an address", "Bad\r\nBcc: x@evil.example"]))
+    with _service(moto_endpoint, mail, extra_env=env) as service:
+        job = _reviewed_job(service)
+        assert _notify(job).ack
+        (stored,) = mail.messages()
+        assert list(stored.recipients) == ["dariusz.kowalski@northwind-games.example"]
+        rows = {row.recipient: row for row in _rows(job)}
+        assert {key: (row.status, row.last_error) for key, row in rows.items() if key != stored.recipients[0]} == {
+            "not an address": (DeliveryStatus.FAILED, "invalid_address"),
+            "badbcc: x@evil.example": (DeliveryStatus.FAILED, "invalid_address")}
+        assert get_data_access().jobs.get_job(job.job_id).status == JobStatus.SUCCEEDED
+
+
+def test_skip_policy_sends_nothing_for_a_review_without_findings(moto_endpoint, aws_reset, mail):
+    env = {"P4REVIEW_NO_FINDINGS_POLICY": "skip",
+           "P4REVIEW_NOISE_POLICY": json.dumps([{"prefix": "//depot/...", "max_findings": 0}]),
+           **_reviewers(("//depot/engine/...", ["net-lead@northwind-games.example"]))}
+    with _service(moto_endpoint, mail, extra_env=env) as service:
+        job = _reviewed_job(service)
+        assert _notify(job).ack
+        assert mail.count() == 0 and _rows(job) == []
+        finished = get_data_access().jobs.get_job(job.job_id)
+        assert finished.status == JobStatus.SUCCEEDED
+        assert (finished.recipients_required, finished.recipients_notified) == (0, 0)
+
+
+def test_default_policy_sends_an_all_clear_for_a_review_without_findings(moto_endpoint, aws_reset, mail):
+    env = {"P4REVIEW_NOISE_POLICY": json.dumps([{"prefix": "//depot/...", "max_findings": 0}])}
+    with _service(moto_endpoint, mail, extra_env=env) as service:
+        job = _reviewed_job(service)
+        assert _notify(job).ack
+        (stored,) = mail.messages()
+        assert stored.parsed()["Subject"].endswith(": no findings")
+
+
+def test_ses_transport_sends_once_and_marks_with_the_ses_message_id(moto_endpoint, aws_reset, mail):
+    from moto.backends import get_backend
+
+    with _service(moto_endpoint, mail, extra_env={"P4REVIEW_EMAIL_PROVIDER": "ses",
+                                                  "P4REVIEW_EMAIL_FROM": "p4review@example.test"}) as service:
+        service.client("ses").verify_email_identity(EmailAddress="p4review@example.test")
+        job = _reviewed_job(service)
+        assert _notify(job).ack
+        (row,) = _rows(job)
+        sent = [m for m in get_backend("ses")["123456789012"]["us-east-1"].sent_messages
+                if "p4review@example.test" in str(getattr(m, "source", ""))]
+        assert row.status == DeliveryStatus.SENT and row.notification_id == sent[-1].id
+        assert len(sent) == 1 and mail.messages() == []  # SES, not the SMTP relay
+        assert _notify(job).ack  # a redelivery sends nothing more
+        assert len([m for m in get_backend("ses")["123456789012"]["us-east-1"].sent_messages
+                    if "p4review@example.test" in str(getattr(m, "source", ""))]) == 1
+
+
+def _mark_sent_without_evidence(service, job, recipient):
+    """The state the ordering contract forbids: status sent and notified_at set, no provider id,
+    and no email ever sent (a bug or a manual edit)."""
+    from p4review.dal.dynamo_outbox import outbox_key
+    from p4review.logic.delivery import delivery_token
+    from p4review.models.outbox import OutboxRow
+
+    now = to_iso(utc_now())
+    get_data_access().outbox.ensure_row(OutboxRow(
+        changelist_id=job.changelist_id, recipient=recipient, review_version=job.review_version, job_id=job.job_id,
+        provider_token=delivery_token(job.changelist_id, recipient, job.review_version), created_at=now,
+        updated_at=now))
+    service.client("dynamodb").update_item(
+        TableName=service.resources.tables["outbox"],
+        Key=outbox_key(job.changelist_id, recipient, job.review_version),
+        UpdateExpression="SET #s = :sent, notified_at = :now", ExpressionAttributeNames={"#s": "status"},
+        ExpressionAttributeValues={":sent": {"S": "sent"}, ":now": {"S": now}})
+
+
+OWNER_48213 = "dariusz.kowalski@northwind-games.example"
+
+
+def test_a_row_marked_sent_without_evidence_is_reconciled_reopened_and_sent_once(moto_endpoint, aws_reset, mail):
+    with _service(moto_endpoint, mail) as service:
+        job = _reviewed_job(service)
+        _mark_sent_without_evidence(service, job, OWNER_48213)
+        assert _notify(job).ack
+        (row,) = _rows(job)
+        # The mailbox had no such message: the row was reopened (audited) and sent exactly once.
+        assert len(mail.messages()) == 1
+        assert row.status == DeliveryStatus.SENT and row.notification_id and row.notified_at
+        assert [event.action.value for event in row.audit] == ["reconcile"]
+        assert get_data_access().jobs.get_job(job.job_id).status == JobStatus.SUCCEEDED
+
+
+def test_without_a_provider_lookup_such_a_row_is_left_sent_and_nothing_is_sent(moto_endpoint, aws_reset, tmp_path):
+    relay = LocalMailServer(tmp_path / "mailbox", username="relay", password="relay-password", lookup_enabled=False)
+    relay.start()
+    try:
+        with _service(moto_endpoint, relay) as service:
+            job = _reviewed_job(service)
+            _mark_sent_without_evidence(service, job, OWNER_48213)
+            assert _notify(job).ack
+            (row,) = _rows(job)
+            # A plain relay cannot say: a possible duplicate is worse than an alarm (SentWithoutEvidence).
+            assert relay.messages() == [] and row.status == DeliveryStatus.SENT and row.audit == []
+    finally:
+        relay.stop()

@@ -43,6 +43,12 @@ class Alarms(Construct):
             "ArtifactTtlViolations", "artifact-ttl-violation", Duration.hours(1),
             "An artifact outlived its bucket's TTL (+1 day grace): check the bucket's lifecycle rule; "
             "the sweeper's log names the bucket, prefix and day.")
+        # Notify found a delivery row marked sent without provider evidence (stages/notify.py:
+        # _reconcile_unevidenced): the send-then-mark ordering contract was violated somewhere.
+        self.sent_without_evidence = self._on_runtime_metric(
+            "SentWithoutEvidence", "sent-without-evidence", Duration.minutes(5),
+            "A delivery row was marked sent without provider evidence (ordering contract violated); notify "
+            "reconciled it: see docs/runbook.md, Deliveries.")
         # A check that cannot run (e.g. lost ListBucket permission) would otherwise never alarm.
         self.artifact_ttl_check = self._on_runtime_metric(
             "ArtifactTtlCheckFailed", "artifact-ttl-check-failed", Duration.hours(1),

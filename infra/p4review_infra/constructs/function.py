@@ -161,6 +161,13 @@ class P4ReviewFunction(Construct):
                 findings=[resource_finding(self, arn) for arn in any_region],
             )
 
+    def sends_email_with_ses(self, config) -> None:  # config: p4review_infra.notify_config.NotifyConfig
+        """SES v2 SendEmail (raw content) from the configured identity only."""
+        stack = Stack.of(self)
+        self.function.add_to_role_policy(iam.PolicyStatement(
+            actions=["ses:SendEmail", "ses:SendRawEmail"],
+            resources=config.ses_resources(partition=stack.partition, region=stack.region, account=stack.account)))
+
     def uses_bucket(
         self, artifacts: ArtifactBucket, *, read: tuple[str, ...] = (), write: tuple[str, ...] = ()
     ) -> None:

@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from p4review.cli import check_result, dlq, redact
+from p4review.cli import check_result, deliveries, dlq, redact
 from p4review.cli.api_client import ReviewApiClient, default_idempotency_key
 
 DEFAULT_STATE_DIR = Path(".local")
@@ -159,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.set_defaults(func=cmd_jobs_show)
 
     dlq.register(commands)
+    deliveries.register(commands)
     redact.register(commands)
     check_result.register(commands)
 

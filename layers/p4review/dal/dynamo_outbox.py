@@ -12,7 +12,20 @@ from p4review.dal.aws_errors import condition_failed_item, translate
 from p4review.dal.dynamo_codec import from_item, to_item, to_value
 from p4review.dal.dynamo_writes import ConditionFailed, conditional_update
 from p4review.errors import StaleWriteError
-from p4review.models.outbox import DeliveryStatus, OutboxRow
+from p4review.models.outbox import DeliveryAction, DeliveryAuditEvent, DeliveryStatus, OutboxRow
+
+# Bounds on what an operator's audit event stores (same as the job's replay audit).
+TICKET_LIMIT = 128
+NOTE_LIMIT = 200
+
+# The row has never been delivered: notified_at is absent, or stored as NULL by ensure_row.
+_NOT_NOTIFIED = "(attribute_not_exists(notified_at) OR attribute_type(notified_at, :null_type))"
+# No provider evidence: the row has no notification_id (absent or stored as NULL).
+_NO_EVIDENCE = "(attribute_not_exists(notification_id) OR attribute_type(notification_id, :null_type))"
+# Notify's writes other than mark_sent (attempt, error note, failure): never on a sent row, nor
+# on one an operator skipped, so a skip stops the next attempt and is not overwritten. mark_sent
+# is deliberately not guarded against skipped: a send that already happened is recorded as it was.
+_WORKER_GUARD = "attribute_exists(pk) AND #status <> :sent AND #status <> :skipped"
 
 
 def outbox_key(changelist_id: int, recipient: str, review_version: int) -> dict[str, Any]:
@@ -64,8 +77,8 @@ class DynamoOutboxRepository:
         return self._update(
             row, "record delivery attempt",
             "SET attempts = attempts + :one, updated_at = :now",
-            {":one": to_value(1), ":now": to_value(now_iso()), ":sent": to_value(DeliveryStatus.SENT.value)},
-            condition="attribute_exists(pk) AND #status <> :sent",
+            {":one": to_value(1), ":now": to_value(now_iso()), **_guard_values()},
+            condition=_WORKER_GUARD,
         )
 
     def mark_sent(self, row: OutboxRow, notification_id: str) -> OutboxRow:
@@ -84,17 +97,43 @@ class DynamoOutboxRepository:
             row, "mark delivery failed",
             "SET #status = :failed, last_error = :error, updated_at = :now",
             {":failed": to_value(DeliveryStatus.FAILED.value), ":error": to_value(error[:500]),
-             ":now": to_value(now_iso()), ":sent": to_value(DeliveryStatus.SENT.value)},
-            condition="attribute_exists(pk) AND #status <> :sent",
+             ":now": to_value(now_iso()), **_guard_values()},
+            condition=_WORKER_GUARD,
+        )
+
+    def backfill_evidence(self, row: OutboxRow, notification_id: str) -> OutboxRow:
+        """A row marked sent without a notification_id, which the provider confirms: record its id."""
+        return self._update(
+            row, "backfill delivery evidence",
+            "SET notification_id = :nid, updated_at = :now",
+            {":nid": to_value(notification_id), ":now": to_value(now_iso()), ":sent": to_value(DeliveryStatus.SENT.value),
+             ":null_type": to_value("NULL")},
+            condition=f"#status = :sent AND {_NO_EVIDENCE}",
+        )
+
+    def reopen_unconfirmed(self, row: OutboxRow, actor: str) -> OutboxRow:
+        """sent -> pending for a row marked sent without provider evidence that the provider has no
+        record of (the ordering contract was violated): markers cleared, audit appended, in one
+        conditional write on the notified_at that was seen, so it happens once."""
+        event = _audit(DeliveryAction.RECONCILE, actor, "none", "marked sent without provider evidence; "
+                       "the provider has no record", DeliveryStatus.SENT, DeliveryStatus.PENDING)
+        return self._update(
+            row, "reopen unconfirmed delivery",
+            "SET #status = :pending, notified_at = :null, last_error = :why, updated_at = :now, "
+            "audit = list_append(if_not_exists(audit, :empty), :event)",
+            {":pending": to_value(DeliveryStatus.PENDING.value), ":null": to_value(None),
+             ":why": to_value("reopened: marked sent without provider evidence"), ":now": to_value(event.at),
+             ":empty": to_value([]), ":event": _event_value(event), ":sent": to_value(DeliveryStatus.SENT.value),
+             ":seen": to_value(row.notified_at), ":null_type": to_value("NULL")},
+            condition=f"#status = :sent AND notified_at = :seen AND {_NO_EVIDENCE}",
         )
 
     def note_error(self, row: OutboxRow, error: str) -> OutboxRow:
         return self._update(
             row, "note delivery error",
             "SET last_error = :error, updated_at = :now",
-            {":error": to_value(error[:500]), ":now": to_value(now_iso()),
-             ":sent": to_value(DeliveryStatus.SENT.value)},
-            condition="attribute_exists(pk) AND #status <> :sent",
+            {":error": to_value(error[:500]), ":now": to_value(now_iso()), **_guard_values()},
+            condition=_WORKER_GUARD,
         )
 
     def rows_for_version(self, changelist_id: int, review_version: int) -> list[OutboxRow]:
@@ -115,6 +154,81 @@ class DynamoOutboxRepository:
         except Exception as exc:  # noqa: BLE001
             translate(exc, "list outbox rows")
 
+    # ---- operator tooling (`p4review deliveries`) -------------------------------------
+
+    def list_rows(self, status: DeliveryStatus | None, limit: int) -> list[OutboxRow]:
+        """Rows (optionally of one status), newest `updated_at` first, at most `limit`.
+
+        A filtered Scan of the whole table: acceptable for an occasional operator command on a
+        table of one row per delivery, and it needs no index the service itself would not use.
+        Sorting needs every match, so the scan always runs to the end."""
+        kwargs: dict[str, Any] = {"TableName": self._table, "ConsistentRead": True}
+        if status is not None:
+            kwargs.update(FilterExpression="#status = :status", ExpressionAttributeNames={"#status": "status"},
+                          ExpressionAttributeValues={":status": to_value(status.value)})
+        rows: list[OutboxRow] = []
+        try:
+            while True:
+                answer = self._client.scan(**kwargs)
+                rows.extend(_row_from_item(item) for item in answer.get("Items", []))
+                if "LastEvaluatedKey" not in answer:
+                    break
+                kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+        except Exception as exc:  # noqa: BLE001
+            translate(exc, "scan outbox rows")
+        rows.sort(key=lambda row: row.updated_at, reverse=True)  # ISO-8601 UTC strings sort as times
+        return rows[:max(0, limit)]
+
+    def retry_row(self, row: OutboxRow, actor: str, ticket: str, note: str) -> OutboxRow:
+        """failed -> pending, in one conditional write, for a row that was never delivered.
+
+        attempts go back to 0 (a fresh start for the operator's retry): a row is only failed
+        after the provider definitively refused its last attempt, and notify reconciled any
+        earlier attempt of unknown outcome before making that one."""
+        event = _audit(DeliveryAction.RETRY, actor, ticket, note, DeliveryStatus.FAILED, DeliveryStatus.PENDING)
+        return self._operator_update(
+            row, "retry delivery", "only a failed row that was never delivered can be retried",
+            "SET #status = :pending, attempts = :zero, last_error = :null, updated_at = :now, "
+            "audit = list_append(if_not_exists(audit, :empty), :event)",
+            {":pending": to_value(DeliveryStatus.PENDING.value), ":zero": to_value(0), ":null": to_value(None),
+             ":now": to_value(event.at), ":event": _event_value(event),
+             ":failed": to_value(DeliveryStatus.FAILED.value)},
+            condition="#status = :failed",
+        )
+
+    def skip_row(self, row: OutboxRow, actor: str, ticket: str, note: str) -> OutboxRow:
+        """failed|pending -> skipped (never from sent), in one conditional write.
+
+        Guarded by the status the caller saw (`row.status`), so the audit's from_status is what
+        the write replaced."""
+        event = _audit(DeliveryAction.SKIP, actor, ticket, note, row.status, DeliveryStatus.SKIPPED)
+        return self._operator_update(
+            row, "skip delivery", "only a failed or pending row that was never delivered can be skipped",
+            "SET #status = :skipped, updated_at = :now, audit = list_append(if_not_exists(audit, :empty), :event)",
+            {":skipped": to_value(DeliveryStatus.SKIPPED.value), ":now": to_value(event.at),
+             ":event": _event_value(event), ":observed": to_value(row.status.value),
+             ":failed": to_value(DeliveryStatus.FAILED.value), ":pending": to_value(DeliveryStatus.PENDING.value)},
+            condition="#status = :observed AND #status IN (:failed, :pending)",
+        )
+
+    def _operator_update(self, row: OutboxRow, operation: str, rule: str, expression: str,
+                         values: dict[str, Any], *, condition: str) -> OutboxRow:
+        """An operator's conditional write; a lost condition names the row's current status."""
+        values = {**values, ":empty": to_value([]), ":null_type": to_value("NULL")}
+        try:
+            attributes = conditional_update(
+                self._client, table=self._table, key=self._key(row), update=expression,
+                condition=f"attribute_exists(pk) AND {condition} AND {_NOT_NOTIFIED}",
+                names={"#status": "status"}, values=values, operation=operation,
+            )
+        except ConditionFailed as refused:
+            if not refused.old_item:
+                raise StaleWriteError(f"{operation}: refused, the row does not exist") from None
+            current = _row_from_item(refused.old_item)
+            state = current.status.value + (" (delivered)" if current.notified_at else "")
+            raise StaleWriteError(f"{operation}: refused, the row is {state}: {rule}") from None
+        return _row_from_item(attributes)
+
     def _update(self, row: OutboxRow, operation: str, expression: str, values: dict[str, Any], *,
                 condition: str) -> OutboxRow:
         names = {"#status": "status"}
@@ -124,5 +238,19 @@ class DynamoOutboxRepository:
                 names=names, values=values, operation=operation,
             )
         except ConditionFailed:
-            raise StaleWriteError(f"{operation}: row already sent or missing") from None
+            raise StaleWriteError(f"{operation}: row already sent, skipped or missing") from None
         return _row_from_item(attributes)
+
+
+def _guard_values() -> dict[str, Any]:
+    return {":sent": to_value(DeliveryStatus.SENT.value), ":skipped": to_value(DeliveryStatus.SKIPPED.value)}
+
+
+def _audit(action: DeliveryAction, actor: str, ticket: str, note: str, from_status: DeliveryStatus,
+           to_status: DeliveryStatus) -> DeliveryAuditEvent:
+    return DeliveryAuditEvent(at=now_iso(), actor=actor, action=action, ticket=ticket[:TICKET_LIMIT],
+                              note=note[:NOTE_LIMIT], from_status=from_status, to_status=to_status)
+
+
+def _event_value(event: DeliveryAuditEvent) -> dict[str, Any]:
+    return to_value([event.model_dump(mode="json")])

@@ -9,7 +9,7 @@ from typing import Any, BinaryIO, Protocol
 
 from p4review.models.job import AuditEvent, JobStatus, ReviewJob, StageName, StageStatus
 from p4review.models.messages import StageMessage
-from p4review.models.outbox import OutboxRow
+from p4review.models.outbox import DeliveryStatus, OutboxRow
 
 
 class CreateConflict(StrEnum):
@@ -83,9 +83,26 @@ class OutboxRepository(Protocol):
 
     def mark_failed(self, row: OutboxRow, error: str) -> OutboxRow: ...
 
+    def backfill_evidence(self, row: OutboxRow, notification_id: str) -> OutboxRow: ...
+
+    def reopen_unconfirmed(self, row: OutboxRow, actor: str) -> OutboxRow: ...
+
     def note_error(self, row: OutboxRow, error: str) -> OutboxRow: ...
 
     def rows_for_version(self, changelist_id: int, review_version: int) -> list[OutboxRow]: ...
+
+    # Operator tooling (`p4review deliveries`). A lost condition raises StaleWriteError.
+    def list_rows(self, status: DeliveryStatus | None, limit: int) -> list[OutboxRow]:
+        """Newest `updated_at` first."""
+        ...
+
+    def retry_row(self, row: OutboxRow, actor: str, ticket: str, note: str) -> OutboxRow:
+        """failed -> pending (attempts 0, last_error cleared, audit appended); never a delivered row."""
+        ...
+
+    def skip_row(self, row: OutboxRow, actor: str, ticket: str, note: str) -> OutboxRow:
+        """failed|pending -> skipped (audit appended); never a sent row."""
+        ...
 
 
 class StageQueues(Protocol):

@@ -177,6 +177,12 @@ class LocalStack:
             "P4REVIEW_P4_EXECUTABLE": str(root / "events" / "bin" / "p4"),
             "POWERTOOLS_SERVICE_NAME": "p4review",
             "POWERTOOLS_METRICS_NAMESPACE": "P4Review",
+            # Reviewers per depot prefix, as an admin would set them: the fixture depot's UI tree has
+            # a review list. Its only change (48261) belongs to a user whose Email is Perforce's
+            # unverified `user@client` default, so the demo shows both: a failed row for the owner,
+            # the review emailed to the UI leads.
+            "P4REVIEW_REVIEWERS": json.dumps([{"prefix": "//depot/game/main/ui/...",
+                                               "reviewers": ["ui-leads@northwind-games.example"]}]),
             **({"P4REVIEW_LEASE_SECONDS": str(self._lease_seconds)} if self._lease_seconds else {}),
             **self._extra_env,
         }

@@ -4,13 +4,36 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class DeliveryStatus(StrEnum):
     PENDING = "pending"
     SENT = "sent"
     FAILED = "failed"
+    # An operator decided not to deliver (`p4review deliveries skip`): never sent, not required.
+    SKIPPED = "skipped"
+
+
+class DeliveryAction(StrEnum):
+    RETRY = "retry"
+    SKIP = "skip"
+    # notify reopened a row marked sent without provider evidence that the provider does not have
+    RECONCILE = "reconcile"
+
+
+class DeliveryAuditEvent(BaseModel):
+    """One operator decision on a delivery row (append-only, like the job's audit trail)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    at: str  # UTC ISO-8601 (p4review.clock)
+    actor: str
+    action: DeliveryAction
+    ticket: str
+    note: str
+    from_status: DeliveryStatus
+    to_status: DeliveryStatus
 
 
 class OutboxRow(BaseModel):
@@ -28,6 +51,8 @@ class OutboxRow(BaseModel):
     last_error: str | None = None
     created_at: str
     updated_at: str
+    # Rows written before the audit trail existed have no such attribute: they load as [].
+    audit: list[DeliveryAuditEvent] = Field(default_factory=list)
 
 
 class SendOutcome(StrEnum):

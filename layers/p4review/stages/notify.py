@@ -1,15 +1,20 @@
-"""notify: email the review to the changelist owner; exactly one email per
-(changelist_id, recipient, review_version) via the outbox (send, then mark)."""
+"""notify: email the review to the changelist owner and the reviewers configured for its paths;
+exactly one email per (changelist_id, recipient, review_version) via the outbox (send, then mark).
+An address that cannot be used gets a failed outbox row for an operator instead of an email."""
 
 from __future__ import annotations
 
+import os
+
+from p4review.adapters.email_sender import EmailSender, TimedSender
 from p4review.adapters.smtp import SmtpSender, SmtpSettings
 from p4review.clock import now_iso
 from p4review.config import Settings
 from p4review.dal.ports import ArtifactStore, OutboxRepository, SecretReader
 from p4review.errors import AuthError, ErrorClass, NonRetryableError, RetryableError
-from p4review.logic.delivery import delivery_token, message_id_for, unique_recipients
+from p4review.logic.delivery import delivery_token, message_id_for
 from p4review.logic.email_render import render_review_email
+from p4review.logic.recipients import Rejection, parse_reviewer_policy, plan_recipients
 from p4review.models.change import ChangeSnapshot
 from p4review.models.job import JobStatus, ReviewJob, StageName
 from p4review.models.outbox import DeliveryStatus, LookupOutcome, OutboxRow, SendOutcome
@@ -30,6 +35,7 @@ class NotifyWork:
         self._artifacts = artifacts
         self._outbox = outbox
         self._secrets = secrets
+        self._reviewer_rules = parse_reviewer_policy(settings.reviewers)  # ConfigError: refuse to start
 
     def run(self, job: ReviewJob, lease: Lease) -> StageOutput:
         if not (job.artifacts.change_key and job.artifacts.result_key):
@@ -40,25 +46,73 @@ class NotifyWork:
         result = stored.result
         # The review's coverage (chunking skips included); results written before it existed: the fetch's.
         coverage = stored.coverage or snapshot.diffs
-        owner = build_change_fetcher(self._settings, self._secrets).user(snapshot.description.owner)
-        recipients = unique_recipients([owner.email])
+        if not result.findings and self._settings.no_findings_policy == "skip":
+            logger.info("no findings and P4REVIEW_NO_FINDINGS_POLICY=skip: nothing to send",
+                        extra={"job_id": job.job_id})
+            return StageOutput(updates={"recipients_required": 0, "recipients_notified": 0},
+                               finish_job=JobStatus.SUCCEEDED)
+        description = snapshot.description
+        owner = build_change_fetcher(self._settings, self._secrets).user(description.owner)
+        plan = plan_recipients(description.owner, owner.email, description.client, snapshot.changed_files,
+                               self._reviewer_rules, case_insensitive=self._settings.p4_case_insensitive)
+        for rejection in plan.rejected:
+            self._record_rejection(job, rejection, lease)
+        recipients = plan.deliverable
         if not recipients:
             raise NonRetryableError("changelist owner has no deliverable email address",
                                     error_class=ErrorClass.POLICY_DENIED)
-        smtp = SmtpSettings.model_validate(self._secrets.get_json(self._settings.require("smtp_secret_id")))
-        sender = SmtpSender(smtp)
+        sender, from_address = self._transport()
         for recipient in recipients:
-            self._deliver(job, snapshot, result, coverage, recipient, smtp.from_address, sender, lease)
+            self._deliver(job, snapshot, result, coverage, recipient, from_address, sender, lease)
         rows = {row.recipient: row for row in self._outbox.rows_for_version(job.changelist_id, job.review_version)}
-        notified = sum(1 for recipient in recipients if rows.get(recipient) and rows[recipient].notified_at)
-        if notified < len(recipients):
+        # A recipient an operator skipped (`p4review deliveries skip`) is no longer required.
+        required = [r for r in recipients if not (rows.get(r) and rows[r].status == DeliveryStatus.SKIPPED)]
+        notified = sum(1 for recipient in required if rows.get(recipient) and rows[recipient].notified_at)
+        if notified < len(required):
             raise RetryableError("not every recipient is notified yet")
-        return StageOutput(updates={"recipients_required": len(recipients), "recipients_notified": notified},
+        return StageOutput(updates={"recipients_required": len(required), "recipients_notified": notified},
                            finish_job=JobStatus.SUCCEEDED)
+
+    def _transport(self) -> tuple[EmailSender, str]:
+        """The configured provider and the from-address. SES is imported only where it is used."""
+        if self._settings.email_provider == "ses":
+            from p4review.adapters.ses import SesSender, make_ses_client
+
+            region = self._settings.ses_region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+            return (TimedSender(SesSender(make_ses_client(region),
+                                          configuration_set=self._settings.ses_configuration_set), "ses"),
+                    self._settings.require("email_from"))
+        smtp = SmtpSettings.model_validate(self._secrets.get_json(self._settings.require("smtp_secret_id")))
+        return TimedSender(SmtpSender(smtp), "smtp"), smtp.from_address
+
+    def _credentials_refused(self) -> AuthError:
+        """The provider refused our credentials: SMTP re-reads its secret on the next try (rotation)."""
+        if self._settings.email_provider == "smtp":
+            self._secrets.invalidate(self._settings.require("smtp_secret_id"))
+        return AuthError(f"{self._settings.email_provider} refused our credentials")
+
+    def _record_rejection(self, job: ReviewJob, rejection: Rejection, lease: Lease) -> None:
+        """A permanently failed row, so `deliveries list` shows who was not emailed and why. Not a
+        required recipient. The log names the reason, never the address itself."""
+        recipient = rejection.row_key
+        token = delivery_token(job.changelist_id, recipient, job.review_version)
+        now = now_iso()
+        lease.check()
+        row = self._outbox.ensure_row(OutboxRow(
+            changelist_id=job.changelist_id, recipient=recipient, review_version=job.review_version,
+            job_id=job.job_id, provider_token=token, created_at=now, updated_at=now))
+        # Only a fresh intent: a row already failed needs nothing, and one that was sent or attempted
+        # (under an earlier configuration) must not be marked failed without reconciliation.
+        if row.status == DeliveryStatus.PENDING and row.attempts == 0 and not row.notification_id:
+            self._outbox.mark_failed(row, rejection.reason)
+        # The token (a hash of the key, also on the row) lets an operator find the row.
+        logger.warning("recipient rejected; recorded as a failed delivery",
+                       extra={"job_id": job.job_id, "reason": rejection.reason, "token": token})
+        metrics.add_metric(name="RecipientRejected", unit="Count", value=1)
 
     def _deliver(self, job: ReviewJob, snapshot: ChangeSnapshot, result: ReviewResult,
                  coverage: Coverage | list, recipient: str,
-                 from_address: str, sender: SmtpSender, lease: Lease) -> None:
+                 from_address: str, sender: EmailSender, lease: Lease) -> None:
         """`lease.check()` guards every step that starts something (outbox row, attempt, SMTP
         send). The writes that only record what a send already did (mark_sent, note_error,
         mark_failed) are deliberately not gated: skipping mark_sent after a lease loss would make
@@ -71,12 +125,18 @@ class NotifyWork:
             changelist_id=job.changelist_id, recipient=recipient, review_version=job.review_version,
             job_id=job.job_id, provider_token=token, created_at=now, updated_at=now))
         log = {"job_id": job.job_id, "token": token}
+        message_id = message_id_for(token, from_address)
+        if row.notified_at and not row.notification_id:
+            # Marked sent without provider evidence: reconcile before anything else is sent.
+            row = self._reconcile_unevidenced(row, message_id, sender, log)
         if row.notified_at:
             logger.info("already delivered; not sending again", extra=log)
             return
+        if row.status == DeliveryStatus.SKIPPED:
+            logger.info("an operator skipped this delivery; not sending", extra=log)
+            return
         if row.status == DeliveryStatus.FAILED:
             raise NonRetryableError("delivery failed permanently; needs an operator", error_class=ErrorClass.POLICY_DENIED)
-        message_id = message_id_for(token, from_address)
         if row.attempts > 0 or row.notification_id:
             # An earlier attempt may have reached the provider: look before sending again.
             if self._reconcile_earlier_attempt(row, message_id, sender, log):
@@ -96,15 +156,40 @@ class NotifyWork:
             return
         error = f"{outcome.error_code}: {outcome.error_message or ''}"
         if outcome.error_code == "auth_failed":
-            self._secrets.invalidate(self._settings.require("smtp_secret_id"))
-            raise AuthError("SMTP relay refused our credentials")
+            self._outbox.note_error(row, error)
+            raise self._credentials_refused()
+        provider = self._settings.email_provider
         if outcome.outcome == SendOutcome.RETRYABLE:
             self._outbox.note_error(row, error)
-            raise RetryableError(f"SMTP delivery deferred ({outcome.error_code})", retry_after=outcome.retry_after)
+            raise RetryableError(f"{provider} delivery deferred ({outcome.error_code})", retry_after=outcome.retry_after)
         self._outbox.mark_failed(row, error)
-        raise NonRetryableError(f"SMTP delivery refused ({outcome.error_code})", error_class=ErrorClass.POLICY_DENIED)
+        raise NonRetryableError(f"{provider} delivery refused ({outcome.error_code})",
+                                error_class=ErrorClass.POLICY_DENIED)
 
-    def _reconcile_earlier_attempt(self, row: OutboxRow, message_id: str, sender: SmtpSender,
+    def _reconcile_unevidenced(self, row: OutboxRow, message_id: str, sender: EmailSender,
+                               log: dict[str, str]) -> OutboxRow:
+        """The ordering contract (send, then mark) makes a row marked sent without a notification_id
+        impossible unless something went wrong (a bug, a manual edit). Ask the provider: found ->
+        record the evidence; not found -> reopen the row (markers cleared, audited) so it is sent
+        once; no answer possible (plain SMTP) -> keep it as sent rather than risk a duplicate. Every
+        case counts SentWithoutEvidence, which alarms."""
+        metrics.add_metric(name="SentWithoutEvidence", unit="Count", value=1)
+        found = sender.lookup(message_id)
+        if found.outcome == LookupOutcome.FOUND:
+            logger.warning("row marked sent without evidence; the provider has it: evidence recorded", extra=log)
+            return self._outbox.backfill_evidence(row, found.notification_id or message_id)
+        if found.error_code == "auth_failed":
+            raise self._credentials_refused()
+        if found.outcome == LookupOutcome.UNAVAILABLE:
+            raise RetryableError(f"cannot reconcile a delivery marked sent without evidence ({found.error_code})")
+        if found.outcome == LookupOutcome.NOT_FOUND:
+            logger.error("row marked sent without evidence and the provider has no record: reopened to send once",
+                         extra=log)
+            return self._outbox.reopen_unconfirmed(row, actor="notify")
+        logger.error("row marked sent without evidence; the provider cannot confirm it: left as sent", extra=log)
+        return row
+
+    def _reconcile_earlier_attempt(self, row: OutboxRow, message_id: str, sender: EmailSender,
                                    log: dict[str, str]) -> bool:
         """True when the earlier attempt is known to have arrived (the row is backfilled, nothing
         is sent). False means: send. Policy where the provider cannot say (plain SMTP): resend
@@ -117,8 +202,7 @@ class NotifyWork:
             metrics.add_metric(name="DeliveryBackfilled", unit="Count", value=1)
             return True
         if found.error_code == "auth_failed":
-            self._secrets.invalidate(self._settings.require("smtp_secret_id"))
-            raise AuthError("SMTP relay refused our credentials")
+            raise self._credentials_refused()
         if found.outcome == LookupOutcome.UNAVAILABLE:
             raise RetryableError(f"cannot confirm an earlier delivery attempt ({found.error_code})")
         if found.outcome == LookupOutcome.UNSUPPORTED:

@@ -1,0 +1,149 @@
+"""Render the sample review emails in docs/emails/ with the real renderer, from fixed inputs.
+
+    python -m p4review.cli.sample_emails docs/emails
+
+The inputs are changelist 48213 of the events/depot fixture (a submitted change, review v2):
+one email with a finding of every severity, one all-clear. The HTML and text parts are taken
+out of the rendered message bytes, exactly as a mail client would see them. Everything is
+fixed (no clock, no randomness), so tests/unit/test_sample_emails.py can insist that the
+checked-in files equal what this produces now."""
+
+from __future__ import annotations
+
+import sys
+from email import message_from_bytes
+from email.policy import default as default_policy
+from pathlib import Path
+
+from p4review.logic.delivery import delivery_token, message_id_for
+from p4review.logic.email_render import render_review_email
+from p4review.models.change import ChangeDescription, ChangedFile
+from p4review.models.job import ChangeKind, ReviewJob, job_id_for, request_fingerprint
+from p4review.models.review_result import Coverage, Finding, ReviewResult, SkippedFile, StoredReview
+
+SWARM_URL = "https://swarm.example.com"
+FROM_ADDRESS = "p4review <p4review@example.com>"
+RECIPIENT = "dkowalski@example.com"
+# Not in the fixture: a hostile file name, to show (and test) that the HTML part escapes it.
+HOSTILE_PATH = "//depot/<script>alert(1)</script>.c"
+
+_ROOT = "//depot/engine/main"
+_DESCRIPTION = ChangeDescription(
+    changelist_id=48213,
+    kind=ChangeKind.SUBMITTED,
+    owner="dkowalski",
+    client="dkowalski-engine-main",
+    status="submitted",
+    description=(
+        "net: harden packet header parsing, add per-connection stats\n\n"
+        "- PacketReader::readHeader rejects lengths > kMaxPacketSize (NET-1207)\n"
+        "- new ConnStats counters for the network debug overlay\n"
+        "- remove LegacyCodec (unused since 2.2, NET-1184)\n"
+        "- overlay icons: new colour for the dropped-packets state\n"
+    ),
+    time=1715594551,
+    files=[
+        ChangedFile(depot_path=f"{_ROOT}/assets/ui/net_overlay_icons.png", action="edit", file_type="binary+F",
+                    revision=2),
+        ChangedFile(depot_path=f"{_ROOT}/src/net/conn_stats.cpp", action="add", file_type="text", revision=1),
+        ChangedFile(depot_path=f"{_ROOT}/src/net/conn_stats.h", action="add", file_type="text", revision=1),
+        ChangedFile(depot_path=f"{_ROOT}/src/net/legacy_codec.cpp", action="delete", file_type="text", revision=3),
+        ChangedFile(depot_path=f"{_ROOT}/src/net/packet.cpp", action="edit", file_type="text", revision=7),
+        ChangedFile(depot_path=f"{_ROOT}/src/net/packet.h", action="edit", file_type="text", revision=4),
+    ],
+)
+
+
+def _job() -> ReviewJob:
+    key = "sample-48213-v2"
+    return ReviewJob(
+        job_id=job_id_for(key),
+        idempotency_key=key,
+        request_fingerprint=request_fingerprint(48213, 2, "submitted", False),
+        changelist_id=48213,
+        review_version=2,
+        kind=ChangeKind.SUBMITTED,
+        created_at="2024-05-13T10:04:12.000000Z",
+        updated_at="2024-05-13T10:06:40.000000Z",
+    )
+
+
+def _coverage(*extra_skipped: SkippedFile) -> Coverage:
+    return Coverage(
+        files_reviewed=[f"{_ROOT}/src/net/conn_stats.h", f"{_ROOT}/src/net/packet.cpp", f"{_ROOT}/src/net/packet.h"],
+        files_skipped=[
+            SkippedFile(file=f"{_ROOT}/assets/ui/net_overlay_icons.png", reason="binary"),
+            SkippedFile(file=f"{_ROOT}/src/net/legacy_codec.cpp", reason="deleted"),
+            SkippedFile(file=f"{_ROOT}/src/net/conn_stats.cpp", reason="too_large"),
+            *extra_skipped,
+        ],
+    )
+
+
+def _with_findings() -> StoredReview:
+    packet_cpp, packet_h, stats_h = (f"{_ROOT}/src/net/{name}" for name in ("packet.cpp", "packet.h", "conn_stats.h"))
+    findings = [
+        Finding(id="F1", severity="critical", category="security", title="Header copied before the length check",
+                file=packet_cpp, line=88, end_line=91, confidence="high",
+                message="readHeader() memcpy()s `len` bytes into the fixed 4 KiB header buffer and only then "
+                        "compares `len` with kMaxPacketSize, so an oversized header still overflows the buffer.",
+                suggestion="Move the kMaxPacketSize check before the memcpy and return kErrTooLarge."),
+        Finding(id="F2", severity="high", category="correctness", title="Negative lengths pass the new check",
+                file=packet_h, line=42, confidence="medium",
+                message="PacketHeader::length is int32_t: a negative value read from the wire is not "
+                        "rejected by `len > kMaxPacketSize` and later converts to a huge size_t.",
+                suggestion="Make length uint32_t, or reject len < 0 explicitly."),
+        Finding(id="F3", severity="medium", category="reliability", title="Counters shared across threads",
+                file=stats_h, line=27, end_line=33,
+                message="ConnStats fields are plain uint64_t: the network thread increments them while the "
+                        "overlay reads them on the render thread (a data race).",
+                suggestion="Use std::atomic<uint64_t> with relaxed ordering."),
+        Finding(id="F4", severity="low", category="test", title="No test at the size boundary", file=packet_cpp,
+                line=95,
+                message="Nothing exercises a header of exactly kMaxPacketSize or kMaxPacketSize + 1 bytes."),
+        Finding(id="F5", severity="info", category="style", title="Include guard instead of #pragma once",
+                file=stats_h, line=1, message="The other headers in src/net use #pragma once."),
+    ]
+    result = ReviewResult(schema_version="1.0", prompt_version="1.0.0", findings=findings,
+                          summary="Header parsing is hardened, but the new length check comes too late "
+                                  "and misses negative lengths.")
+    return StoredReview(result=result, coverage=_coverage(SkippedFile(file=HOSTILE_PATH, reason="outside_allow_list")))
+
+
+def _all_clear() -> StoredReview:
+    result = ReviewResult(schema_version="1.0", prompt_version="1.0.0", findings=[],
+                          summary="No issues found in the reviewed files.")
+    return StoredReview(result=result, coverage=_coverage())
+
+
+def _parts(review: StoredReview) -> tuple[str, str]:
+    """(html, text) of the message the notify stage would send for `review`."""
+    job = _job()
+    raw = render_review_email(
+        job=job, result=review.result, coverage=review.coverage or Coverage(), description=_DESCRIPTION,
+        recipient=RECIPIENT, from_address=FROM_ADDRESS, swarm_url=SWARM_URL,
+        message_id=message_id_for(delivery_token(job.changelist_id, RECIPIENT, job.review_version), FROM_ADDRESS))
+    message = message_from_bytes(raw, policy=default_policy)
+    html_part, text_part = message.get_body(("html",)), message.get_body(("plain",))
+    assert html_part is not None and text_part is not None
+    return html_part.get_content(), text_part.get_content()
+
+
+def write_samples(directory: Path) -> list[Path]:
+    """Write the four sample files into `directory` (created if missing); returns their paths."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for name, review in (("review-with-findings", _with_findings()), ("all-clear", _all_clear())):
+        for suffix, content in zip((".html", ".txt"), _parts(review), strict=True):
+            path = directory / f"{name}{suffix}"
+            # Files in the repository use LF line endings, whatever the wire format uses.
+            path.write_bytes(content.replace("\r\n", "\n").encode("utf-8"))
+            written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m p4review.cli.sample_emails DIRECTORY")
+    for written_path in write_samples(Path(sys.argv[1])):
+        print(written_path)

@@ -1,0 +1,131 @@
+"""Who gets a review's email (pure): the changelist owner plus reviewers configured per
+depot-path prefix as P4REVIEW_REVIEWERS, a JSON array such as
+
+    [{"prefix": "//depot/engine/...", "reviewers": ["lead@example.com"]},
+     {"prefix": "//depot/game/main/ui/", "reviewers": ["ui-team@example.com", "qa@example.com"]}]
+
+A rule applies when any changed file is under its prefix (`...` or a trailing `/` marks the
+directory). Addresses are trimmed, lower-cased and de-duplicated; the owner comes first, then
+reviewers in rule order. An address that cannot be used is rejected with a reason, never
+silently dropped: the notify stage records each rejection as a failed delivery row.
+
+Perforce fills a user's Email with `user@client` when nobody set one; that address is
+flagged as unverified, as is any address whose domain has no dot (not routable as is)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from p4review.errors import ConfigError
+from p4review.logic.delivery import normalize_recipient
+
+SETTING = "P4REVIEW_REVIEWERS"
+
+INVALID_ADDRESS = "invalid_address"
+UNVERIFIED_ADDRESS = "unverified_address"
+MISSING_ADDRESS = "missing_address"
+
+_MAX_KEY_CHARS = 254  # the longest valid address; rejected text is cut to it
+
+
+class ReviewerRule(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prefix: str = Field(min_length=3)
+    # Plain strings: an invalid address here becomes a failed delivery row, not a refused start.
+    reviewers: tuple[str, ...] = Field(min_length=1)
+
+    @field_validator("prefix")
+    @classmethod
+    def _directory_prefix(cls, value: str) -> str:
+        if not value.startswith("//") or not (value.endswith("...") or value.endswith("/")):
+            raise ValueError("prefix must look like //depot/dir/... or //depot/dir/")
+        return value
+
+    @property
+    def base(self) -> str:
+        return self.prefix[:-3] if self.prefix.endswith("...") else self.prefix
+
+
+class Rejection(NamedTuple):
+    address: str  # as given, or `<missing:USER>` when the owner has no address
+    reason: str  # INVALID_ADDRESS | UNVERIFIED_ADDRESS | MISSING_ADDRESS
+
+    @property
+    def row_key(self) -> str:
+        """The outbox `recipient` of the failed row: printable and bounded, since the text is
+        whatever p4 or the configuration held; addresses lower-cased like deliverable ones."""
+        text = self.address if self.reason == MISSING_ADDRESS else self.address.strip().lower()
+        return "".join(ch for ch in text if ch.isprintable())[:_MAX_KEY_CHARS] or "<empty>"
+
+
+@dataclass(frozen=True)
+class RecipientPlan:
+    deliverable: list[str] = field(default_factory=list)
+    rejected: list[Rejection] = field(default_factory=list)
+
+
+def parse_reviewer_policy(value: str) -> tuple[ReviewerRule, ...]:
+    if not value.strip():
+        return ()
+    try:
+        document = json.loads(value)
+        if not isinstance(document, list):
+            raise ValueError("not a JSON array")
+        return tuple(ReviewerRule.model_validate(item) for item in document)
+    except (ValueError, ValidationError) as exc:
+        detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+        raise ConfigError(f"{SETTING} is invalid: {detail}") from None
+
+
+def _applies(rule: ReviewerRule, changed_files: Sequence[str], case_insensitive: bool) -> bool:
+    if case_insensitive:
+        base = rule.base.lower()
+        return any(path.lower().startswith(base) for path in changed_files)
+    return any(path.startswith(rule.base) for path in changed_files)
+
+
+def _check(address: str, *, default_address: str | None = None) -> tuple[str | None, str | None]:
+    """(normalized address, None) or (None, rejection reason)."""
+    normalized = normalize_recipient(address)
+    if normalized is None:
+        return None, INVALID_ADDRESS
+    if normalized == default_address or "." not in normalized.rsplit("@", 1)[1]:
+        return None, UNVERIFIED_ADDRESS
+    return normalized, None
+
+
+def plan_recipients(owner_user: str, owner_email: str | None, client: str, changed_files: Iterable[str],
+                    rules: Sequence[ReviewerRule], *, case_insensitive: bool = False) -> RecipientPlan:
+    files = list(changed_files)
+    deliverable: dict[str, None] = {}
+    rejected: list[Rejection] = []
+    if not (owner_email or "").strip():
+        rejected.append(Rejection(f"<missing:{owner_user}>", MISSING_ADDRESS))
+    else:
+        normalized, reason = _check(owner_email, default_address=f"{owner_user}@{client}".lower())
+        if normalized:
+            deliverable[normalized] = None
+        else:
+            rejected.append(Rejection(owner_email, reason))
+    for rule in rules:
+        if not _applies(rule, files, case_insensitive):
+            continue
+        for address in rule.reviewers:
+            normalized, reason = _check(address)
+            if normalized:
+                deliverable.setdefault(normalized, None)
+            else:
+                rejected.append(Rejection(address, reason))
+    # One row per key: a rejection whose key is also deliverable (an operator listed the owner's
+    # default address as a reviewer) or repeats another rejection would fight over one outbox row.
+    unique: dict[str, Rejection] = {}
+    for rejection in rejected:
+        if rejection.row_key not in deliverable:
+            unique.setdefault(rejection.row_key, rejection)
+    return RecipientPlan(deliverable=list(deliverable), rejected=list(unique.values()))

@@ -1,0 +1,38 @@
+"""TimedSender: every provider call counts once, with its outcome and latency as metrics."""
+
+from __future__ import annotations
+
+from p4review.adapters.email_sender import TimedSender
+from p4review.models.outbox import LookupOutcome, LookupResult, SendOutcome, SendResult
+from p4review.observability import metrics
+
+
+class FakeProvider:
+    def __init__(self, *results: SendResult):
+        self.results = list(results)
+        self.calls = 0
+
+    def send(self, *, sender: str, recipient: str, message: bytes) -> SendResult:
+        self.calls += 1
+        return self.results.pop(0)
+
+    def lookup(self, message_id: str) -> LookupResult:
+        return LookupResult(outcome=LookupOutcome.UNSUPPORTED)
+
+
+def test_each_call_is_counted_once_with_outcome_and_latency():
+    metrics.clear_metrics()
+    inner = FakeProvider(SendResult(outcome=SendOutcome.RETRYABLE, error_code="421"),
+                         SendResult(outcome=SendOutcome.SENT, notification_id="q1"))
+    sender = TimedSender(inner, "smtp")
+    for _ in range(2):
+        sender.send(sender="a@example.com", recipient="b@example.com", message=b"x")
+    sender.lookup("<id>")
+    recorded = metrics.metric_set
+    assert inner.calls == 2
+    assert recorded["EmailProviderCalls"]["Value"] == [1.0, 1.0]
+    assert recorded["EmailOutcome_retryable"]["Value"] == [1.0] and recorded["EmailOutcome_sent"]["Value"] == [1.0]
+    assert len(recorded["EmailProviderLatency"]["Value"]) == 2  # one value per call: a distribution
+    assert recorded["EmailProviderLatency"]["Unit"] == "Milliseconds"
+    assert recorded["EmailLookup_unsupported"]["Value"] == [1.0]
+    metrics.clear_metrics()
