@@ -19,15 +19,6 @@ def normalize_recipient(address: str | None) -> str | None:
     return candidate
 
 
-def unique_recipients(addresses: list[str | None]) -> list[str]:
-    seen: dict[str, None] = {}
-    for address in addresses:
-        normalized = normalize_recipient(address)
-        if normalized:
-            seen.setdefault(normalized, None)
-    return list(seen)
-
-
 def delivery_token(changelist_id: int, recipient: str, review_version: int) -> str:
     """The provider idempotency token: the same intent always yields the same token."""
     canonical = f"p4review|{changelist_id}|{recipient}|{review_version}"
