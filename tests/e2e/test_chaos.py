@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-SUMMARY = re.compile(r"^jobs=(\d+) succeeded=(\d+) dead_lettered=(\d+) duplicate_emails=(\d+) lost=(\d+)$")
+SUMMARY = re.compile(r"^jobs=(\d+) succeeded=(\d+) dead_lettered=(\d+) deliveries=(\d+) duplicate_emails=(\d+) "
+                     r"lost=(\d+)$")
 
 
 @pytest.mark.timeout(1800)
@@ -21,12 +22,13 @@ def test_two_hundred_jobs_survive_killed_workers_and_faults(tmp_path):
     assert lines, run.stderr[-3000:]
     match = SUMMARY.match(lines[-1])
     assert match, run.stdout[-3000:] + run.stderr[-3000:]
-    jobs, succeeded, dead_lettered, duplicate_emails, lost = map(int, match.groups())
+    jobs, succeeded, dead_lettered, deliveries, duplicate_emails, lost = map(int, match.groups())
     detail = "\n".join(lines[-30:])
     assert jobs == 200, detail
     assert duplicate_emails == 0, detail
     assert lost == 0, detail
     assert succeeded + dead_lettered == jobs, detail
     assert succeeded > 0, detail
+    assert deliveries >= succeeded, detail  # one required delivery per job, each in the mailbox once
     assert "kills=0 " not in run.stdout, detail  # the workers really were killed
     assert run.returncode == 0, detail

@@ -15,9 +15,12 @@ pollers; every stage runs in `workers_per_stage` separate `p4review local worker
 `jobs` changelists (copies of fixture changes under new numbers) are submitted through the
 signed API. At the end every job must be `succeeded` or `dead_lettered` (with an envelope in
 its stage's DLQ and a reason), every succeeded job's deliveries must be in the mailbox exactly
-once, and nothing may be missing. The last line is
+once, and nothing may be missing. With `recipients` > 1 every change also goes to that many
+minus one reviewers (P4REVIEW_REVIEWERS on `//depot/...`), so each job has that many required
+deliveries. `make chaos` runs 500 jobs x 3 recipients with 30% transient provider failures and
+5% "sent but the outbox write failed"; the suite's e2e test runs 200 x 1. The last line is
 
-    jobs=N succeeded=N dead_lettered=N duplicate_emails=N lost=N
+    jobs=N succeeded=N dead_lettered=N deliveries=N duplicate_emails=N lost=N
 
 and the exit status is 0 only when duplicate_emails=0, lost=0 and succeeded+dead_lettered=jobs.
 """
@@ -67,6 +70,7 @@ class ChaosConfig:
     visibility_seconds: int = 12
     sweep_interval_seconds: float = 3.0
     stranded_seconds: int = 60
+    recipients: int = 1  # the owner plus recipients - 1 reviewers on every change
 
 
 @dataclass
@@ -90,7 +94,7 @@ class ChaosReport:
 
     def summary_line(self) -> str:
         return (f"jobs={self.jobs} succeeded={self.succeeded} dead_lettered={self.dead_lettered} "
-                f"duplicate_emails={self.duplicate_emails} lost={self.lost}")
+                f"deliveries={self.deliveries} duplicate_emails={self.duplicate_emails} lost={self.lost}")
 
 
 def _say(text: str) -> None:
@@ -280,7 +284,16 @@ def _stack_arguments(config: ChaosConfig, p4_executable: Path) -> list[str]:
             "--visibility-seconds", str(config.visibility_seconds),
             "--sweep-interval", str(config.sweep_interval_seconds),
             "--set", f"P4REVIEW_P4_EXECUTABLE={p4_executable}",
-            "--set", f"P4REVIEW_SWEEP_STRANDED_SECONDS={config.stranded_seconds}"]
+            "--set", f"P4REVIEW_SWEEP_STRANDED_SECONDS={config.stranded_seconds}",
+            "--set", f"P4REVIEW_REVIEWERS={json.dumps(chaos_reviewers(config.recipients))}"]
+
+
+def chaos_reviewers(recipients: int) -> list[dict[str, Any]]:
+    """Reviewers on every path, so each job has `recipients` required deliveries. Always a list
+    (maybe empty): it replaces the local stack's own reviewer list, which would add recipients."""
+    if recipients <= 1:
+        return []
+    return [{"prefix": "//depot/...", "reviewers": [f"reviewer-{n}@chaos.example" for n in range(1, recipients)]}]
 
 
 def run_chaos(state_root: Path, config: ChaosConfig) -> ChaosReport:
@@ -365,13 +378,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=ChaosConfig.seed)
     parser.add_argument("--faults", default=DEFAULT_FAULTS, help="P4REVIEW_FAULTS for the workers ('' = none)")
     parser.add_argument("--timeout", type=float, default=ChaosConfig.timeout_seconds)
+    parser.add_argument("--recipients", type=int, default=ChaosConfig.recipients,
+                        help="required deliveries per job: the owner plus N-1 reviewers")
     args = parser.parse_args(argv)
     config = ChaosConfig(jobs=args.jobs, workers_per_stage=args.workers_per_stage, seed=args.seed,
-                         faults=args.faults, timeout_seconds=args.timeout)
+                         faults=args.faults, timeout_seconds=args.timeout, recipients=args.recipients)
     report = run_chaos(Path(args.state_dir), config)
     for problem in report.problems[:50]:
         _say(f"  PROBLEM: {problem}")
-    _say(f"kills={report.kills} crash_exits={report.crash_exits} deliveries={report.deliveries} "
+    _say(f"kills={report.kills} crash_exits={report.crash_exits} "
          f"dead_letter_classes={dict(report.dead_letter_classes)} elapsed={report.elapsed_seconds:.0f}s")
     _say(report.summary_line())
     return 0 if report.passed else 1
