@@ -4,8 +4,6 @@ An address that cannot be used gets a failed outbox row for an operator instead 
 
 from __future__ import annotations
 
-import os
-
 from p4review.adapters.email_sender import EmailSender, TimedSender
 from p4review.adapters.smtp import SmtpSender, SmtpSettings
 from p4review.clock import now_iso
@@ -78,8 +76,8 @@ class NotifyWork:
         if self._settings.email_provider == "ses":
             from p4review.adapters.ses import SesSender, make_ses_client
 
-            region = self._settings.ses_region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
-            return (TimedSender(SesSender(make_ses_client(region),
+            # No ses_region: boto3's own resolution (the function's AWS_REGION).
+            return (TimedSender(SesSender(make_ses_client(self._settings.ses_region),
                                           configuration_set=self._settings.ses_configuration_set), "ses"),
                     self._settings.require("email_from"))
         smtp = SmtpSettings.model_validate(self._secrets.get_json(self._settings.require("smtp_secret_id")))
