@@ -11,15 +11,14 @@ lost: the counts go into the stored result and the job summary."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from p4review.errors import ConfigError
 from p4review.logic.findings_merge import severity_rank
+from p4review.logic.json_rules import parse_rules
 from p4review.models.review_result import SEVERITY_ORDER, Confidence, Finding, Severity
 
 _CONFIDENCE_ORDER = [Confidence.HIGH, Confidence.MEDIUM, Confidence.LOW]
@@ -52,16 +51,7 @@ class NoiseOutcome:
 
 
 def parse_noise_policy(value: str) -> tuple[NoiseRule, ...]:
-    if not value.strip():
-        return ()
-    try:
-        document = json.loads(value)
-        if not isinstance(document, list):
-            raise ValueError("not a JSON array")
-        return tuple(NoiseRule.model_validate(item) for item in document)
-    except (ValueError, ValidationError) as exc:
-        detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
-        raise ConfigError(f"P4REVIEW_NOISE_POLICY is invalid: {detail}") from None
+    return parse_rules(value, NoiseRule, "P4REVIEW_NOISE_POLICY")
 
 
 def _rule_for(rules: Sequence[NoiseRule], depot_path: str) -> NoiseRule | None:

@@ -14,15 +14,14 @@ flagged as unverified, as is any address whose domain has no dot (not routable a
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from p4review.errors import ConfigError
 from p4review.logic.delivery import normalize_recipient
+from p4review.logic.json_rules import parse_rules
 
 SETTING = "P4REVIEW_REVIEWERS"
 
@@ -71,16 +70,7 @@ class RecipientPlan:
 
 
 def parse_reviewer_policy(value: str) -> tuple[ReviewerRule, ...]:
-    if not value.strip():
-        return ()
-    try:
-        document = json.loads(value)
-        if not isinstance(document, list):
-            raise ValueError("not a JSON array")
-        return tuple(ReviewerRule.model_validate(item) for item in document)
-    except (ValueError, ValidationError) as exc:
-        detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
-        raise ConfigError(f"{SETTING} is invalid: {detail}") from None
+    return parse_rules(value, ReviewerRule, SETTING)
 
 
 def _applies(rule: ReviewerRule, changed_files: Sequence[str], case_insensitive: bool) -> bool:
