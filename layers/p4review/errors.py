@@ -91,6 +91,16 @@ class StaleWriteError(RetryableError):
     error_class = ErrorClass.CONFLICT
 
 
+class DeliveryInFlight(StaleWriteError):
+    """Starting a delivery attempt lost: another worker holds the outbox row's send lock (or
+    counted an attempt since this worker read the row). It must not call the provider.
+    `locked_until` is the holder's lock end (UTC ISO-8601), when known."""
+
+    def __init__(self, locked_until: str | None):
+        super().__init__("another worker is delivering this row")
+        self.locked_until = locked_until
+
+
 class LeaseLostError(StaleWriteError):
     """This worker no longer owns its stage lease: a heartbeat was refused (another worker took
     over, or the sweeper requeued the stage) or the lease ran out locally. Stop before the next

@@ -11,18 +11,20 @@ import pytest
 from p4review.clock import to_iso, utc_now
 from p4review.config import get_settings
 from p4review.dal.factory import get_data_access
-from p4review.logic.ingest_service import create_review
 from p4review.local.smtp_server import LocalMailServer
-from p4review.models.api import CreateReviewRequest
-from p4review.models.job import JobStatus, StageName
-from p4review.models.messages import StageMessage
+from p4review.models.job import JobStatus
 from p4review.models.outbox import DeliveryStatus
 from p4review.runtime.heartbeat import Lease
-from p4review.runtime.stage_runner import run_stage
-from p4review.stages.fetch import FetchWork
 from p4review.stages.notify import NotifyWork
-from p4review.stages.review_setup import build_review_work
-from tests.support.harness import drain, provisioned_service
+from tests.support.notify import (
+    RELAY_PASSWORD,
+    notify_dead_letters,
+    notify_service,
+    outbox_rows,
+    reviewed_job,
+    reviewers_env,
+    run_notify,
+)
 
 
 
@@ -34,44 +36,18 @@ def mail(tmp_path):
     server.stop()
 
 
-def _service(moto_endpoint, mail, password="relay-password", extra_env=None):
-    return provisioned_service(moto_endpoint, smtp={
-        "host": "127.0.0.1", "port": mail.port, "tls_mode": "none", "username": "relay", "password": password,
-        "from_address": "p4review@example.test"}, extra_env=extra_env)
+def _service(moto_endpoint, mail, password=RELAY_PASSWORD, extra_env=None):
+    return notify_service(moto_endpoint, mail, password=password, extra_env=extra_env)
 
 
-def _reviewed_job(service, changelist_id=48213):
-    """A job whose fetch and review stages completed (default: change 48213, owner dkowalski)."""
-    dal = get_data_access()
-    answer = create_review(CreateReviewRequest(idempotency_key="notify-test", changelist_id=changelist_id,
-                                               review_version=1, kind="submitted"),
-                           jobs=dal.jobs, queues=dal.queues, request_id=None)
-    settings = get_settings()
-    for work in (FetchWork(settings, dal.raw_artifacts, dal.redacted_artifacts, dal.secrets),
-                 build_review_work(settings, dal)):
-        disposition = run_stage(StageMessage(job_id=answer.job.job_id, stage=work.stage), work, jobs=dal.jobs,
-                                queues=dal.queues, worker_id="setup", lease_seconds=60)
-        assert disposition.ack
-    sqs = service.client("sqs")
-    for stage in StageName:
-        drain(sqs, service.resources.queue_for_stage(stage).url)
-    return dal.jobs.get_job(answer.job.job_id)
+_reviewed_job = reviewed_job
+_rows = outbox_rows
+_dlq = notify_dead_letters
+_reviewers = reviewers_env
 
 
 def _notify(job, worker="notifier"):
-    dal = get_data_access()
-    work = NotifyWork(get_settings(), dal.redacted_artifacts, dal.outbox, dal.secrets)
-    return run_stage(StageMessage(job_id=job.job_id, stage=StageName.NOTIFY), work, jobs=dal.jobs, queues=dal.queues,
-                     worker_id=worker, lease_seconds=60)
-
-
-def _rows(job):
-    return get_data_access().outbox.rows_for_version(job.changelist_id, job.review_version)
-
-
-def _dlq(service):
-    sqs = service.client("sqs")
-    return [json.loads(m["Body"]) for m in drain(sqs, service.resources.queue_for_stage(StageName.NOTIFY).dlq_url)]
+    return run_notify(job, worker)
 
 
 def test_sends_once_then_marks_with_the_servers_queue_id(moto_endpoint, aws_reset, mail):
@@ -180,11 +156,6 @@ def test_relay_without_lookup_resends_an_unconfirmed_attempt_with_the_same_messa
         assert copies[0].message_id == copies[1].message_id
         (row,) = _rows(job)
         assert row.status == DeliveryStatus.SENT and row.attempts == 2
-
-
-def _reviewers(*rules):
-    return {"P4REVIEW_REVIEWERS": json.dumps([{"prefix": prefix, "reviewers": list(reviewers)}
-                                              for prefix, reviewers in rules])}
 
 
 def test_reviewers_configured_per_prefix_get_the_email_exactly_once_each(moto_endpoint, aws_reset, mail):

@@ -12,7 +12,7 @@ class FakeProvider:
         self.results = list(results)
         self.calls = 0
 
-    def send(self, *, sender: str, recipient: str, message: bytes) -> SendResult:
+    def send(self, *, sender: str, recipient: str, message: bytes, commit_by=None) -> SendResult:
         self.calls += 1
         return self.results.pop(0)
 

@@ -4,11 +4,16 @@ Providers answer with structured results (`SendResult`, `LookupResult`), never e
 an expected failure. `TimedSender` counts every provider call once and records its latency and
 outcome as metrics: `EmailProviderCalls` (per call), `EmailOutcome_<sent|retryable|failed>` and
 `EmailProviderLatency` (milliseconds; every call is one value, so CloudWatch's percentile
-statistics give the latency distribution)."""
+statistics give the latency distribution).
+
+`commit_by` is when the caller's right to deliver (its stage lease and the row's send lock)
+ends. A provider must not hand the message over after it: past that moment another worker may
+own the row, look the delivery up, find nothing yet and send again."""
 
 from __future__ import annotations
 
 import time
+from datetime import datetime
 from typing import Protocol
 
 from p4review.models.outbox import LookupResult, SendResult
@@ -16,7 +21,8 @@ from p4review.observability import metrics
 
 
 class EmailSender(Protocol):
-    def send(self, *, sender: str, recipient: str, message: bytes) -> SendResult: ...
+    def send(self, *, sender: str, recipient: str, message: bytes,
+             commit_by: datetime | None = None) -> SendResult: ...
 
     def lookup(self, message_id: str) -> LookupResult: ...
 
@@ -26,9 +32,10 @@ class TimedSender:
         self._inner = inner
         self.provider = provider
 
-    def send(self, *, sender: str, recipient: str, message: bytes) -> SendResult:
+    def send(self, *, sender: str, recipient: str, message: bytes,
+             commit_by: datetime | None = None) -> SendResult:
         started = time.perf_counter()
-        result = self._inner.send(sender=sender, recipient=recipient, message=message)
+        result = self._inner.send(sender=sender, recipient=recipient, message=message, commit_by=commit_by)
         metrics.add_metric(name="EmailProviderCalls", unit="Count", value=1)
         metrics.add_metric(name="EmailProviderLatency", unit="Milliseconds",
                            value=round((time.perf_counter() - started) * 1000, 1))

@@ -8,6 +8,7 @@ code and HTTP status only: SES's own message text can echo the addresses involve
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from email.parser import BytesHeaderParser
 from email.policy import default as default_policy
 from typing import Any
@@ -64,7 +65,13 @@ class SesSender:
         self._client = client
         self._configuration_set = configuration_set
 
-    def send(self, *, sender: str, recipient: str, message: bytes) -> SendResult:
+    def send(self, *, sender: str, recipient: str, message: bytes,
+             commit_by: datetime | None = None) -> SendResult:
+        # One API call, bounded by the client's timeouts: start it only if it can end before
+        # commit_by (see EmailSender).
+        if commit_by is not None and (commit_by - datetime.now(UTC)).total_seconds() < (
+                CONNECT_TIMEOUT_SECONDS + READ_TIMEOUT_SECONDS):
+            return _retryable("ownership_ending", "not enough lease left to hand the message over")
         arguments: dict[str, Any] = {
             "FromEmailAddress": sender,
             "Destination": {"ToAddresses": [recipient]},

@@ -15,6 +15,7 @@ import re
 import smtplib
 import socket
 import ssl
+from datetime import UTC, datetime
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
@@ -23,6 +24,8 @@ from p4review.models.outbox import LookupOutcome, LookupResult, SendOutcome, Sen
 from p4review.runtime import faults
 from p4review.runtime.faults import FaultPoint
 
+# Below this many seconds before commit_by, a send is not started (a retry will own the row).
+MIN_COMMIT_SECONDS = 1.0
 _QUEUE_ID = re.compile(rb"queued as ([A-Za-z0-9._\-]+)", re.IGNORECASE)
 # EHLO keyword and verb of the delivery lookup extension (see the module docstring).
 LOOKUP_EXTENSION = "XP4RLOOKUP"
@@ -52,7 +55,8 @@ class SmtpSender:
     def __init__(self, settings: SmtpSettings):
         self._settings = settings
 
-    def send(self, *, sender: str, recipient: str, message: bytes) -> SendResult:
+    def send(self, *, sender: str, recipient: str, message: bytes,
+             commit_by: datetime | None = None) -> SendResult:
         settings = self._settings
         # Injected provider answers go through the same mapping as a real 451 / 550 reply.
         if faults.fires(FaultPoint.PROVIDER_TRANSIENT):
@@ -76,6 +80,15 @@ class SmtpSender:
             code, reply = client.rcpt(recipient)
             if code not in (250, 251):
                 return _from_reply("recipient_refused", code, reply)
+            # The server takes the message when it reads DATA's final ".": only start that when
+            # it can finish before commit_by, and give each of DATA's blocking steps (command
+            # reply, body, final reply) a third of what is left.
+            seconds_left = _seconds_until(commit_by)
+            if seconds_left is not None:
+                if seconds_left < MIN_COMMIT_SECONDS:
+                    return _transient("ownership_ending", "not enough lease left to hand the message over")
+                if client.sock is not None:
+                    client.sock.settimeout(min(settings.timeout_seconds, seconds_left / 3))
             code, reply = client.data(message)
             if code != 250:
                 return _from_reply("data_refused", code, reply)
@@ -134,6 +147,10 @@ class SmtpSender:
             client.starttls(context=ssl.create_default_context())
             client.ehlo()
         return client
+
+
+def _seconds_until(moment: datetime | None) -> float | None:
+    return None if moment is None else (moment - datetime.now(UTC)).total_seconds()
 
 
 def _transient(code: str, message: str) -> SendResult:

@@ -11,7 +11,7 @@ from p4review.clock import now_iso
 from p4review.dal.aws_errors import condition_failed_item, translate
 from p4review.dal.dynamo_codec import from_item, to_item, to_value
 from p4review.dal.dynamo_writes import ConditionFailed, conditional_update
-from p4review.errors import StaleWriteError
+from p4review.errors import DeliveryInFlight, StaleWriteError
 from p4review.models.outbox import DeliveryAction, DeliveryAuditEvent, DeliveryStatus, OutboxRow
 
 # Bounds on what an operator's audit event stores (same as the job's replay audit).
@@ -26,6 +26,11 @@ _NO_EVIDENCE = "(attribute_not_exists(notification_id) OR attribute_type(notific
 # on one an operator skipped, so a skip stops the next attempt and is not overwritten. mark_sent
 # is deliberately not guarded against skipped: a send that already happened is recorded as it was.
 _WORKER_GUARD = "attribute_exists(pk) AND #status <> :sent AND #status <> :skipped"
+# No live send lock held by another worker (absent, NULL, run out, or this worker's own).
+_UNLOCKED = ("(attribute_not_exists(locked_until) OR attribute_type(locked_until, :null_type) "
+             "OR locked_until < :now OR locked_by = :owner)")
+# Every write that records an attempt's outcome releases the send lock.
+_RELEASE = " REMOVE locked_by, locked_until"
 
 
 def outbox_key(changelist_id: int, recipient: str, review_version: int) -> dict[str, Any]:
@@ -72,21 +77,40 @@ class DynamoOutboxRepository:
         item = answer.get("Item")
         return _row_from_item(item) if item else None
 
-    def record_attempt(self, row: OutboxRow) -> OutboxRow:
-        """Counted before the provider call, so a crash mid-send leaves evidence of a possible send."""
-        return self._update(
-            row, "record delivery attempt",
-            "SET attempts = attempts + :one, updated_at = :now",
-            {":one": to_value(1), ":now": to_value(now_iso()), **_guard_values()},
-            condition=_WORKER_GUARD,
-        )
+    def record_attempt(self, row: OutboxRow, *, owner: str, locked_until: str) -> OutboxRow:
+        """Counted before the provider call, so a crash mid-send leaves evidence of a possible send,
+        and takes the row's send lock until `locked_until`, in one conditional write.
+
+        Conditioned on the attempt count this worker read (`row.attempts`) and on no other
+        worker's live lock: of two workers that saw the same row, one wins; the loser gets
+        DeliveryInFlight and must not call the provider."""
+        now = now_iso()
+        try:
+            attributes = conditional_update(
+                self._client, table=self._table, key=self._key(row),
+                update="SET attempts = attempts + :one, updated_at = :now, locked_by = :owner, "
+                       "locked_until = :until",
+                condition=f"{_WORKER_GUARD} AND attempts = :seen AND {_UNLOCKED}",
+                names={"#status": "status"},
+                values={":one": to_value(1), ":now": to_value(now), ":owner": to_value(owner),
+                        ":until": to_value(locked_until), ":seen": to_value(row.attempts),
+                        ":null_type": to_value("NULL"), **_guard_values()},
+                operation="record delivery attempt")
+        except ConditionFailed as refused:
+            if refused.old_item:
+                current = _row_from_item(refused.old_item)
+                if current.status not in (DeliveryStatus.SENT, DeliveryStatus.SKIPPED):
+                    raise DeliveryInFlight(current.locked_until) from None
+            raise StaleWriteError("record delivery attempt: row already sent, skipped or missing") from None
+        return _row_from_item(attributes)
 
     def mark_sent(self, row: OutboxRow, notification_id: str) -> OutboxRow:
         """The single write after a provider success: notification_id, notified_at, status sent."""
         now = now_iso()
         return self._update(
             row, "mark delivery sent",
-            "SET notification_id = :nid, notified_at = :now, #status = :sent, updated_at = :now, last_error = :null",
+            "SET notification_id = :nid, notified_at = :now, #status = :sent, updated_at = :now, last_error = :null"
+            + _RELEASE,
             {":nid": to_value(notification_id), ":now": to_value(now), ":sent": to_value(DeliveryStatus.SENT.value),
              ":null": to_value(None)},
             condition="attribute_exists(pk) AND #status <> :sent",
@@ -95,7 +119,7 @@ class DynamoOutboxRepository:
     def mark_failed(self, row: OutboxRow, error: str) -> OutboxRow:
         return self._update(
             row, "mark delivery failed",
-            "SET #status = :failed, last_error = :error, updated_at = :now",
+            "SET #status = :failed, last_error = :error, updated_at = :now" + _RELEASE,
             {":failed": to_value(DeliveryStatus.FAILED.value), ":error": to_value(error[:500]),
              ":now": to_value(now_iso()), **_guard_values()},
             condition=_WORKER_GUARD,
@@ -131,7 +155,7 @@ class DynamoOutboxRepository:
     def note_error(self, row: OutboxRow, error: str) -> OutboxRow:
         return self._update(
             row, "note delivery error",
-            "SET last_error = :error, updated_at = :now",
+            "SET last_error = :error, updated_at = :now" + _RELEASE,
             {":error": to_value(error[:500]), ":now": to_value(now_iso()), **_guard_values()},
             condition=_WORKER_GUARD,
         )

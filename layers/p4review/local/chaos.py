@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from p4review.local.stack_process import die_with_parent, exit_on_sigterm
 from p4review.models.job import STAGE_ORDER, JobStatus, StageName, StageStatus
 from p4review.models.outbox import DeliveryStatus
 
@@ -163,7 +164,7 @@ class WorkerFleet:
                 [sys.executable, "-m", "p4review.cli.main", "--state-dir", str(self._state_dir), "local", "worker",
                  "--stage", stage.value],
                 env={**self._env, "P4REVIEW_FAULTS": faults}, stdout=log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL, preexec_fn=die_with_parent,
             )
 
     def start(self) -> None:
@@ -381,6 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--recipients", type=int, default=ChaosConfig.recipients,
                         help="required deliveries per job: the owner plus N-1 reviewers")
     args = parser.parse_args(argv)
+    exit_on_sigterm()
     config = ChaosConfig(jobs=args.jobs, workers_per_stage=args.workers_per_stage, seed=args.seed,
                          faults=args.faults, timeout_seconds=args.timeout, recipients=args.recipients)
     report = run_chaos(Path(args.state_dir), config)

@@ -29,6 +29,7 @@ Usage::
 
 from __future__ import annotations
 
+import asyncio
 import email.parser
 import email.policy
 import json
@@ -159,6 +160,15 @@ class _Handler:
         # Advertise the lookup keyword before the closing "250 HELP" line.
         return [*responses[:-1], f"250-{LOOKUP_EXTENSION}", responses[-1]]
 
+    async def handle_RCPT(self, server: Any, session: Any, envelope: Any, address: str,  # noqa: N802
+                          rcpt_options: list[str]) -> str:
+        delay = self._server._take_rcpt_delay()
+        if delay:
+            await asyncio.sleep(delay)
+        envelope.rcpt_tos.append(address)
+        envelope.rcpt_options.extend(rcpt_options)
+        return "250 OK"
+
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # noqa: N802 - aiosmtpd hook
         fault = self._server._take_fault()
         if fault is not None and fault[0] == "fail":
@@ -212,6 +222,7 @@ class LocalMailServer:
         self._messages: list[StoredMessage] = []
         self._counter = 0
         self._faults: list[tuple[Any, ...]] = []
+        self._rcpt_delays: list[float] = []
         self._controller: Controller | None = None
         self.auth_failures = 0
         self.mailbox_dir.mkdir(parents=True, exist_ok=True)
@@ -273,9 +284,27 @@ class LocalMailServer:
         with self._lock:
             self._faults.extend(("drop",) for _ in range(n))
 
+    def slow_rcpt_next(self, seconds: float, n: int = 1) -> None:
+        """Delay the reply to the next ``n`` RCPT commands by ``seconds`` (a slow relay)."""
+        with self._lock:
+            self._rcpt_delays.extend(seconds for _ in range(n))
+
     def clear_faults(self) -> None:
         with self._lock:
             self._faults.clear()
+            self._rcpt_delays.clear()
+
+    def clear(self) -> None:
+        """Forget every stored message (files and index): a fresh mailbox for the next case."""
+        with self._changed:
+            for stored in self._messages:
+                stored.path.unlink(missing_ok=True)
+            (self.mailbox_dir / INDEX_FILE).unlink(missing_ok=True)
+            self._messages.clear()
+
+    def _take_rcpt_delay(self) -> float:
+        with self._lock:
+            return self._rcpt_delays.pop(0) if self._rcpt_delays else 0.0
 
     def _take_fault(self) -> tuple[Any, ...] | None:
         with self._lock:

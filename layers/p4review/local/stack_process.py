@@ -12,6 +12,28 @@ from pathlib import Path
 from typing import Any
 
 START_TIMEOUT_SECONDS = 90
+# prctl(2) option: the signal a child receives when its parent dies (Linux only).
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """`preexec_fn` for a driver's children: on Linux, SIGKILL the child when the driver dies,
+    however it dies (even SIGKILL), so no stage worker or stack outlives `make chaos`/`demo`.
+    Elsewhere a no-op; the drivers' own SIGTERM handling still stops their children.
+    prctl(2) ties the signal to the *thread* that started the child: the chaos fleet's respawning
+    threads live until the fleet stops, and its children are stopped at that point anyway."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def exit_on_sigterm() -> None:
+    """Turn SIGTERM into SystemExit in a driver, so its `finally` blocks stop its children."""
+    def handler(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+    signal.signal(signal.SIGTERM, handler)
 
 
 def start_stack_process(state_dir: Path, extra_args: list[str] | None = None) -> tuple[subprocess.Popen, dict[str, Any]]:
@@ -21,7 +43,7 @@ def start_stack_process(state_dir: Path, extra_args: list[str] | None = None) ->
     child = subprocess.Popen(
         [sys.executable, "-m", "p4review.cli.main", "--state-dir", str(state_dir), "local", "up", "--port", "0",
          *(extra_args or [])],
-        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent,
     )
     state_file = state_dir / "stack.json"
     deadline = time.monotonic() + START_TIMEOUT_SECONDS

@@ -49,6 +49,11 @@ class OutboxRow(BaseModel):
     notified_at: str | None = None
     attempts: int = 0
     last_error: str | None = None
+    # The send lock (reference mail-worker contract's locked_by/locked_at): set by record_attempt,
+    # cleared by the write that records the attempt's outcome. While it is live no other worker
+    # may start an attempt on this row; a crashed holder's lock simply runs out.
+    locked_by: str | None = None
+    locked_until: str | None = None  # UTC ISO-8601
     created_at: str
     updated_at: str
     # Rows written before the audit trail existed have no such attribute: they load as [].

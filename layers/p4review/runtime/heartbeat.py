@@ -75,6 +75,11 @@ class Lease:
         with self._lock:
             return (self._expires_at - self._margin - self._clock()).total_seconds()
 
+    def acts_until(self) -> datetime:
+        """The moment (UTC) after which this worker may not act: lease end minus the skew budget."""
+        with self._lock:
+            return self._expires_at - self._margin
+
     def check(self) -> None:
         """Raise LeaseLostError unless this worker may still perform a side effect."""
         with self._lock:

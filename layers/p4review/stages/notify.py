@@ -4,23 +4,22 @@ An address that cannot be used gets a failed outbox row for an operator instead 
 
 from __future__ import annotations
 
-from p4review.adapters.email_sender import EmailSender, TimedSender
-from p4review.adapters.smtp import SmtpSender, SmtpSettings
-from p4review.clock import now_iso
+from p4review.clock import now_iso, parse_iso, to_iso, utc_now
 from p4review.config import Settings
 from p4review.dal.ports import ArtifactStore, OutboxRepository, SecretReader
-from p4review.errors import AuthError, ErrorClass, NonRetryableError, RetryableError
+from p4review.errors import AuthError, DeliveryInFlight, ErrorClass, NonRetryableError, RetryableError
 from p4review.logic.delivery import delivery_token, message_id_for
 from p4review.logic.email_render import render_review_email
 from p4review.logic.recipients import Rejection, parse_reviewer_policy, plan_recipients
 from p4review.models.change import ChangeSnapshot
 from p4review.models.job import JobStatus, ReviewJob, StageName
-from p4review.models.outbox import DeliveryStatus, LookupOutcome, OutboxRow, SendOutcome
+from p4review.models.outbox import DeliveryStatus, LookupOutcome, LookupResult, OutboxRow, SendOutcome, SendResult
 from p4review.models.review_result import Coverage, ReviewResult, StoredReview
 from p4review.observability import logger, metrics
 from p4review.runtime.faults import FaultPoint, fault
 from p4review.runtime.heartbeat import Lease
 from p4review.runtime.stage_runner import StageOutput
+from p4review.stages.email_transport import EmailTransport
 from p4review.stages.p4_access import build_change_fetcher
 
 
@@ -59,9 +58,9 @@ class NotifyWork:
         if not recipients:
             raise NonRetryableError("changelist owner has no deliverable email address",
                                     error_class=ErrorClass.POLICY_DENIED)
-        sender, from_address = self._transport()
+        transport = EmailTransport(self._settings, self._secrets)
         for recipient in recipients:
-            self._deliver(job, snapshot, result, coverage, recipient, from_address, sender, lease)
+            self._deliver(job, snapshot, result, coverage, recipient, transport, lease)
         rows = {row.recipient: row for row in self._outbox.rows_for_version(job.changelist_id, job.review_version)}
         # A recipient an operator skipped (`p4review deliveries skip`) is no longer required.
         required = [r for r in recipients if not (rows.get(r) and rows[r].status == DeliveryStatus.SKIPPED)]
@@ -71,23 +70,10 @@ class NotifyWork:
         return StageOutput(updates={"recipients_required": len(required), "recipients_notified": notified},
                            finish_job=JobStatus.SUCCEEDED)
 
-    def _transport(self) -> tuple[EmailSender, str]:
-        """The configured provider and the from-address. SES is imported only where it is used."""
-        if self._settings.email_provider == "ses":
-            from p4review.adapters.ses import SesSender, make_ses_client
-
-            # No ses_region: boto3's own resolution (the function's AWS_REGION).
-            return (TimedSender(SesSender(make_ses_client(self._settings.ses_region),
-                                          configuration_set=self._settings.ses_configuration_set), "ses"),
-                    self._settings.require("email_from"))
-        smtp = SmtpSettings.model_validate(self._secrets.get_json(self._settings.require("smtp_secret_id")))
-        return TimedSender(SmtpSender(smtp), "smtp"), smtp.from_address
-
-    def _credentials_refused(self) -> AuthError:
-        """The provider refused our credentials: SMTP re-reads its secret on the next try (rotation)."""
-        if self._settings.email_provider == "smtp":
-            self._secrets.invalidate(self._settings.require("smtp_secret_id"))
-        return AuthError(f"{self._settings.email_provider} refused our credentials")
+    @staticmethod
+    def _owner(job: ReviewJob) -> str:
+        """Who holds the send lock: the worker that claimed the notify stage."""
+        return job.stages[StageName.NOTIFY].claimed_by or "notify"
 
     def _record_rejection(self, job: ReviewJob, rejection: Rejection, lease: Lease) -> None:
         """A permanently failed row, so `deliveries list` shows who was not emailed and why. Not a
@@ -109,8 +95,7 @@ class NotifyWork:
         metrics.add_metric(name="RecipientRejected", unit="Count", value=1)
 
     def _deliver(self, job: ReviewJob, snapshot: ChangeSnapshot, result: ReviewResult,
-                 coverage: Coverage | list, recipient: str,
-                 from_address: str, sender: EmailSender, lease: Lease) -> None:
+                 coverage: Coverage | list, recipient: str, transport: EmailTransport, lease: Lease) -> None:
         """`lease.check()` guards every step that starts something (outbox row, attempt, SMTP
         send). The writes that only record what a send already did (mark_sent, note_error,
         mark_failed) are deliberately not gated: skipping mark_sent after a lease loss would make
@@ -123,10 +108,10 @@ class NotifyWork:
             changelist_id=job.changelist_id, recipient=recipient, review_version=job.review_version,
             job_id=job.job_id, provider_token=token, created_at=now, updated_at=now))
         log = {"job_id": job.job_id, "token": token}
-        message_id = message_id_for(token, from_address)
+        message_id = message_id_for(token, transport.from_address)
         if row.notified_at and not row.notification_id:
             # Marked sent without provider evidence: reconcile before anything else is sent.
-            row = self._reconcile_unevidenced(row, message_id, sender, log)
+            row = self._reconcile_unevidenced(row, message_id, transport, log)
         if row.notified_at:
             logger.info("already delivered; not sending again", extra=log)
             return
@@ -137,16 +122,9 @@ class NotifyWork:
             raise NonRetryableError("delivery failed permanently; needs an operator", error_class=ErrorClass.POLICY_DENIED)
         if row.attempts > 0 or row.notification_id:
             # An earlier attempt may have reached the provider: look before sending again.
-            if self._reconcile_earlier_attempt(row, message_id, sender, log):
+            if self._reconcile_earlier_attempt(row, message_id, transport, log):
                 return
-        message = render_review_email(
-            job=job, result=result, coverage=coverage, description=snapshot.description,
-            recipient=recipient, from_address=from_address, message_id=message_id,
-            swarm_url=self._settings.swarm_url)
-        lease.check()
-        row = self._outbox.record_attempt(row)
-        lease.check()
-        outcome = sender.send(sender=from_address, recipient=recipient, message=message)
+        row, outcome = self._attempt(job, snapshot, result, coverage, row, transport, lease, log)
         if outcome.outcome == SendOutcome.SENT:
             fault(FaultPoint.DB_WRITE_AFTER_PROVIDER)
             self._outbox.mark_sent(row, outcome.notification_id or message_id)
@@ -155,8 +133,8 @@ class NotifyWork:
         error = f"{outcome.error_code}: {outcome.error_message or ''}"
         if outcome.error_code == "auth_failed":
             self._outbox.note_error(row, error)
-            raise self._credentials_refused()
-        provider = self._settings.email_provider
+            raise AuthError(f"{transport.provider} refused our credentials")
+        provider = transport.provider
         if outcome.outcome == SendOutcome.RETRYABLE:
             self._outbox.note_error(row, error)
             raise RetryableError(f"{provider} delivery deferred ({outcome.error_code})", retry_after=outcome.retry_after)
@@ -164,7 +142,48 @@ class NotifyWork:
         raise NonRetryableError(f"{provider} delivery refused ({outcome.error_code})",
                                 error_class=ErrorClass.POLICY_DENIED)
 
-    def _reconcile_unevidenced(self, row: OutboxRow, message_id: str, sender: EmailSender,
+    def _attempt(self, job: ReviewJob, snapshot: ChangeSnapshot, result: ReviewResult, coverage: Coverage | list,
+                 row: OutboxRow, transport: EmailTransport, lease: Lease,
+                 log: dict[str, str]) -> tuple[OutboxRow, SendResult]:
+        """One provider call, counted on the row first; once more if the relay refused the
+        credentials and the SMTP secret has since been rotated (authentication precedes MAIL, so
+        the refused call handed nothing over)."""
+        for _ in range(2):
+            message = render_review_email(
+                job=job, result=result, coverage=coverage, description=snapshot.description,
+                recipient=row.recipient, from_address=transport.from_address,
+                message_id=message_id_for(row.provider_token, transport.from_address),
+                swarm_url=self._settings.swarm_url)
+            lease.check()
+            # The attempt takes the row's send lock until the lease's current end, and the
+            # provider may hand the message over only until the lease's acting end (skew budget
+            # included): no send outlives this worker's right to make it, even if its heartbeat
+            # dies meanwhile.
+            locked_until, commit_by = lease.expires_at, lease.acts_until()
+            try:
+                row = self._outbox.record_attempt(row, owner=self._owner(job), locked_until=to_iso(locked_until))
+            except DeliveryInFlight as busy:
+                logger.warning("another worker is delivering to this recipient; not sending", extra=log)
+                raise RetryableError("another worker is delivering to this recipient", error_class=ErrorClass.CONFLICT,
+                                     retry_after=_seconds_until(busy.locked_until)) from None
+            lease.check()
+            outcome = transport.sender.send(sender=transport.from_address, recipient=row.recipient,
+                                            message=message, commit_by=commit_by)
+            if outcome.error_code != "auth_failed" or not transport.refresh():
+                break
+        return row, outcome
+
+    def _lookup(self, message_id: str, transport: EmailTransport) -> LookupResult:
+        """The provider's answer about `message_id`, with one more try after a credentials
+        rotation. Credentials still refused: AuthError."""
+        found = transport.sender.lookup(message_id)
+        if found.error_code == "auth_failed" and transport.refresh():
+            found = transport.sender.lookup(message_id)
+        if found.error_code == "auth_failed":
+            raise AuthError(f"{transport.provider} refused our credentials")
+        return found
+
+    def _reconcile_unevidenced(self, row: OutboxRow, message_id: str, transport: EmailTransport,
                                log: dict[str, str]) -> OutboxRow:
         """The ordering contract (send, then mark) makes a row marked sent without a notification_id
         impossible unless something went wrong (a bug, a manual edit). Ask the provider: found ->
@@ -172,12 +191,10 @@ class NotifyWork:
         once; no answer possible (plain SMTP) -> keep it as sent rather than risk a duplicate. Every
         case counts SentWithoutEvidence, which alarms."""
         metrics.add_metric(name="SentWithoutEvidence", unit="Count", value=1)
-        found = sender.lookup(message_id)
+        found = self._lookup(message_id, transport)
         if found.outcome == LookupOutcome.FOUND:
             logger.warning("row marked sent without evidence; the provider has it: evidence recorded", extra=log)
             return self._outbox.backfill_evidence(row, found.notification_id or message_id)
-        if found.error_code == "auth_failed":
-            raise self._credentials_refused()
         if found.outcome == LookupOutcome.UNAVAILABLE:
             raise RetryableError(f"cannot reconcile a delivery marked sent without evidence ({found.error_code})")
         if found.outcome == LookupOutcome.NOT_FOUND:
@@ -187,23 +204,28 @@ class NotifyWork:
         logger.error("row marked sent without evidence; the provider cannot confirm it: left as sent", extra=log)
         return row
 
-    def _reconcile_earlier_attempt(self, row: OutboxRow, message_id: str, sender: EmailSender,
+    def _reconcile_earlier_attempt(self, row: OutboxRow, message_id: str, transport: EmailTransport,
                                    log: dict[str, str]) -> bool:
         """True when the earlier attempt is known to have arrived (the row is backfilled, nothing
-        is sent). False means: send. Policy where the provider cannot say (plain SMTP): resend
-        with the same deterministic Message-ID, which receiving systems use to collapse the rare
-        duplicate; counted by the UnconfirmedDeliveryRetried metric."""
-        found = sender.lookup(message_id)
+        is sent). False means: send. Policy where the provider cannot say (plain SMTP, SES):
+        resend with the same deterministic Message-ID, which receiving systems use to collapse
+        the rare duplicate; counted by the UnconfirmedDeliveryRetried metric (docs/notify.md
+        measures how rare)."""
+        found = self._lookup(message_id, transport)
         if found.outcome == LookupOutcome.FOUND:
             self._outbox.mark_sent(row, found.notification_id or message_id)
             logger.info("earlier attempt was delivered; backfilled without sending", extra=log)
             metrics.add_metric(name="DeliveryBackfilled", unit="Count", value=1)
             return True
-        if found.error_code == "auth_failed":
-            raise self._credentials_refused()
         if found.outcome == LookupOutcome.UNAVAILABLE:
             raise RetryableError(f"cannot confirm an earlier delivery attempt ({found.error_code})")
         if found.outcome == LookupOutcome.UNSUPPORTED:
             logger.warning("retrying a delivery whose earlier attempt is unconfirmed", extra=log)
             metrics.add_metric(name="UnconfirmedDeliveryRetried", unit="Count", value=1)
         return False
+
+def _seconds_until(moment: str | None) -> float | None:
+    """Seconds from now until `moment` (UTC ISO-8601), at least 1; None when unknown."""
+    if not moment:
+        return None
+    return max(1.0, (parse_iso(moment) - utc_now()).total_seconds())

@@ -1,0 +1,74 @@
+"""Helpers for notify-stage tests: a provisioned service whose SMTP secret points at a local
+mailbox, a job whose fetch and review stages already ran, and one notify run."""
+
+from __future__ import annotations
+
+import json
+
+from p4review.config import get_settings
+from p4review.dal.factory import get_data_access
+from p4review.logic.ingest_service import create_review
+from p4review.models.api import CreateReviewRequest
+from p4review.models.job import StageName
+from p4review.models.messages import StageMessage
+from p4review.models.outbox import OutboxRow
+from p4review.runtime.stage_runner import Disposition, run_stage
+from p4review.stages.fetch import FetchWork
+from p4review.stages.notify import NotifyWork
+from p4review.stages.review_setup import build_review_work
+from tests.support.harness import drain, provisioned_service
+
+RELAY_USER = "relay"
+RELAY_PASSWORD = "relay-password"
+FROM_ADDRESS = "p4review@example.test"
+
+
+def notify_service(moto_endpoint, mail, password=RELAY_PASSWORD, extra_env=None):
+    """provisioned_service() whose SMTP secret names `mail` (a LocalMailServer)."""
+    return provisioned_service(moto_endpoint, smtp={
+        "host": "127.0.0.1", "port": mail.port, "tls_mode": "none", "username": RELAY_USER, "password": password,
+        "from_address": FROM_ADDRESS}, extra_env=extra_env)
+
+
+def reviewed_job(service, changelist_id=48213):
+    """A job whose fetch and review stages completed (default: change 48213, owner dkowalski)."""
+    dal = get_data_access()
+    answer = create_review(CreateReviewRequest(idempotency_key="notify-test", changelist_id=changelist_id,
+                                               review_version=1, kind="submitted"),
+                           jobs=dal.jobs, queues=dal.queues, request_id=None)
+    settings = get_settings()
+    for work in (FetchWork(settings, dal.raw_artifacts, dal.redacted_artifacts, dal.secrets),
+                 build_review_work(settings, dal)):
+        disposition = run_stage(StageMessage(job_id=answer.job.job_id, stage=work.stage), work, jobs=dal.jobs,
+                                queues=dal.queues, worker_id="setup", lease_seconds=60)
+        assert disposition.ack
+    sqs = service.client("sqs")
+    for stage in StageName:
+        drain(sqs, service.resources.queue_for_stage(stage).url)
+    return dal.jobs.get_job(answer.job.job_id)
+
+
+def notify_work(outbox=None) -> NotifyWork:
+    dal = get_data_access()
+    return NotifyWork(get_settings(), dal.redacted_artifacts, outbox or dal.outbox, dal.secrets)
+
+
+def run_notify(job, worker="notifier", *, work=None, jobs=None, lease_seconds=60) -> Disposition:
+    dal = get_data_access()
+    return run_stage(StageMessage(job_id=job.job_id, stage=StageName.NOTIFY), work or notify_work(),
+                     jobs=jobs or dal.jobs, queues=dal.queues, worker_id=worker, lease_seconds=lease_seconds)
+
+
+def outbox_rows(job) -> list[OutboxRow]:
+    return get_data_access().outbox.rows_for_version(job.changelist_id, job.review_version)
+
+
+def notify_dead_letters(service) -> list[dict]:
+    sqs = service.client("sqs")
+    return [json.loads(m["Body"]) for m in drain(sqs, service.resources.queue_for_stage(StageName.NOTIFY).dlq_url)]
+
+
+def reviewers_env(*rules) -> dict[str, str]:
+    """P4REVIEW_REVIEWERS from (prefix, [addresses]) pairs."""
+    return {"P4REVIEW_REVIEWERS": json.dumps([{"prefix": prefix, "reviewers": list(reviewers)}
+                                              for prefix, reviewers in rules])}
