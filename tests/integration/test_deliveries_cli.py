@@ -89,7 +89,7 @@ def _row(job, status, recipient=ADDRESS):
         provider_token=delivery_token(job.changelist_id, recipient, job.review_version), created_at=now,
         updated_at=now))
     if status != DeliveryStatus.PENDING:
-        row = outbox.record_attempt(row, owner="test", locked_until="2000-01-01T00:00:00.000000Z")
+        row = outbox.record_attempt(row, owner="test", fence=1, locked_until="2000-01-01T00:00:00.000000Z")
     if status == DeliveryStatus.FAILED:
         row = outbox.mark_failed(row, "550: 5.1.1 mailbox unavailable")
     elif status == DeliveryStatus.SENT:
@@ -320,7 +320,7 @@ def test_skip_of_a_failed_row_and_the_row_is_then_closed_to_sends_and_retries(se
     assert get_data_access().jobs.get_job(job.job_id) == job  # skip does not touch the job
     # A worker cannot start an attempt on a skipped row; an operator cannot retry it.
     with pytest.raises(StaleWriteError):
-        get_data_access().outbox.record_attempt(stored, owner="test", locked_until="2000-01-01T00:00:00.000000Z")
+        get_data_access().outbox.record_attempt(stored, owner="test", fence=1, locked_until="2000-01-01T00:00:00.000000Z")
     code, _, err = _decide("retry", row, tmp_path, capsys)
     assert code == 2 and "the row is skipped" in err
     assert _stored(row) == stored

@@ -149,7 +149,7 @@ def test_outbox_row_is_unique_per_delivery_tuple_and_sent_once(service):
     row = OutboxRow(changelist_id=10, recipient="dev@example.test", review_version=1, job_id="j",
                     provider_token="t", created_at=NOW, updated_at=NOW)
     assert outbox.ensure_row(row) == row
-    outbox.mark_sent(outbox.record_attempt(row, owner="test", locked_until="2000-01-01T00:00:00.000000Z"), "queue-1")
+    outbox.mark_sent(outbox.record_attempt(row, owner="test", fence=1, locked_until="2000-01-01T00:00:00.000000Z"), "queue-1")
     again = outbox.ensure_row(row.model_copy(update={"job_id": "other"}))
     assert again.job_id == "j" and again.notified_at and again.status == DeliveryStatus.SENT
     with pytest.raises(StaleWriteError):

@@ -20,7 +20,6 @@ import pytest
 from p4review.clock import to_iso, utc_now
 from p4review.config import get_settings
 from p4review.dal.dynamo_jobs import job_pk
-from p4review.dal.dynamo_outbox import outbox_key
 from p4review.dal.factory import get_data_access
 from p4review.errors import RetryableError
 from p4review.local.smtp_server import LocalMailServer
@@ -126,17 +125,9 @@ def _journaled_run(job, journal: StepJournal, monkeypatch, worker: str):
 
 
 def _lease_runs_out(service, job):
-    """What time does to a dead worker's lease and to the send locks it took (which end with
-    the lease), without waiting for it."""
-    dynamodb = service.client("dynamodb")
-    for row in outbox_rows(job):
-        if row.locked_until:
-            dynamodb.update_item(
-                TableName=service.resources.tables["outbox"],
-                Key=outbox_key(row.changelist_id, row.recipient, row.review_version),
-                UpdateExpression="SET locked_until = :past",
-                ExpressionAttributeValues={":past": {"S": "2000-01-01T00:00:00.000000Z"}})
-    dynamodb.update_item(
+    """What time does to a dead worker's lease, without waiting for it. Its send locks are left
+    as they are: the next claim of the stage outranks them."""
+    service.client("dynamodb").update_item(
         TableName=service.resources.tables["jobs"], Key={"pk": {"S": job_pk(job.job_id)}},
         UpdateExpression="SET stages.#stage.lease_expires_at = :past",
         ExpressionAttributeNames={"#stage": StageName.NOTIFY.value},

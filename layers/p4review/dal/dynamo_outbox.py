@@ -26,11 +26,12 @@ _NO_EVIDENCE = "(attribute_not_exists(notification_id) OR attribute_type(notific
 # on one an operator skipped, so a skip stops the next attempt and is not overwritten. mark_sent
 # is deliberately not guarded against skipped: a send that already happened is recorded as it was.
 _WORKER_GUARD = "attribute_exists(pk) AND #status <> :sent AND #status <> :skipped"
-# No live send lock held by another worker (absent, NULL, run out, or this worker's own).
+# No live send lock of another claim: none (absent or NULL), run out, this worker's own, or
+# taken under an earlier claim of the notify stage (whose owner can no longer be acting).
 _UNLOCKED = ("(attribute_not_exists(locked_until) OR attribute_type(locked_until, :null_type) "
-             "OR locked_until < :now OR locked_by = :owner)")
+             "OR locked_until < :now OR locked_by = :owner OR lock_fence < :fence)")
 # Every write that records an attempt's outcome releases the send lock.
-_RELEASE = " REMOVE locked_by, locked_until"
+_RELEASE = " REMOVE locked_by, locked_until, lock_fence"
 
 
 def outbox_key(changelist_id: int, recipient: str, review_version: int) -> dict[str, Any]:
@@ -77,22 +78,24 @@ class DynamoOutboxRepository:
         item = answer.get("Item")
         return _row_from_item(item) if item else None
 
-    def record_attempt(self, row: OutboxRow, *, owner: str, locked_until: str) -> OutboxRow:
+    def record_attempt(self, row: OutboxRow, *, owner: str, fence: int, locked_until: str) -> OutboxRow:
         """Counted before the provider call, so a crash mid-send leaves evidence of a possible send,
         and takes the row's send lock until `locked_until`, in one conditional write.
 
-        Conditioned on the attempt count this worker read (`row.attempts`) and on no other
-        worker's live lock: of two workers that saw the same row, one wins; the loser gets
-        DeliveryInFlight and must not call the provider."""
+        Conditioned on the attempt count this worker read (`row.attempts`) and on no live lock
+        of another worker under the same or a later stage claim (`fence`): of two workers that
+        saw the same row, one wins; the loser gets DeliveryInFlight and must not call the
+        provider. A lock left by an earlier claim (its send finished or abandoned, its outcome
+        write lost) does not hold up the next claimant."""
         now = now_iso()
         try:
             attributes = conditional_update(
                 self._client, table=self._table, key=self._key(row),
                 update="SET attempts = attempts + :one, updated_at = :now, locked_by = :owner, "
-                       "locked_until = :until",
+                       "locked_until = :until, lock_fence = :fence",
                 condition=f"{_WORKER_GUARD} AND attempts = :seen AND {_UNLOCKED}",
                 names={"#status": "status"},
-                values={":one": to_value(1), ":now": to_value(now), ":owner": to_value(owner),
+                values={":one": to_value(1), ":now": to_value(now), ":owner": to_value(owner), ":fence": to_value(fence),
                         ":until": to_value(locked_until), ":seen": to_value(row.attempts),
                         ":null_type": to_value("NULL"), **_guard_values()},
                 operation="record delivery attempt")

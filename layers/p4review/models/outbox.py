@@ -51,9 +51,12 @@ class OutboxRow(BaseModel):
     last_error: str | None = None
     # The send lock (reference mail-worker contract's locked_by/locked_at): set by record_attempt,
     # cleared by the write that records the attempt's outcome. While it is live no other worker
-    # may start an attempt on this row; a crashed holder's lock simply runs out.
+    # may start an attempt on this row, unless it holds a later claim of the notify stage
+    # (`lock_fence`, the stage's claim count, is lower than its own): the holder's claim has
+    # ended then. A crashed holder's lock also simply runs out.
     locked_by: str | None = None
     locked_until: str | None = None  # UTC ISO-8601
+    lock_fence: int | None = None
     created_at: str
     updated_at: str
     # Rows written before the audit trail existed have no such attribute: they load as [].

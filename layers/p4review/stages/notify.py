@@ -71,9 +71,11 @@ class NotifyWork:
                            finish_job=JobStatus.SUCCEEDED)
 
     @staticmethod
-    def _owner(job: ReviewJob) -> str:
-        """Who holds the send lock: the worker that claimed the notify stage."""
-        return job.stages[StageName.NOTIFY].claimed_by or "notify"
+    def _lock_holder(job: ReviewJob) -> tuple[str, int]:
+        """Who takes a row's send lock: the worker that claimed the notify stage, and that
+        claim's number (the stage's claim count, which every new claim raises)."""
+        stage = job.stages[StageName.NOTIFY]
+        return stage.claimed_by or "notify", stage.attempts
 
     def _record_rejection(self, job: ReviewJob, rejection: Rejection, lease: Lease) -> None:
         """A permanently failed row, so `deliveries list` shows who was not emailed and why. Not a
@@ -160,8 +162,9 @@ class NotifyWork:
             # included): no send outlives this worker's right to make it, even if its heartbeat
             # dies meanwhile.
             locked_until, commit_by = lease.expires_at, lease.acts_until()
+            owner, fence = self._lock_holder(job)
             try:
-                row = self._outbox.record_attempt(row, owner=self._owner(job), locked_until=to_iso(locked_until))
+                row = self._outbox.record_attempt(row, owner=owner, fence=fence, locked_until=to_iso(locked_until))
             except DeliveryInFlight as busy:
                 logger.warning("another worker is delivering to this recipient; not sending", extra=log)
                 raise RetryableError("another worker is delivering to this recipient", error_class=ErrorClass.CONFLICT,
