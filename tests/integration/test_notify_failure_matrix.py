@@ -352,6 +352,24 @@ def test_a_worker_whose_lease_ends_during_a_slow_smtp_conversation_does_not_hand
         del service
 
 
+# ---- never failed before reconciliation -------------------------------------------------------
+
+def test_a_row_whose_earlier_attempt_may_have_arrived_is_reconciled_before_it_can_be_failed(
+        moto_endpoint, aws_reset, mail):
+    """The relay stored the first attempt but its reply was lost; it would refuse the next DATA
+    with a permanent 550. The retry asks first, finds the message and backfills the row, so the
+    550 that would have failed it permanently is never provoked."""
+    with notify_service(moto_endpoint, mail) as service:
+        job = reviewed_job(service)
+        mail.drop_connection_after_data_next(1)
+        mail.fail_next(1, code=550, text="5.7.1 refused")
+        assert not run_notify(job).ack
+        assert run_notify(job, "second").ack
+        (row,) = outbox_rows(job)
+        assert row.status == DeliveryStatus.SENT and row.attempts == 1 and mail.count() == 1
+        assert notify_dead_letters(service) == []
+
+
 # ---- SMTP password rotation mid-run -----------------------------------------------------------
 
 def _rotate(service, mail, new_password):

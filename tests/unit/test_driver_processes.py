@@ -44,7 +44,8 @@ def test_a_driver_killed_with_sigkill_takes_its_children_with_it(tmp_path):
     driver = _driver(tmp_path, """
         import subprocess, sys, time
         from pathlib import Path
-                child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], preexec_fn=die_with_parent)
+        from p4review.local.stack_process import die_with_parent
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], preexec_fn=die_with_parent())
         Path(sys.argv[1], "child.pid").write_text(str(child.pid))
         time.sleep(120)
     """)

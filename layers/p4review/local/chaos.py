@@ -149,6 +149,7 @@ class WorkerFleet:
         self._lock = threading.Lock()
         self._slots: dict[tuple[StageName, int], subprocess.Popen] = {}
         self._spawned = 0
+        self._preexec = die_with_parent()  # resolved once, here, not in the forked child
         self.kills = 0
         self.crash_exits = 0
         self._stopping = threading.Event()
@@ -164,7 +165,7 @@ class WorkerFleet:
                 [sys.executable, "-m", "p4review.cli.main", "--state-dir", str(self._state_dir), "local", "worker",
                  "--stage", stage.value],
                 env={**self._env, "P4REVIEW_FAULTS": faults}, stdout=log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, preexec_fn=die_with_parent,
+                stdin=subprocess.DEVNULL, preexec_fn=self._preexec,
             )
 
     def start(self) -> None:

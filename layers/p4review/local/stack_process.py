@@ -9,24 +9,32 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 START_TIMEOUT_SECONDS = 90
 # prctl(2) option: the signal a child receives when its parent dies (Linux only).
 _PR_SET_PDEATHSIG = 1
 
 
-def die_with_parent() -> None:
-    """`preexec_fn` for a driver's children: on Linux, SIGKILL the child when the driver dies,
-    however it dies (even SIGKILL), so no stage worker or stack outlives `make chaos`/`demo`.
-    Elsewhere a no-op; the drivers' own SIGTERM handling still stops their children.
-    prctl(2) ties the signal to the *thread* that started the child: the chaos fleet's respawning
-    threads live until the fleet stops, and its children are stopped at that point anyway."""
+def die_with_parent() -> Callable[[], None] | None:
+    """A `preexec_fn` for a driver's children: on Linux, the child is SIGKILLed when the driver
+    dies, however it dies (even SIGKILL), so no stage worker or stack outlives `make chaos` or
+    `make demo`. None elsewhere (the drivers' SIGTERM handling still stops their children).
+
+    Everything is resolved here, in the parent: between fork and exec the child makes one
+    foreign call and nothing else (no import, no lock another thread might have held at fork).
+    prctl(2) ties the signal to the *thread* that started the child: the chaos fleet's
+    respawning threads live until the fleet stops, and its children are stopped then anyway."""
     if not sys.platform.startswith("linux"):
-        return
+        return None
     import ctypes
 
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    option, kill = _PR_SET_PDEATHSIG, int(signal.SIGKILL)
+
+    def set_parent_death_signal() -> None:
+        prctl(option, kill)
+    return set_parent_death_signal
 
 
 def exit_on_sigterm() -> None:
@@ -43,7 +51,7 @@ def start_stack_process(state_dir: Path, extra_args: list[str] | None = None) ->
     child = subprocess.Popen(
         [sys.executable, "-m", "p4review.cli.main", "--state-dir", str(state_dir), "local", "up", "--port", "0",
          *(extra_args or [])],
-        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent,
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent(),
     )
     state_file = state_dir / "stack.json"
     deadline = time.monotonic() + START_TIMEOUT_SECONDS
