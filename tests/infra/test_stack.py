@@ -221,14 +221,24 @@ def test_alarms_go_to_an_encrypted_ssl_only_topic(dev):
     policies = json.dumps(of_type(dev, "AWS::SNS::TopicPolicy"))
     assert '"aws:SecureTransport": "false"' in policies and topic_id in policies
     alarms = of_type(dev, "AWS::CloudWatch::Alarm")
-    # One per DLQ, escalation, sent without evidence, artifact TTL, TTL check failed (the offline
-    # reviewer has no rollout alarms).
-    assert len(alarms) == len(r.QUEUES) + 4
+    # One per DLQ, escalation, sent without evidence, possible duplicates, artifact TTL, TTL check
+    # failed (the offline reviewer has no rollout alarms).
+    assert len(alarms) == len(r.QUEUES) + 5
     names = {a["Properties"]["AlarmName"] for a in alarms.values()}
-    assert f"p4review-{ENV}-sent-without-evidence" in names
+    assert {f"p4review-{ENV}-sent-without-evidence", f"p4review-{ENV}-possible-duplicate-emails"} <= names
     for alarm in alarms.values():
         assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic_id}], alarm["Properties"]["AlarmName"]
         assert alarm["Properties"]["OKActions"] == [{"Ref": topic_id}]
+
+
+def test_possible_duplicate_emails_alarm_on_the_share_of_unconfirmed_resends(dev):
+    (alarm,) = [a["Properties"] for a in of_type(dev, "AWS::CloudWatch::Alarm").values()
+                if a["Properties"]["AlarmName"] == f"p4review-{ENV}-possible-duplicate-emails"]
+    (expression,) = [q for q in alarm["Metrics"] if "Expression" in q]
+    assert expression["Expression"] == "IF(sent > 0, 100 * FILL(resent, 0) / sent, 0)"
+    names = {q["Id"]: q["MetricStat"]["Metric"]["MetricName"] for q in alarm["Metrics"] if "MetricStat" in q}
+    assert names == {"resent": "UnconfirmedDeliveryRetried", "sent": "EmailSent"}
+    assert alarm["Threshold"] == 1.0 and alarm["ComparisonOperator"] == "GreaterThanThreshold"
 
 
 def test_artifact_ttl_violations_raise_an_alarm_that_notifies_the_topic(dev):

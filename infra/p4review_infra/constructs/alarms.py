@@ -49,6 +49,10 @@ class Alarms(Construct):
             "SentWithoutEvidence", "sent-without-evidence", Duration.minutes(5),
             "A delivery row was marked sent without provider evidence (ordering contract violated); notify "
             "reconciled it: see docs/runbook.md, Deliveries.")
+        # Notify resent an attempt the provider could not confirm (plain SMTP, SES): each is a
+        # possible duplicate email. Expected far below 0.01% of sends (docs/notify.md); 1% in an
+        # hour means lost relay replies or notify dying mid-send.
+        self.possible_duplicates = self._possible_duplicate_rate(threshold_percent=1.0)
         # A check that cannot run (e.g. lost ListBucket permission) would otherwise never alarm.
         self.artifact_ttl_check = self._on_runtime_metric(
             "ArtifactTtlCheckFailed", "artifact-ttl-check-failed", Duration.hours(1),
@@ -65,6 +69,30 @@ class Alarms(Construct):
                                      dimensions_map=SERVICE_DIMENSION, period=period,
                                      statistic=cloudwatch.Stats.SUM),
             threshold=0,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluation_periods=1,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        self.notify(alarm)
+        return alarm
+
+    def _possible_duplicate_rate(self, *, threshold_percent: float) -> cloudwatch.Alarm:
+        def metric(name: str) -> cloudwatch.Metric:
+            return cloudwatch.Metric(namespace=METRICS_NAMESPACE, metric_name=name, dimensions_map=SERVICE_DIMENSION,
+                                     period=Duration.hours(1), statistic=cloudwatch.Stats.SUM)
+
+        alarm = cloudwatch.Alarm(
+            self,
+            "PossibleDuplicateEmails",
+            alarm_name=f"p4review-{self._environment}-possible-duplicate-emails",
+            alarm_description=(f"Over {threshold_percent}% of emails in an hour were resends of an unconfirmed "
+                               "attempt (UnconfirmedDeliveryRetried / EmailSent): check the relay's connection "
+                               "resets and notify's timeouts; see docs/notify.md."),
+            metric=cloudwatch.MathExpression(
+                expression="IF(sent > 0, 100 * FILL(resent, 0) / sent, 0)",
+                using_metrics={"resent": metric("UnconfirmedDeliveryRetried"), "sent": metric("EmailSent")},
+                period=Duration.hours(1), label="unconfirmed resends, % of emails sent"),
+            threshold=threshold_percent,
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
             evaluation_periods=1,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
