@@ -77,16 +77,20 @@ class NotifyWork:
         stage = job.stages[StageName.NOTIFY]
         return stage.claimed_by or "notify", stage.attempts
 
-    def _record_rejection(self, job: ReviewJob, rejection: Rejection, lease: Lease) -> None:
-        """A permanently failed row, so `deliveries list` shows who was not emailed and why. Not a
-        required recipient. The log names the reason, never the address itself."""
-        recipient = rejection.row_key
+    def _ensure_row(self, job: ReviewJob, recipient: str, lease: Lease) -> OutboxRow:
+        """The delivery intent for `recipient`: created once, or the persisted row as it is."""
         token = delivery_token(job.changelist_id, recipient, job.review_version)
         now = now_iso()
         lease.check()
-        row = self._outbox.ensure_row(OutboxRow(
+        return self._outbox.ensure_row(OutboxRow(
             changelist_id=job.changelist_id, recipient=recipient, review_version=job.review_version,
             job_id=job.job_id, provider_token=token, created_at=now, updated_at=now))
+
+    def _record_rejection(self, job: ReviewJob, rejection: Rejection, lease: Lease) -> None:
+        """A permanently failed row, so `deliveries list` shows who was not emailed and why. Not a
+        required recipient. The log names the reason, never the address itself."""
+        row = self._ensure_row(job, rejection.row_key, lease)
+        token = row.provider_token
         # Only a fresh intent: a row already failed needs nothing, and one that was sent or attempted
         # (under an earlier configuration) must not be marked failed without reconciliation.
         if row.status == DeliveryStatus.PENDING and row.attempts == 0 and not row.notification_id:
@@ -102,13 +106,9 @@ class NotifyWork:
         send). The writes that only record what a send already did (mark_sent, note_error,
         mark_failed) are deliberately not gated: skipping mark_sent after a lease loss would make
         the new owner send the same email again."""
-        token = delivery_token(job.changelist_id, recipient, job.review_version)
-        now = now_iso()
         # ensure_row returns the persisted row when it already exists: that is the re-read.
-        lease.check()
-        row = self._outbox.ensure_row(OutboxRow(
-            changelist_id=job.changelist_id, recipient=recipient, review_version=job.review_version,
-            job_id=job.job_id, provider_token=token, created_at=now, updated_at=now))
+        row = self._ensure_row(job, recipient, lease)
+        token = row.provider_token
         log = {"job_id": job.job_id, "token": token}
         message_id = message_id_for(token, transport.from_address)
         if row.notified_at and not row.notification_id:
