@@ -50,7 +50,7 @@ class _TimedOutbox:
         return answer
 
 
-def _deliver_all(service, mail, job, faults_spec: str) -> dict:
+def _deliver_all(mail, job, faults_spec: str) -> dict:
     from p4review.dal.factory import get_data_access
     from p4review.runtime import faults
     from tests.support.notify import notify_work, run_notify
@@ -103,14 +103,14 @@ def bench_smtp_duplicate_risk() -> None:
                     with notify_service(aws.endpoint_url, mail, extra_env=env) as service:
                         job = reviewed_job(service)
                         # The window, without faults; then the outcomes, with them.
-                        clean = _deliver_all(service, mail, job, "")
+                        clean = _deliver_all(mail, job, "")
                         results.setdefault("window", clean)
                         mail.clear()
                         aws.reset()
                     with notify_service(aws.endpoint_url, mail, extra_env=env) as service:
                         job = reviewed_job(service)
                         results[label] = _deliver_all(
-                            service, mail, job, f"db_write_after_provider={MARK_WRITE_FAILURE};seed=11")
+                            mail, job, f"db_write_after_provider={MARK_WRITE_FAILURE};seed=11")
                 finally:
                     mail.stop()
     finally:

@@ -216,7 +216,6 @@ def test_workers_racing_for_the_same_notify_message_send_each_email_once(moto_en
         assert len(dispositions) == 4 and sum(d.ack for d in dispositions) >= 1
         assert sorted(r for m in mail.messages() for r in m.recipients) == sorted([OWNER, REVIEWER, SECOND_REVIEWER])
         assert get_data_access().jobs.get_job(job.job_id).status == JobStatus.SUCCEEDED
-        del service
 
 
 class GatedOutbox:
@@ -271,7 +270,6 @@ def test_two_workers_that_read_the_same_row_together_only_one_sends(moto_endpoin
         assert mail.count() == 1
         (row,) = outbox_rows(job)
         assert row.attempts == 1 and row.status == DeliveryStatus.SENT and row.locked_by is None
-        del service
 
 
 class HeldProvider:
@@ -328,7 +326,6 @@ def test_a_worker_arriving_while_another_is_mid_send_does_not_send(moto_endpoint
         assert mail.count() == 1
         (row,) = outbox_rows(job)
         assert row.attempts == 1 and row.status == DeliveryStatus.SENT
-        del service
 
 
 def test_a_worker_whose_lease_ends_during_a_slow_smtp_conversation_does_not_hand_the_message_over(
@@ -349,7 +346,6 @@ def test_a_worker_whose_lease_ends_during_a_slow_smtp_conversation_does_not_hand
         assert row.attempts == 1 and row.locked_by is None and "ownership_ending" in row.last_error
         notify_work().run(_as_worker(job, "next-owner"), _lease())
         assert mail.count() == 1
-        del service
 
 
 # ---- never failed before reconciliation -------------------------------------------------------
