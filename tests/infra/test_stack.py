@@ -414,17 +414,20 @@ def test_four_secrets_named_by_env_and_key(dev):
 # -- API --------------------------------------------------------------------------------------------
 
 
-def test_api_has_post_and_get_proxied_to_ingest(dev):
+def test_api_has_post_get_and_ping_proxied_to_ingest(dev):
     ingest_id, _ = functions(dev)["ingest"]
-    paths = {props(res)["PathPart"] for res in of_type(dev, "AWS::ApiGateway::Resource").values()}
-    assert paths == {"v1", "reviews", "{job_id}"}
-    methods = {props(res)["HttpMethod"]: props(res) for res in of_type(dev, "AWS::ApiGateway::Method").values()}
-    assert set(methods) == {"POST", "GET"}
+    resources = of_type(dev, "AWS::ApiGateway::Resource")
+    paths = {props(res)["PathPart"] for res in resources.values()}
+    assert paths == {"v1", "reviews", "{job_id}", "ping"}
+    part_of = {logical_id: props(res)["PathPart"] for logical_id, res in resources.items()}
+    methods = {(props(res)["HttpMethod"], part_of.get(props(res)["ResourceId"]["Ref"])): props(res)
+               for res in of_type(dev, "AWS::ApiGateway::Method").values()}
+    assert set(methods) == {("POST", "reviews"), ("GET", "{job_id}"), ("GET", "ping")}
     for method in methods.values():
         assert method["AuthorizationType"] == "NONE"  # HMAC-verified in the function
         assert method["Integration"]["Type"] == "AWS_PROXY"
         assert ingest_id in json.dumps(method["Integration"]["Uri"])
-    assert methods["GET"]["RequestParameters"] == {"method.request.path.job_id": True}
+    assert methods[("GET", "{job_id}")]["RequestParameters"] == {"method.request.path.job_id": True}
 
 
 def test_api_stage_throttling_tracing_and_access_logs(dev):

@@ -244,3 +244,74 @@ def test_transient_storage_failure_is_503_with_a_retry_after_that_lets_a_replay_
     answer = _post(api, _request())
     assert answer.headers["x-p4review-replay"] == "idempotency-key"  # the job was committed first
     assert int(_post(api, _request(idempotency_key="other", changelist_id=1)).headers["retry-after"]) >= 10
+
+
+# --- the trigger's signed self-test ------------------------------------------------------------------
+def test_ping_answers_a_signed_request_and_touches_nothing(api):
+    answer = api.api.ping()
+    assert answer.status == 200
+    assert answer.body["service"] == "p4review" and answer.body["signed_with"] == "current"
+    assert answer.body["max_signature_age_seconds"] == 300
+    assert abs(answer.body["server_time"] - time.time()) < 120
+    assert api.client("dynamodb").scan(TableName=api.resources.tables["jobs"])["Items"] == []
+    assert drain(api.sqs, api.resources.queue_for_stage("fetch").url) == []
+
+
+def test_ping_says_when_the_caller_holds_the_previous_secret(api):
+    api.client("secretsmanager").put_secret_value(SecretId=api.resources.secrets["trigger-signing"],
+                                                  SecretString="the-new-secret")
+    assert api.api.ping().body["signed_with"] == "previous"
+    assert ReviewApiClient(api.gateway.url, "the-new-secret").ping().body["signed_with"] == "current"
+
+
+def test_ping_refuses_a_wrong_secret(api):
+    error = _assert_error(ReviewApiClient(api.gateway.url, "not-the-secret").ping(), 401, "signature_invalid")
+    assert error["details"] is None  # a wrong secret learns nothing
+
+
+@pytest.mark.parametrize("offset, code", [(-400, "signature_expired"), (400, "signature_invalid")])
+def test_a_timestamp_outside_the_window_carries_the_server_time(api, offset, code):
+    import urllib.request
+
+    headers = signed_headers(api.signing_secret, int(time.time()) + offset, "GET", "/v1/ping", b"")
+    with pytest.raises(urllib.error.HTTPError) as error:
+        urllib.request.urlopen(urllib.request.Request(api.gateway.url + "/v1/ping", headers=headers))
+    body = json.loads(error.value.read())["error"]
+    assert error.value.code == 401 and body["code"] == code
+    assert abs(body["details"]["server_time"] - time.time()) < 120
+    assert body["details"]["max_signature_age_seconds"] == 300
+
+
+# --- a submit that follows a shelved change's versions ---------------------------------------------------
+def _follows(changelist_id=4240, review_version=2):
+    return {"follows_shelf": {"changelist_id": changelist_id, "review_version": review_version}}
+
+
+def test_a_submit_following_a_shelf_is_stored_shown_and_audited(api):
+    created = _post(api, _request(idempotency_key="p4-submitted-4277-v3", changelist_id=4277, review_version=3,
+                                  rerun=True, **_follows()))
+    assert created.status == 201, created.body
+    assert created.body["follows_shelf"] == {"changelist_id": 4240, "review_version": 2}
+    shown = api.api.get_job(created.body["job_id"]).body
+    assert shown["follows_shelf"] == {"changelist_id": 4240, "review_version": 2}
+    assert shown["audit"][0]["detail"] == "versioned rerun; follows shelf v2 of CL 4240"
+    assert "follows_shelf" not in _post(api, _request()).body  # absent when not set
+
+
+@pytest.mark.parametrize("overrides, problem", [
+    ({"kind": "shelved", "review_version": 3, **_follows()}, "only a submitted change follows a shelf"),
+    ({"review_version": 2, **_follows(review_version=2)}, "must be higher than the shelf version"),
+    ({"review_version": 3, "follows_shelf": {"changelist_id": 4240}}, "Field required"),
+    ({"review_version": 3, "follows_shelf": {"changelist_id": 4240, "review_version": 1, "x": 1}}, "Extra inputs"),
+    ({"review_version": 3, "follows_shelf": {"changelist_id": "4240", "review_version": 1}}, "valid integer"),
+])
+def test_a_follows_shelf_that_cannot_be_right_is_400(api, overrides, problem):
+    error = _assert_error(_post(api, _request(**overrides)), 400, "invalid_request")
+    assert any(item["field"].startswith("follows_shelf") and problem in item["problem"] for item in error["details"])
+
+
+def test_the_same_key_with_another_follows_shelf_is_422(api):
+    body = _request(idempotency_key="k", review_version=3, rerun=True, **_follows())
+    assert _post(api, body).status == 201
+    error = _assert_error(_post(api, {**body, **_follows(review_version=1)}), 422, "idempotency_key_reused")
+    assert error["details"]["differing_fields"] == ["follows_shelf"]

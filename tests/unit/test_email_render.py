@@ -205,3 +205,15 @@ def test_no_findings_email() -> None:
 def test_header_injection_is_refused() -> None:
     with pytest.raises(ValueError):
         render(recipient="bob@example.com\r\nBcc: everyone@example.com")
+
+
+def test_a_submit_that_follows_a_shelf_says_which_version() -> None:
+    from p4review.models.job import ShelfRef
+
+    submit = job(changelist_id=48277, review_version=3, kind=ChangeKind.SUBMITTED, rerun=True,
+                 follows_shelf=ShelfRef(changelist_id=48240, review_version=2))
+    text, html_body = bodies(render(job=submit))
+    assert "Review:      v3\r\nFollows:     shelf v2 of CL 48240\r\n" in text
+    assert '<tr><th align="left">Follows</th><td>shelf v2 of CL 48240</td></tr>' in html_body
+    plain_text, plain_html = bodies(render())
+    assert "Follows" not in plain_text and "Follows" not in plain_html

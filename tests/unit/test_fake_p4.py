@@ -216,3 +216,130 @@ def test_generators_reproduce_the_committed_fixtures(tmp_path):
     assert len(generated) == 9
     for path in generated:
         assert path.read_bytes() == (DEPOT / path.relative_to(tmp_path)).read_bytes(), path
+
+
+# --- keys and counters (what the trigger numbers versions and keeps its catch-up mark with) -----------
+@pytest.fixture
+def state(tmp_path) -> dict[str, str]:
+    return {"P4FAKE_STATE": str(tmp_path / "state")}
+
+
+def key(*args: str, state: dict[str, str], tagged: bool = True, **env: str) -> subprocess.CompletedProcess[bytes]:
+    return p4(*(["-G"] if tagged else []), "key", *args, **state, **env)
+
+
+def test_key_get_set_increment_delete(state):
+    assert records(key("mark", state=state).stdout) == [{b"code": b"stat", b"key": b"mark", b"value": b"0"}]
+    assert records(key("mark", "48213", state=state).stdout)[0][b"value"] == b"48213"
+    assert records(key("-v", "mark", "48220", state=state).stdout)[0][b"value"] == b"48213"  # the previous value
+    assert key("mark", state=state, tagged=False).stdout == b"48220\n"
+    assert records(key("-i", "v", state=state).stdout)[0][b"value"] == b"1"
+    assert records(key("-i", "v", state=state).stdout)[0][b"value"] == b"2"
+    assert records(key("-i", "-v", "v", state=state).stdout)[0][b"value"] == b"2"  # -v: before the increment
+    assert key("v", state=state, tagged=False).stdout == b"3\n"
+    assert key("-d", "v", state=state).returncode == 0
+    assert key("v", state=state, tagged=False).stdout == b"0\n"
+
+
+def test_key_compare_and_set(state):
+    key("mark", "100", state=state)
+    assert key("--from=100", "--to=200", "mark", state=state).returncode == 0
+    assert key("mark", state=state, tagged=False).stdout == b"200\n"
+    result = key("--from", "100", "--to", "300", "mark", state=state)
+    [error] = records(result.stdout)
+    assert result.returncode == 1 and error[b"code"] == b"error" and error[b"severity"] == 3
+    assert b"'mark' value is not '100'" in error[b"data"]
+    assert key("mark", state=state, tagged=False).stdout == b"200\n"
+    unset = key("--from=0", "--to=1", "never-set", state=state)
+    assert unset.returncode == 1 and b"is not set" in records(unset.stdout)[0][b"data"]
+
+
+def test_counters_are_separate_from_keys(state):
+    p4("counter", "-i", "n", **state)
+    assert records(p4("-G", "counter", "n", **state).stdout) == [{b"code": b"stat", b"counter": b"n", b"value": b"1"}]
+    assert key("n", state=state, tagged=False).stdout == b"0\n"
+
+
+@pytest.mark.parametrize("args, message", [
+    (("-i", "text"), b"not numeric"), (("-x", "k"), b"Invalid option: -x."), ((), b"Usage:"),
+    (("a", "b", "c"), b"Usage:"), (("--from=1", "k"), b"Usage:"),
+])
+def test_key_errors_are_error_records(state, args, message):
+    key("text", "abc", state=state)
+    result = key(*args, state=state)
+    [error] = records(result.stdout)
+    assert result.returncode == 1 and message in error[b"data"]
+    assert isinstance(error[b"severity"], int) and isinstance(error[b"generic"], int)
+
+
+def test_list_access_reads_keys_but_cannot_set_them(state):
+    key("k", "5", state=state)
+    assert key("k", state=state, tagged=False, P4FAKE_ACCESS="list").stdout == b"5\n"
+    for args in (("k", "6"), ("-i", "k"), ("-d", "k"), ("--from=5", "--to=6", "k")):
+        result = key(*args, state=state, P4FAKE_ACCESS="list")
+        [error] = records(result.stdout)
+        assert error[b"data"] == b"You don't have permission for this operation.\n" and error[b"generic"] == 6
+
+
+def test_ten_processes_incrementing_one_key_get_one_to_ten(state):
+    children = [subprocess.Popen([str(FAKE_P4), "key", "-i", "version"], stdout=subprocess.PIPE,
+                                 env={"PATH": os.environ["PATH"], **state}) for _ in range(10)]
+    values = sorted(int(child.communicate(timeout=60)[0]) for child in children)
+    assert values == list(range(1, 11))
+
+
+def test_ten_processes_compare_and_set_from_one_value_one_wins(state):
+    key("mark", "1", state=state)
+    children = [subprocess.Popen([str(FAKE_P4), "key", "--from=1", f"--to={10 + n}", "mark"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 env={"PATH": os.environ["PATH"], **state}) for n in range(10)]
+    codes = [child.wait(timeout=60) for child in children]
+    assert codes.count(0) == 1
+    assert int(key("mark", state=state, tagged=False).stdout) == 10 + codes.index(0)
+
+
+# --- changes, oldChange, login ------------------------------------------------------------------------------
+def test_changes_lists_submitted_changes_newest_first_with_filters():
+    numbers = lambda result: [int(r[b"change"]) for r in records(result.stdout)]  # noqa: E731
+    submitted = sorted((e["change"] for e in INDEX if e["kind"] == "submitted"), reverse=True)
+    assert numbers(p4("-G", "changes", "-s", "submitted")) == submitted
+    assert numbers(p4("-G", "changes", "-s", "submitted", "-e", "48255")) == [n for n in submitted if n >= 48255]
+    assert numbers(p4("-G", "changes", "-s", "submitted", "-m", "2")) == submitted[:2]
+    assert numbers(p4("-G", "changes", "-s", "submitted", "//depot/tools/...", "//depot/game/*/ui/...")) == \
+        [48261, 48220]
+    assert numbers(p4("-G", "changes", "-s", "submitted", "//depot/game/*/menus/...")) == []  # * stops at /
+    assert numbers(p4("-G", "changes", "-s", "shelved")) == [48240]
+    assert numbers(p4("-G", "changes", "-s", "pending", "//depot/services/...")) == [48240]
+
+
+def test_changes_records_and_text_look_like_p4():
+    [record] = records(p4("-G", "changes", "-s", "submitted", "-m", "1", "//depot/tools/...").stdout)
+    assert record[b"change"] == b"48220" and record[b"status"] == b"submitted" and record[b"user"] == b"pnair"
+    assert len(record[b"desc"]) == 31 and record[b"path"] == b"//depot/tools/main/pipeline/..."
+    [full] = records(p4("-G", "changes", "-l", "-m", "1", "//depot/tools/...").stdout)
+    assert full[b"desc"] == change_json(48220)["desc"].encode()
+    text = p4("changes", "-m", "1", "//depot/tools/...").stdout
+    assert text.startswith(b"Change 48220 on 2024/05/") and b"by pnair@" in text and text.endswith(b"'\n")
+    bad = p4("-G", "changes", "-s", "lost")
+    assert bad.returncode == 1 and b"Invalid changelist status" in records(bad.stdout)[0][b"data"]
+
+
+def test_describe_reports_old_change_for_a_change_renumbered_on_submit():
+    [renumbered] = records(p4("-G", "describe", "-s", "48277").stdout)
+    assert renumbered[b"oldChange"] == b"48240"
+    [plain] = records(p4("-G", "describe", "-s", "48213").stdout)
+    assert b"oldChange" not in plain
+
+
+def test_the_renumbered_submit_holds_the_shelf_v2_content():
+    for name in ("bucket.go", "bucket_test.go"):
+        path = f"//depot/services/matchmaking/main/internal/ratelimit/{name}"
+        assert p4("print", "-q", f"{path}#1").stdout == p4("print", "-q", f"{path}@=48240").stdout != b""
+
+
+def test_login_status_checks_the_ticket():
+    [record] = records(p4("-G", "-u", "p4review-trigger", "login", "-s").stdout)
+    assert record == {b"code": b"stat", b"user": b"p4review-trigger", b"TicketExpiration": b"43200"}
+    refused = p4("-G", "login", "-s", P4FAKE_TICKET="right", P4PASSWD="wrong")
+    assert refused.returncode == 1 and b"P4PASSWD" in records(refused.stdout)[0][b"data"]
+    assert p4("login", "-s", P4FAKE_TICKET="right", P4PASSWD="right").stdout.startswith(b"User ")

@@ -78,3 +78,17 @@ def test_lower_version_rerun_is_stale_409():
     answer = decide(_request(review_version=2, rerun=True), CreateOutcome(
         created=False, conflict=CreateConflict.CHANGELIST_HEAD, head_latest_version=3), NOW)
     assert (answer.status_code, answer.error_code) == (409, "stale_review_version")
+
+
+def test_a_fingerprint_without_follows_shelf_is_what_it_always_was():
+    """Jobs stored before follows_shelf existed must still recognise their replays."""
+    import hashlib
+
+    from p4review.logic.intake import fingerprint_of
+
+    assert fingerprint_of(_request()) == hashlib.sha256(b"100|1|submitted|0").hexdigest()
+    follows = _request(review_version=3, rerun=True, follows_shelf={"changelist_id": 90, "review_version": 2})
+    assert fingerprint_of(follows) != fingerprint_of(_request(review_version=3, rerun=True))
+    job = new_job(follows, NOW, "ingest")
+    assert (job.follows_shelf.changelist_id, job.follows_shelf.review_version) == (90, 2)
+    assert job.audit[0].detail == "versioned rerun; follows shelf v2 of CL 90"

@@ -6,18 +6,18 @@ BODY = b'{"idempotency_key":"k"}'
 
 
 def _verify(secrets, timestamp, signature, *, now=1_700_000_000, path="/v1/reviews", method="POST", body=BODY):
-    verify(secrets=secrets, timestamp=timestamp, signature=signature, method=method, path=path, body=body,
+    return verify(secrets=secrets, timestamp=timestamp, signature=signature, method=method, path=path, body=body,
            now=now, max_age_seconds=300)
 
 
 def test_current_secret_verifies():
     headers = signed_headers("current", 1_700_000_000, "POST", "/v1/reviews", BODY)
-    _verify(["current", "previous"], headers["X-P4Review-Timestamp"], headers["X-P4Review-Signature"])
+    assert _verify(["current", "previous"], headers["X-P4Review-Timestamp"], headers["X-P4Review-Signature"]) == 0
 
 
 def test_previous_secret_still_verifies_during_rotation():
     signature = sign("previous", "1700000000", "POST", "/v1/reviews", BODY)
-    _verify(["current", "previous"], "1700000000", signature)
+    assert _verify(["current", "previous"], "1700000000", signature) == 1  # the caller can be told
 
 
 def test_unknown_secret_is_refused():
@@ -32,12 +32,20 @@ def test_old_signature_is_refused_as_replay():
     with pytest.raises(SignatureProblem) as problem:
         _verify(["current"], "1700000000", signature, now=1_700_000_000 + 301)
     assert problem.value.code == "signature_expired"
+    assert problem.value.details == {"server_time": 1_700_000_301, "max_signature_age_seconds": 300}
 
 
 def test_far_future_timestamp_is_refused():
     signature = sign("current", "1700001000", "POST", "/v1/reviews", BODY)
-    with pytest.raises(SignatureProblem):
+    with pytest.raises(SignatureProblem) as problem:
         _verify(["current"], "1700001000", signature)
+    assert problem.value.details == {"server_time": 1_700_000_000, "max_signature_age_seconds": 300}
+
+
+def test_a_wrong_signature_reveals_nothing():
+    with pytest.raises(SignatureProblem) as problem:
+        _verify(["current"], "1700000000", sign("attacker", "1700000000", "POST", "/v1/reviews", BODY))
+    assert problem.value.details is None
 
 
 @pytest.mark.parametrize("change", ["body", "path", "method"])

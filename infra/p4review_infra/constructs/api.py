@@ -1,4 +1,5 @@
-"""The trigger-facing REST API: POST /v1/reviews and GET /v1/reviews/{job_id}, both proxied to `ingest`.
+"""The trigger-facing REST API: POST /v1/reviews, GET /v1/reviews/{job_id} and GET /v1/ping (the
+trigger's signed self-test), all proxied to `ingest`.
 
 There is no API Gateway authorizer: every request is HMAC-signed by the Perforce trigger with the
 key in the trigger-signing secret, and `ingest` verifies signature and timestamp before doing
@@ -97,6 +98,7 @@ class ReviewApi(Construct):
             request_validator=validator,
             request_parameters={"method.request.path.job_id": True},
         )
+        self.ping = v1.add_resource("ping").add_method("GET", integration, request_validator=validator)
 
         for rule in ("AwsSolutions-APIG4", "AwsSolutions-COG4"):
             acknowledge(self.api, rule, _HMAC_REASON)

@@ -20,7 +20,7 @@ from p4review.errors import AuthError, ConfigError, NotFoundError, P4ReviewError
 from p4review.logic import signing
 from p4review.logic.intake import STRANDED_AFTER
 from p4review.logic.ingest_service import create_review, describe_review
-from p4review.models.api import CreateReviewRequest, ErrorBody, ErrorResponse, JobView
+from p4review.models.api import CreateReviewRequest, ErrorBody, ErrorResponse, JobView, PingResponse
 from p4review.observability import logger, metrics
 
 app = APIGatewayRestResolver()
@@ -50,8 +50,9 @@ def _raw_body() -> bytes:
     return body.encode("utf-8")
 
 
-def _authenticate(raw_body: bytes) -> None:
-    """Size first (cheap), then the HMAC signature against the current and previous secret."""
+def _authenticate(raw_body: bytes) -> int:
+    """Size first (cheap), then the HMAC signature against the current and previous secret.
+    Returns which one signed it (0 current, 1 previous)."""
     settings = get_settings()
     if len(raw_body) > settings.max_body_bytes:
         raise ApiError(413, "body_too_large", f"body exceeds {settings.max_body_bytes} bytes")
@@ -60,7 +61,7 @@ def _authenticate(raw_body: bytes) -> None:
     if not secrets:
         raise ConfigError("no signing secret configured")
     try:
-        signing.verify(
+        return signing.verify(
             secrets=secrets,
             timestamp=event.headers.get(signing.TIMESTAMP_HEADER),
             signature=event.headers.get(signing.SIGNATURE_HEADER),
@@ -73,7 +74,7 @@ def _authenticate(raw_body: bytes) -> None:
     except signing.SignatureProblem as problem:
         metrics.add_metric(name="SignatureRejected", unit="Count", value=1)
         logger.warning("signature rejected", extra={"reason_code": problem.code, "path": event.path})
-        raise ApiError(401, problem.code, problem.message) from None
+        raise ApiError(401, problem.code, problem.message, problem.details) from None
 
 
 def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -116,6 +117,16 @@ def post_review() -> Response:
     return _json_response(answer.status_code, JobView.from_job(answer.job).model_dump(mode="json",
                                                                                      exclude_none=True),
                           answer.headers)
+
+
+@app.get("/v1/ping")
+def ping() -> Response:
+    """The trigger's signed self-test: a 200 proves URL, secret and clock; touches no table."""
+    signed_with = _authenticate(_raw_body())
+    metrics.add_metric(name="IngestPing", unit="Count", value=1)
+    answer = PingResponse(server_time=int(time.time()), signed_with="current" if signed_with == 0 else "previous",
+                          max_signature_age_seconds=get_settings().signature_max_age_seconds)
+    return _json_response(200, answer.model_dump(mode="json"))
 
 
 @app.get("/v1/reviews/<job_id>")

@@ -44,15 +44,20 @@ class ReviewApiClient:
             return _answer(error.code, dict(error.headers), error.read())
 
     def submit(self, *, changelist_id: int, review_version: int, kind: str, idempotency_key: str,
-               rerun: bool = False) -> ApiAnswer:
-        payload = {"idempotency_key": idempotency_key, "changelist_id": changelist_id,
-                   "review_version": review_version, "kind": kind}
+               rerun: bool = False, follows_shelf: dict[str, int] | None = None) -> ApiAnswer:
+        payload: dict[str, Any] = {"idempotency_key": idempotency_key, "changelist_id": changelist_id,
+                                   "review_version": review_version, "kind": kind}
         if rerun:
             payload["rerun"] = True
+        if follows_shelf:
+            payload["follows_shelf"] = follows_shelf
         return self._call("POST", "/v1/reviews", json.dumps(payload).encode())
 
     def post_raw(self, body: bytes) -> ApiAnswer:
         return self._call("POST", "/v1/reviews", body)
+
+    def ping(self) -> ApiAnswer:
+        return self._call("GET", "/v1/ping")
 
     def get_job(self, job_id: str) -> ApiAnswer:
         return self._call("GET", f"/v1/reviews/{urllib.parse.quote(job_id, safe='')}")

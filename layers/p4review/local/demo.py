@@ -1,5 +1,7 @@
-"""`make demo`: start the local stack in a child process, replay every fixture changelist
-through the signed HTTP API, show per-stage progress, print a table, stop, exit 0 on success."""
+"""`make demo`: start the local stack in a child process, install the Perforce trigger beside it,
+and feed every fixture changelist through the trigger as p4d would (spool, detached sender),
+with an API outage in the middle that the timer's drain recovers from. Shows per-stage progress,
+prints a table, stops, exits 0 only if every job succeeded with exactly one email each."""
 
 from __future__ import annotations
 
@@ -8,12 +10,16 @@ import shutil
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-from p4review.cli.api_client import ApiAnswer, ReviewApiClient, default_idempotency_key
+from p4review.cli.api_client import ReviewApiClient
 from p4review.local.stack import repo_root
 from p4review.local.stack_process import start_stack_process, stop_stack_process
+from p4review.local.trigger_host import FrontDoor, TriggerHost, host_python
 
 ACTIVE = {"queued", "in_progress", "retryable_failed"}
+# The last changelists of the fixture are fired while the API is unreachable.
+OUTAGE_CHANGES = 3
 
 
 def fixture_changes() -> list[dict[str, Any]]:
@@ -23,13 +29,6 @@ def fixture_changes() -> list[dict[str, Any]]:
 
 def _say(text: str) -> None:
     print(text, flush=True)
-
-
-def _submit(client: ReviewApiClient, change: dict[str, Any], version: int, key: str | None = None) -> ApiAnswer:
-    kind = change["kind"]
-    return client.submit(changelist_id=change["change"], review_version=version, kind=kind,
-                         idempotency_key=key or default_idempotency_key(kind, change["change"], version),
-                         rerun=version > 1)
 
 
 def _progress(jobs: dict[str, dict[str, Any]]) -> str:
@@ -69,50 +68,122 @@ def _table(rows: list[list[str]], header: list[str]) -> str:
     return "\n".join([line(header), line(["-" * width for width in widths]), *map(line, rows)])
 
 
+def _trigger_runs(changes: list[dict[str, Any]]) -> list[tuple[str, int, int | None, int | None, str]]:
+    """What p4d would fire for the fixture: (trigger type, change, %oldchangelist%, shelf version, label)."""
+    runs = []
+    for change in changes:
+        number = change["change"]
+        if change["kind"] == "shelved":
+            for version in range(1, int(change.get("review_versions", 1)) + 1):
+                runs.append(("shelve-commit", number, None, version, f"shelve (shelf v{version})"))
+        elif change.get("shelved_as"):
+            runs.append(("change-commit", number, int(change["shelved_as"]), None,
+                         f"submit (renumbered from {change['shelved_as']})"))
+        else:
+            runs.append(("change-commit", number, number, None, "submit"))
+    return runs
+
+
+def _fire(host: TriggerHost, run: tuple[str, int, int | None, int | None, str], fired_before: int) -> int:
+    trigger_type, number, old, shelf_version, label = run
+    host.set_shelf_version(shelf_version)
+    status, seconds = host.fire(trigger_type, number, old)
+    _say(f"  CL {number:>6} {label:<31} {trigger_type:<13} -> exit {status} in {seconds * 1000:4.0f} ms")
+    if shelf_version is not None:
+        # The sender asks p4 for the shelf's digests: let it see this shelf before the user re-shelves.
+        host.wait_until_answered(fired_before + 1)
+    return status
+
+
+def _job_ids(host: TriggerHost) -> list[tuple[dict[str, Any], str]]:
+    """(review request, job id) of every accepted event, oldest first; replays collapse into their job."""
+    seen: dict[str, tuple[dict[str, Any], str]] = {}
+    for event in host.events("done"):
+        job_id = (event.get("outcome") or {}).get("job_id")
+        if job_id and job_id not in seen:
+            seen[job_id] = (event["request"], job_id)
+    return list(seen.values())
+
+
 def run_demo(state_root: Path, timeout_seconds: float = 300) -> int:
     state_dir = (state_root / "demo").resolve()
     shutil.rmtree(state_dir, ignore_errors=True)  # no state from earlier runs
     state_dir.mkdir(parents=True)
     _say("Starting the embedded local stack (moto, SMTP, API front, stage pollers)...")
     child, state = start_stack_process(state_dir)
+    door = None
     try:
-        client = ReviewApiClient(state["api_url"], Path(state["signing_secret_file"]).read_text().strip())
+        secret = Path(state["signing_secret_file"]).read_text().strip()
+        client = ReviewApiClient(state["api_url"], secret)
         _say(f"  API {state['api_url']}  (logs: {state_dir / 'stack.log'})")
-        changes = fixture_changes()
-        _say(f"Submitting {len(changes)} fixture changelists through the signed API...")
-        submitted: list[tuple[dict[str, Any], int, str]] = []
-        for change in changes:
-            for version in range(1, int(change.get("review_versions", 1)) + 1):
-                answer = _submit(client, change, version)
-                if answer.status != 201:
-                    _say(f"  CL {change['change']} v{version}: unexpected {answer.status} {answer.body}")
-                    return 1
-                submitted.append((change, version, answer.body["job_id"]))
-                _say(f"  CL {change['change']:>6} v{version} {change['kind']:<9} -> 201 job {answer.body['job_id']}")
-        first_change, _, first_job = submitted[0]
-        replay = _submit(client, first_change, 1)
-        _say(f"  replayed CL {first_change['change']} v1 with the same idempotency key -> {replay.status} "
-             f"({replay.headers.get('x-p4review-replay')}), same job: {replay.body.get('job_id') == first_job}")
+        api = urlsplit(state["api_url"])
+        door = FrontDoor(api.port or 80)
+        door.open()
+        host = TriggerHost(state_dir / "trigger", api_url=door.url(api.path.strip("/")), signing_secret=secret)
+        _say(f"Installed the Perforce trigger in {host.home} ({host_python()}, standard library only):")
+        for line in host.run("-o").stdout.splitlines():
+            _say("  " + line.strip().split(" ")[0] + " " + " ".join(line.split()[1:3]))
+        for line in host.run("--ping").stdout.splitlines():
+            _say("  ping: " + line)
+
+        runs = _trigger_runs(fixture_changes())
+        online, offline = runs[:-OUTAGE_CHANGES], runs[-OUTAGE_CHANGES:]
+        _say("Submitting and shelving through the trigger (it spools, starts a detached sender, exits 0):")
+        statuses = []
+        for run in online:
+            statuses.append(_fire(host, run, len(statuses)))
+        host.wait_until_answered(len(online))
+        _say(f"API outage: closing the API's front door ({door.url(api.path.strip('/'))} refuses connections)")
+        door.close()
+        for run in offline:
+            statuses.append(_fire(host, run, len(statuses)))
+        time.sleep(1.0)  # let the detached senders try (and fail) to reach the API
+        pending = host.events("pending")
+        errors = sorted({event["last_error"] for event in pending if event.get("last_error")})
+        _say(f"  spool: {len(pending)} events pending, nothing lost (the first sender stopped at: "
+             f"{', '.join(errors) or 'not yet tried'})")
+        _say("API back: the front door opens; the timer's drain runs (p4review-trigger.py --drain):")
+        door.open()
+        drained = host.drain()
+        for line in drained.stderr.splitlines():
+            if "review_requested" in line or "drain_" in line:
+                _say("  " + line.split("] ", 1)[-1][:120])
+        _say("The change-commit trigger fires again for the first change (say, an admin re-ran it):")
+        statuses.append(_fire(host, runs[0], len(statuses)))
+        host.wait_until_answered(len(runs) + 1)
+        replay = host.events("done")[-1]["outcome"]
+        _say(f"  -> the API answers {replay.get('status')} ({replay.get('replay')}): the same job, no second review")
+
+        accepted = _job_ids(host)
         _say("Processing (fetch -> review -> notify):")
-        jobs = _wait_for_jobs(client, [job_id for *_, job_id in submitted], timeout_seconds)
-        again = _submit(client, first_change, 1, key="demo-new-key-same-version")
-        _say(f"After success, CL {first_change['change']} v1 under a new key -> {again.status} "
+        jobs = _wait_for_jobs(client, [job_id for _, job_id in accepted], timeout_seconds)
+        first_request, _ = accepted[0]
+        again = client.submit(changelist_id=first_request["changelist_id"], review_version=1, kind="submitted",
+                              idempotency_key="demo-new-key-same-version")
+        _say(f"After success, CL {first_request['changelist_id']} v1 under a new key -> {again.status} "
              f"({again.headers.get('x-p4review-replay')}): prior result, no new email")
         rows = []
-        for change, version, job_id in submitted:
+        for request, job_id in accepted:
             job = jobs.get(job_id, {})
             summary = job.get("summary") or {}
             sent = sum(1 for delivery in job.get("deliveries") or [] if delivery["status"] == "sent")
-            rows.append([job_id[:8], change["change"], f"v{version}", change["kind"], job.get("status", "?"),
-                         summary.get("findings", "-"), sent])
+            follows = request.get("follows_shelf")
+            rows.append([job_id[:8], request["changelist_id"], f"v{request['review_version']}", request["kind"],
+                         f"shelf v{follows['review_version']} of {follows['changelist_id']}" if follows else "",
+                         job.get("status", "?"), summary.get("findings", "-"), sent])
         _say("")
-        _say(_table(rows, ["job", "changelist", "version", "kind", "status", "findings", "emails"]))
+        _say(_table(rows, ["job", "changelist", "version", "kind", "follows", "status", "findings", "emails"]))
         mailbox = Path(state["mailbox_dir"])
         emails = sorted(mailbox.glob("*.eml"))
-        _say(f"\n{len(emails)} emails in {mailbox}")
-        ok = all(row[4] == "succeeded" for row in rows) and len(emails) == sum(row[6] for row in rows)
-        _say("demo: all changelists reviewed and emailed exactly once" if ok else "demo: FAILED")
+        _say(f"\n{len(emails)} emails in {mailbox}; trigger log: {host.spool / 'p4review-trigger.log'}")
+        ok = (all(status == 0 for status in statuses) and len(accepted) == len(runs)
+              and not host.events("pending") and not host.events("rejected")
+              and all(row[5] == "succeeded" for row in rows) and len(emails) == sum(row[7] for row in rows))
+        _say("demo: every changelist went through the trigger, was reviewed and emailed exactly once" if ok
+             else "demo: FAILED")
         return 0 if ok else 1
     finally:
+        if door is not None:
+            door.close()
         stop_stack_process(child)
         _say("local stack stopped")

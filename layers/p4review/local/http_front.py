@@ -5,7 +5,7 @@ becomes the HTTP response. Like API Gateway:
 
 * the invoke URL carries the stage (``url`` is ``http://host:port/<stage>``); requests without
   the stage prefix are accepted too, and ``path`` in the event never contains the stage;
-* ``resource`` is ``/v1/reviews`` or ``/v1/reviews/{job_id}`` when the path matches, else
+* ``resource`` is ``/v1/reviews``, ``/v1/ping`` or ``/v1/reviews/{job_id}`` when the path matches, else
   ``/{proxy+}``;
 * bodies over ``max_body_bytes`` get ``413 {"message": "Request Too Large"}`` without
   invoking the handler;
@@ -85,8 +85,8 @@ _JOB_PATH = re.compile(r"^/v1/reviews/(?P<job_id>[^/]+)/?$")
 
 def match_resource(path: str) -> tuple[str, dict[str, str] | None]:
     """(resource, pathParameters) for a request path, as the REST API's resources would."""
-    if path.rstrip("/") == "/v1/reviews":
-        return "/v1/reviews", None
+    if path.rstrip("/") in ("/v1/reviews", "/v1/ping"):
+        return path.rstrip("/"), None
     match = _JOB_PATH.match(path)
     if match:
         return "/v1/reviews/{job_id}", {"job_id": unquote(match.group("job_id"))}

@@ -136,6 +136,12 @@ def _findings_headline(result: ReviewResult) -> str:
 # Public API
 
 
+def _follows(job: ReviewJob) -> str:
+    """A submit of a shelved change: which shelf version (and pending number) it follows."""
+    shelf = job.follows_shelf
+    return f"shelf v{shelf.review_version} of CL {shelf.changelist_id}" if shelf else ""
+
+
 def subject_for(job: ReviewJob, result: ReviewResult) -> str:
     """`[p4review] CL 12345 v2: 3 findings (1 high)` or `[p4review] CL 12345 v2: no findings`."""
     prefix = f"[p4review] CL {job.changelist_id} v{job.review_version}"
@@ -164,6 +170,7 @@ def render_text(
         f"Owner:       {_one_line(description.owner, 80)}",
         f"Kind:        {job.kind.value}",
         f"Review:      v{job.review_version}",
+        *([f"Follows:     {_follows(job)}"] if job.follows_shelf else []),
         f"Description: {description_excerpt(description.description)}",
     ]
     if link:
@@ -220,6 +227,7 @@ def render_html(
         f"<tr><th align=\"left\">Owner</th><td>{e(_one_line(description.owner, 80))}</td></tr>",
         f"<tr><th align=\"left\">Kind</th><td>{e(job.kind.value)}</td></tr>",
         f"<tr><th align=\"left\">Review</th><td>v{e(job.review_version)}</td></tr>",
+        *([f"<tr><th align=\"left\">Follows</th><td>{e(_follows(job))}</td></tr>"] if job.follows_shelf else []),
         f"<tr><th align=\"left\">Description</th><td>{e(description_excerpt(description.description))}</td></tr>",
         "</table>",
     ]

@@ -46,15 +46,24 @@ def new_job(request: CreateReviewRequest, now: str, actor: str) -> ReviewJob:
         review_version=request.review_version,
         kind=request.kind,
         rerun=request.rerun,
+        follows_shelf=request.shelf_ref(),
         created_at=now,
         updated_at=now,
         audit=[AuditEvent(at=now, actor=actor, event="job_created", to_status=JobStatus.QUEUED,
-                          detail="versioned rerun" if request.rerun else None)],
+                          detail=_created_detail(request))],
     )
 
 
+def _created_detail(request: CreateReviewRequest) -> str | None:
+    parts = ["versioned rerun"] if request.rerun else []
+    if request.follows_shelf:
+        parts.append(f"follows shelf v{request.follows_shelf.review_version} of CL {request.follows_shelf.changelist_id}")
+    return "; ".join(parts) or None
+
+
 def fingerprint_of(request: CreateReviewRequest) -> str:
-    return request_fingerprint(request.changelist_id, request.review_version, request.kind.value, request.rerun)
+    return request_fingerprint(request.changelist_id, request.review_version, request.kind.value, request.rerun,
+                               request.shelf_ref())
 
 
 def is_stranded(job: ReviewJob, now: str) -> bool:
@@ -97,6 +106,7 @@ def _repeated_key(request: CreateReviewRequest, existing: ReviewJob | None, now:
                 ("review_version", request.review_version, existing.review_version),
                 ("kind", request.kind, existing.kind),
                 ("rerun", request.rerun, existing.rerun),
+                ("follows_shelf", request.shelf_ref(), existing.follows_shelf),
             ) if ours != theirs
         ]
         return IntakeAnswer(422, error_code="idempotency_key_reused",

@@ -16,12 +16,14 @@ SIGNATURE_SCHEME = "v1"
 
 
 class SignatureProblem(Exception):
-    """Why a request's signature was refused; `code` is the API reason code."""
+    """Why a request's signature was refused; `code` is the API reason code, `details` what a
+    caller may see (the server's clock, for a timestamp outside the window)."""
 
-    def __init__(self, code: str, message: str):
+    def __init__(self, code: str, message: str, details: dict[str, int] | None = None):
         super().__init__(message)
         self.code = code
         self.message = message
+        self.details = details
 
 
 def canonical_string(timestamp: str, method: str, path: str, body: bytes) -> bytes:
@@ -47,19 +49,26 @@ def verify(
     body: bytes,
     now: float,
     max_age_seconds: int,
-) -> None:
-    """Raise SignatureProblem unless one of `secrets` (current, then previous) signed it recently."""
+) -> int:
+    """Which of `secrets` (current first, then previous) signed this recent request: its index.
+    Raise SignatureProblem otherwise; a problem with the timestamp carries the server's time, so
+    a caller can tell its clock is off."""
     if not timestamp or not signature:
         raise SignatureProblem("signature_missing", "request is not signed")
     if not timestamp.isdigit() or len(timestamp) > 12:
         raise SignatureProblem("signature_invalid", "timestamp header is not unix seconds")
     age = now - int(timestamp)
     if age > max_age_seconds:
-        raise SignatureProblem("signature_expired", f"signature is older than {max_age_seconds} seconds")
+        raise SignatureProblem("signature_expired", f"signature is older than {max_age_seconds} seconds",
+                               clock_details(now, max_age_seconds))
     if age < -max_age_seconds:
-        raise SignatureProblem("signature_invalid", "timestamp is in the future")
-    for secret in secrets:
+        raise SignatureProblem("signature_invalid", "timestamp is in the future", clock_details(now, max_age_seconds))
+    for index, secret in enumerate(secrets):
         expected = sign(secret, timestamp, method, path, body)
         if hmac.compare_digest(expected.encode(), signature.strip().encode()):
-            return
+            return index
     raise SignatureProblem("signature_invalid", "signature does not match")
+
+
+def clock_details(now: float, max_age_seconds: int) -> dict[str, int]:
+    return {"server_time": int(now), "max_signature_age_seconds": max_age_seconds}

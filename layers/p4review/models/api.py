@@ -4,15 +4,24 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StringConstraints, ValidationInfo, field_validator
 
-from p4review.models.job import ChangeKind, JobStatus, ReviewJob, StageName, StageState
+from p4review.models.job import ChangeKind, JobStatus, ReviewJob, ShelfRef, StageName, StageState
 
 # Printable ASCII only: no control characters, no whitespace-only surprises in logs or keys.
 IdempotencyKey = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[\x21-\x7e]+$")]
 # Perforce changelist numbers are positive 32-bit integers.
 ChangelistId = Annotated[StrictInt, Field(ge=1, le=2_147_483_647)]
 ReviewVersion = Annotated[StrictInt, Field(ge=1, le=1_000_000)]
+
+
+class FollowsShelf(BaseModel):
+    """The shelf version a submit follows: `{"changelist_id", "review_version"}`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    changelist_id: ChangelistId
+    review_version: ReviewVersion
 
 
 class CreateReviewRequest(BaseModel):
@@ -23,6 +32,24 @@ class CreateReviewRequest(BaseModel):
     review_version: ReviewVersion
     kind: ChangeKind
     rerun: StrictBool = False
+    # Set by the trigger when a shelved (and reviewed) change is submitted: the submit is the
+    # next version of the same counter, and the email says which shelf version it follows.
+    follows_shelf: FollowsShelf | None = None
+
+    @field_validator("follows_shelf")
+    @classmethod
+    def _follows_a_lower_shelf_version(cls, value: FollowsShelf | None, info: ValidationInfo) -> FollowsShelf | None:
+        if value is None:
+            return None
+        if info.data.get("kind") != ChangeKind.SUBMITTED:
+            raise ValueError("only a submitted change follows a shelf")
+        version = info.data.get("review_version")
+        if version is not None and version <= value.review_version:
+            raise ValueError("review_version must be higher than the shelf version it follows")
+        return value
+
+    def shelf_ref(self) -> ShelfRef | None:
+        return ShelfRef(**self.follows_shelf.model_dump()) if self.follows_shelf else None
 
 
 class DeliveryView(BaseModel):
@@ -45,6 +72,7 @@ class JobView(BaseModel):
     review_version: int
     kind: ChangeKind
     rerun: bool
+    follows_shelf: ShelfRef | None = None
     status: JobStatus
     stages: dict[StageName, StageState]
     summary: dict[str, Any] | None = None
@@ -63,6 +91,7 @@ class JobView(BaseModel):
             review_version=job.review_version,
             kind=job.kind,
             rerun=job.rerun,
+            follows_shelf=job.follows_shelf,
             status=job.status,
             stages=job.stages,
             summary=job.summary.model_dump() if job.summary else None,
@@ -72,6 +101,17 @@ class JobView(BaseModel):
             updated_at=job.updated_at,
             audit=[event.model_dump(exclude_none=True) for event in job.audit] if with_audit else None,
         )
+
+
+class PingResponse(BaseModel):
+    """`GET /v1/ping`: the trigger's self-test. Proves the URL, the secret and the clock."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    service: str = "p4review"
+    server_time: int
+    signed_with: str  # "current" or "previous" (the trigger holds the pre-rotation secret)
+    max_signature_age_seconds: int
 
 
 class ErrorBody(BaseModel):

@@ -110,6 +110,16 @@ class ReviewSummary(BaseModel):
     suppressed: int | None = None  # findings the noise controls removed
 
 
+class ShelfRef(BaseModel):
+    """A shelf version of a change: the one a submit follows (the change was shelved and reviewed
+    as versions 1..N, possibly under its number before it was renumbered on submit)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    changelist_id: int
+    review_version: int
+
+
 class ReviewJob(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -120,6 +130,7 @@ class ReviewJob(BaseModel):
     review_version: int
     kind: ChangeKind
     rerun: bool = False
+    follows_shelf: ShelfRef | None = None
     status: JobStatus = JobStatus.QUEUED
     stages: dict[StageName, StageState] = Field(
         default_factory=lambda: {stage: StageState() for stage in STAGE_ORDER}
@@ -146,7 +157,11 @@ def job_id_for(idempotency_key: str) -> str:
     return str(uuid.uuid5(_JOB_NAMESPACE, idempotency_key))
 
 
-def request_fingerprint(changelist_id: int, review_version: int, kind: str, rerun: bool) -> str:
-    """Hash of the semantic request body, to tell a replay from a key reused for another request."""
+def request_fingerprint(changelist_id: int, review_version: int, kind: str, rerun: bool,
+                        follows_shelf: ShelfRef | None = None) -> str:
+    """Hash of the semantic request body, to tell a replay from a key reused for another request.
+    `follows_shelf` counts only when set, so jobs created before it existed keep their hash."""
     canonical = f"{changelist_id}|{review_version}|{kind}|{int(rerun)}"
+    if follows_shelf is not None:
+        canonical += f"|follows={follows_shelf.changelist_id}@{follows_shelf.review_version}"
     return hashlib.sha256(canonical.encode()).hexdigest()

@@ -1,0 +1,117 @@
+"""What `p4 submit` waits for: the Perforce trigger's own wall time with the API hanging (issue 12).
+
+p4d runs the change-commit trigger and waits for it to exit. Measured here: the wall time of
+`python3 trigger/p4review-trigger.py -t change-commit -v N` from spawn to exit, as p4d would see
+it, with the API accepting connections and never answering. The trigger spools the event,
+starts a detached sender (which then hangs on that API for SEND_TIMEOUT, holding the spool
+lock) and exits. Each run is one new changelist, one after another, so the earlier runs'
+senders are alive and competing for the two cores while later triggers run.
+
+Baseline, in the same run: today's path, a synchronous signed POST with `p4review submit`
+(what the runbook installed before): against the hanging API it waits for its 30 s timeout,
+and against an API that answers at once it still pays for starting the package.
+
+Run alone: `python -m benchmarks.trigger_latency`."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from statistics import median, quantiles
+
+from p4review.local.stack import repo_root
+
+TRIGGER_RUNS = 200
+BASELINE_HANGING_RUNS = 3  # each takes the client's full 30 s timeout; run side by side
+BASELINE_HEALTHY_RUNS = 10
+
+
+class HangingApi:
+    """Accepts TCP connections and never answers (an API Gateway or Lambda that hangs)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0), backlog=512)
+        self.port = self.sock.getsockname()[1]
+        self.held: list[socket.socket] = []
+        self._stop = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        self.sock.settimeout(0.2)
+        while not self._stop:
+            try:
+                conn, _ = self.sock.accept()
+                self.held.append(conn)
+            except OSError:
+                continue
+
+    def close(self) -> None:
+        self._stop = True
+        for conn in self.held:
+            conn.close()
+        self.sock.close()
+
+
+def system_python() -> str:
+    """The Perforce host's interpreter: /usr/bin/python3 if present (not a version-manager shim)."""
+    return "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
+
+
+def percentile(values: list[float], q: int) -> float:
+    return quantiles(values, n=100, method="inclusive")[q - 1]
+
+
+def bench_trigger_latency() -> None:
+    from tests.support.review_api_stub import ReviewApiStub
+    from tests.support.trigger import TRIGGER_FILE, write_config
+
+    api = HangingApi()
+    work = Path(tempfile.mkdtemp(prefix="trigger-bench-"))
+    try:
+        config = write_config(work, API_URL=f"http://127.0.0.1:{api.port}/prod", SEND_MODE="background")
+        python = system_python()
+        timings = []
+        for index in range(TRIGGER_RUNS):
+            started = time.perf_counter()
+            code = subprocess.run([python, str(TRIGGER_FILE), "-c", str(config), "-t", "change-commit",
+                                   "-v", str(900_000 + index), "-w", str(900_000 + index)]).returncode
+            timings.append(time.perf_counter() - started)
+            assert code == 0
+        spooled = len(list((work / "spool" / "pending").glob("*.json")))
+        assert spooled == TRIGGER_RUNS, f"{spooled} of {TRIGGER_RUNS} events spooled"
+
+        def today(api_url: str, change: int) -> float:
+            started = time.perf_counter()
+            subprocess.run([str(Path(sys.executable).parent / "p4review"), "submit", "--api", api_url,
+                            "--change", str(change)], env=dict(os.environ, P4REVIEW_SIGNING_SECRET="x"),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            return time.perf_counter() - started
+
+        with ThreadPoolExecutor(BASELINE_HANGING_RUNS) as pool:
+            hanging = list(pool.map(lambda n: today(f"http://127.0.0.1:{api.port}/prod", n),
+                                    range(BASELINE_HANGING_RUNS)))
+        with ReviewApiStub("x") as healthy:
+            answered = [today(healthy.url, 800_000 + n) for n in range(BASELINE_HEALTHY_RUNS)]
+    finally:
+        api.close()
+        subprocess.run(["pkill", "-f", f"p4review-trigger.py -c {work}"], check=False)
+        shutil.rmtree(work, ignore_errors=True)
+    p50, p99, worst = median(timings) * 1000, percentile(timings, 99) * 1000, max(timings) * 1000
+    print(f"trigger wall time as p4d sees it, API hanging, {TRIGGER_RUNS} change-commits ({python}): "
+          f"p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {worst:.1f} ms (goal p99 <= 100 ms); "
+          f"baseline today's synchronous `p4review submit`: API hanging {median(hanging):.1f} s (its timeout), "
+          f"API answering at once {median(answered) * 1000:.0f} ms; "
+          f"x{median(hanging) * 1000 / p99:.0f} and x{median(answered) * 1000 / p99:.1f} the trigger's p99")
+
+
+if __name__ == "__main__":
+    os.chdir(repo_root())
+    bench_trigger_latency()

@@ -1,0 +1,1689 @@
+#!/usr/bin/env python3
+"""p4review-trigger: the Perforce side of p4review.
+
+One self-contained file for the Perforce server host: the system python3 (3.8 or newer) and its
+standard library, nothing else. It never slows or fails the user's command and never loses a
+changelist:
+
+* As a trigger (change-commit, shelve-commit, shelve-delete) it writes the event durably to a
+  spool directory (temporary file, fsync, atomic rename), starts a detached sender and exits 0
+  at once, whatever happens. Errors go to its log, never to the user.
+* The sender (and `--drain`, run by a timer) turns each spooled event into a review request:
+  it asks Perforce for the review version (an atomic `p4 key -i`), records it in the event, signs
+  the request and posts it. A failure leaves the event spooled; an answer the API will never
+  accept moves it to `rejected/` with that answer. Idempotency keys are deterministic, so a
+  re-send is a replay at the API, never a second review.
+* `--catch-up` (same timer) posts submitted changes that never reached the spool (trigger host
+  down, trigger disabled, spool lost), from the mark kept in a `p4 key`.
+* `-o` prints the trigger table lines, `--ping` checks everything end to end, `--status` shows
+  the spool.
+
+Usage:
+  p4review-trigger.py [-c FILE] -t change-commit -v %change% [-w %oldchangelist%]
+  p4review-trigger.py [-c FILE] -t shelve-commit -v %change%
+  p4review-trigger.py [-c FILE] -t shelve-delete -v %change%
+  p4review-trigger.py [-c FILE] -o [DEPOT_PATH ...]
+  p4review-trigger.py [-c FILE] --ping
+  p4review-trigger.py [-c FILE] --drain [--force] [--catch-up [--since CHANGE]]
+  p4review-trigger.py [-c FILE] --status
+
+Configuration: KEY=value lines, from -c FILE, else $P4REVIEW_TRIGGER_CONFIG, else
+/etc/perforce/p4review-trigger.conf, /opt/perforce/etc/p4review-trigger.conf, else
+p4review-trigger.conf beside this script. The keys are listed in CONFIG_KEYS below and in
+p4review-trigger.conf.example.
+"""
+
+from __future__ import annotations
+
+# Only what the trigger path needs is imported here: it must start, spool and exit in a few
+# milliseconds (p4d waits for it). The sender and the admin commands load the rest with
+# load_sender_modules().
+import errno
+import os
+import sys
+import time
+
+VERSION = "1.0.0"
+PROGRAM = "p4review-trigger"
+CONFIG_NAME = "p4review-trigger.conf"
+CONFIG_ENV = "P4REVIEW_TRIGGER_CONFIG"
+IS_WINDOWS = os.name == "nt"
+
+# What a trigger table line may pass as -t, and what each becomes.
+TRIGGER_TYPES = ("change-commit", "shelve-commit", "shelve-delete")
+SUBMITTED, SHELVED = "submitted", "shelved"
+
+# The API contract (see the service's README): route paths are signed, not the URL's path,
+# because API Gateway strips the stage before the function sees the request.
+REVIEWS_ROUTE = "/v1/reviews"
+PING_ROUTE = "/v1/ping"
+TIMESTAMP_HEADER = "X-P4Review-Timestamp"
+SIGNATURE_HEADER = "X-P4Review-Signature"
+MAX_CHANGE = 2147483647  # Perforce change numbers are positive 32-bit integers
+# Answers that say "not now" rather than "never": the event stays spooled.
+RETRY_LATER_STATUSES = frozenset({401, 408, 429})
+
+# Spool layout (all under SPOOL_DIR).
+TMP, PENDING, DONE, REJECTED, CORRUPT = "tmp", "pending", "done", "rejected", "corrupt"
+STATE_FILE, LOCK_FILE = "state.json", "drain.lock"
+# A temporary file this old belongs to a writer that died before its rename.
+ORPHAN_TMP_AGE_SECONDS = 60.0
+
+CONFIG_KEYS = {
+    # key: (default, description)
+    "API_URL": ("", "base URL of the p4review API, with its stage, e.g. https://abc.execute-api.eu-west-1.amazonaws.com/prod"),
+    "SECRET_FILE": ("", "file holding the request-signing secret; readable by its owner only"),
+    "SPOOL_DIR": ("", "spool directory (default: /var/spool/p4review-trigger, or %ProgramData%\\p4review-trigger\\spool)"),
+    "LOG_FILE": ("", "log file (default: SPOOL_DIR/p4review-trigger.log)"),
+    "PATHS": ("//...", "depot path patterns, space-separated: the -o lines and what --catch-up lists"),
+    "SEND_MODE": ("background", "background: start a detached sender after spooling; spool-only: leave it to --drain (forced on Windows)"),
+    "SEND_TIMEOUT": ("5", "seconds for each HTTPS request"),
+    "CA_FILE": ("", "PEM bundle to verify the API's certificate (default: the system's)"),
+    "P4": ("p4", "the p4 executable for the trigger's own p4 calls"),
+    "P4PORT": ("", "P4PORT for those calls (empty: p4's default)"),
+    "P4USER": ("", "user for those calls: needs 'review' access to set p4 keys"),
+    "P4TICKETS": ("", "p4 tickets file holding that user's ticket (p4 login -a)"),
+    "P4TICKET_FILE": ("", "or: a file holding just the ticket value; readable by its owner only"),
+    "P4TRUST": ("", "p4 trust file for ssl: ports"),
+    "P4_TIMEOUT": ("30", "seconds for each p4 command"),
+    "KEY_PREFIX": ("p4review", "prefix of the p4 keys the trigger keeps (versions, shelf digests, catch-up mark)"),
+    "DRAIN_BACKOFF_BASE": ("30", "seconds: full-jitter backoff of --drain after a failed run starts here"),
+    "DRAIN_BACKOFF_MAX": ("600", "seconds: and doubles up to this"),
+    "DRAIN_MAX_SECONDS": ("50", "a --drain run stops starting new sends after this long"),
+    "CATCHUP_GRACE": ("120", "seconds: --catch-up leaves changes this recent to the trigger"),
+    "CATCHUP_MAX": ("500", "at most this many changes per --catch-up run"),
+    "DONE_RETENTION_DAYS": ("7", "days to keep answered events in SPOOL_DIR/done"),
+}
+_INT_KEYS = {"SEND_TIMEOUT": (1, 120), "P4_TIMEOUT": (1, 3600), "DRAIN_BACKOFF_BASE": (1, 86400),
+             "DRAIN_BACKOFF_MAX": (1, 86400), "DRAIN_MAX_SECONDS": (1, 86400), "CATCHUP_GRACE": (0, 86400),
+             "CATCHUP_MAX": (1, 100000), "DONE_RETENTION_DAYS": (0, 3650)}
+_FILE_KEYS = ("SECRET_FILE", "SPOOL_DIR", "LOG_FILE", "CA_FILE", "P4TICKETS", "P4TICKET_FILE", "P4TRUST", "P4")
+_CONTROL_ESCAPES = {code: "\\x%02x" % code for code in list(range(0x20)) + [0x7f]}
+
+
+def load_sender_modules() -> None:
+    """Import what sending, resolving and the admin commands need (not the trigger path)."""
+    global argparse, hashlib, hmac, io, json, marshal, random, re, socket, stat, subprocess
+    global _KEY_PREFIX_PATTERN, _DEPOT_PATTERN, _P4_UNREACHABLE, _P4_CHANGE_UNKNOWN
+    import argparse
+    import hashlib
+    import hmac
+    import io
+    import json
+    import marshal
+    import random
+    import re
+    import socket
+    import stat
+    import subprocess
+
+    _KEY_PREFIX_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+    _DEPOT_PATTERN = re.compile(r"^-?//[^\s\"\x00-\x1f\x7f][^\"\x00-\x1f\x7f]*$")
+    # p4 errors that mean "the server or our login", not "this change": the event waits.
+    _P4_UNREACHABLE = re.compile(r"connect to server failed|tcp connect|P4PASSWD|session has expired|please login|"
+                                 r"database is busy|ssl|timed out|fatal client error|check \$P4PORT", re.I)
+    # p4 errors that mean the change itself is gone: nothing will ever review it.
+    _P4_CHANGE_UNKNOWN = re.compile(r"change [0-9]+ unknown|no such changelist", re.I)
+
+
+# --- small helpers ------------------------------------------------------------------------------
+def utc_iso(epoch: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch)) + ".%06dZ" % int((epoch % 1) * 1e6)
+
+
+def printable(value: object, limit: int = 200) -> str:
+    """A value as it may appear in a log line: control characters escaped, length bounded."""
+    text = (value if isinstance(value, str) else str(value)).translate(_CONTROL_ESCAPES)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def parse_change(text: object) -> int | None:
+    """A Perforce change number, or None: ASCII digits only, 1..2^31-1. Nothing else reaches p4
+    or a file name."""
+    if not isinstance(text, str) or not (text.isascii() and text.isdigit()) or len(text) > 10:
+        return None
+    number = int(text)
+    return number if 0 < number <= MAX_CHANGE else None
+
+
+class TriggerError(Exception):
+    """A problem with a clear one-line explanation (config, secret, p4, spool)."""
+
+
+class ConfigError(TriggerError):
+    pass
+
+
+# --- configuration -----------------------------------------------------------------------------
+class Config:
+    def __init__(self, values: dict, source: str):
+        self.values = values
+        self.source = source
+
+    def __getitem__(self, key: str) -> str:
+        return self.values[key]
+
+    def number(self, key: str) -> int:
+        return int(self.values[key])
+
+    @property
+    def spool_dir(self) -> str:
+        return self.values["SPOOL_DIR"]
+
+    @property
+    def log_file(self) -> str:
+        return self.values["LOG_FILE"] or os.path.join(self.spool_dir, PROGRAM + ".log")
+
+    @property
+    def paths(self) -> list:
+        return self.values["PATHS"].split()
+
+    @property
+    def send_mode(self) -> str:
+        return "spool-only" if IS_WINDOWS else self.values["SEND_MODE"]
+
+
+def config_candidates(explicit: str | None, environ: dict, script_dir: str) -> list:
+    if explicit:
+        return [explicit]
+    if environ.get(CONFIG_ENV):
+        return [environ[CONFIG_ENV]]
+    candidates = [] if IS_WINDOWS else ["/etc/perforce/" + CONFIG_NAME, "/opt/perforce/etc/" + CONFIG_NAME]
+    return candidates + [os.path.join(script_dir, CONFIG_NAME)]
+
+
+def find_config(explicit: str | None = None, environ: dict | None = None, script_dir: str | None = None) -> str:
+    """The first config file on the search path; -c and $P4REVIEW_TRIGGER_CONFIG must exist."""
+    environ = os.environ if environ is None else environ
+    script_dir = script_dir or os.path.dirname(os.path.abspath(__file__))
+    candidates = config_candidates(explicit, environ, script_dir)
+    for candidate in candidates:
+        if os.path.isfile(candidate):
+            return os.path.abspath(candidate)
+    if explicit or environ.get(CONFIG_ENV):
+        raise ConfigError("config file %s does not exist" % printable(candidates[0]))
+    raise ConfigError("no config file: tried %s" % ", ".join(candidates))
+
+
+def parse_config_text(text: str, source: str, validate: bool = True) -> Config:
+    """KEY=value lines. The trigger path (validate=False) checks only what spooling needs, so a
+    mistake elsewhere (say API_URL) still spools the event; the sender reports it."""
+    values = {key: default for key, (default, _) in CONFIG_KEYS.items()}
+    seen = set()
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key:
+            raise ConfigError("%s line %d: expected KEY=value" % (source, number))
+        if key not in CONFIG_KEYS:
+            raise ConfigError("%s line %d: unknown key %s" % (source, number, printable(key, 40)))
+        if key in seen:
+            raise ConfigError("%s line %d: %s is set twice" % (source, number, key))
+        seen.add(key)
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        if value != value.translate(_CONTROL_ESCAPES):
+            raise ConfigError("%s line %d: %s contains control characters" % (source, number, key))
+        values[key] = value
+    if not values["SPOOL_DIR"]:
+        values["SPOOL_DIR"] = (os.path.join(os.environ.get("ProgramData", "C:\\ProgramData"), PROGRAM, "spool")
+                               if IS_WINDOWS else "/var/spool/" + PROGRAM)
+    for key in ("SPOOL_DIR", "LOG_FILE"):
+        if values[key] and not os.path.isabs(values[key]):
+            raise ConfigError("%s: %s must be an absolute path" % (source, key))
+    if values["SEND_MODE"] not in ("background", "spool-only"):
+        raise ConfigError("%s: SEND_MODE must be background or spool-only" % source)
+    if validate:
+        validate_config(values, source)
+    return Config(values, source)
+
+
+def validate_config(values: dict, source: str) -> None:
+    for key, (low, high) in _INT_KEYS.items():
+        text = values[key]
+        if not re.fullmatch(r"[0-9]{1,6}", text) or not low <= int(text) <= high:
+            raise ConfigError("%s: %s must be a whole number from %d to %d" % (source, key, low, high))
+    if not _KEY_PREFIX_PATTERN.match(values["KEY_PREFIX"]):
+        raise ConfigError("%s: KEY_PREFIX must be letters, digits, '_', '.', '-'" % source)
+    for path in values["PATHS"].split():
+        if not _DEPOT_PATTERN.match(path):
+            raise ConfigError("%s: PATHS entry %s is not a depot path such as //depot/..." % (source, printable(path, 80)))
+    if not values["PATHS"].split():
+        raise ConfigError("%s: PATHS is empty" % source)
+    for key in _FILE_KEYS:
+        if values[key] and key != "P4" and not os.path.isabs(values[key]):
+            raise ConfigError("%s: %s must be an absolute path" % (source, key))
+    url = values["API_URL"]
+    if url:
+        match = re.match(r"^(https?)://([^/?#@\s]+)(/[^?#\s]*)?$", url)
+        if not match:
+            raise ConfigError("%s: API_URL must look like https://host/stage" % source)
+        host = match.group(2).rsplit(":", 1)[0].strip("[]").lower()
+        if match.group(1) == "http" and host not in ("localhost", "127.0.0.1", "::1"):
+            raise ConfigError("%s: API_URL must use https (plain http only to localhost)" % source)
+
+
+def load_config(explicit: str | None = None, validate: bool = True) -> Config:
+    path = find_config(explicit)
+    try:
+        with open(path, "r", encoding="utf-8") as handle:
+            text = handle.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError("cannot read config file %s: %s" % (printable(path), printable(exc, 120)))
+    return parse_config_text(text, path, validate)
+
+
+def read_private_file(path: str, what: str) -> str:
+    """The stripped content of a credential file that only its owner can read."""
+    if not path:
+        raise ConfigError("%s is not configured" % what)
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise ConfigError("%s %s: %s" % (what, printable(path), exc.strerror or exc))
+    if not stat.S_ISREG(info.st_mode):
+        raise ConfigError("%s %s is not a regular file" % (what, printable(path)))
+    if not IS_WINDOWS and info.st_mode & 0o077:
+        raise ConfigError("%s %s can be read by others (mode %o): chmod 600 it" % (
+            what, printable(path), stat.S_IMODE(info.st_mode)))
+    try:
+        with open(path, "r", encoding="utf-8") as handle:
+            value = handle.read().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError("cannot read %s %s: %s" % (what, printable(path), printable(exc, 120)))
+    if not value:
+        raise ConfigError("%s %s is empty" % (what, printable(path)))
+    return value
+
+
+# --- log ------------------------------------------------------------------------------------------
+class Log:
+    """One line per event: UTC time, level, pid, event name, key=value fields. Appends to the log
+    file; when that fails, to syslog (POSIX). Never to the user's terminal in trigger mode."""
+
+    def __init__(self, path: str | None, echo: bool = False, clock=time.time):
+        self.path = path
+        self.echo = echo
+        self.clock = clock
+
+    def line(self, level: str, event: str, fields: dict) -> str:
+        parts = ["%s=%s" % (key, _field(value)) for key, value in fields.items() if value is not None]
+        return "%s %-5s [%d] %s %s" % (utc_iso(self.clock()), level, os.getpid(), event, " ".join(parts))
+
+    def write(self, level: str, event: str, **fields) -> None:
+        text = self.line(level, event, fields).rstrip()
+        if self.echo:
+            print(text, file=sys.stderr)
+        if self.path:
+            for attempt in (1, 2):
+                try:
+                    # O_APPEND: lines from concurrent trigger processes never interleave mid-line.
+                    fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o640)
+                    try:
+                        os.write(fd, (text + "\n").encode("utf-8", "replace"))
+                    finally:
+                        os.close(fd)
+                    return
+                except FileNotFoundError:
+                    if attempt == 2:
+                        break
+                    try:  # the first line ever: the spool (the default log's folder) may not exist yet
+                        os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+                    except OSError:
+                        break
+                except OSError:
+                    break
+        _syslog(level, text)
+
+    def info(self, event: str, **fields) -> None:
+        self.write("INFO", event, **fields)
+
+    def warning(self, event: str, **fields) -> None:
+        self.write("WARN", event, **fields)
+
+    def error(self, event: str, **fields) -> None:
+        self.write("ERROR", event, **fields)
+
+
+def _field(value: object) -> str:
+    text = printable(value)
+    if text and not any(char in text for char in ' "='):
+        return text
+    return '"%s"' % text.replace('"', '\\"')
+
+
+def _syslog(level: str, text: str) -> None:
+    try:
+        import syslog  # POSIX only
+    except ImportError:
+        return
+    priority = {"ERROR": syslog.LOG_ERR, "WARN": syslog.LOG_WARNING}.get(level, syslog.LOG_INFO)
+    try:
+        syslog.openlog(PROGRAM, 0, syslog.LOG_USER)
+        syslog.syslog(priority, text)
+    except OSError:
+        pass
+
+
+# --- spool ----------------------------------------------------------------------------------------
+class Spool:
+    """Events on disk. pending/ holds what must still be sent, oldest first by name; done/ what the
+    API answered (or what needs no review); rejected/ what it will never accept, with its answer."""
+
+    def __init__(self, root: str, clock=time.time):
+        self.root = root
+        self.clock = clock
+
+    def path(self, *parts: str) -> str:
+        return os.path.join(self.root, *parts)
+
+    def ensure(self) -> None:
+        for folder in ("", TMP, PENDING, DONE, REJECTED, CORRUPT):
+            os.makedirs(self.path(folder), mode=0o700, exist_ok=True)
+
+    # -- durable writes --
+    def write_new(self, event: dict) -> str:
+        """Write a new event into pending/: temporary file, fsync, atomic rename, fsync of the
+        directory. Returns its path. On any error nothing is left half-written in pending/."""
+        now = self.clock()
+        # Names sort oldest first: UTC time to the microsecond, then what makes them unique.
+        name = "%s%06dZ-%d-%s-%s-%d.json" % (
+            time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)), int((now % 1) * 1e6),
+            os.getpid(), os.urandom(3).hex(), event["trigger"], event["change"])
+        temporary = self.path(TMP, name)
+        _write_durably(temporary, _encode_flat(event))
+        final = self.path(PENDING, name)
+        os.replace(temporary, final)
+        _fsync_directory(self.path(PENDING))
+        return final
+
+    def rewrite(self, path: str, event: dict) -> None:
+        """Replace an event file atomically (its resolution or attempt count changed)."""
+        temporary = self.path(TMP, "%s.%d.%s.rewrite" % (os.path.basename(path), os.getpid(), os.urandom(3).hex()))
+        _write_durably(temporary, _encode(event))
+        os.replace(temporary, path)
+        _fsync_directory(os.path.dirname(path))
+
+    def move(self, path: str, folder: str, event: dict | None = None) -> str:
+        """Move an event to done/, rejected/ or corrupt/ (with its final content when given)."""
+        target = self.path(folder, os.path.basename(path))
+        if event is not None:
+            self.rewrite(path, event)
+        os.replace(path, target)
+        _fsync_directory(self.path(folder))
+        return target
+
+    # -- reading --
+    def pending(self) -> list:
+        try:
+            names = sorted(name for name in os.listdir(self.path(PENDING)) if name.endswith(".json"))
+        except FileNotFoundError:
+            return []
+        return [self.path(PENDING, name) for name in names]
+
+    def count(self, folder: str) -> int:
+        try:
+            return sum(1 for name in os.listdir(self.path(folder)) if name.endswith(".json"))
+        except FileNotFoundError:
+            return 0
+
+    def recover_orphans(self, log: Log) -> int:
+        """A writer killed between its fsync and its rename leaves a whole event in tmp/: move it
+        into pending/. A writer killed mid-write leaves a torn file: keep it in corrupt/."""
+        recovered = 0
+        now = self.clock()
+        try:
+            names = sorted(os.listdir(self.path(TMP)))
+        except FileNotFoundError:
+            return 0
+        for name in names:
+            source = self.path(TMP, name)
+            try:
+                if now - os.stat(source).st_mtime < ORPHAN_TMP_AGE_SECONDS:
+                    continue  # may still be being written
+                if not name.endswith(".json"):
+                    os.unlink(source)  # a rewrite, state or probe file: its original is intact
+                    continue
+                with open(source, "rb") as handle:
+                    event = _decode(handle.read())
+            except FileNotFoundError:
+                continue
+            except (OSError, ValueError):
+                os.replace(source, self.path(CORRUPT, name))
+                log.error("spool_file_corrupt", file=name, action="moved to corrupt/")
+                continue
+            os.replace(source, self.path(PENDING, name))
+            _fsync_directory(self.path(PENDING))
+            recovered += 1
+            log.warning("spool_file_recovered", file=name, change=event.get("change"),
+                        reason="its writer stopped before the rename")
+        return recovered
+
+    def put(self, folder: str, name: str, event: dict) -> str:
+        """Write an event straight into done/ or rejected/ (catch-up posts without spooling)."""
+        temporary = self.path(TMP, "%s.%d.%s.rewrite" % (name, os.getpid(), os.urandom(3).hex()))
+        _write_durably(temporary, _encode(event))
+        target = self.path(folder, name)
+        os.replace(temporary, target)
+        _fsync_directory(self.path(folder))
+        return target
+
+    def prune_done(self, retention_days: int) -> int:
+        cutoff = self.clock() - retention_days * 86400
+        removed = 0
+        for name in os.listdir(self.path(DONE)):
+            target = self.path(DONE, name)
+            try:
+                if os.stat(target).st_mtime < cutoff:
+                    os.unlink(target)
+                    removed += 1
+            except OSError:
+                pass
+        return removed
+
+    # -- drain state (backoff) --
+    def load_state(self) -> dict:
+        try:
+            with open(self.path(STATE_FILE), "rb") as handle:
+                state = json.loads(handle.read().decode("utf-8"))
+            return state if isinstance(state, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
+    def save_state(self, state: dict) -> None:
+        temporary = self.path(TMP, "%s.%d.state" % (STATE_FILE, os.getpid()))
+        _write_durably(temporary, _encode(state))
+        os.replace(temporary, self.path(STATE_FILE))
+
+    # -- one drain at a time --
+    def try_lock(self):
+        """An open lock file held exclusively, or None if another process holds it."""
+        handle = open(self.path(LOCK_FILE), "a+b")
+        try:
+            if IS_WINDOWS:
+                import msvcrt
+                handle.seek(0)
+                msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)
+            else:
+                import fcntl
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            return None
+        return handle
+
+
+def _encode_flat(document: dict) -> bytes:
+    """JSON for a flat event of strings, ints and None, without importing json (trigger path)."""
+    def value(item: object) -> str:
+        if item is None:
+            return "null"
+        if isinstance(item, bool):
+            return "true" if item else "false"
+        if isinstance(item, int):
+            return str(item)
+        text = str(item).replace("\\", "\\\\").replace('"', '\\"')
+        return '"%s"' % "".join(char if char >= " " and char != "\x7f" else "\\u%04x" % ord(char) for char in text)
+    return ("{%s}\n" % ", ".join('"%s": %s' % (key, value(document[key])) for key in sorted(document))).encode("utf-8")
+
+
+def _encode(document: dict) -> bytes:
+    return (json.dumps(document, sort_keys=True, indent=1) + "\n").encode("utf-8")
+
+
+def _decode(data: bytes) -> dict:
+    document = json.loads(data.decode("utf-8"))
+    if not isinstance(document, dict):
+        raise ValueError("not an object")
+    return document
+
+
+def _write_durably(path: str, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        raise
+    os.close(fd)
+
+
+def _fsync_directory(path: str) -> None:
+    if IS_WINDOWS:
+        return  # NTFS renames are journaled; a directory cannot be opened for fsync
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# --- p4 ------------------------------------------------------------------------------------------
+class P4Error(TriggerError):
+    """p4 failed. `unreachable` is True when the server, not the request, is the problem (connect,
+    login, timeout, busy): the event waits; otherwise the answer is about this change."""
+
+    def __init__(self, message: str, unreachable: bool = False):
+        super().__init__(message)
+        self.unreachable = unreachable
+
+
+class P4:
+    """The trigger's own p4 calls: argument lists only (never a shell), a minimal environment,
+    the credentials in environment variables (never on the command line), a timeout."""
+
+    def __init__(self, config: Config):
+        self.executable = config["P4"]
+        self.timeout = config.number("P4_TIMEOUT")
+        self.global_args = ["-zprog=" + PROGRAM, "-zversion=" + VERSION]
+        if config["P4PORT"]:
+            self.global_args += ["-p", config["P4PORT"]]
+        if config["P4USER"]:
+            self.global_args += ["-u", config["P4USER"]]
+        env = {"PATH": os.environ.get("PATH", os.defpath), "P4ENVIRO": os.devnull, "LANG": "C.UTF-8"}
+        for name in ("HOME", "SYSTEMROOT", "TEMP", "TMP", "USERPROFILE"):
+            if os.environ.get(name):
+                env[name] = os.environ[name]
+        if config["P4TICKETS"]:
+            env["P4TICKETS"] = config["P4TICKETS"]
+        if config["P4TRUST"]:
+            env["P4TRUST"] = config["P4TRUST"]
+        self.env = env
+        self.ticket_file = config["P4TICKET_FILE"]
+        self.ticket = ""
+
+    def run(self, args: list) -> list:
+        """`p4 -G ARGS`: its records, or P4Error (an error record fails even on exit status 0)."""
+        env = dict(self.env)
+        if self.ticket_file:
+            self.ticket = self.ticket or read_private_file(self.ticket_file, "P4TICKET_FILE")
+            env["P4PASSWD"] = self.ticket  # p4 accepts a ticket as the password
+        argv = [self.executable, "-G"] + self.global_args + list(args)
+        try:
+            proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  env=env, timeout=self.timeout, shell=False)
+        except subprocess.TimeoutExpired:
+            raise P4Error("p4 %s timed out after %ds" % (args[0], self.timeout), unreachable=True)
+        except OSError as exc:
+            raise P4Error("cannot run p4 (%s): %s" % (printable(self.executable, 80), exc.strerror or exc),
+                          unreachable=True)
+        try:
+            records = _marshal_records(proc.stdout)
+        except ValueError:
+            records = []
+        for record in records:
+            if record.get(b"code") == b"error":
+                message = self._clean(record.get(b"data", b""))
+                raise P4Error("p4 %s: %s" % (args[0], message), unreachable=bool(_P4_UNREACHABLE.search(message)))
+        if proc.returncode != 0:
+            message = self._clean(proc.stderr) or "exit status %d" % proc.returncode
+            raise P4Error("p4 %s: %s" % (args[0], message), unreachable=True)
+        return records
+
+    def _clean(self, data: bytes) -> str:
+        text = data.decode("utf-8", "replace")
+        if self.ticket:
+            text = text.replace(self.ticket, "***")
+        return printable(" ".join(text.split()), 300)
+
+    # -- keys: atomic server-side counters and marks --
+    def key_get(self, name: str) -> str:
+        records = self.run(["key", name])
+        return (records[0].get(b"value", b"0") if records else b"0").decode("utf-8", "replace")
+
+    def key_set(self, name: str, value: str) -> None:
+        self.run(["key", name, value])
+
+    def key_increment(self, name: str) -> int:
+        records = self.run(["key", "-i", name])
+        value = records[0].get(b"value", b"") if records else b""
+        if not value.isdigit():
+            raise P4Error("p4 key -i %s answered no number" % name)
+        return int(value)
+
+    def key_delete(self, name: str) -> None:
+        self.run(["key", "-d", name])
+
+    def key_compare_and_set(self, name: str, old: str, new: str) -> bool:
+        try:
+            self.run(["key", "--from=" + old, "--to=" + new, name])
+            return True
+        except P4Error as exc:
+            if exc.unreachable:
+                raise
+            return False
+
+    def describe(self, change: int, shelved: bool = False) -> dict:
+        records = self.run(["describe", "-s"] + (["-S"] if shelved else []) + [str(change)])
+        return records[0] if records else {}
+
+    def submitted_changes(self, since: int, paths: list, limit: int) -> list:
+        """Submitted changes >= since under paths, oldest first: [(change, time)]."""
+        records = self.run(["changes", "-s", "submitted", "-e", str(since), "-m", str(limit)] + list(paths))
+        found = set()
+        for record in records:
+            number = parse_change(record.get(b"change", b"").decode("ascii", "replace"))
+            if number is not None:
+                found.add((number, int(record.get(b"time", b"0") or 0)))
+        return sorted(found)
+
+    def latest_submitted(self, paths: list) -> int:
+        records = self.run(["changes", "-s", "submitted", "-m", "1"] + list(paths))
+        numbers = [parse_change(r.get(b"change", b"").decode("ascii", "replace")) for r in records]
+        return max([n for n in numbers if n] or [0])
+
+
+def _marshal_records(data: bytes) -> list:
+    stream, records = io.BytesIO(data), []
+    while stream.tell() < len(data):
+        try:
+            record = marshal.load(stream)
+        except (EOFError, ValueError, TypeError):
+            raise ValueError("unparseable p4 -G output")
+        if not isinstance(record, dict):
+            raise ValueError("unexpected p4 -G record")
+        records.append(record)
+    return records
+
+
+# --- resolving an event into a review request ---------------------------------------------------
+class Keys:
+    """Names of the p4 keys the trigger keeps. The version counter is per change as first
+    numbered (a submit renumbered from a shelved change keeps counting the shelf's versions)."""
+
+    def __init__(self, prefix: str):
+        self.prefix = prefix
+
+    def version(self, change: int) -> str:
+        return "%s-version-%d" % (self.prefix, change)
+
+    def shelf(self, change: int, version: int) -> str:
+        """The digest of one shelf version. One key per version: versions are unique (p4 key -i),
+        so two hosts never write the same one, and there is no create-or-compare race."""
+        return "%s-shelf-%d-v%d" % (self.prefix, change, version)
+
+    def submit(self, change: int) -> str:
+        return "%s-submit-%d" % (self.prefix, change)
+
+    @property
+    def catch_up_mark(self) -> str:
+        return self.prefix + "-catchup-mark"
+
+    @property
+    def ping(self) -> str:
+        return self.prefix + "-ping"
+
+
+def idempotency_key(kind: str, change: int, version: int) -> str:
+    """The same as the service's `p4review submit` default: p4-<kind>-<change>-v<version>."""
+    return "p4-%s-%d-v%d" % (kind, change, version)
+
+
+def shelf_fingerprint(record: dict) -> str:
+    """Digest of a shelf's file list, actions, types and content digests (`describe -S -s`)."""
+    lines, index = [], 0
+    while b"depotFile%d" % index in record:
+        lines.append(b"\x00".join(record.get(b"%s%d" % (field, index), b"") for field in
+                                  (b"depotFile", b"action", b"type", b"digest")))
+        index += 1
+    return hashlib.sha256(b"\n".join(sorted(lines))).hexdigest()[:32]
+
+
+def resolve_submit(p4: P4, keys: Keys, change: int, old_change: int | None) -> dict:
+    """The review request for a submitted change. Version 1 unless the change was shelved (and
+    reviewed) under its number or its pre-renumbering number: then the next version of that
+    counter, as a rerun that follows the latest shelf version. Recorded in a key, so a re-fired
+    trigger or --catch-up gets the same version (and so the same idempotency key)."""
+    parts = p4.key_get(keys.submit(change)).split(":")
+    if len(parts) == 3 and all(part.isdigit() for part in parts) and int(parts[0]) > 1:
+        version, origin, followed = (int(part) for part in parts)
+        return _submit_request(change, version, origin, followed)
+    if old_change is None:
+        old_change = parse_change(p4.describe(change).get(b"oldChange", b"").decode("ascii", "replace"))
+    origin = old_change or change
+    if _number(p4.key_get(keys.version(origin))) == 0:
+        return _submit_request(change, 1, origin, 0)  # never shelved for review
+    version = p4.key_increment(keys.version(origin))
+    followed = version - 1  # the counter's value before the submit: the latest shelf version
+    p4.key_set(keys.submit(change), "%d:%d:%d" % (version, origin, followed))
+    return _submit_request(change, version, origin, followed)
+
+
+def _number(text: str) -> int:
+    return int(text) if text.isascii() and text.isdigit() else 0
+
+
+def _submit_request(change: int, version: int, origin: int, followed: int) -> dict:
+    request = {"changelist_id": change, "review_version": version, "kind": SUBMITTED,
+               "rerun": version > 1, "idempotency_key": idempotency_key(SUBMITTED, change, version)}
+    if version > 1 and 0 < followed < version:
+        request["follows_shelf"] = {"changelist_id": origin, "review_version": followed}
+    return request
+
+
+def resolve_shelve(p4: P4, keys: Keys, change: int) -> dict:
+    """The review request for a shelve, or {"skip": reason} when there is nothing new to review:
+    a re-shelve whose files, types and digests equal the latest version's creates no version."""
+    record = p4.describe(change, shelved=True)
+    if b"depotFile0" not in record:
+        return {"skip": "no shelved files (deleted or submitted since)"}
+    fingerprint = shelf_fingerprint(record)
+    latest = _number(p4.key_get(keys.version(change)))
+    if latest and p4.key_get(keys.shelf(change, latest)) == fingerprint:
+        return {"skip": "identical to shelf version %d" % latest}
+    version = p4.key_increment(keys.version(change))  # atomic: concurrent re-shelves differ
+    return {"changelist_id": change, "review_version": version, "kind": SHELVED, "rerun": version > 1,
+            "idempotency_key": idempotency_key(SHELVED, change, version), "fingerprint": fingerprint}
+
+
+def record_shelf(p4: P4, keys: Keys, change: int, version: int, fingerprint: str) -> None:
+    """Keep this version's digest (for the next re-shelve to compare with) and drop the previous
+    version's, so a change keeps one such key."""
+    p4.key_set(keys.shelf(change, version), fingerprint)
+    if version > 1:
+        _delete_key(p4, keys.shelf(change, version - 1))
+
+
+def forget_shelf(p4: P4, keys: Keys, change: int) -> None:
+    """After shelve-delete the next shelve is new, even with the same files: forget the latest
+    digest, keep the version counter (versions only ever grow)."""
+    latest = _number(p4.key_get(keys.version(change)))
+    if latest:
+        _delete_key(p4, keys.shelf(change, latest))
+
+
+def _delete_key(p4: P4, name: str) -> None:
+    try:
+        p4.key_delete(name)
+    except P4Error as exc:
+        if exc.unreachable:
+            raise  # otherwise it was not there: nothing to forget
+
+
+# --- the API -------------------------------------------------------------------------------------
+class Unreachable(TriggerError):
+    """No HTTP answer: DNS, connection, TLS or timeout."""
+
+
+class Answer:
+    def __init__(self, status: int, headers: dict, body: object, raw: bytes):
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.raw = raw
+
+    @property
+    def error_code(self) -> str | None:
+        """The p4review error code, if this is a p4review error answer ({"error": {"code": ...}})."""
+        error = self.body.get("error") if isinstance(self.body, dict) else None
+        code = error.get("code") if isinstance(error, dict) else None
+        return code if isinstance(code, str) else None
+
+    def summary(self) -> dict:
+        summary = {"status": self.status, "code": self.error_code}
+        if isinstance(self.body, dict):
+            error = self.body.get("error") if isinstance(self.body.get("error"), dict) else {}
+            summary["message"] = printable(error.get("message", ""), 300) or None
+            summary["details"] = error.get("details")
+            summary["job_id"] = self.body.get("job_id")
+        else:
+            summary["body"] = printable(self.raw.decode("utf-8", "replace"), 300)
+        replay = self.headers.get("x-p4review-replay")
+        if replay:
+            summary["replay"] = replay
+        return {key: value for key, value in summary.items() if value is not None}
+
+
+def sign(secret: str, timestamp: str, method: str, route: str, body: bytes) -> str:
+    """HMAC-SHA256 over "<timestamp>\\n<METHOD>\\n<route>\\n<body>", as the API verifies it."""
+    canonical = ("%s\n%s\n%s\n" % (timestamp, method.upper(), route)).encode("utf-8") + body
+    return "v1=" + hmac.new(secret.encode("utf-8"), canonical, hashlib.sha256).hexdigest()
+
+
+class ApiClient:
+    def __init__(self, config: Config, secret: str, clock=time.time):
+        self.base = config["API_URL"].rstrip("/")
+        if not self.base:
+            raise ConfigError("API_URL is not configured")
+        self.secret = secret
+        self.timeout = config.number("SEND_TIMEOUT")
+        self.ca_file = config["CA_FILE"] or None
+        self.clock = clock
+
+    def call(self, method: str, route: str, body: bytes = b"") -> Answer:
+        import urllib.error
+        import urllib.request
+
+        timestamp = str(int(self.clock()))
+        headers = {"Content-Type": "application/json", "User-Agent": "%s/%s" % (PROGRAM, VERSION),
+                   TIMESTAMP_HEADER: timestamp, SIGNATURE_HEADER: sign(self.secret, timestamp, method, route, body)}
+        request = urllib.request.Request(self.base + route, data=body if method != "GET" else None,
+                                         method=method, headers=headers)
+        opener = _opener(self.ca_file if self.base.startswith("https:") else None, self.base.startswith("https:"))
+        try:
+            with opener.open(request, timeout=self.timeout) as response:
+                return _answer(response.status, response.headers, response.read(65536))
+        except urllib.error.HTTPError as error:
+            try:
+                raw = error.read(65536)
+            except OSError:
+                raw = b""
+            return _answer(error.code, error.headers, raw)
+        except urllib.error.URLError as error:
+            raise Unreachable(_network_reason(error.reason))
+        except (OSError, ValueError) as error:  # socket.timeout, ConnectionResetError, http.client errors
+            raise Unreachable(_network_reason(error))
+
+    def post_review(self, request: dict) -> Answer:
+        body = {key: request[key] for key in ("idempotency_key", "changelist_id", "review_version", "kind")}
+        if request.get("rerun"):
+            body["rerun"] = True
+        if request.get("follows_shelf"):
+            body["follows_shelf"] = request["follows_shelf"]
+        return self.call("POST", REVIEWS_ROUTE, json.dumps(body, sort_keys=True).encode("utf-8"))
+
+
+def _opener(ca_file: str | None, https: bool):
+    """urllib without redirects (a redirect means API_URL is wrong: report it, never follow it),
+    verifying TLS against CA_FILE or the system's CAs. Imported here: only senders need urllib."""
+    import ssl
+    import urllib.request
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):
+            return None
+
+    handlers = [NoRedirect()]
+    if https:
+        handlers.append(urllib.request.HTTPSHandler(context=ssl.create_default_context(cafile=ca_file)))
+    return urllib.request.build_opener(*handlers)
+
+
+def _answer(status: int, headers, raw: bytes) -> Answer:
+    try:
+        body = json.loads(raw.decode("utf-8")) if raw else None
+    except ValueError:
+        body = None
+    lowered = {key.lower(): value for key, value in (headers.items() if headers else [])}
+    return Answer(status, lowered, body, raw)
+
+
+def _network_reason(reason: object) -> str:
+    if isinstance(reason, socket.timeout) or "timed out" in str(reason):
+        return "timed out"
+    if isinstance(reason, socket.gaierror):
+        return "cannot resolve the API host (%s)" % printable(reason, 100)
+    if isinstance(reason, ConnectionRefusedError):
+        return "connection refused"
+    name = type(reason).__name__
+    if "SSL" in name or "Certificate" in name:
+        return "TLS failed: %s" % printable(reason, 150)
+    return printable(reason, 150) or name
+
+
+def classify(answer: Answer) -> str:
+    """'accepted' (done), 'reject' (the API will never accept this request: rejected/) or 'retry'.
+
+    Only a p4review error answer can reject: a 403 or 404 from a proxy or a mistyped API_URL
+    says nothing about the event, so the event waits for the configuration to be fixed."""
+    if 200 <= answer.status < 300:
+        return "accepted"
+    if 400 <= answer.status < 500 and answer.status not in RETRY_LATER_STATUSES:
+        code = answer.error_code
+        if code and code != "route_not_found":
+            return "reject"
+    return "retry"
+
+
+def retry_after_seconds(answer: Answer | None) -> float:
+    value = (answer.headers.get("retry-after", "") if answer else "").strip()
+    return float(min(int(value), 3600)) if value.isdigit() else 0.0
+
+
+# --- sending: one event ----------------------------------------------------------------------------
+class Stop(TriggerError):
+    """Stop this drain run: the API, p4 or the configuration needs time or a fix."""
+
+    def __init__(self, message: str, answer: Answer | None = None):
+        super().__init__(message)
+        self.answer = answer
+
+
+class Sender:
+    """Resolves and sends spooled events. Callers hold the spool lock."""
+
+    def __init__(self, config: Config, log: Log, clock=time.time, p4: P4 | None = None,
+                 api: ApiClient | None = None):
+        self.config = config
+        self.log = log
+        self.clock = clock
+        self.spool = Spool(config.spool_dir, clock)
+        self.keys = Keys(config["KEY_PREFIX"])
+        self._p4 = p4
+        self._api = api
+
+    @property
+    def p4(self) -> P4:
+        if self._p4 is None:
+            self._p4 = P4(self.config)
+        return self._p4
+
+    @property
+    def api(self) -> ApiClient:
+        if self._api is None:
+            self._api = ApiClient(self.config, read_private_file(self.config["SECRET_FILE"], "SECRET_FILE"),
+                                  self.clock)
+        return self._api
+
+    def process(self, path: str) -> str:
+        """Handle one pending event: 'done', 'rejected', 'corrupt' or 'gone'; raises Stop."""
+        try:
+            with open(path, "rb") as handle:
+                event = _decode(handle.read())
+            change = event["change"]
+            if not isinstance(change, int) or event.get("trigger") not in TRIGGER_TYPES:
+                raise ValueError("not an event")
+        except FileNotFoundError:
+            return "gone"  # another drain finished it
+        except (OSError, ValueError, KeyError):
+            self.spool.move(path, CORRUPT)
+            self.log.error("spool_file_corrupt", file=os.path.basename(path), action="moved to corrupt/")
+            return "corrupt"
+        if event["trigger"] == "shelve-delete":
+            return self._record_shelve_delete(path, event)
+        if not event.get("request"):
+            outcome = self._resolve(path, event)
+            if outcome:
+                return outcome
+        return self._send(path, event)
+
+    def _resolve(self, path: str, event: dict) -> str | None:
+        change = event["change"]
+        try:
+            if event["trigger"] == "change-commit":
+                request = resolve_submit(self.p4, self.keys, change, event.get("old_change"))
+            else:
+                request = resolve_shelve(self.p4, self.keys, change)
+        except P4Error as exc:
+            if not _P4_CHANGE_UNKNOWN.search(str(exc)):
+                # The server, our login or our access (keys need 'review'): wait for a fix.
+                raise Stop(str(exc))
+            event["outcome"] = {"at": utc_iso(self.clock()), "p4_error": str(exc)}
+            self.spool.move(path, REJECTED, event)
+            self.log.error("event_rejected", change=change, trigger=event["trigger"], reason=str(exc),
+                           action="moved to rejected/")
+            return "rejected"
+        if "skip" in request:
+            event["outcome"] = {"at": utc_iso(self.clock()), "skipped": request["skip"]}
+            self.spool.move(path, DONE, event)
+            self.log.info("no_review_needed", change=change, trigger=event["trigger"], reason=request["skip"])
+            return "done"
+        fingerprint = request.pop("fingerprint", None)
+        event["request"] = request
+        # Durable before anything else: a re-send must reuse this version, never take another.
+        self.spool.rewrite(path, event)
+        self.log.info("version_assigned", change=change, kind=request["kind"], version=request["review_version"],
+                      follows_shelf=_follows(request))
+        if fingerprint:
+            # After the rewrite: dying between the two costs at most one extra version for a later
+            # identical re-shelve, never a version that is not sent.
+            try:
+                record_shelf(self.p4, self.keys, change, request["review_version"], fingerprint)
+            except P4Error as exc:
+                self.log.warning("shelf_digest_not_recorded", change=change, reason=str(exc))
+        return None
+
+    def _send(self, path: str, event: dict) -> str:
+        request = event["request"]
+        change, version = request["changelist_id"], request["review_version"]
+        try:
+            api = self.api
+        except ConfigError as exc:
+            raise Stop(str(exc))
+        event["attempts"] = int(event.get("attempts", 0)) + 1
+        try:
+            answer = api.post_review(request)
+        except Unreachable as exc:
+            self._note_attempt(path, event, "unreachable: %s" % exc)
+            raise Stop("API unreachable: %s" % exc)
+        verdict = classify(answer)
+        summary = answer.summary()
+        if verdict == "retry":
+            self._note_attempt(path, event, "HTTP %d %s" % (answer.status, summary.get("code", "")))
+            raise Stop(_explain_retry(answer), answer)
+        event["outcome"] = dict(summary, at=utc_iso(self.clock()))
+        if verdict == "accepted":
+            self.spool.move(path, DONE, event)
+            self.log.info("review_requested", change=change, version=version, kind=request["kind"],
+                          status=answer.status, job_id=summary.get("job_id"), replay=summary.get("replay"),
+                          attempts=event["attempts"])
+            return "done"
+        self.spool.move(path, REJECTED, event)
+        superseded = summary.get("code") == "stale_review_version"
+        (self.log.warning if superseded else self.log.error)(
+            "event_rejected", change=change, version=version, kind=request["kind"], status=answer.status,
+            code=summary.get("code"), reason=summary.get("message"), action="moved to rejected/",
+            note="a newer version of this change was accepted first" if superseded else None)
+        return "rejected"
+
+    def _note_attempt(self, path: str, event: dict, error: str) -> None:
+        event["last_error"] = error
+        event["last_attempt_at"] = utc_iso(self.clock())
+        try:
+            self.spool.rewrite(path, event)
+        except OSError:
+            pass  # the count is informational; the event itself is intact
+
+    def _record_shelve_delete(self, path: str, event: dict) -> str:
+        change = event["change"]
+        try:
+            forget_shelf(self.p4, self.keys, change)
+        except P4Error as exc:
+            if exc.unreachable:
+                raise Stop(str(exc))
+        event["outcome"] = {"at": utc_iso(self.clock()), "recorded": "shelf deleted; no review"}
+        self.spool.move(path, DONE, event)
+        self.log.info("shelf_deleted", change=change, action="recorded, no review")
+        return "done"
+
+
+def _follows(request: dict) -> str | None:
+    follows = request.get("follows_shelf")
+    return "%d@v%d" % (follows["changelist_id"], follows["review_version"]) if follows else None
+
+
+def _explain_retry(answer: Answer) -> str:
+    code = answer.error_code
+    details = (answer.body or {}).get("error", {}).get("details") if isinstance(answer.body, dict) else None
+    if answer.status == 401:
+        skew = _skew_text(details)
+        if code == "signature_expired" or (skew and code == "signature_invalid" and "future" in str(answer.body)):
+            return "the API refused the signature's timestamp: clock skew%s (check NTP on this host)" % skew
+        return ("the API refused the signature (%s): SECRET_FILE does not hold the current signing secret "
+                "(events wait; rotation in progress?)" % (code or "401"))
+    if answer.status in (408, 429) or answer.status >= 500:
+        return "the API answered %d (%s): will retry" % (answer.status, code or "no code")
+    if 300 <= answer.status < 400:
+        return "the API redirected (%d): API_URL is wrong (https? stage?)" % answer.status
+    return "HTTP %d from something that is not the p4review API (%s): check API_URL" % (
+        answer.status, printable(answer.raw.decode("utf-8", "replace"), 120))
+
+
+def _skew_text(details: object) -> str:
+    if isinstance(details, dict) and isinstance(details.get("server_time"), int):
+        skew = int(time.time()) - details["server_time"]
+        return " of %+d s against the API" % skew
+    return ""
+
+
+# --- drain ---------------------------------------------------------------------------------------
+def backoff_delay(failures: int, base: float, cap: float, rng=None) -> float:
+    """Full jitter: uniform in [0, min(cap, base * 2^(failures-1))]."""
+    return (rng or random.random)() * min(cap, base * (2 ** max(0, failures - 1)))
+
+
+def drain(config: Config, log: Log, *, clock=time.time, rng=None, force: bool = False,
+          scheduled: bool = True, sender: Sender | None = None, lock_wait: float = 0.0) -> dict:
+    """Send what is pending, oldest first. One run at a time per spool (a lock); a scheduled run
+    (--drain) waits out the backoff of earlier failed scheduled runs unless forced, while a run
+    started by a trigger (scheduled=False) always makes one attempt and sets no backoff.
+
+    Returns counts: {"done", "rejected", "corrupt", "left", "stopped": reason or None, "skipped": reason or None}."""
+    spool = Spool(config.spool_dir, clock)
+    spool.ensure()
+    result = {"done": 0, "rejected": 0, "corrupt": 0, "left": 0, "stopped": None, "skipped": None}
+    deadline = clock() + config.number("DRAIN_MAX_SECONDS")
+    sender = sender or Sender(config, log, clock)
+    while True:
+        lock = _acquire(spool, lock_wait, clock)
+        if lock is None:
+            result["skipped"] = "another drain is running"
+            break
+        try:
+            state = spool.load_state()
+            if scheduled and not force and state.get("next_attempt_at", 0) > clock():
+                result["skipped"] = "backing off until %s after %d failed runs (--force to try now)" % (
+                    utc_iso(state["next_attempt_at"]), state.get("failures", 0))
+                break
+            spool.recover_orphans(log)
+            if scheduled:
+                spool.prune_done(config.number("DONE_RETENTION_DAYS"))
+            try:
+                _drain_pending(spool, sender, result, deadline, clock)
+            except Stop as stop:
+                result["stopped"] = str(stop)
+                log.warning("drain_stopped", reason=str(stop), pending=len(spool.pending()),
+                            action="events stay spooled")
+                if scheduled:
+                    failures = int(state.get("failures", 0)) + 1
+                    delay = max(backoff_delay(failures, config.number("DRAIN_BACKOFF_BASE"),
+                                              config.number("DRAIN_BACKOFF_MAX"), rng),
+                                retry_after_seconds(stop.answer))
+                    spool.save_state({"failures": failures, "next_attempt_at": clock() + delay,
+                                      "last_error": str(stop), "last_failure_at": utc_iso(clock())})
+                break
+            if state.get("failures"):
+                spool.save_state({})
+        finally:
+            _release(lock)
+        # An event spooled while we held the lock was spooled before its sender found the lock
+        # taken, so it is in pending/ now: look once more after releasing.
+        if not spool.pending() or clock() >= deadline:
+            break
+    result["left"] = len(spool.pending())
+    return result
+
+
+def _drain_pending(spool: Spool, sender: Sender, result: dict, deadline: float, clock) -> None:
+    while clock() < deadline:
+        batch = spool.pending()
+        if not batch:
+            return
+        for path in batch:
+            if clock() >= deadline:
+                return
+            outcome = sender.process(path)
+            if outcome in result:
+                result[outcome] += 1
+
+
+def _acquire(spool: Spool, wait: float, clock):
+    lock = spool.try_lock()
+    give_up = clock() + wait
+    while lock is None and clock() < give_up:
+        time.sleep(0.1)
+        lock = spool.try_lock()
+    return lock
+
+
+def _release(lock) -> None:
+    try:
+        if IS_WINDOWS:
+            import msvcrt
+            lock.seek(0)
+            msvcrt.locking(lock.fileno(), msvcrt.LK_UNLCK, 1)
+    except OSError:
+        pass
+    lock.close()
+
+
+# --- catch-up -------------------------------------------------------------------------------------
+def catch_up(config: Config, log: Log, *, clock=time.time, since: int | None = None,
+             sender: Sender | None = None) -> dict:
+    """Post submitted changes under PATHS after the mark that the API never acknowledged. The
+    mark (a p4 key) only moves past a change once the API answered it (or will never accept
+    it), and only forward (compare-and-set). A first run with no mark sets it and posts nothing."""
+    spool = Spool(config.spool_dir, clock)
+    spool.ensure()
+    sender = sender or Sender(config, log, clock)
+    p4, keys = sender.p4, sender.keys
+    result = {"posted": 0, "already_there": 0, "rejected": 0, "mark": None, "stopped": None, "skipped": None}
+    lock = _acquire(spool, 0.0, clock)
+    if lock is None:
+        result["skipped"] = "another drain is running"
+        return result
+    try:
+        stored = p4.key_get(keys.catch_up_mark)
+        mark = int(stored) if stored.isdigit() else 0
+        if since is not None:
+            start = since
+        elif mark == 0:
+            latest = p4.latest_submitted(config.paths)
+            p4.key_set(keys.catch_up_mark, str(latest))
+            log.info("catch_up_started", mark=latest, note="earlier changes are not posted; --since N to backfill")
+            result["mark"] = latest
+            return result
+        else:
+            start = mark + 1
+        waiting = {_event_change(path) for path in spool.pending()}
+        acknowledged = start - 1
+        try:
+            for change, submitted_at in p4.submitted_changes(start, config.paths, config.number("CATCHUP_MAX")):
+                if change in waiting:
+                    result["stopped"] = "change %d is still spooled" % change
+                    break
+                if clock() - submitted_at < config.number("CATCHUP_GRACE"):
+                    break  # its trigger may still be running
+                _catch_up_one(sender, change, result)
+                acknowledged = change
+        except (P4Error, Stop, ConfigError) as exc:
+            result["stopped"] = str(exc)
+        result["mark"] = max(mark, acknowledged)
+        if acknowledged > mark:
+            _advance_mark(p4, keys.catch_up_mark, stored, acknowledged)
+    except (P4Error, ConfigError) as exc:
+        result["stopped"] = str(exc)
+    finally:
+        _release(lock)
+    if result["stopped"]:
+        log.warning("catch_up_stopped", reason=result["stopped"], mark=result["mark"])
+    return result
+
+
+def _advance_mark(p4: P4, name: str, stored: str, acknowledged: int) -> None:
+    """Forward only: compare-and-set from what this run read; if another run moved it, keep the larger."""
+    if stored not in ("", "0") and p4.key_compare_and_set(name, stored, str(acknowledged)):
+        return
+    latest = p4.key_get(name)
+    if not latest.isdigit() or int(latest) < acknowledged:
+        p4.key_set(name, str(acknowledged))
+
+
+def _catch_up_one(sender: Sender, change: int, result: dict) -> None:
+    """Post one submitted change; raises Stop unless the API answered it for good."""
+    request = resolve_submit(sender.p4, sender.keys, change, None)
+    try:
+        answer = sender.api.post_review(request)
+    except Unreachable as exc:
+        raise Stop("API unreachable: %s" % exc)
+    verdict = classify(answer)
+    if verdict == "retry":
+        raise Stop(_explain_retry(answer), answer)
+    if verdict == "reject":
+        event = {"format": 1, "trigger": "change-commit", "change": change, "source": "catch-up", "request": request,
+                 "outcome": dict(answer.summary(), at=utc_iso(sender.clock()))}
+        sender.spool.put(REJECTED, "catchup-%d-v%d.json" % (change, request["review_version"]), event)
+        sender.log.error("event_rejected", change=change, source="catch-up", status=answer.status,
+                         code=answer.error_code, action="written to rejected/")
+        result["rejected"] += 1
+        return
+    if answer.status == 201:
+        result["posted"] += 1
+        sender.log.warning("caught_up", change=change, version=request["review_version"],
+                           job_id=answer.summary().get("job_id"), note="this submit never reached the spool")
+    else:
+        result["already_there"] += 1
+
+
+def _event_change(path: str) -> int | None:
+    match = re.search(r"-change-commit-([0-9]+)\.json$", path)
+    return int(match.group(1)) if match else None
+
+
+# --- trigger mode ---------------------------------------------------------------------------------
+def spool_event(config: Config, log: Log, trigger: str, change_text: str, old_text: str | None,
+                clock=time.time) -> str | None:
+    """Validate, spool durably and log. Returns the spooled file or None (logged)."""
+    change = parse_change(change_text)
+    if trigger not in TRIGGER_TYPES or change is None:
+        log.error("trigger_arguments_invalid", trigger=trigger, change=change_text,
+                  action="nothing spooled; check the trigger table line (-o prints it)")
+        return None
+    old_change = parse_change(old_text) if old_text else None
+    if old_text and old_change is None and old_text != "%oldchangelist%":
+        log.warning("old_change_ignored", change=change, old_change=old_text)
+    event = {"format": 1, "trigger": trigger, "change": change, "old_change": old_change,
+             "received_at": utc_iso(clock()), "host": _host_name()}
+    spool = Spool(config.spool_dir, clock)
+    try:
+        spool.ensure()
+        path = spool.write_new(event)
+    except OSError as exc:
+        full = exc.errno in (errno.ENOSPC, errno.EDQUOT) if hasattr(errno, "EDQUOT") else exc.errno == errno.ENOSPC
+        log.error("spool_write_failed", trigger=trigger, change=change, reason=exc.strerror or str(exc),
+                  spool=config.spool_dir, note=("the spool disk is full; " if full else "") +
+                  ("--catch-up will find this submit" if trigger == "change-commit" else "this shelve is not reviewed"))
+        return None
+    log.info("event_spooled", trigger=trigger, change=change, old_change=old_change,
+             file=os.path.basename(path))
+    return path
+
+
+def _host_name() -> str:
+    return os.environ.get("COMPUTERNAME", "") if IS_WINDOWS else os.uname().nodename
+
+
+def start_sender(config: Config, log: Log) -> None:
+    """A detached `--send`: new session, stdio closed, so the trigger exits now and p4d does not
+    wait for it. On failure the event waits in the spool for the timer's --drain."""
+    argv = [sys.executable, os.path.abspath(__file__), "-c", config.source, "--send"]
+    try:
+        pid = os.fork()  # plain fork/exec: importing subprocess would cost the trigger ~10 ms
+    except OSError as exc:
+        log.error("sender_not_started", reason=exc.strerror or str(exc), action="the timer's --drain sends it")
+        return
+    if pid:
+        return
+    try:  # the child: detach from p4d's session and pipes, then become the sender
+        os.setsid()
+        os.nice(10)  # background work: p4d and the next user's trigger come first
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.closerange(3, 65536)
+        os.chdir(os.path.dirname(argv[1]))
+        os.execv(argv[0], argv)
+    except BaseException as exc:  # noqa: BLE001 - the child must never return into the trigger
+        try:
+            log.error("sender_not_started", reason=printable(exc), action="the timer's --drain sends it")
+        finally:
+            os._exit(127)
+
+
+def parse_trigger_args(argv: list) -> dict:
+    """-c FILE -t TYPE -v CHANGE [-w OLD], spaced or joined (-tTYPE). No argparse: it costs the
+    trigger ~10 ms. Anything else is reported, not fatal."""
+    options, index, unknown = {}, 0, []
+    while index < len(argv):
+        arg = argv[index]
+        flag = arg[:2]
+        if flag in ("-c", "-t", "-v", "-w") and not arg.startswith("--"):
+            if len(arg) > 2:
+                options[flag] = arg[2:]
+            elif index + 1 < len(argv):
+                index += 1
+                options[flag] = argv[index]
+            else:
+                options[flag] = ""
+        else:
+            unknown.append(arg)
+        index += 1
+    return {"config": options.get("-c"), "type": options.get("-t", ""), "value": options.get("-v", ""),
+            "old": options.get("-w"), "unknown": unknown}
+
+
+def run_trigger(argv: list, clock=time.time) -> int:
+    """Trigger mode: always 0, nothing on the user's terminal. Nothing here may slow or fail the
+    user's command."""
+    args = parse_trigger_args(argv)
+    log = Log(None, clock=clock)
+    try:
+        config = load_config(args["config"], validate=False)
+        log = Log(config.log_file, clock=clock)
+        if args["unknown"]:
+            log.warning("trigger_arguments_ignored", arguments=" ".join(args["unknown"]))
+        if spool_event(config, log, args["type"], args["value"], args["old"], clock) and \
+                config.send_mode == "background":
+            start_sender(config, log)
+    except ConfigError as exc:
+        log.error("config_error", trigger=args["type"], change=args["value"], reason=str(exc),
+                  action="nothing spooled; run --ping")
+    except Exception as exc:  # noqa: BLE001 - the user's command must not fail because of us
+        log.error("trigger_failed", trigger=args["type"], change=args["value"], error=type(exc).__name__,
+                  reason=printable(exc))
+    return 0
+
+
+# --- admin commands --------------------------------------------------------------------------------
+def trigger_table(config_path: str | None, paths: list, script: str | None = None,
+                  python: str | None = None) -> str:
+    """The lines to paste into `p4 triggers` (the secret never appears in them)."""
+    script = script or os.path.abspath(__file__)
+    command = "%%quote%%%s%%quote%% %%quote%%%s%%quote%%" % (python or sys.executable, script)
+    if config_path:
+        command += " -c %%quote%%%s%%quote%%" % config_path
+    lines = []
+    for name, kind, arguments in (
+        ("p4review.commit", "change-commit", "-t change-commit -v %change% -w %oldchangelist%"),
+        ("p4review.shelve", "shelve-commit", "-t shelve-commit -v %change%"),
+        ("p4review.shelvedel", "shelve-delete", "-t shelve-delete -v %change%"),
+    ):
+        for path in paths:
+            quoted = '"%s"' % path if " " in path else path
+            lines.append('\t%s %s %s "%s %s"' % (name, kind, quoted, command, arguments))
+    return "\n".join(lines) + "\n"
+
+
+def run_print_table(args) -> int:
+    config_path, paths = None, None
+    try:
+        config = load_config(args.config)
+        config_path, paths = config.source, config.paths
+    except ConfigError as exc:
+        print("# note: %s; printing lines without -c" % exc, file=sys.stderr)
+    paths = args.paths or paths or ["//..."]
+    for path in paths:
+        if not _DEPOT_PATTERN.match(path):
+            print("%s: %s is not a depot path such as //depot/..." % (PROGRAM, printable(path, 80)), file=sys.stderr)
+            return 2
+    sys.stdout.write(trigger_table(config_path, paths))
+    return 0
+
+
+class Checks:
+    def __init__(self):
+        self.failed = 0
+
+    def report(self, status: str, check: str, detail: str) -> None:
+        if status == "FAIL":
+            self.failed += 1
+        print("%-4s  %-10s %s" % (status, check, detail), flush=True)
+
+
+def run_ping(args, clock=time.time) -> int:
+    """Check the configuration, the secret, the spool, p4 and a signed round trip to the API,
+    and say what is wrong. Exit 1 if anything failed."""
+    checks = Checks()
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        checks.report("FAIL", "config", str(exc))
+        return 1
+    checks.report("ok", "config", config.source)
+    log = Log(config.log_file, clock=clock)
+    secret = None
+    try:
+        secret = read_private_file(config["SECRET_FILE"], "SECRET_FILE")
+        checks.report("ok", "secret", "%s (owner-only, %d characters)" % (config["SECRET_FILE"], len(secret)))
+    except ConfigError as exc:
+        checks.report("FAIL", "secret", str(exc))
+    _ping_spool(config, checks, clock)
+    _ping_p4(config, checks)
+    if secret is not None and config["API_URL"]:
+        _ping_api(config, secret, checks, clock)
+    elif not config["API_URL"]:
+        checks.report("FAIL", "api", "API_URL is not configured")
+    if config.send_mode == "spool-only":
+        checks.report("note", "send", "SEND_MODE is spool-only: events are sent by the timer's --drain only")
+    log.info("ping", failed=checks.failed)
+    return 1 if checks.failed else 0
+
+
+def _ping_spool(config: Config, checks: Checks, clock) -> None:
+    spool = Spool(config.spool_dir, clock)
+    try:
+        spool.ensure()
+        probe = spool.path(TMP, "ping-%d.probe" % os.getpid())
+        _write_durably(probe, b"ping\n")
+        os.unlink(probe)
+        checks.report("ok", "spool", "%s writable; %d pending, %d rejected" % (
+            config.spool_dir, spool.count(PENDING), spool.count(REJECTED)))
+    except OSError as exc:
+        checks.report("FAIL", "spool", "%s: %s" % (config.spool_dir, exc.strerror or exc))
+    try:
+        fd = os.open(config.log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o640)
+        os.close(fd)
+        checks.report("ok", "log", config.log_file)
+    except OSError as exc:
+        checks.report("FAIL", "log", "%s: %s (lines would go to syslog)" % (config.log_file, exc.strerror or exc))
+
+
+def _ping_p4(config: Config, checks: Checks) -> None:
+    p4, keys = P4(config), Keys(config["KEY_PREFIX"])
+    try:
+        records = p4.run(["login", "-s"])
+        user = records[0].get(b"user", b"?").decode("utf-8", "replace") if records else "?"
+        checks.report("ok", "p4", "logged in as %s on %s" % (user, config["P4PORT"] or "(p4's default port)"))
+    except (P4Error, ConfigError) as exc:
+        checks.report("FAIL", "p4", "%s (the trigger cannot number versions or list changes)" % exc)
+        return
+    try:
+        p4.key_set(keys.ping, str(int(time.time())))
+        mark = p4.key_get(keys.catch_up_mark)
+        checks.report("ok", "p4 keys", "can set keys (%s*); catch-up mark %s" % (
+            config["KEY_PREFIX"] + "-", mark if mark not in ("", "0") else "not set yet"))
+    except P4Error as exc:
+        checks.report("FAIL", "p4 keys", "%s (P4USER needs 'review' access to set keys)" % exc)
+
+
+def _ping_api(config: Config, secret: str, checks: Checks, clock) -> None:
+    client = ApiClient(config, secret, clock)
+    try:
+        answer = client.call("GET", PING_ROUTE)
+    except Unreachable as exc:
+        checks.report("FAIL", "api", "%s unreachable: %s" % (config["API_URL"], exc))
+        return
+    body = answer.body if isinstance(answer.body, dict) else {}
+    server_time = body.get("server_time")
+    if not isinstance(server_time, int):
+        details = body.get("error", {}).get("details") if isinstance(body.get("error"), dict) else None
+        server_time = details.get("server_time") if isinstance(details, dict) else None
+    skew = int(clock()) - server_time if isinstance(server_time, int) else None
+    if answer.status == 200 and body.get("service") == "p4review":
+        checks.report("ok", "api", "%s answered a signed ping" % config["API_URL"])
+        if body.get("signed_with") == "previous":
+            checks.report("warn", "secret", "signed with the PREVIOUS secret: put the current one in SECRET_FILE "
+                                            "before the next rotation")
+        limit = body.get("max_signature_age_seconds", 300)
+        if skew is not None:
+            checks.report("warn" if abs(skew) > min(60, limit // 2) else "ok", "clock",
+                          "%+d s against the API (requests are refused beyond %d s)" % (skew, limit))
+        return
+    if answer.status == 401:
+        code = answer.error_code
+        if code == "signature_expired" or (code == "signature_invalid" and skew is not None and abs(skew) > 60):
+            checks.report("FAIL", "clock", "the API refused the timestamp: this host's clock is %+d s off (fix NTP)"
+                          % (skew or 0))
+        else:
+            checks.report("FAIL", "secret", "the API refused the signature (%s): SECRET_FILE does not hold the "
+                                            "signing secret of this environment" % (code or "401"))
+        return
+    checks.report("FAIL", "api", _explain_retry(answer) if answer.status != 200 else
+                  "%s answered but is not the p4review API: check API_URL" % config["API_URL"])
+
+
+def run_status(args, clock=time.time) -> int:
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        print("%s: %s" % (PROGRAM, exc), file=sys.stderr)
+        return 2
+    spool = Spool(config.spool_dir, clock)
+    state = spool.load_state()
+    print("spool      %s" % config.spool_dir)
+    for folder in (PENDING, REJECTED, CORRUPT, DONE):
+        print("%-10s %d" % (folder, spool.count(folder)))
+    if state.get("failures"):
+        print("backoff    %d failed runs; next attempt %s; last error: %s" % (
+            state["failures"], utc_iso(state.get("next_attempt_at", 0)), state.get("last_error")))
+    for path in spool.pending()[:20]:
+        try:
+            with open(path, "rb") as handle:
+                event = _decode(handle.read())
+            print("pending    %s change %s %s%s" % (os.path.basename(path), event.get("change"), event.get("trigger"),
+                                                   " (last error: %s)" % event["last_error"] if event.get("last_error") else ""))
+        except (OSError, ValueError):
+            print("pending    %s (unreadable)" % os.path.basename(path))
+    return 0
+
+
+def run_drain(args, clock=time.time) -> int:
+    """--send (started by the trigger) and --drain (the timer), then --catch-up if asked."""
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        Log(None).error("config_error", mode="drain", reason=str(exc))
+        if not args.send:
+            print("%s: %s" % (PROGRAM, exc), file=sys.stderr)
+        return 0 if args.send else 2
+    log = Log(config.log_file, echo=not args.send, clock=clock)
+    status = 0
+    try:
+        result = drain(config, log, clock=clock, force=args.force, scheduled=not args.send,
+                       lock_wait=0.0 if args.send else 5.0)
+        if not args.send:
+            log.info("drain_finished", **{key: value for key, value in result.items() if value})
+        if result["stopped"]:
+            status = 1
+        if args.catch_up:
+            outcome = catch_up(config, log, clock=clock, since=args.since)
+            log.info("catch_up_finished", **{key: value for key, value in outcome.items() if value is not None})
+            if outcome["stopped"]:
+                status = 1
+    except Exception as exc:  # noqa: BLE001 - one clear line; the events stay spooled
+        log.error("drain_failed", error=type(exc).__name__, reason=printable(exc, 200))
+        status = 1
+    return 0 if args.send else status
+
+
+def build_parser():
+    class Parser(argparse.ArgumentParser):
+        def error(self, message):
+            raise TriggerError(message)
+
+    parser = Parser(prog="p4review-trigger.py", description="The Perforce side of p4review: spool, send, catch up.")
+    parser.add_argument("-c", dest="config", metavar="FILE", help="config file (default: the search path)")
+    parser.add_argument("-o", dest="print_table", action="store_true", help="print the p4 triggers lines")
+    parser.add_argument("paths", nargs="*", metavar="DEPOT_PATH", help="with -o: depot path patterns")
+    parser.add_argument("--ping", action="store_true", help="check the configuration, p4 and the API")
+    parser.add_argument("--drain", action="store_true", help="send spooled events (from a timer)")
+    parser.add_argument("--force", action="store_true", help="with --drain: ignore the backoff")
+    parser.add_argument("--catch-up", action="store_true", help="post submitted changes that never arrived")
+    parser.add_argument("--since", type=int, metavar="CHANGE", help="with --catch-up: start at this change")
+    parser.add_argument("--status", action="store_true", help="show the spool")
+    parser.add_argument("--send", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--version", action="version", version="%s %s" % (PROGRAM, VERSION))
+    parser.epilog = ("as a trigger: -c FILE -t {%s} -v %%change%% [-w %%oldchangelist%%] (-o prints the lines)"
+                     % ",".join(TRIGGER_TYPES))
+    return parser
+
+
+def is_trigger_invocation(argv: list) -> bool:
+    return any(arg == "-t" or (arg.startswith("-t") and not arg.startswith("--")) for arg in argv)
+
+
+def another_sender_is_running(argv: list) -> bool:
+    """A trigger's sender that finds the spool locked has nothing to do (the holder sends what it
+    finds, and looks again after releasing): it exits before loading anything."""
+    try:
+        config = load_config(parse_trigger_args(argv)["config"], validate=False)
+        lock = Spool(config.spool_dir).try_lock()
+    except (OSError, TriggerError):
+        return False  # the full path reports it
+    if lock is None:
+        return True
+    _release(lock)
+    return False
+
+
+def main(argv: list | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if is_trigger_invocation(argv):
+        return run_trigger(argv)
+    if "--send" in argv and another_sender_is_running(argv):
+        return 0
+    load_sender_modules()
+    try:
+        args = build_parser().parse_args(argv)
+    except TriggerError as exc:
+        print("%s: %s (see --help)" % (PROGRAM, exc), file=sys.stderr)
+        return 2
+    if args.print_table:
+        return run_print_table(args)
+    if args.ping:
+        return run_ping(args)
+    if args.status:
+        return run_status(args)
+    if args.drain or args.send or args.catch_up:
+        if args.catch_up and not args.drain and not args.send:
+            args.drain = True  # catch-up runs after a drain, in the same run, under the same lock
+        return run_drain(args)
+    build_parser().print_usage(sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+else:
+    load_sender_modules()  # imported as a library (tests, tools): everything is available
