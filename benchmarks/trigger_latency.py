@@ -4,8 +4,9 @@ p4d runs the change-commit trigger and waits for it to exit. Measured here: the 
 `python3 trigger/p4review-trigger.py -t change-commit -v N` from spawn to exit, as p4d would see
 it, with the API accepting connections and never answering. The trigger spools the event,
 starts a detached sender (which then hangs on that API for SEND_TIMEOUT, holding the spool
-lock) and exits. Each run is one new changelist, one after another, so the earlier runs'
-senders are alive and competing for the two cores while later triggers run.
+lock) and exits. Two series of new changelists: back to back (each trigger starts as the
+previous one exits, so earlier senders compete for the two cores: a burst of submits), and
+spaced 0.25 s apart (an ordinary server). The headline is the back-to-back p99.
 
 Baseline, in the same run: today's path, a synchronous signed POST with `p4review submit`
 (what the runbook installed before): against the hanging API it waits for its 30 s timeout,
@@ -30,6 +31,8 @@ from statistics import median, quantiles
 from p4review.local.stack import repo_root
 
 TRIGGER_RUNS = 200
+SPACED_RUNS = 60
+SPACING_SECONDS = 0.25
 BASELINE_HANGING_RUNS = 3  # each takes the client's full 30 s timeout; run side by side
 BASELINE_HEALTHY_RUNS = 10
 
@@ -78,15 +81,21 @@ def bench_trigger_latency() -> None:
     try:
         config = write_config(work, API_URL=f"http://127.0.0.1:{api.port}/prod", SEND_MODE="background")
         python = system_python()
-        timings = []
-        for index in range(TRIGGER_RUNS):
+
+        def trigger(change: int) -> float:
             started = time.perf_counter()
             code = subprocess.run([python, str(TRIGGER_FILE), "-c", str(config), "-t", "change-commit",
-                                   "-v", str(900_000 + index), "-w", str(900_000 + index)]).returncode
-            timings.append(time.perf_counter() - started)
+                                   "-v", str(change), "-w", str(change)]).returncode
             assert code == 0
+            return time.perf_counter() - started
+
+        timings = [trigger(900_000 + index) for index in range(TRIGGER_RUNS)]
+        spaced = []
+        for index in range(SPACED_RUNS):
+            time.sleep(SPACING_SECONDS)
+            spaced.append(trigger(950_000 + index))
         spooled = len(list((work / "spool" / "pending").glob("*.json")))
-        assert spooled == TRIGGER_RUNS, f"{spooled} of {TRIGGER_RUNS} events spooled"
+        assert spooled == TRIGGER_RUNS + SPACED_RUNS, f"{spooled} events spooled"
 
         def today(api_url: str, change: int) -> float:
             started = time.perf_counter()
@@ -105,8 +114,9 @@ def bench_trigger_latency() -> None:
         subprocess.run(["pkill", "-f", f"p4review-trigger.py -c {work}"], check=False)
         shutil.rmtree(work, ignore_errors=True)
     p50, p99, worst = median(timings) * 1000, percentile(timings, 99) * 1000, max(timings) * 1000
-    print(f"trigger wall time as p4d sees it, API hanging, {TRIGGER_RUNS} change-commits ({python}): "
-          f"p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {worst:.1f} ms (goal p99 <= 100 ms); "
+    print(f"trigger wall time as p4d sees it, API hanging ({python}): {TRIGGER_RUNS} change-commits back to back "
+          f"p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {worst:.1f} ms (goal p99 <= 100 ms); {SPACED_RUNS} spaced "
+          f"{SPACING_SECONDS:g} s apart p50 {median(spaced) * 1000:.1f} ms, p99 {percentile(spaced, 99) * 1000:.1f} ms; "
           f"baseline today's synchronous `p4review submit`: API hanging {median(hanging):.1f} s (its timeout), "
           f"API answering at once {median(answered) * 1000:.0f} ms; "
           f"x{median(hanging) * 1000 / p99:.0f} and x{median(answered) * 1000 / p99:.1f} the trigger's p99")

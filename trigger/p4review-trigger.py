@@ -669,14 +669,15 @@ class P4:
         return records[0] if records else {}
 
     def submitted_changes(self, since: int, paths: list, limit: int) -> list:
-        """Submitted changes >= since under paths, oldest first: [(change, time)]."""
-        records = self.run(["changes", "-s", "submitted", "-e", str(since), "-m", str(limit)] + list(paths))
+        """The `limit` oldest submitted changes >= since under paths: [(change, time)]. Not `-m`:
+        p4 lists the newest first, and `-m` would keep the newest, skipping the oldest."""
+        records = self.run(["changes", "-s", "submitted", "-e", str(since)] + list(paths))
         found = set()
         for record in records:
             number = parse_change(record.get(b"change", b"").decode("ascii", "replace"))
             if number is not None:
                 found.add((number, int(record.get(b"time", b"0") or 0)))
-        return sorted(found)
+        return sorted(found)[:limit]
 
     def latest_submitted(self, paths: list) -> int:
         records = self.run(["changes", "-s", "submitted", "-m", "1"] + list(paths))
@@ -824,18 +825,29 @@ class Answer:
         self.raw = raw
 
     @property
-    def error_code(self) -> str | None:
-        """The p4review error code, if this is a p4review error answer ({"error": {"code": ...}})."""
+    def error(self) -> dict:
+        """The body's p4review error object ({"error": {"code", "message", "details"}}), or {}."""
         error = self.body.get("error") if isinstance(self.body, dict) else None
-        code = error.get("code") if isinstance(error, dict) else None
+        return error if isinstance(error, dict) else {}
+
+    @property
+    def error_code(self) -> str | None:
+        code = self.error.get("code")
         return code if isinstance(code, str) else None
+
+    def server_time(self) -> int | None:
+        """The API's clock, from a ping or from a 401 about the timestamp."""
+        for source in (self.body if isinstance(self.body, dict) else {}, self.error.get("details")):
+            value = source.get("server_time") if isinstance(source, dict) else None
+            if isinstance(value, int):
+                return value
+        return None
 
     def summary(self) -> dict:
         summary = {"status": self.status, "code": self.error_code}
         if isinstance(self.body, dict):
-            error = self.body.get("error") if isinstance(self.body.get("error"), dict) else {}
-            summary["message"] = printable(error.get("message", ""), 300) or None
-            summary["details"] = error.get("details")
+            summary["message"] = printable(self.error.get("message", ""), 300) or None
+            summary["details"] = self.error.get("details")
             summary["job_id"] = self.body.get("job_id")
         else:
             summary["body"] = printable(self.raw.decode("utf-8", "replace"), 300)
@@ -1061,7 +1073,7 @@ class Sender:
         summary = answer.summary()
         if verdict == "retry":
             self._note_attempt(path, event, "HTTP %d %s" % (answer.status, summary.get("code", "")))
-            raise Stop(_explain_retry(answer), answer)
+            raise Stop(_explain_retry(answer, self.clock()), answer)
         event["outcome"] = dict(summary, at=utc_iso(self.clock()))
         if verdict == "accepted":
             self.spool.move(path, DONE, event)
@@ -1103,13 +1115,13 @@ def _follows(request: dict) -> str | None:
     return "%d@v%d" % (follows["changelist_id"], follows["review_version"]) if follows else None
 
 
-def _explain_retry(answer: Answer) -> str:
+def _explain_retry(answer: Answer, now: float) -> str:
     code = answer.error_code
-    details = (answer.body or {}).get("error", {}).get("details") if isinstance(answer.body, dict) else None
     if answer.status == 401:
-        skew = _skew_text(details)
-        if code == "signature_expired" or (skew and code == "signature_invalid" and "future" in str(answer.body)):
-            return "the API refused the signature's timestamp: clock skew%s (check NTP on this host)" % skew
+        server_time = answer.server_time()
+        if server_time is not None:  # only a timestamp problem carries the server's clock
+            return ("the API refused the signature's timestamp: this host's clock is %+d s off (check NTP)"
+                    % (int(now) - server_time))
         return ("the API refused the signature (%s): SECRET_FILE does not hold the current signing secret "
                 "(events wait; rotation in progress?)" % (code or "401"))
     if answer.status in (408, 429) or answer.status >= 500:
@@ -1118,13 +1130,6 @@ def _explain_retry(answer: Answer) -> str:
         return "the API redirected (%d): API_URL is wrong (https? stage?)" % answer.status
     return "HTTP %d from something that is not the p4review API (%s): check API_URL" % (
         answer.status, printable(answer.raw.decode("utf-8", "replace"), 120))
-
-
-def _skew_text(details: object) -> str:
-    if isinstance(details, dict) and isinstance(details.get("server_time"), int):
-        skew = int(time.time()) - details["server_time"]
-        return " of %+d s against the API" % skew
-    return ""
 
 
 # --- drain ---------------------------------------------------------------------------------------
@@ -1146,7 +1151,7 @@ def drain(config: Config, log: Log, *, clock=time.time, rng=None, force: bool = 
     deadline = clock() + config.number("DRAIN_MAX_SECONDS")
     sender = sender or Sender(config, log, clock)
     while True:
-        lock = _acquire(spool, lock_wait, clock)
+        lock = _acquire(spool, lock_wait)
         if lock is None:
             result["skipped"] = "another drain is running"
             break
@@ -1198,10 +1203,11 @@ def _drain_pending(spool: Spool, sender: Sender, result: dict, deadline: float, 
                 result[outcome] += 1
 
 
-def _acquire(spool: Spool, wait: float, clock):
+def _acquire(spool: Spool, wait: float):
+    """The spool lock, waiting up to `wait` seconds (real time: a test's fixed clock must not hang it)."""
     lock = spool.try_lock()
-    give_up = clock() + wait
-    while lock is None and clock() < give_up:
+    give_up = time.monotonic() + wait
+    while lock is None and time.monotonic() < give_up:
         time.sleep(0.1)
         lock = spool.try_lock()
     return lock
@@ -1229,7 +1235,7 @@ def catch_up(config: Config, log: Log, *, clock=time.time, since: int | None = N
     sender = sender or Sender(config, log, clock)
     p4, keys = sender.p4, sender.keys
     result = {"posted": 0, "already_there": 0, "rejected": 0, "mark": None, "stopped": None, "skipped": None}
-    lock = _acquire(spool, 0.0, clock)
+    lock = _acquire(spool, 0.0)
     if lock is None:
         result["skipped"] = "another drain is running"
         return result
@@ -1239,7 +1245,7 @@ def catch_up(config: Config, log: Log, *, clock=time.time, since: int | None = N
         if since is not None:
             start = since
         elif mark == 0:
-            latest = p4.latest_submitted(config.paths)
+            latest = p4.latest_submitted(PathScope(config.paths).included)
             p4.key_set(keys.catch_up_mark, str(latest))
             log.info("catch_up_started", mark=latest, note="earlier changes are not posted; --since N to backfill")
             result["mark"] = latest
@@ -1247,14 +1253,18 @@ def catch_up(config: Config, log: Log, *, clock=time.time, since: int | None = N
         else:
             start = mark + 1
         waiting = {_event_change(path) for path in spool.pending()}
+        scope = PathScope(config.paths)
         acknowledged = start - 1
         try:
-            for change, submitted_at in p4.submitted_changes(start, config.paths, config.number("CATCHUP_MAX")):
+            for change, submitted_at in p4.submitted_changes(start, scope.included, config.number("CATCHUP_MAX")):
                 if change in waiting:
                     result["stopped"] = "change %d is still spooled" % change
                     break
                 if clock() - submitted_at < config.number("CATCHUP_GRACE"):
                     break  # its trigger may still be running
+                if scope.excluded and not scope.covers_any(_files_of(p4.describe(change))):
+                    acknowledged = change  # only excluded paths: the trigger would not have fired
+                    continue
                 _catch_up_one(sender, change, result)
                 acknowledged = change
         except (P4Error, Stop, ConfigError) as exc:
@@ -1269,6 +1279,36 @@ def catch_up(config: Config, log: Log, *, clock=time.time, since: int | None = N
     if result["stopped"]:
         log.warning("catch_up_stopped", reason=result["stopped"], mark=result["mark"])
     return result
+
+
+class PathScope:
+    """PATHS as the trigger table reads them: depot patterns (`...` any characters, `*` any but
+    `/`), a leading `-` excludes. `p4 changes` takes only the included ones (a `-//...` argument
+    would read as an option), so a change that touches only excluded files is skipped here."""
+
+    def __init__(self, patterns: list):
+        self.included = [pattern for pattern in patterns if not pattern.startswith("-")]
+        self.excluded = [pattern[1:] for pattern in patterns if pattern.startswith("-")]
+        self._included = [_pattern_regex(pattern) for pattern in self.included]
+        self._excluded = [_pattern_regex(pattern) for pattern in self.excluded]
+
+    def covers_any(self, files: list) -> bool:
+        return any(any(rx.match(path) for rx in self._included) and not any(rx.match(path) for rx in self._excluded)
+                   for path in files)
+
+
+def _pattern_regex(pattern: str):
+    parts = re.split(r"(\.\.\.|\*)", pattern)
+    return re.compile("^%s$" % "".join(".*" if part == "..." else "[^/]*" if part == "*" else re.escape(part)
+                                       for part in parts))
+
+
+def _files_of(record: dict) -> list:
+    files, index = [], 0
+    while b"depotFile%d" % index in record:
+        files.append(record[b"depotFile%d" % index].decode("utf-8", "replace"))
+        index += 1
+    return files
 
 
 def _advance_mark(p4: P4, name: str, stored: str, acknowledged: int) -> None:
@@ -1289,7 +1329,7 @@ def _catch_up_one(sender: Sender, change: int, result: dict) -> None:
         raise Stop("API unreachable: %s" % exc)
     verdict = classify(answer)
     if verdict == "retry":
-        raise Stop(_explain_retry(answer), answer)
+        raise Stop(_explain_retry(answer, sender.clock()), answer)
     if verdict == "reject":
         event = {"format": 1, "trigger": "change-commit", "change": change, "source": "catch-up", "request": request,
                  "outcome": dict(answer.summary(), at=utc_iso(sender.clock()))}
@@ -1330,7 +1370,7 @@ def spool_event(config: Config, log: Log, trigger: str, change_text: str, old_te
         spool.ensure()
         path = spool.write_new(event)
     except OSError as exc:
-        full = exc.errno in (errno.ENOSPC, errno.EDQUOT) if hasattr(errno, "EDQUOT") else exc.errno == errno.ENOSPC
+        full = exc.errno in (errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC))
         log.error("spool_write_failed", trigger=trigger, change=change, reason=exc.strerror or str(exc),
                   spool=config.spool_dir, note=("the spool disk is full; " if full else "") +
                   ("--catch-up will find this submit" if trigger == "change-commit" else "this shelve is not reviewed"))
@@ -1534,32 +1574,27 @@ def _ping_api(config: Config, secret: str, checks: Checks, clock) -> None:
     except Unreachable as exc:
         checks.report("FAIL", "api", "%s unreachable: %s" % (config["API_URL"], exc))
         return
-    body = answer.body if isinstance(answer.body, dict) else {}
-    server_time = body.get("server_time")
-    if not isinstance(server_time, int):
-        details = body.get("error", {}).get("details") if isinstance(body.get("error"), dict) else None
-        server_time = details.get("server_time") if isinstance(details, dict) else None
-    skew = int(clock()) - server_time if isinstance(server_time, int) else None
-    if answer.status == 200 and body.get("service") == "p4review":
+    server_time = answer.server_time()
+    skew = int(clock()) - server_time if server_time is not None else None
+    if answer.status == 200 and isinstance(answer.body, dict) and answer.body.get("service") == "p4review":
         checks.report("ok", "api", "%s answered a signed ping" % config["API_URL"])
-        if body.get("signed_with") == "previous":
+        if answer.body.get("signed_with") == "previous":
             checks.report("warn", "secret", "signed with the PREVIOUS secret: put the current one in SECRET_FILE "
                                             "before the next rotation")
-        limit = body.get("max_signature_age_seconds", 300)
+        limit = answer.body.get("max_signature_age_seconds", 300)
         if skew is not None:
             checks.report("warn" if abs(skew) > min(60, limit // 2) else "ok", "clock",
                           "%+d s against the API (requests are refused beyond %d s)" % (skew, limit))
         return
     if answer.status == 401:
-        code = answer.error_code
-        if code == "signature_expired" or (code == "signature_invalid" and skew is not None and abs(skew) > 60):
+        if skew is not None:
             checks.report("FAIL", "clock", "the API refused the timestamp: this host's clock is %+d s off (fix NTP)"
-                          % (skew or 0))
+                          % skew)
         else:
             checks.report("FAIL", "secret", "the API refused the signature (%s): SECRET_FILE does not hold the "
-                                            "signing secret of this environment" % (code or "401"))
+                                            "signing secret of this environment" % (answer.error_code or "401"))
         return
-    checks.report("FAIL", "api", _explain_retry(answer) if answer.status != 200 else
+    checks.report("FAIL", "api", _explain_retry(answer, clock()) if answer.status != 200 else
                   "%s answered but is not the p4review API: check API_URL" % config["API_URL"])
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from p4review.cli.api_client import ReviewApiClient
 from p4review.local.stack import LocalStack, repo_root
-from p4review.local.trigger_host import FrontDoor, TriggerHost, trigger_file
+from p4review.local.trigger_host import FrontDoor, TriggerHost, trigger_file, write_fake_p4_wrapper
 from p4review.models.job import job_id_for
 
 pytestmark = pytest.mark.e2e
@@ -56,10 +56,8 @@ def _build_depot(target: Path) -> tuple[list[int], list[int]]:
 def world(tmp_path_factory):
     root = tmp_path_factory.mktemp("trigger-outage")
     submits, shelves = _build_depot(root / "depot")
-    fetch_p4 = root / "fetch-p4"  # the service's own p4: the same depot (it runs p4 with a minimal environment)
-    fetch_p4.write_text(f"#!/bin/sh\nexport P4FAKE_DEPOT='{root / 'depot'}'\n"
-                        f"exec '{sys.executable}' '{repo_root() / 'events' / 'bin' / 'p4'}' \"$@\"\n")
-    fetch_p4.chmod(0o755)
+    # The service's own p4 reads the same depot.
+    fetch_p4 = write_fake_p4_wrapper(root / "fetch-p4", {"P4FAKE_DEPOT": str(root / "depot")})
     stack = LocalStack(root / "stack", extra_env={"P4REVIEW_P4_EXECUTABLE": str(fetch_p4)},
                        visibility_timeouts={"fetch": 30, "review": 30, "notify": 30})
     stack.start()

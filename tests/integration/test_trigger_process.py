@@ -101,6 +101,8 @@ def test_the_trigger_detaches_its_sender_and_exits_at_once(tmp_path, api, p4):
         assert len(senders) == 1  # still waiting for the API, after the trigger is long gone
         sender = int(senders[0])
         assert os.getsid(sender) == sender  # its own session: p4d's signals and pipes do not reach it
+        command_line = Path(f"/proc/{sender}/cmdline").read_bytes()
+        assert b"--send" in command_line and SECRET.encode() not in command_line  # never on a command line
         assert len(spool_files(spool(config), "pending")) == 1
     finally:
         api.hang.clear()

@@ -92,7 +92,7 @@ class ReviewApiStub:
                                      path=route, body=body, now=time.time(), max_age_seconds=300)
         except signing.SignatureProblem as problem:
             return self._record(method, route, None, 401, {"error": {"code": problem.code, "message": problem.message,
-                                                                     "details": {"server_time": int(time.time())}}})
+                                                                     "details": problem.details}})
         with self.lock:
             if self.forced:
                 status, answer, headers = self.forced.pop(0)

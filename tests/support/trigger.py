@@ -11,8 +11,9 @@ from types import ModuleType
 from typing import Any
 
 from p4review.local.stack import repo_root
+from p4review.local.trigger_host import trigger_file, write_fake_p4_wrapper
 
-TRIGGER_FILE = repo_root() / "trigger" / "p4review-trigger.py"
+TRIGGER_FILE = trigger_file()
 FAKE_P4 = repo_root() / "events" / "bin" / "p4"
 
 
@@ -67,6 +68,7 @@ class FakeP4:
         self.keys: dict[str, str] = {}
         self.shelves: dict[int, list[tuple[str, str, str, str]]] = {}
         self.old_changes: dict[int, int] = {}
+        self.submitted_files: dict[int, list[str]] = {}
         self.changes: list[tuple[int, int]] = []  # (change, unix time) submitted
         self.increments = 0
         self.fail: Any = None  # a P4Error to raise from the next call
@@ -112,8 +114,11 @@ class FakeP4:
                 record[b"action%d" % index] = action.encode()
                 record[b"type%d" % index] = file_type.encode()
                 record[b"digest%d" % index] = digest.encode()
-        elif change in self.old_changes:
-            record[b"oldChange"] = str(self.old_changes[change]).encode()
+        else:
+            if change in self.old_changes:
+                record[b"oldChange"] = str(self.old_changes[change]).encode()
+            for index, path in enumerate(self.submitted_files.get(change, [])):
+                record[b"depotFile%d" % index] = path.encode()
         return record
 
     def submitted_changes(self, since: int, paths: list, limit: int) -> list:
@@ -158,12 +163,5 @@ class FakeApi:
 
 
 def fake_p4_wrapper(directory: Path, state: Path, **env: str) -> Path:
-    """An executable `p4` for the trigger's config: the fake p4 with its state directory (and any
-    other P4FAKE_* settings) fixed, since the trigger gives p4 a minimal environment. Runs the fake
-    with this interpreter, not a version-manager shim."""
-    settings = {"P4FAKE_STATE": str(state), **env}
-    wrapper = directory / "p4"
-    exports = "".join(f"export {name}='{value}'\n" for name, value in settings.items())
-    wrapper.write_text(f"#!/bin/sh\n{exports}exec '{sys.executable}' '{FAKE_P4}' \"$@\"\n")
-    wrapper.chmod(0o755)
-    return wrapper
+    """`directory/p4`: the fake p4 with its state directory (and any other P4FAKE_* settings) fixed."""
+    return write_fake_p4_wrapper(directory / "p4", {"P4FAKE_STATE": str(state), **env})

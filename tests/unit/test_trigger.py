@@ -408,9 +408,18 @@ def test_events_are_sent_oldest_first(config, log, clock, sender, api, p4):
     assert [request["changelist_id"] for request in api.requests] == [48270, 48213, 48261]
 
 
+class Killed(BaseException):
+    """The sender dies (SIGKILL) while its request is on the wire: no bookkeeping runs."""
+
+
 def test_the_version_is_recorded_before_the_post_so_a_resend_reuses_it(config, log, clock, sender, api, p4):
     p4.shelves[48240] = shelf("AA")
     spool_event(config, log, clock, "shelve-commit", 48240)
+    api.script = [Killed()]
+    with pytest.raises(Killed):
+        trigger.drain(config, log, clock=clock, sender=sender, scheduled=False)
+    [pending] = spool_files(Path(config.spool_dir), "pending")
+    assert pending["request"]["idempotency_key"] == "p4-shelved-48240-v1"
     api.script = [trigger.Unreachable("connection refused")]
     result = trigger.drain(config, log, clock=clock, sender=sender, scheduled=False)
     assert result["stopped"] == "API unreachable: connection refused" and result["left"] == 1
@@ -419,7 +428,7 @@ def test_the_version_is_recorded_before_the_post_so_a_resend_reuses_it(config, l
     assert pending["last_error"] == "unreachable: connection refused"
     trigger.drain(config, log, clock=clock, sender=sender, scheduled=False)
     assert p4.increments == 1  # one version, however many sends
-    assert [r["idempotency_key"] for r in api.requests] == ["p4-shelved-48240-v1", "p4-shelved-48240-v1"]
+    assert [r["idempotency_key"] for r in api.requests] == ["p4-shelved-48240-v1"] * 3
     assert spool_files(Path(config.spool_dir), "done")[0]["attempts"] == 2
 
 
@@ -466,8 +475,12 @@ def test_a_401_says_secret_or_clock(config, log, clock, sender, api):
     api.script = [api.error(401, "signature_invalid")]
     assert "SECRET_FILE does not hold the current signing secret" in trigger.drain(
         config, log, clock=clock, sender=sender, scheduled=False)["stopped"]
-    api.script = [api.error(401, "signature_expired", details={"server_time": 1, "max_signature_age_seconds": 300})]
-    assert "clock skew" in trigger.drain(config, log, clock=clock, sender=sender, scheduled=False)["stopped"]
+    api.script = [api.error(401, "signature_expired", details={"server_time": int(clock.now) - 400,
+                                                               "max_signature_age_seconds": 300})]
+    assert "this host's clock is +400 s off" in trigger.drain(config, log, clock=clock, sender=sender,
+                                                             scheduled=False)["stopped"]
+    api.script = [api.answer(401, {"error": "Unauthorized"})]  # not p4review's shape: still no crash
+    assert "SECRET_FILE" in trigger.drain(config, log, clock=clock, sender=sender, scheduled=False)["stopped"]
 
 
 def test_a_failed_scheduled_drain_backs_off_with_full_jitter(config, log, clock, sender, api):
@@ -687,3 +700,81 @@ def test_catch_up_of_a_shelved_then_submitted_change_follows_its_shelf(config, l
     [request] = api.requests
     assert request["review_version"] == 3 and request["follows_shelf"] == {"changelist_id": 48240,
                                                                           "review_version": 2}
+
+
+def test_on_windows_the_trigger_only_spools_and_the_timer_sends(tmp_path, monkeypatch, capsys):
+    """p4d on Windows: no detached sender; the event waits for the scheduled --drain."""
+    config_file = write_config(tmp_path, SEND_MODE="background")
+    monkeypatch.setattr(trigger, "IS_WINDOWS", True)
+    monkeypatch.setattr(trigger, "start_sender", lambda *args: pytest.fail("no sender on Windows"))
+    assert trigger.load_config(str(config_file)).send_mode == "spool-only"
+    assert trigger.main(["-c", str(config_file), "-t", "change-commit", "-v", "48213"]) == 0
+    assert len(spool_files(tmp_path / "spool", "pending")) == 1
+    assert capsys.readouterr() == ("", "")
+
+
+def test_in_background_mode_the_trigger_starts_one_sender(tmp_path, monkeypatch):
+    config_file = write_config(tmp_path, SEND_MODE="background")
+    started = []
+    monkeypatch.setattr(trigger, "start_sender", lambda config, log: started.append(config.source))
+    assert trigger.main(["-c", str(config_file), "-t", "shelve-commit", "-v", "48240"]) == 0
+    assert started == [str(config_file)]
+    assert trigger.main(["-c", str(config_file), "-t", "shelve-commit", "-v", "not-a-change"]) == 0
+    assert started == [str(config_file)]  # nothing spooled, nothing to send
+
+
+def test_catch_up_takes_the_oldest_changes_first_when_there_are_more_than_a_run_takes(tmp_path, clock, api):
+    """A long outage: more changes since the mark than CATCHUP_MAX. The oldest go first, so the
+    mark never jumps past a change nobody posted."""
+    config = trigger.load_config(str(write_config(tmp_path, CATCHUP_MAX="2")))
+    log = trigger.Log(config.log_file, clock=clock)
+    p4 = trigger.P4(config)
+    calls = []
+
+    def run(args):
+        calls.append(args)
+        if args[0] == "changes":  # p4 answers newest first
+            return [{b"change": str(n).encode(), b"time": b"1"} for n in (105, 104, 103, 102, 101)]
+        return [{b"code": b"stat", b"value": b"100"}]
+    p4.run = run
+    p4.key_compare_and_set = lambda name, old, new: True
+    result = trigger.catch_up(config, log, clock=clock, sender=trigger.Sender(config, log, clock, p4=p4, api=api))
+    assert [r["changelist_id"] for r in api.requests] == [101, 102] and result["mark"] == 102
+    assert "-m" not in next(args for args in calls if args[0] == "changes")
+
+
+def test_catch_up_respects_excluded_paths(tmp_path, clock, p4, api):
+    """PATHS=//depot/... -//depot/secret/...: p4 changes gets the included path only, and a
+    change under the excluded path alone is passed over, as its trigger would not have fired."""
+    config = trigger.load_config(str(write_config(tmp_path, PATHS="//depot/... -//depot/secret/...")))
+    log = trigger.Log(config.log_file, clock=clock)
+    listed = []
+    p4.keys["p4review-catchup-mark"] = "100"
+    p4.changes = [(101, 1), (102, 2), (103, 3)]
+    p4.submitted_files = {101: ["//depot/secret/keys.txt"], 102: ["//depot/secret/a", "//depot/app/main.c"],
+                          103: ["//depot/secret/x/y"]}
+    original = p4.submitted_changes
+    p4.submitted_changes = lambda since, paths, limit: listed.append(paths) or original(since, paths, limit)
+    result = trigger.catch_up(config, log, clock=clock, sender=trigger.Sender(config, log, clock, p4=p4, api=api))
+    assert listed == [["//depot/..."]]
+    assert [r["changelist_id"] for r in api.requests] == [102] and result["mark"] == 103
+
+
+def test_path_scope_matches_like_the_trigger_table():
+    scope = trigger.PathScope(["//depot/.../*.c", "-//depot/vendor/..."])
+    assert scope.covers_any(["//depot/app/x.c"]) and scope.covers_any(["//depot/a/b/c.c"])
+    assert not scope.covers_any(["//depot/app/x.h", "//depot/vendor/lib/y.c"])
+
+
+def test_an_unreadable_secret_file_is_refused_with_the_reason(tmp_path, monkeypatch):
+    """Permission bits do not stop root (the tests' user), so the refusal is simulated at open()."""
+    secret = write_secret(tmp_path / "secret")
+    real_open = open
+
+    def refusing_open(path, *args, **kwargs):
+        if str(path) == str(secret):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+    monkeypatch.setattr("builtins.open", refusing_open)
+    with pytest.raises(trigger.ConfigError, match="cannot read SECRET_FILE .*Permission denied"):
+        trigger.read_private_file(str(secret), "SECRET_FILE")

@@ -25,6 +25,19 @@ def trigger_file() -> Path:
     return repo_root() / "trigger" / TRIGGER_FILE_NAME
 
 
+def write_fake_p4_wrapper(path: Path, settings: dict[str, str]) -> Path:
+    """An executable `p4` that runs the fake p4 with `settings` (P4FAKE_*) fixed: the trigger and
+    the service give p4 a minimal environment. Runs the fake with this interpreter, not a
+    version-manager shim. Replaced atomically, so a running trigger sees the old or the new one."""
+    exports = "".join(f"export {name}='{value}'\n" for name, value in settings.items())
+    fake = repo_root() / "events" / "bin" / "p4"
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(f"#!/bin/sh\n{exports}exec '{sys.executable}' '{fake}' \"$@\"\n")
+    temporary.chmod(0o755)
+    temporary.replace(path)
+    return path
+
+
 def host_python() -> str:
     """The interpreter a Perforce host would use: the system python3 when there is one (a
     version-manager shim costs ~0.3 s per start), else this one."""
@@ -54,18 +67,13 @@ class TriggerHost:
 
     def set_shelf_version(self, version: int | None) -> None:
         """Which shelf version the fake p4 serves to the trigger (as if the user had just
-        shelved it): rewrites the wrapper atomically."""
+        shelved it)."""
         settings = {"P4FAKE_STATE": str(self.p4_state)}
         if self.depot is not None:
             settings["P4FAKE_DEPOT"] = str(self.depot)
         if version is not None:
             settings["P4FAKE_SHELF_VERSION"] = str(version)
-        exports = "".join(f"export {name}='{value}'\n" for name, value in settings.items())
-        fake = repo_root() / "events" / "bin" / "p4"
-        temporary = self.p4.with_suffix(".tmp")
-        temporary.write_text(f"#!/bin/sh\n{exports}exec '{sys.executable}' '{fake}' \"$@\"\n")
-        temporary.chmod(0o755)
-        temporary.replace(self.p4)
+        write_fake_p4_wrapper(self.p4, settings)
 
     def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
         return subprocess.run([host_python(), str(trigger_file()), "-c", str(self.config), *args],
