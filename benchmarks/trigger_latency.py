@@ -73,7 +73,7 @@ def percentile(values: list[float], q: int) -> float:
 
 
 def bench_trigger_latency() -> None:
-    from tests.support.review_api_stub import ReviewApiStub
+    from p4review.local.http_front import LocalApiGateway
     from tests.support.trigger import TRIGGER_FILE, write_config
 
     api = HangingApi()
@@ -107,8 +107,13 @@ def bench_trigger_latency() -> None:
         with ThreadPoolExecutor(BASELINE_HANGING_RUNS) as pool:
             hanging = list(pool.map(lambda n: today(f"http://127.0.0.1:{api.port}/prod", n),
                                     range(BASELINE_HANGING_RUNS)))
-        with ReviewApiStub("x") as healthy:
+        # An API that answers at once: the local API Gateway front with a no-op handler.
+        healthy = LocalApiGateway(lambda event, context: {"statusCode": 201, "body": "{}"})
+        healthy.start()
+        try:
             answered = [today(healthy.url, 800_000 + n) for n in range(BASELINE_HEALTHY_RUNS)]
+        finally:
+            healthy.stop()
     finally:
         api.close()
         subprocess.run(["pkill", "-f", f"p4review-trigger.py -c {work}"], check=False)

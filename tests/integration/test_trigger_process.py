@@ -1,26 +1,41 @@
 """The Perforce trigger run as the Perforce server runs it: a file executed by a python3, with
-the fake p4 (events/bin/p4) for its own p4 calls and a real HTTP API stand-in that verifies
-signatures (tests/support/review_api_stub.py). The whole service is in tests/e2e/test_trigger_outage.py."""
+the fake p4 (events/bin/p4) for its own p4 calls and the real ingest API (local API Gateway front,
+moto) behind a front door that can hold its answers. The whole service is in
+tests/e2e/test_trigger_outage.py."""
 
 from __future__ import annotations
 
 import glob
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
-from tests.support.review_api_stub import ReviewApiStub
-from tests.support.trigger import TRIGGER_FILE, fake_p4_wrapper, load_trigger, spool_files, write_config
+from p4review.local.http_front import LocalApiGateway
+from p4review.local.stack import load_function
+from p4review.local.trigger_host import FrontDoor
+from tests.support.harness import provisioned_service
+from tests.support.trigger import (
+    TRIGGER_FILE,
+    TriggerApi,
+    fake_p4_wrapper,
+    load_trigger,
+    spool_files,
+    write_config,
+    write_secret,
+)
 
-SECRET = "test-signing-secret-0123456789"
 trigger = load_trigger()
+# Long enough that a request held at the front door is never given up by the trigger mid-test.
+HELD_SEND_TIMEOUT = "60"
 
 
 def run(config: Path, *args: str, python: str = sys.executable, timeout: float = 60,
@@ -39,9 +54,17 @@ def wait_until(condition, timeout: float = 60.0, what: str = "condition") -> Non
 
 
 @pytest.fixture
-def api():
-    with ReviewApiStub(SECRET) as stub:
-        yield stub
+def api(moto_endpoint, aws_reset):
+    with provisioned_service(moto_endpoint) as service:
+        gateway = LocalApiGateway(load_function("ingest").lambda_handler)
+        gateway.start()
+        door = FrontDoor(urlsplit(gateway.url).port)
+        door.open()
+        try:
+            yield TriggerApi(service, gateway, door)
+        finally:
+            door.close()
+            gateway.stop()
 
 
 @pytest.fixture
@@ -51,7 +74,8 @@ def p4(tmp_path) -> Path:
 
 @pytest.fixture
 def config(tmp_path, api, p4) -> Path:
-    return write_config(tmp_path, API_URL=api.url, P4=str(p4))
+    write_secret(tmp_path / "signing.secret", api.secret)
+    return write_config(tmp_path, API_URL=api.url, P4=str(p4), SEND_TIMEOUT=HELD_SEND_TIMEOUT)
 
 
 def spool(config: Path) -> Path:
@@ -84,39 +108,41 @@ def test_the_trigger_runs_on_python_3_8(config, api):
     assert run(config, "-t", "change-commit", "-v", "48213", "-w", "48213", python=python).returncode == 0
     drained = run(config, "--drain", python=python)
     assert drained.returncode == 0, drained.stderr
-    assert api.accepted_keys() == ["p4-submitted-48213-v1"]
+    assert api.job_keys() == ["p4-submitted-48213-v1"]
     assert run(config, "--status", python=python).returncode == 0
 
 
 # --- trigger mode as a process -----------------------------------------------------------------------------
 def test_the_trigger_detaches_its_sender_and_exits_at_once(tmp_path, api, p4):
-    config = write_config(tmp_path, API_URL=api.url, P4=str(p4), SEND_MODE="background")
-    api.hang.set()  # the API takes the request and does not answer
+    write_secret(tmp_path / "signing.secret", api.secret)
+    config = write_config(tmp_path, API_URL=api.url, P4=str(p4), SEND_MODE="background",
+                          SEND_TIMEOUT=HELD_SEND_TIMEOUT)
+    api.door.hold_answers.set()  # the API acts, its answer waits at the door
     try:
         result = run(config, "-t", "change-commit", "-v", "48213", "-w", "48213")
         # run() read the trigger's stdout and stderr to their end: the sender holds neither.
         assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
-        wait_until(lambda: api.arrivals == 1, what="the sender's request")
+        wait_until(lambda: api.job("p4-submitted-48213-v1") is not None, what="the sender's request")
         senders = subprocess.run(["pgrep", "-f", f"{config} --send"], capture_output=True, text=True).stdout.split()
         assert len(senders) == 1  # still waiting for the API, after the trigger is long gone
         sender = int(senders[0])
         assert os.getsid(sender) == sender  # its own session: p4d's signals and pipes do not reach it
         command_line = Path(f"/proc/{sender}/cmdline").read_bytes()
-        assert b"--send" in command_line and SECRET.encode() not in command_line  # never on a command line
+        assert b"--send" in command_line and api.secret.encode() not in command_line  # never on a command line
         assert len(spool_files(spool(config), "pending")) == 1
     finally:
-        api.hang.clear()
+        api.door.hold_answers.clear()
     wait_until(lambda: len(spool_files(spool(config), "done")) == 1, what="the event to be done")
-    assert api.accepted_keys() == ["p4-submitted-48213-v1"]
+    assert api.job_keys() == ["p4-submitted-48213-v1"]
 
 
 def test_spool_only_mode_leaves_the_send_to_the_drain(config, api):
+    """(That no sender starts in this mode: unit/test_trigger.py::test_in_spool_only_mode_no_sender_starts.)"""
     assert run(config, "-t", "change-commit", "-v", "48213", "-w", "48213").returncode == 0
-    time.sleep(0.5)  # room for a sender that must not exist
-    assert api.requests == [] and len(spool_files(spool(config), "pending")) == 1
+    assert len(spool_files(spool(config), "pending")) == 1
     drained = run(config, "--drain")
     assert drained.returncode == 0 and "review_requested change=48213 version=1" in drained.stderr
-    assert api.accepted_keys() == ["p4-submitted-48213-v1"]
+    assert api.job_keys() == ["p4-submitted-48213-v1"]
 
 
 def test_a_trigger_killed_between_write_and_rename_loses_nothing(config, api):
@@ -140,37 +166,37 @@ def test_a_trigger_killed_between_write_and_rename_loses_nothing(config, api):
     [orphan] = (spool(config) / "tmp").iterdir()
     assert list((spool(config) / "pending").iterdir()) == []
     assert run(config, "--drain").returncode == 0  # too young: it may still be being written
-    assert api.requests == []
+    assert api.job_keys() == []
     old = time.time() - 120
     os.utime(orphan, (old, old))
     result = run(config, "--drain")
     assert result.returncode == 0 and "spool_file_recovered" in result.stderr
-    assert api.accepted_keys() == ["p4-submitted-48213-v1"]
-    assert run(config, "--drain").returncode == 0 and len(api.requests) == 1  # sent once
+    assert api.job_keys() == ["p4-submitted-48213-v1"]
+    assert run(config, "--drain").returncode == 0  # the timer's next run
+    [done] = spool_files(spool(config), "done")
+    assert done["outcome"]["status"] == 201 and "replay" not in done["outcome"]  # sent once
 
 
 def test_a_drain_killed_mid_send_sends_nothing_twice(config, api):
     for change in ("48213", "48220"):
         assert run(config, "-t", "change-commit", "-v", change, "-w", change).returncode == 0
-    api.hang.set()
+    api.door.hold_answers.set()  # the API acts, its answer waits at the door
     drain = subprocess.Popen([sys.executable, str(TRIGGER_FILE), "-c", str(config), "--drain"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_until(lambda: api.arrivals == 1, what="the first request to arrive")
-        drain.send_signal(signal.SIGKILL)
+        wait_until(lambda: api.job("p4-submitted-48213-v1") is not None, what="the first request to reach the API")
+        drain.send_signal(signal.SIGKILL)  # the drain dies before hearing the 201
         drain.wait(timeout=30)
     finally:
-        api.hang.clear()
-    wait_until(lambda: len(api.requests) == 1, what="the API to finish the orphaned request")
-    assert api.accepted_keys() == ["p4-submitted-48213-v1"]  # it reached the API; the drain never heard
+        api.door.hold_answers.clear()
+    assert api.job_keys() == ["p4-submitted-48213-v1"]  # it reached the API; the drain never heard
     assert len(spool_files(spool(config), "pending")) == 2
     result = run(config, "--drain")
     assert result.returncode == 0, result.stderr
-    statuses = [(r["body"]["idempotency_key"], r["status"]) for r in api.requests]
-    assert statuses == [("p4-submitted-48213-v1", 201), ("p4-submitted-48213-v1", 200),
-                        ("p4-submitted-48220-v1", 201)]
-    assert sorted(api.jobs) == ["p4-submitted-48213-v1", "p4-submitted-48220-v1"]  # one review each
-    assert [e["outcome"]["status"] for e in spool_files(spool(config), "done")] == [200, 201]
+    outcomes = {event["change"]: event["outcome"] for event in spool_files(spool(config), "done")}
+    assert (outcomes[48213]["status"], outcomes[48213]["replay"]) == (200, "idempotency-key")  # a replay
+    assert outcomes[48220]["status"] == 201
+    assert api.job_keys() == ["p4-submitted-48213-v1", "p4-submitted-48220-v1"]  # one review each
 
 
 # --- versions from Perforce itself ---------------------------------------------------------------------------
@@ -198,7 +224,8 @@ def _depot_with_shelf_versions(root: Path, versions: int) -> Path:
 
 def test_ten_hosts_reshelving_one_change_at_once_get_ten_distinct_increasing_versions(tmp_path, api):
     """Ten trigger hosts (say, edge servers: each its own spool) resolve ten re-shelves of one
-    change at the same moment; the version is a server-side atomic `p4 key -i`."""
+    change at the same moment; the version is a server-side atomic `p4 key -i`. The API keeps
+    the newest: a version that arrives after a higher one is refused as stale (rejected/)."""
     depot = _depot_with_shelf_versions(tmp_path, 10)
     state = tmp_path / "p4state"
     configs = []
@@ -206,12 +233,14 @@ def test_ten_hosts_reshelving_one_change_at_once_get_ten_distinct_increasing_ver
         home = tmp_path / f"host{host}"
         home.mkdir()
         wrapper = fake_p4_wrapper(home, state, P4FAKE_DEPOT=str(depot), P4FAKE_SHELF_VERSION=str(host))
+        write_secret(home / "signing.secret", api.secret)
         configs.append(write_config(home, API_URL=api.url, P4=str(wrapper)))
         assert run(configs[-1], "-t", "shelve-commit", "-v", "48240").returncode == 0
     drains = [subprocess.Popen([sys.executable, str(TRIGGER_FILE), "-c", str(c), "--drain"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for c in configs]
     assert [d.wait(timeout=120) for d in drains] == [0] * 10
-    requests = [spool_files(spool(c), "done")[0]["request"] for c in configs]
+    answered = [(spool_files(spool(c), "done") + spool_files(spool(c), "rejected"))[0] for c in configs]
+    requests = [event["request"] for event in answered]
     assert sorted(r["review_version"] for r in requests) == list(range(1, 11))
     assert len({r["idempotency_key"] for r in requests}) == 10
     assert all(r["rerun"] == (r["review_version"] > 1) for r in requests)
@@ -220,7 +249,9 @@ def test_ten_hosts_reshelving_one_change_at_once_get_ten_distinct_increasing_ver
     assert run(latest, "-t", "shelve-commit", "-v", "48240").returncode == 0
     assert run(latest, "--drain").returncode == 0
     assert spool_files(spool(latest), "done")[-1]["outcome"]["skipped"] == "identical to shelf version 10"
-    assert len(api.jobs) == 10
+    accepted = {e["request"]["idempotency_key"] for e in answered if e["outcome"]["status"] in (200, 201)}
+    assert "p4-shelved-48240-v10" in accepted and api.job_keys() == sorted(accepted)
+    assert all(e["outcome"]["code"] == "stale_review_version" for e in answered if e["outcome"]["status"] == 409)
 
 
 def test_shelve_twice_then_submit_renumbered_is_the_next_version(tmp_path, api):
@@ -230,6 +261,7 @@ def test_shelve_twice_then_submit_renumbered_is_the_next_version(tmp_path, api):
         home = tmp_path / f"v{shelf_version}"
         home.mkdir()
         wrapper = fake_p4_wrapper(home, state, P4FAKE_SHELF_VERSION=str(shelf_version))
+        write_secret(home / "signing.secret", api.secret)
         config = write_config(home, API_URL=api.url, P4=str(wrapper))
         assert run(config, "-t", "shelve-commit", "-v", "48240").returncode == 0
         assert run(config, "--drain").returncode == 0
@@ -242,27 +274,26 @@ def test_shelve_twice_then_submit_renumbered_is_the_next_version(tmp_path, api):
     assert submit == {"changelist_id": 48277, "review_version": 3, "kind": "submitted", "rerun": True,
                       "idempotency_key": "p4-submitted-48277-v3",
                       "follows_shelf": {"changelist_id": 48240, "review_version": 2}}
-    assert api.jobs["p4-submitted-48277-v3"]["follows_shelf"] == {"changelist_id": 48240, "review_version": 2}
+    assert api.job("p4-submitted-48277-v3")["follows_shelf"] == {"changelist_id": 48240, "review_version": 2}
 
 
 # --- catch-up ------------------------------------------------------------------------------------------------
 def test_catch_up_finds_submits_that_never_reached_the_spool(config, api, p4):
     first = run(config, "--catch-up")  # no mark yet: set it at the newest submitted change, post nothing
     assert first.returncode == 0 and "catch_up_started mark=48277" in first.stderr
-    assert api.requests == []
+    assert api.job_keys() == []
     subprocess.run([str(p4), "key", "p4review-catchup-mark", "48213"], check=True, capture_output=True)
     # 48220's trigger ran (spooled and sent); 48234 onwards never reached the spool.
     assert run(config, "-t", "change-commit", "-v", "48220", "-w", "48220").returncode == 0
     result = run(config, "--drain", "--catch-up")
     assert result.returncode == 0, result.stderr
-    keys = [r["body"]["idempotency_key"] for r in api.requests]
-    assert keys[0] == "p4-submitted-48220-v1"
-    assert sorted(api.jobs) == sorted(f"p4-submitted-{c}-v1" for c in (48220, 48234, 48255, 48261, 48270, 48277))
+    assert api.job_keys() == sorted(f"p4-submitted-{c}-v1" for c in (48220, 48234, 48255, 48261, 48270, 48277))
     assert "caught_up change=48234" in result.stderr and "caught_up change=48220" not in result.stderr
+    assert "catch_up_finished posted=5 already_there=1" in result.stderr  # 48220 arrived: a replay
     mark = subprocess.run([str(p4), "key", "p4review-catchup-mark"], capture_output=True, text=True).stdout.strip()
     assert mark == "48277"
-    before = len(api.requests)
-    assert run(config, "--catch-up").returncode == 0 and len(api.requests) == before  # nothing after the mark
+    again = run(config, "--catch-up")  # nothing after the mark: nothing posted
+    assert again.returncode == 0 and "catch_up_finished posted=0 already_there=0" in again.stderr
 
 
 # --- ping -------------------------------------------------------------------------------------------------------
@@ -272,7 +303,7 @@ def test_ping_passes_when_everything_is_right(config, api):
     for line in ("ok    config", "ok    secret", "ok    spool", "ok    p4 ", "ok    p4 keys", "ok    api",
                  "ok    clock"):
         assert line in result.stdout, result.stdout
-    assert SECRET not in result.stdout + result.stderr
+    assert api.secret not in result.stdout + result.stderr
 
 
 def test_ping_says_the_secret_is_wrong(tmp_path, config, api):
@@ -282,10 +313,9 @@ def test_ping_says_the_secret_is_wrong(tmp_path, config, api):
     assert "FAIL  secret     the API refused the signature (signature_invalid)" in result.stdout
 
 
-def test_ping_warns_about_the_previous_secret(tmp_path, p4):
-    with ReviewApiStub("the-new-secret", previous_secret=SECRET) as stub:
-        config = write_config(tmp_path, API_URL=stub.url, P4=str(p4))
-        result = run(config, "--ping")
+def test_ping_warns_about_the_previous_secret(config, api):
+    api.rotate_secret("the-new-secret")  # the trigger host still holds the old one
+    result = run(config, "--ping")
     assert result.returncode == 0 and "warn  secret     signed with the PREVIOUS secret" in result.stdout
 
 
@@ -306,7 +336,10 @@ def test_ping_says_the_clock_is_off(config, api):
         "from tests.support.trigger import load_trigger\n"
         "sys.exit(load_trigger().main(sys.argv[1:]))\n")
     result = subprocess.run([sys.executable, str(skewed), "-c", str(config), "--ping"], capture_output=True, text=True)
-    assert result.returncode == 1 and "FAIL  clock" in result.stdout and "-3600 s off" in result.stdout
+    assert result.returncode == 1 and "FAIL  clock" in result.stdout
+    # The API's clock comes in whole seconds, so the measured offset is the injected hour give or take one.
+    offset = re.search(r"clock is ([+-]\d+) s off", result.stdout)
+    assert offset and abs(int(offset.group(1)) + 3600) <= 1, result.stdout
 
 
 def test_ping_reports_a_secret_file_others_can_read(tmp_path, config):
@@ -317,6 +350,7 @@ def test_ping_reports_a_secret_file_others_can_read(tmp_path, config):
 
 def test_ping_reports_p4_without_review_access(tmp_path, api):
     wrapper = fake_p4_wrapper(tmp_path, tmp_path / "p4state", P4FAKE_ACCESS="list")
+    write_secret(tmp_path / "signing.secret", api.secret)
     config = write_config(tmp_path, API_URL=api.url, P4=str(wrapper))
     result = run(config, "--ping")
     assert result.returncode == 1 and "FAIL  p4 keys" in result.stdout and "'review' access" in result.stdout
@@ -327,6 +361,7 @@ def test_ping_reports_a_bad_p4_ticket(tmp_path, api):
     ticket = tmp_path / "ticket"
     ticket.write_text("a-wrong-ticket\n")
     ticket.chmod(0o600)
+    write_secret(tmp_path / "signing.secret", api.secret)
     config = write_config(tmp_path, API_URL=api.url, P4=str(wrapper), P4TICKET_FILE=str(ticket))
     result = run(config, "--ping")
     assert result.returncode == 1 and "FAIL  p4 " in result.stdout and "P4PASSWD" in result.stdout
@@ -339,6 +374,7 @@ def test_ping_reports_a_bad_p4_ticket(tmp_path, api):
 def test_shell_metacharacters_in_config_values_stay_literal(tmp_path, api):
     marker = tmp_path / "pwned"
     wrapper = fake_p4_wrapper(tmp_path, tmp_path / "p4state", P4FAKE_LOG=str(tmp_path / "p4.log"))
+    write_secret(tmp_path / "signing.secret", api.secret)
     config = write_config(tmp_path, API_URL=api.url, P4=str(wrapper), P4PORT=f"ssl:perforce:1666;touch {marker}",
                           P4USER=f"$(touch {marker})")
     assert run(config, "-t", "change-commit", "-v", "48213", "-w", "48213").returncode == 0
@@ -347,7 +383,7 @@ def test_shell_metacharacters_in_config_values_stay_literal(tmp_path, api):
     assert all(["-p", f"ssl:perforce:1666;touch {marker}"] == call[call.index("-p"):call.index("-p") + 2]
                for call in calls)
     assert all(f"$(touch {marker})" in call for call in calls)
-    assert not marker.exists() and api.accepted_keys() == ["p4-submitted-48213-v1"]
+    assert not marker.exists() and api.job_keys() == ["p4-submitted-48213-v1"]
 
     bad_p4 = write_config(tmp_path, API_URL=api.url, P4=f"/bin/sh -c 'touch {marker}'")
     assert run(bad_p4, "-t", "change-commit", "-v", "48220").returncode == 0
@@ -365,10 +401,11 @@ def test_a_hostile_description_reaches_neither_the_log_nor_the_request(tmp_path,
     change["desc"] = "'; rm -rf / #\n$(reboot)\x1b[2J\u202e" + "A" * 100_000 + "\x00\n"
     change_file.write_text(json.dumps(change))
     wrapper = fake_p4_wrapper(tmp_path, tmp_path / "p4state", P4FAKE_DEPOT=str(depot))
+    write_secret(tmp_path / "signing.secret", api.secret)
     config = write_config(tmp_path, API_URL=api.url, P4=str(wrapper))
     assert run(config, "-t", "change-commit", "-v", "48213").returncode == 0  # no -w: the trigger asks describe
     assert run(config, "--drain").returncode == 0
-    assert api.accepted_keys() == ["p4-submitted-48213-v1"]
+    assert api.job_keys() == ["p4-submitted-48213-v1"]
     assert "rm -rf" not in log_text(config) and "reboot" not in log_text(config)
 
 
@@ -376,8 +413,8 @@ def test_a_world_readable_secret_keeps_events_and_says_how_to_fix_it(tmp_path, c
     (tmp_path / "signing.secret").chmod(0o644)
     assert run(config, "-t", "change-commit", "-v", "48213", "-w", "48213").returncode == 0
     result = run(config, "--drain")
-    assert result.returncode == 1 and "chmod 600 it" in result.stderr and SECRET not in result.stderr
-    assert api.requests == [] and len(spool_files(spool(config), "pending")) == 1
+    assert result.returncode == 1 and "chmod 600 it" in result.stderr and api.secret not in result.stderr
+    assert api.job_keys() == [] and len(spool_files(spool(config), "pending")) == 1
 
 
 def test_a_spool_on_a_full_disk_never_fails_the_command(tmp_path, config):

@@ -165,3 +165,39 @@ class FakeApi:
 def fake_p4_wrapper(directory: Path, state: Path, **env: str) -> Path:
     """`directory/p4`: the fake p4 with its state directory (and any other P4FAKE_* settings) fixed."""
     return write_fake_p4_wrapper(directory / "p4", {"P4FAKE_STATE": str(state), **env})
+
+
+class TriggerApi:
+    """The real ingest function behind the local API Gateway front (on the tests' moto server),
+    reached through a FrontDoor so a test can hold its answers. What the trigger talks to in
+    tests/integration/test_trigger_process.py."""
+
+    def __init__(self, service: Any, gateway: Any, door: Any):
+        self.service = service
+        self.gateway = gateway
+        self.door = door
+
+    @property
+    def url(self) -> str:
+        return self.door.url(self.gateway.stage)
+
+    @property
+    def secret(self) -> str:
+        return self.service.signing_secret
+
+    def job(self, idempotency_key: str) -> dict[str, Any] | None:
+        """The job the API created for this key, or None (read behind the door, never held)."""
+        from p4review.cli.api_client import ReviewApiClient
+        from p4review.models.job import job_id_for
+
+        answer = ReviewApiClient(self.gateway.url, self.secret).get_job(job_id_for(idempotency_key))
+        return answer.body if answer.ok else None
+
+    def job_keys(self) -> list[str]:
+        """The idempotency key of every job the API created, sorted."""
+        items = self.service.client("dynamodb").scan(TableName=self.service.resources.tables["jobs"])["Items"]
+        return sorted(item["idempotency_key"]["S"] for item in items if item["pk"]["S"].startswith("JOB#"))
+
+    def rotate_secret(self, new_value: str) -> None:
+        self.service.client("secretsmanager").put_secret_value(
+            SecretId=self.service.resources.secrets["trigger-signing"], SecretString=new_value)

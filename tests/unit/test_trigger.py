@@ -713,6 +713,13 @@ def test_on_windows_the_trigger_only_spools_and_the_timer_sends(tmp_path, monkey
     assert capsys.readouterr() == ("", "")
 
 
+def test_in_spool_only_mode_no_sender_starts(tmp_path, monkeypatch):
+    config_file = write_config(tmp_path, SEND_MODE="spool-only")
+    monkeypatch.setattr(trigger, "start_sender", lambda *args: pytest.fail("spool-only starts no sender"))
+    assert trigger.main(["-c", str(config_file), "-t", "change-commit", "-v", "48213"]) == 0
+    assert len(spool_files(tmp_path / "spool", "pending")) == 1
+
+
 def test_in_background_mode_the_trigger_starts_one_sender(tmp_path, monkeypatch):
     config_file = write_config(tmp_path, SEND_MODE="background")
     started = []

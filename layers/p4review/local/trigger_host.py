@@ -7,7 +7,6 @@ offline without stopping the local stack."""
 from __future__ import annotations
 
 import json
-import shutil
 import socket
 import subprocess
 import sys
@@ -103,9 +102,6 @@ class TriggerHost:
                 return answered
             time.sleep(0.1)
 
-    def cleanup(self) -> None:
-        shutil.rmtree(self.home, ignore_errors=True)
-
 
 class FrontDoor:
     """A TCP relay in front of the API on a fixed loopback port. `close()` stops listening (and
@@ -125,10 +121,6 @@ class FrontDoor:
 
     def url(self, stage: str) -> str:
         return f"http://127.0.0.1:{self.port}/{stage}"
-
-    @property
-    def is_open(self) -> bool:
-        return self._listener is not None
 
     def open(self) -> None:
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
