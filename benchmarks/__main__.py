@@ -71,11 +71,13 @@ def bench_ingest() -> None:
 def main() -> int:
     from benchmarks.cost import bench_cost_per_job
     from benchmarks.redaction import bench_redaction
+    from benchmarks.redaction_external import bench_redaction_external
     from benchmarks.review_tokens import bench_review_tokens
     from benchmarks.smtp_duplicates import bench_smtp_duplicate_risk
     from benchmarks.trigger_latency import bench_trigger_latency
 
-    for bench in (bench_ingest, bench_fetch_large_change, bench_cost_per_job, bench_redaction, bench_review_tokens,
+    for bench in (bench_ingest, bench_fetch_large_change, bench_cost_per_job, bench_redaction, bench_redaction_external,
+                  bench_review_tokens,
                   bench_smtp_duplicate_risk, bench_trigger_latency):
         bench()
     return 0

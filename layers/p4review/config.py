@@ -64,7 +64,10 @@ class Settings(BaseModel):
     # Sweeper: a pending stage untouched this long has no message coming and is re-sent. Longer than
     # any scheduled redelivery (backoff <= 60 s, Retry-After <= 300 s, a lease-held put-back).
     # Redaction policy beyond the always-on secret rules (docs/redaction.md). Lists: comma-separated.
-    redact_emails: bool = Field(default=False, alias="P4REVIEW_REDACT_EMAILS")
+    # Secure by default: e-mail addresses, internal host names (.internal, .corp, ...) and private
+    # addresses (RFC 1918/6598, link-local, ULA) never reach the model. `false` is the opt-out
+    # (CDK context `redactPrivateByDefault=false`); configured suffixes and ranges apply either way.
+    redact_private_by_default: bool = Field(default=True, alias="P4REVIEW_REDACT_PRIVATE_BY_DEFAULT")
     redact_host_suffixes: str = Field(default="", alias="P4REVIEW_REDACT_HOST_SUFFIXES")
     redact_cidrs: str = Field(default="", alias="P4REVIEW_REDACT_CIDRS")
     # Review stage (docs/review.md). Provider: offline | openai | anthropic | bedrock.
@@ -109,14 +112,13 @@ class Settings(BaseModel):
         return value
 
     def redaction_policy(self):  # -> p4review.logic.redaction.RedactionPolicy
-        from p4review.logic.redaction import RedactionPolicy
+        from p4review.logic.redaction.policy import service_policy
 
         def items(value: str) -> tuple[str, ...]:
             return tuple(part.strip() for part in value.split(",") if part.strip())
 
-        return RedactionPolicy(deidentify_emails=self.redact_emails,
-                               confidential_host_suffixes=items(self.redact_host_suffixes),
-                               confidential_cidrs=items(self.redact_cidrs))
+        return service_policy(private_by_default=self.redact_private_by_default,
+                              host_suffixes=items(self.redact_host_suffixes), cidrs=items(self.redact_cidrs))
 
     def require(self, name: str) -> str:
         value = getattr(self, name)

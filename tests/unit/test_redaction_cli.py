@@ -30,7 +30,7 @@ def test_redacts_stdin_to_stdout_keeping_crlf_and_undecodable_bytes():
 
 def test_policy_options_and_stats_on_stderr(capsys):
     data = b"+owner: a.b@example.com\n+host: ci.corp.example\n+ip: 10.1.2.3\n+lo: 127.0.0.1\n"
-    status, out = run(["--deidentify-emails", "--confidential-host-suffix", ".corp.example",
+    status, out = run(["--secrets-only", "--deidentify-emails", "--confidential-host-suffix", ".corp.example",
                        "--confidential-cidr", "10.0.0.0/8", "--confidential-cidr", "192.168.0.0/16", "--stats"], data)
     assert status == 0
     assert out == (b"+owner: [REDACTED:email]\n+host: [REDACTED:internal_host]\n+ip: [REDACTED:internal_ip]\n"
@@ -40,9 +40,15 @@ def test_policy_options_and_stats_on_stderr(capsys):
     assert stats["ruleset_version"].startswith("redaction-rules/") and len(stats["sha256"]) == 64
 
 
-def test_without_options_policy_classes_are_kept():
+def test_by_default_the_service_policy_redacts_emails_internal_names_and_private_addresses():
+    data = b"+owner: a.b@example.com\n+ip: 10.1.2.3\n+host: db01.prod.internal\n+dns: 8.8.8.8\n"
+    assert run([], data) == (0, b"+owner: [REDACTED:email]\n+ip: [REDACTED:internal_ip]\n"
+                                b"+host: [REDACTED:internal_host]\n+dns: 8.8.8.8\n")
+
+
+def test_secrets_only_keeps_policy_classes():
     data = b"+owner: a.b@example.com\n+ip: 10.1.2.3\n"
-    assert run([], data) == (0, data)
+    assert run(["--secrets-only"], data) == (0, data)
 
 
 def test_bad_policy_is_a_usage_error(capsys):

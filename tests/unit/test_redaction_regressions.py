@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from p4review.logic.redaction import RedactionPolicy, redact
+from p4review.logic.redaction.policy import service_policy
 
 CASES_FILE = Path(__file__).parent / "data" / "redaction_regressions.txt"
 
@@ -30,16 +31,20 @@ class Case:
 
 
 def _policy(value: str) -> RedactionPolicy:
-    emails, hosts, cidrs = False, [], []
+    emails, service, hosts, cidrs = False, False, [], []
     for item in (part.strip() for part in value.split(",")):
         if item == "emails":
             emails = True
+        elif item == "service":  # the service's secure default (Settings().redaction_policy())
+            service = True
         elif item.startswith("host="):
             hosts.append(item[len("host="):])
         elif item.startswith("cidr="):
             cidrs.append(item[len("cidr="):])
         else:
             raise ValueError(f"unknown policy item {item!r}")
+    if service:
+        return service_policy(host_suffixes=tuple(hosts), cidrs=tuple(cidrs))
     return RedactionPolicy(deidentify_emails=emails, confidential_host_suffixes=tuple(hosts),
                            confidential_cidrs=tuple(cidrs))
 

@@ -9,10 +9,13 @@ from collections import Counter
 from collections.abc import Callable
 from functools import lru_cache
 
-from p4review.logic.redaction.base import Match, PatternRule, Rule, not_template
+from p4review.logic.redaction.base import Match, PatternRule, Rule, not_template, splice
 from p4review.logic.redaction.filekind import FileKind
 from p4review.logic.redaction.needles import Needle, lowered_ascii, needles
 from p4review.logic.redaction.values import (
+    REDACTED_MARK,
+    is_password_hash,
+    names_a_secret,
     looks_random,
     placeholder,
     quoted_literal_is_secret,
@@ -35,13 +38,16 @@ _ASSIGNMENT_AT = re.compile(
     r"(?P<kopen>\\?[\"'`])?"
     r"(?P<key>[\w.-]++)"
     r"(?P<kclose>\\?[\"'`])?\]?"
-    r"[ \t]*+(?::[ \t]*[A-Za-z_][\w.\[\], |]*?[ \t]*(?==))?"  # a type annotation: `password: str = ...`
-    r"(?P<op>:=|=>|=|:|(?(kopen),|(?!)))[ \t]*"
+    r"[ \t]*+(?::[ \t]*[&*]?(?:'\w+[ \t]+)?[A-Za-z_][\w.\[\], |<>]*?[ \t]*(?==))?"  # `password: str = ...`, `token: &str =`
+    r"(?:\{[^{}]*\}[ \t]*(?==))?"  # a C# property: `Password { get; set; } = ...`
+    r"(?:\*?[A-Za-z_][\w.\[\]]*[ \t]*(?==))?"  # a Go type after the name: `var apiToken string = ...`
+    # := (Go, Makefile), ::= (BSD make), ?= and .= (make, PHP), => (PHP, Ruby), = and :
+    r"(?P<op>::=|:=|\?=|\.=|=>|=|:|(?(kopen),|(?!)))[ \t]*"
     r"(?:" + _VALUE + r")"
 )
 # Where a secret-ish key may be: one of these in the lowercased line (every key `classify_key`
 # accepts contains one). Widened to the whole key, then matched from its start.
-_KEY_SPOT = re.compile(r"pass|pw|cret|cred|ken|key|authoriz")
+_KEY_SPOT = re.compile(r"pass|pw|cret|cred|ken|key|pat|authoriz")
 _KEY_RUN_REVERSED = re.compile(r"[\w.-]*")
 _LONGEST_KEY = 256
 # Needles for a key word: one of these occurs in every key `classify_key` accepts (pass, pw,
@@ -60,7 +66,10 @@ def key_needles(ahead: str = "") -> tuple[Needle, ...]:
 # The rest of the key, then an operator: `:`, `=` (also `:=`, `=>`, `==`), or `,` after a
 # quoted key; possibly after a closing quote and bracket (`os.environ["PASSWORD"] =`).
 # (The prefilter searches UTF-8 bytes, where `\w` is ASCII: \x80-\xff stands for the rest.)
-KEY_NEEDLES = key_needles(ahead=r"""[\w.\x80-\xff-]*+(?:\\?["'`])?\]?[ \t]*[:=,]""")
+KEY_NEEDLES = key_needles(ahead=r"""[\w.\x80-\xff-]*+(?:\\?["'`])?\]?[ \t]*(?:\*?[a-z_][\w.\[\]]*[ \t]*)?[:=,?.{]""") + needles(
+    # `<vendor>_key = <generated value>` (`ALCHEMY_KEY=...`, `apitemplateKEY ...` aside): a key
+    # word right before the operator. Only a generated-looking value counts (see classify_key).
+    "key", "pat", ahead=r"""(?:\\?["'`])?\]?[ \t]*(?:[:?.]?=|:|=>)""", folded=True)
 _VALUE_GROUPS = frozenset(("dq", "sq", "bq", "eq", "tq", "uv"))
 _WORDS_OF_KEY = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _PASSWORD_WORDS = ("password", "passwd", "passphrase", "passcode", "passwort")
@@ -79,11 +88,18 @@ caption column input widget form class cls factory handler callback fn func meth
 """.split())
 
 
+_CONSTANT_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*")  # `("P4PASSWD", "P4TICKET")`: names
+_DOC_FIELDS = (":param", "@param", ":arg", ":keyword", ":type", ":ivar", ":cvar", "@property", "* @param")
+_CODE_RECEIVERS = ("self.", "this.", "cls.", "self._", "this._")
+# `password_hash`, `api_key_sha256`, `token_digest`: a hash of a secret, not the secret.
+_HASH_WORDS = frozenset("hash hashed hashes sha md5 digest checksum fingerprint bcrypt".split())
+
+
 @lru_cache(maxsize=4096)
 def classify_key(key: str) -> str | None:
     """The class a value assigned to `key` belongs to, or None when the key is not secret-ish."""
     words = [word.lower() for word in _WORDS_OF_KEY.findall(key)]
-    if not words or words[-1] in _ABOUT_A_SECRET:
+    if not words or words[-1] in _ABOUT_A_SECRET or any(word in _HASH_WORDS for word in words):
         return None
     secretish = any("secret" in word for word in words)
     if secretish and "aws" in words:
@@ -92,6 +108,8 @@ def classify_key(key: str) -> str | None:
         return "password"
     lowered = key.lower()  # as the needles see it
     if any(word in lowered for word in _TOKEN_WORDS) or _COMPOUND_KEY.search(lowered):
+        return "api_key"
+    if len(words) > 1 and words[-1] in ("key", "pat"):  # ALCHEMY_KEY, atera_key, githubPat: a vendor's key
         return "api_key"
     return None
 
@@ -114,8 +132,8 @@ class AssignmentRule(Rule):
         # with `sub`, which costs ~30 us a line (a lazy scan and a 15-way alternation at every
         # position); finding keyword spots first and matching from the key's start is faster.
         lowered = lowered_ascii(body)
-        pieces: list[str] = []
-        copied = resume = 0
+        spans: list[tuple[int, int, str]] = []
+        resume = 0
         tried = -1
         for spot in _KEY_SPOT.finditer(lowered):
             if spot.start() < resume:
@@ -135,19 +153,23 @@ class AssignmentRule(Rule):
             if secret is not None:
                 (value_start, value_end), name = secret
                 counts[name] += 1
-                pieces += [body[copied:value_start], placeholder(name)]
-                copied = value_end
-        if not pieces:
-            return body
-        pieces.append(body[copied:])
-        return "".join(pieces)
+                spans.append((value_start, value_end, name))
+        return splice(body, spans)
 
     @staticmethod
     def _secret(match: Match, kind: Callable[[], FileKind]) -> tuple[tuple[int, int], str] | None:
         """The span of the value to replace and its class, or None to leave it."""
-        name = classify_key(match.group("key"))
+        key = match.group("key")
+        name = classify_key(key)
         if name is None:
             return None
+        if match.group("kopen") and not match.group("kclose"):
+            return None  # `"secretsmanager:GetSecretValue"`: one string with a colon in it
+        before = match.string[:match.start()].rstrip()
+        if before.endswith(_DOC_FIELDS):
+            return None  # `:param password: The password...`: documentation of a parameter
+        # `self.password = value`: an attribute, so this is code whatever the file says.
+        in_code = key.startswith(_CODE_RECEIVERS)
         group = match.lastgroup  # the value alternatives' groups close last
         if group not in _VALUE_GROUPS:
             return None
@@ -156,15 +178,25 @@ class AssignmentRule(Rule):
         if name == "api_key" and not looks_random(value):
             return None  # checked first: it is cheap, and spares the file-kind question below
         if match.group("op") == ",":
-            # `define('DB_PASSWORD', '...')`: only a quoted single token; `get("password", default)` is code.
-            if not quoted or any(ch.isspace() for ch in value):
+            # `define('DB_PASSWORD', '...')`: a call's first argument, then a quoted single token;
+            # `get("password", default)` is code, `("password", "passcode")` a tuple of names.
+            if not quoted or len(value) < 4 or any(ch.isspace() for ch in value) or not before.endswith("(") \
+                    or _CONSTANT_NAME.fullmatch(value):
                 return None
+        if group == "tq" and not any(ch.isalnum() for ch in value):
+            return None  # `"if not password:",`: a quote and punctuation closing a string
+        if is_password_hash(value):
+            return None
         if quoted:
             if not quoted_literal_is_secret(value):
                 return None
-        elif not unquoted_value_is_secret(value, literal_words=lambda: kind() is FileKind.CONFIG):
+        elif not unquoted_value_is_secret(value, literal_words=lambda: not in_code and kind() is FileKind.CONFIG):
             return None
         span = match.span(group)
+        if not quoted and match.group("op") != ":" and not key.startswith("-"):  # `--password=x -h db`: a flag
+            rest = match.string[match.end():].lstrip(" \t")
+            if rest and rest[0] not in "#;,)}]" and not rest.startswith("//") and kind() is FileKind.CODE:
+                return None  # `$pw = ConvertTo-SecureString "..."`: a command or an expression, not a literal
         if not quoted and match.group("op") == ":":
             rest = match.string[match.end():]
             words = rest.lstrip(" \t")
@@ -182,22 +214,136 @@ class AssignmentRule(Rule):
 
 ASSIGNMENT_RULE = AssignmentRule()
 
+
+class SpacedRule(Rule):
+    """A value separated from its secret-ish name by blanks, where the syntax says it is one:
+    a command-line flag (`--password Tr0ub...`, `--with-token ...`), a Dockerfile `ENV`/`ARG`
+    (`ENV DB_PASSWORD Tr0ub...`), a C macro (`#define API_KEY "..."`), or a DSL call with one
+    quoted argument and nothing after it (Gradle's `password 'Tr0ub...'`). Prose (`the password
+    is required`) has none of these shapes. Values are judged like `name = value`."""
+
+    _PATTERN = re.compile(
+        r"(?:(?P<flag>(?<![\w-])--?)|(?P<directive>\b(?:ENV|ARG)[ \t]+|#[ \t]*define[ \t]+)|(?P<dsl>^[ \t]*))"
+        r"(?P<key>[A-Za-z_][\w.-]*)[ \t]+"
+        r"(?:\"(?P<dq>[^\"\s]+)\"|'(?P<sq>[^'\s]+)'|(?P<uv>[^\s\"'`=-][^\s\"'`]*))"
+        r"(?P<end>[ \t]*$)?")
+
+    def __init__(self) -> None:
+        super().__init__("password", key_needles(ahead=r"""[\w.\x80-\xff-]*[ \t]+["'\w$]"""))
+
+    def apply(self, body: str, kind: Callable[[], FileKind], counts: Counter[str]) -> str:
+        spans: list[tuple[int, int, str]] = []
+        for match in self._PATTERN.finditer(body):
+            name = classify_key(match.group("key"))
+            group = next((g for g in ("dq", "sq", "uv") if match.group(g) is not None), None)
+            if name is None or group is None:
+                continue
+            if match.group("dsl") is not None and (group == "uv" or match.group("end") is None):
+                continue  # `password 'x'` alone on its line, or it is a sentence
+            value = match.group(group)
+            if name == "api_key" and not looks_random(value):
+                continue
+            if is_password_hash(value) or not (quoted_literal_is_secret(value) if group != "uv"
+                                               else unquoted_value_is_secret(value, lambda: True)):
+                continue
+            counts[name] += 1
+            spans.append((*match.span(group), name))
+        return splice(body, spans)
+
+
+SPACED_RULE = SpacedRule()
+
+
+def _command_secret(match: Match, secret: str) -> bool:
+    return not_template(match, secret) and not is_password_hash(secret) and not names_a_secret(secret)
+
+
 # Credentials written as command words rather than assignments: `.netrc` lines
-# (`machine h login u password p`) and `curl -u user:password`.
+# (`machine h login u password p`), `curl -u user:password`, and the password flags of
+# `psexec`/`sshpass` (`-p secret`) and the MySQL clients (`-psecret`, `--password=secret`), and a
+# quoted password in a sentence (`the password is 'Secret123'`).
 COMMAND_RULE = PatternRule(
     "password",
     r"(?i:\blogin[ \t]+\S+[ \t]+password[ \t]+)(?P<netrc>[^\s:=]\S*)"
-    r"|(?i:\bcurl\b)[^\n]*?[ \t](?:-u|--user)[ =]?[\"']?[^\s:\"']+:(?P<curl>[^\s\"'@]+)",
+    r"|(?i:\bcurl\b)[^\n]*?[ \t](?:-u|--user)[ =]?[\"']?[^\s:\"']+:(?P<curl>[^\s\"'@]+)"
+    r"|(?i:\b(?:psexec|sshpass))[^\n]*?[ \t]-p[ \t]+[\"']?(?P<flag>[^\s\"']+)"
+    r"|(?i:\bmysql(?:dump|admin)?\b|\bmariadb\b)[^\n]*?[ \t]-p(?P<mysql>[^\s\"'-][^\s\"']*)"
+    r"|(?i:\bpassword[ \t]+is[ \t]+)(?P<q>[\"'])(?P<prose>[^\"'\s]{4,})(?P=q)"
+    # SQL: `IDENTIFIED BY 'x'`, `WITH PASSWORD 'x'`, `PASSWORD 'x'`
+    r"|(?i:\bidentified[ \t]+by[ \t]+|\bpassword[ \t]+)'(?P<sql>[^'\s]+)'"
+    # setters and builders: `setPassword("x")`, `withApiToken("x")`
+    r"|\b(?:set|with)(?:[A-Z]\w*)?(?:Password|Passwd|Secret|Token|ApiKey|Credentials?)\([ \t]*\"(?P<setter>[^\"]+)\"[ \t]*\)"
+    # PowerShell: `ConvertTo-SecureString "x" -AsPlainText`
+    r"|(?i:\bconvertto-securestring[ \t]+(?:-string[ \t]+)?)[\"'](?P<pwsh>[^\"']+)[\"'](?=(?i:[^\n]*-asplaintext))"
+    # `docker login -u user -p x` (also `psexec`, `sshpass` above)
+    r"|(?i:\b(?:docker|podman|helm)[ \t]+(?:registry[ \t]+)?login\b)[^\n]*?[ \t]-p[ \t]+[\"']?(?P<login>[^\s\"']+)",
     needles("curl", ahead=r"[^\n]*[ \t](?:-u|--user)", folded=True)
-    + needles("password", ahead=r"[ \t]+[^\s:=]", folded=True),
-    groups=("netrc", "curl"), validate=not_template,
+    + needles("password", ahead=r"[ \t]+[^\s:=]", folded=True)
+    + needles("psexec", "sshpass", ahead=r"[^\n]*[ \t]-p[ \t]", folded=True)
+    + needles("mysql", "mariadb", ahead=r"[^\n]*[ \t]-p[^\s\"'-]", folded=True)
+    + needles("password", ahead=r"""[ \t]+is[ \t]+["']""", folded=True)
+    + needles("by", behind="identified ", ahead=r"""[ \t]+'""", folded=True)
+    + needles("password", ahead=r"""[ \t]+'""", folded=True)
+    + needles("password(", "passwd(", "secret(", "token(", "apikey(", "credential(", "credentials(",
+              ahead=r"""[ \t]*\"""", folded=True)
+    + needles("securestring", behind="convertto-", folded=True)
+    + needles("login", ahead=r"[^\n]*[ \t]-p[ \t]", folded=True),
+    groups=("netrc", "curl", "flag", "mysql", "prose", "sql", "setter", "pwsh", "login"), validate=_command_secret,
 )
 
 _SECRET_NAME = r"[\w.:-]*(?:password|passwd|pwd|secret|token|api[_-]?key|apikey)[\w.:-]*"
 MARKUP_RULE = PatternRule(
     "password",
     r"<(?P<tag>" + _SECRET_NAME + r")>(?P<element>[^<\s][^<]*)</(?P=tag)>"
-    r"|\bkey[ \t]*=[ \t]*\"" + _SECRET_NAME + r"\"[ \t]+value[ \t]*=[ \t]*\"(?P<attribute>[^\"]+)\"",
-    key_needles(ahead=r"""[\w.:\x80-\xff-]*+(?:>|"[ \t]+value[ \t]*=)"""), groups=("element", "attribute"),
+    r"|\bkey[ \t]*=[ \t]*\"" + _SECRET_NAME + r"\"[ \t]+value[ \t]*=[ \t]*\"(?P<attribute>[^\"]+)\""
+    r"|\b(?:key|name)[ \t]*=[ \t]*\"" + _SECRET_NAME + r"\"[ \t]*>(?P<entry>[^<\s][^<]*)</",  # <entry key="db.password">x</entry>
+    key_needles(ahead=r"""[\w.:\x80-\xff-]*+(?:>|"[ \t]+value[ \t]*=|"[ \t]*>)"""), groups=("element", "attribute", "entry"),
     validate=not_template, flags=re.IGNORECASE,
 )
+
+
+# YAML puts a value on the line after its key when the writer wraps it:
+#   password:
+#     Tr0ub4dor&3
+# The key line is flagged like any assignment; the scanner then asks `value_below` about the
+# next line. Only in config files: `password:` alone on a line of code or prose is not a key.
+_DANGLING_YAML_KEY = re.compile(
+    r"(?P<indent>[ \t]*)(?:-[ \t]+)?[\"']?(?P<key>[\w.-]+)[\"']?:[ \t]*(?P<block>[|>][-+]?[ \t]*)?(?:#.*)?")
+_PLAIN_SCALAR = re.compile(r"(?P<indent>[ \t]+)(?P<value>[^\s#\"'{}\[\]&*!|>%@`][^\s]*|\"[^\"]+\"|'[^']+')[ \t]*")
+
+
+def dangling_yaml_key(body: str) -> tuple[int, str, bool] | None:
+    """(indentation, class, block) when `body` is a secret-ish YAML key whose value is on the
+    next line; `block`: a block scalar (`password: |`), whose value is every more-indented line."""
+    match = _DANGLING_YAML_KEY.fullmatch(body)
+    if match is None:
+        return None
+    name = classify_key(match.group("key"))
+    return None if name is None else (len(match.group("indent")), name, match.group("block") is not None)
+
+
+def block_line_below(body: str, key_indent: int, name: str) -> str | None:
+    """A line of a block scalar's value, redacted whole (it is all value), or None when the
+    line is not more indented than the key (the block has ended)."""
+    stripped = body.lstrip(" \t")
+    indent = len(body) - len(stripped)
+    if not stripped or indent <= key_indent or REDACTED_MARK in stripped:
+        return None
+    return body[:indent] + placeholder(name)
+
+
+def value_below(body: str, key_indent: int, name: str) -> str | None:
+    """`body` with its value redacted when it is the dangling key's value: more indented than
+    the key, one scalar, and a secret by the same tests as `key: value` on one line."""
+    match = _PLAIN_SCALAR.fullmatch(body)
+    if match is None or len(match.group("indent")) <= key_indent:
+        return None
+    value = match.group("value")
+    quoted = value[0] in "\"'"
+    literal = value[1:-1] if quoted else value
+    if name == "api_key" and not looks_random(literal):
+        return None
+    if not (quoted_literal_is_secret(literal) if quoted else unquoted_value_is_secret(literal, lambda: True)):
+        return None
+    start = match.start("value") + (1 if quoted else 0)
+    return body[:start] + placeholder(name) + body[start + len(literal):]

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from p4review.logic.redaction.filekind import FileKind
 from p4review.logic.redaction.needles import Needle
-from p4review.logic.redaction.values import REDACTED_MARK, is_template_or_masked, placeholder
+from p4review.logic.redaction.values import REDACTED_MARK, is_masked_token, is_template_or_masked, placeholder
 
 Match = re.Match[str]
 
@@ -63,11 +63,26 @@ class PatternRule(Rule):
         start, end = self._span(match)
         secret = match.string[start:end]
         whole = match.group(0)
-        if REDACTED_MARK in secret or (self.validate is not None and not self.validate(match, secret)):
+        if REDACTED_MARK in secret or is_masked_token(secret) \
+                or (self.validate is not None and not self.validate(match, secret)):
             return whole
         counts[self.name] += 1
         offset = match.start()
         return whole[:start - offset] + placeholder(self.name) + whole[end - offset:]
+
+
+def splice(body: str, spans: list[tuple[int, int, str]]) -> str:
+    """`body` with each (start, end, class) span, in order and not overlapping, replaced by its
+    placeholder."""
+    if not spans:
+        return body
+    pieces: list[str] = []
+    copied = 0
+    for start, end, name in spans:
+        pieces += [body[copied:start], placeholder(name)]
+        copied = end
+    pieces.append(body[copied:])
+    return "".join(pieces)
 
 
 def not_template(_: Match, secret: str) -> bool:

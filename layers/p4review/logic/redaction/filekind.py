@@ -21,7 +21,7 @@ class FileKind(Enum):
 _CODE = frozenset("""
 py pyi pyx js jsx mjs cjs ts tsx java kt kts scala groovy c h cc cpp cxx hpp hh hxx inl ipp
 cs go rs rb php swift m mm lua pl pm r dart ex exs erl hs clj cljs fs fsx vb html htm vue svelte
-hlsl glsl usf ush shader cg sql
+hlsl glsl usf ush shader cg sql ps1 psm1
 """.split())
 _PROSE = frozenset("md markdown rst txt adoc rtf".split())
 

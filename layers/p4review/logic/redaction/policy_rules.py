@@ -34,7 +34,18 @@ def host_rule(suffixes: tuple[str, ...]) -> PatternRule:
     equal = "|".join(re.escape(suffix) for suffix in suffixes if "." in suffix)
     names = rf"(?:{label}\.)+(?:{under})" + (rf"|(?:{equal})" if equal else "")
     return PatternRule("internal_host", rf"(?<![\w.-])(?i:{names})(?![\w-]|\.[A-Za-z0-9])",
-                       needles(*suffixes, folded=True))
+                       needles(*suffixes, folded=True), validate=_not_code)
+
+
+# `threading.local()`, `self.internal`: under a one-label suffix, code looks like a host name.
+_RECEIVERS = frozenset("self this cls super threading".split())
+
+
+def _not_code(match: Match, name: str) -> bool:
+    if name.count(".") > 1:
+        return True  # `db01.prod.internal`: several labels, a host
+    after = match.string[match.end():match.end() + 1]
+    return after not in ("(", "[") and name.split(".", 1)[0].lower() not in _RECEIVERS
 
 
 def _address_needles(network: Any) -> tuple[Needle, ...]:

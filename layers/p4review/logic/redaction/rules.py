@@ -3,22 +3,26 @@ redacted document records. Bump `RULESET_VERSION` whenever a rule changes what i
 
 from __future__ import annotations
 
-from p4review.logic.redaction.assignments import ASSIGNMENT_RULE, COMMAND_RULE, MARKUP_RULE
+from p4review.logic.redaction.assignments import ASSIGNMENT_RULE, COMMAND_RULE, MARKUP_RULE, SPACED_RULE
 from p4review.logic.redaction.base import PatternRule, Rule
 from p4review.logic.redaction.policy import RedactionPolicy
 from p4review.logic.redaction.policy_rules import EMAIL_RULE, address_rule, host_rule
+from p4review.logic.redaction.ruleset import adopted_rules, ruleset_tag
 from p4review.logic.redaction.tokens import CONNECTION_URI_RULE, TOKEN_RULES
 
 __all__ = ["RULESET_VERSION", "PatternRule", "Rule", "default_rules"]
 
-RULESET_VERSION = "redaction-rules/1"
+# The pipeline's own rules, then the adopted ruleset's pinned version.
+RULESET_VERSION = f"redaction-rules/2+{ruleset_tag()}"
 
 
 def default_rules(policy: RedactionPolicy) -> tuple[Rule, ...]:
     """Every single-line rule, in the order they run (PEM blocks are handled by the scanner
-    before these). Connection URIs first, then known token formats, then name-based rules,
-    then the policy's rules, which must see the text after secrets are gone."""
-    rules: list[Rule] = [CONNECTION_URI_RULE, *TOKEN_RULES, MARKUP_RULE, ASSIGNMENT_RULE, COMMAND_RULE]
+    before these). Connection URIs first, then known token formats (ours, then the adopted
+    ruleset's), then name-based rules, then the policy's rules, which must see the text after
+    secrets are gone."""
+    rules: list[Rule] = [CONNECTION_URI_RULE, *TOKEN_RULES, *adopted_rules(), MARKUP_RULE, ASSIGNMENT_RULE,
+                         SPACED_RULE, COMMAND_RULE]
     if policy.deidentify_emails:
         rules.append(EMAIL_RULE)
     if policy.confidential_host_suffixes:

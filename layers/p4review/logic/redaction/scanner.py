@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from p4review.logic.redaction import pem
+from p4review.logic.redaction.assignments import block_line_below, dangling_yaml_key, value_below
 from p4review.logic.redaction.filekind import FileKind, FileKinds
 from p4review.logic.redaction.needles import Prefilter
 from p4review.logic.redaction.rules import Rule
@@ -132,6 +133,11 @@ class Scanner:
                 record.clean.add((body, bits))
             body = new_body
             changed: Changed = [(start, end, marker + body + ending)]
+            if ":" in body:
+                below = self._yaml_value_below(text, end, body, lambda: kinds.at(start), counts)
+                if below:
+                    changed += below
+                    end = done = below[-1][1]
             if markers.orphan:
                 changed[:0] = self._payload_above(text, copied, start, markers.orphan)
             if markers.open:
@@ -231,6 +237,34 @@ class Scanner:
                 continue
             changed.append((start, line_end, marker + body + ending))
         return changed, end
+
+    @staticmethod
+    def _yaml_value_below(text: str, end: int, body: str, kind: Callable[[], FileKind],
+                          counts: Counter[str]) -> Changed:
+        """The lines after `body`, redacted, when `body` is a secret-ish YAML key whose value is
+        there: the next line (a plain or quoted scalar), or every more-indented line (a block
+        scalar, `password: |`). Counted once."""
+        dangling = dangling_yaml_key(body)
+        if dangling is None or end >= len(text) or kind() is not FileKind.CONFIG:
+            return []
+        key_indent, name, block = dangling
+        changed: Changed = []
+        while end < len(text) and (block or not changed):
+            start = end + 1
+            line_end = text.find("\n", start)
+            line_end = len(text) if line_end < 0 else line_end
+            marker, below, ending = split_line(text[start:line_end])
+            if not changed and "BEGIN" in below and below.lstrip(" \t\"'").startswith(("-----BEGIN", "---- BEGIN")):
+                break  # a PEM block in a block scalar: the PEM walk redacts it, one placeholder a line
+            redacted = (block_line_below(below, key_indent, name) if block
+                        else value_below(below, key_indent, name))
+            if redacted is None:
+                break
+            changed.append((start, line_end, marker + redacted + ending))
+            end = line_end
+        if changed:
+            counts[name] += 1
+        return changed
 
     @staticmethod
     def _payload_above(text: str, copied: int, start: int, name: str) -> Changed:

@@ -29,6 +29,17 @@ def _basic_credentials(_: Match, secret: str) -> bool:
     return b":" in decoded
 
 
+def _basic_blob(_: Match, secret: str) -> bool:
+    """A base64 value assigned to an `auth` key (Docker's `config.json`, `.npmrc` `_auth`) is a
+    credential when it decodes to printable `user:password`."""
+    try:
+        decoded = binascii.a2b_base64(secret + "=" * (-len(secret) % 4)).decode("ascii")
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        return False
+    user, colon, password = decoded.partition(":")
+    return bool(user and colon and password) and decoded.isprintable() and " " not in decoded
+
+
 def _uri_credentials(match: Match, secret: str) -> bool:
     if is_template_or_masked(secret):
         return False
@@ -44,8 +55,15 @@ _NOT_ALNUM_AFTER = r"(?![A-Za-z0-9])"
 TOKEN_RULES: tuple[PatternRule, ...] = (
     PatternRule("aws_access_key", _NOT_ALNUM_BEFORE + r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{10,16}" + _NOT_ALNUM_AFTER,
                 needles("AKIA", "ASIA", "ABIA", "ACCA")),
-    PatternRule("github_token", r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{16,255}|github_pat_[A-Za-z0-9_]{16,255})",
+    # ghs_<installation id>_<JWT>: GitHub's newer installation token format.
+    PatternRule("github_token", r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{16,255}|github_pat_[A-Za-z0-9_]{16,255}"
+                r"|gh[su]_[0-9]+_eyJ[A-Za-z0-9_.-]{16,})",
                 needles("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
+    # Formats the adopted ruleset lacks (it knows `tskey-api-` and Shopify's 32-hex tokens only).
+    PatternRule("tailscale_key", r"(?<![A-Za-z0-9_-])tskey-(?:auth|client|scim|webhook|future)-[A-Za-z0-9]{6,}-[A-Za-z0-9]{16,}",
+                needles("tskey-")),
+    PatternRule("shopify_token", r"(?<![A-Za-z0-9_])shp(?:at|ca|pa|ss)_[A-Za-z0-9]{32,}",
+                needles("shpat_", "shpca_", "shppa_", "shpss_"), validate=_mixed_case_and_digit),
     PatternRule("gitlab_token", r"(?<![A-Za-z0-9_])glpat-[A-Za-z0-9_-]{16,}", needles("glpat-")),
     PatternRule("slack_token", r"(?<![A-Za-z0-9])xox[abpsre]-[A-Za-z0-9-]{10,}",
                 needles("xoxa-", "xoxb-", "xoxp-", "xoxs-", "xoxr-", "xoxe-"),
@@ -69,6 +87,10 @@ TOKEN_RULES: tuple[PatternRule, ...] = (
                 needles("bearer", ahead=r"[ \t]+[a-z0-9._~+/-]{12}", folded=True)
                 + needles("z", behind="authori", ahead=r"""ation["']?[ \t]*[:=][ \t]*["']?token[ \t]""", folded=True),
                 groups=("token",), validate=_opaque_token),
+    PatternRule("basic_auth",
+                r"(?i:\b[\w.-]*auth)[\"']?[ \t]*[:=][ \t]*[\"']?(?P<b64>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])",
+                needles("auth", ahead=r"""[\w.-]*["']?[ \t]*[:=]""", folded=True), groups=("b64",),
+                validate=_basic_blob),
     PatternRule("basic_auth", r"(?i:\bbasic)[ \t]+(?P<b64>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])",
                 needles("basic", ahead=r"[ \t]+[a-z0-9+/]{8}", folded=True), groups=("b64",),
                 validate=_basic_credentials),
@@ -80,6 +102,7 @@ TOKEN_RULES: tuple[PatternRule, ...] = (
 CONNECTION_URI_RULE = PatternRule(
     "connection_uri",
     r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{1,30}://"
-    r"(?:(?P<user>[^\s:@/?#\"'<>\[\]]*):(?P<password>[^\s@/\"'<>]+)|(?P<bare>[A-Za-z0-9._~-]{20,}))@",
+    # The password runs to the last `@` of the authority: an unescaped `@` in it is common.
+    r"(?:(?P<user>[^\s:@/?#\"'<>\[\]]*):(?P<password>[^\s/\"'<>]+)|(?P<bare>[A-Za-z0-9._~-]{20,}))@",
     needles("://", ahead=r"[^\s/@]*@"), groups=("password", "bare"), validate=_uri_credentials,
 )

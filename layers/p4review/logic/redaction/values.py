@@ -37,13 +37,47 @@ _IDENTIFIER = re.compile(r"_*(?:[a-z]+(?:_[a-z]+)*|[A-Z]+(?:_[A-Z]+)*|[a-z]+(?:[
 _EXPRESSION_START = tuple("$%{[(<!&*:?|>@#")  # ... and `#` starts a comment
 
 
+# Values that stand in for a secret in samples, docs and tests (a weak real password such as
+# `secret` or `test` is still redacted): `changeme`, `your_api_key_here`,
+# `<token>`, `REPLACE_ME`, `ghp_XXXXXXXXXXXXXXXX`. Redacting them costs the reviewer context
+# and protects nothing.
+_PLACEHOLDER_WORDS = frozenset("""
+changeme change_me change-me changeit replaceme replace_me replace-me placeholder dummy example sample
+todo tbd fixme redacted masked hidden notset not_set unset empty foo bar foobar baz xxx yyy
+""".split())
+_PLACEHOLDER_SHAPE = re.compile(
+    r"(?i)(?:your|my|insert|enter|put|add|replace)[-_ ](?:[a-z0-9]+[-_ ])*[a-z0-9]+"  # your_api_key_here
+    r"|(?:[a-z0-9]+[-_])+(?:here|goes[-_]here)"                                  # api_key_here
+)
+# A token with its generated part masked: `ghp_XXXXXXXXXXXXXXXX`, `sk-...`, `AKIA************`.
+_MASKED_TAIL = re.compile(r"(?:[^/\s]{0,20}?)([Xx*.#•])\1{5,}")
+
+
 def is_template_or_masked(value: str) -> bool:
-    """Empty, already redacted, a template/interpolation, or a mask like `****`."""
+    """Empty, already redacted, a template/interpolation, a mask like `****` or a masked token,
+    or a placeholder word (`changeme`, `your_token_here`)."""
     if not value or REDACTED_MARK in value:
         return True
     if _TEMPLATE.search(value):
         return True
-    return len(value) >= 3 and len(set(value)) == 1
+    if len(value) >= 3 and len(set(value)) == 1:
+        return True
+    return (value.lower() in _PLACEHOLDER_WORDS or _PLACEHOLDER_SHAPE.fullmatch(value) is not None
+            or _MASKED_TAIL.fullmatch(value) is not None)
+
+
+def is_masked_token(value: str) -> bool:
+    """`ghp_XXXXXXXXXXXXXXXX`, `sk_live_xxxxxxxx`, `AKIA************`: a token shown masked."""
+    return _MASKED_TAIL.fullmatch(value) is not None
+
+
+# Password hashes (crypt formats, Django's): stored to be compared, useless to an attacker
+# without cracking, and what a reviewer needs to recognise.
+_PASSWORD_HASH = re.compile(r"\$(?:2[abxy]?|1|5|6|y|argon2(?:id|i|d)|scrypt|pbkdf2[-\w]*)\$\S+|pbkdf2_sha\d+\$\S+|bcrypt\$\S+")
+
+
+def is_password_hash(value: str) -> bool:
+    return _PASSWORD_HASH.fullmatch(value) is not None
 
 
 def names_a_secret(value: str) -> bool:
@@ -56,8 +90,25 @@ def names_a_secret(value: str) -> bool:
     return bool(named) and any(word in lowered for word in _SECRET_WORDS)
 
 
+# `"_aws_cdk_0cae9daa.SecretValue"`, `"models.Credential"`: a type named in a string (a
+# forward reference, a stub), not a value.
+_QUOTED_TYPE = re.compile(r"[\w$]+(?:\.[A-Za-z_$][\w$]*)*\.[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+")
+
+
+# Two of these and a string is a regular expression (`r"(?<![A-Za-z0-9_])glpat-[A-Za-z0-9_-]{16,}"`).
+_REGEX_PART = re.compile(r"\(\?[:=!<P]|\[\^?[^\]]*\w-\w[^\]]*\]|\\[dswbDSWB]|\{\d+,\d*\}|\)[*+?]")
+
+
+def looks_like_a_pattern(value: str) -> bool:
+    return len(_REGEX_PART.findall(value)) >= 2
+
+
 def quoted_literal_is_secret(value: str) -> bool:
-    return not (is_template_or_masked(value) or names_a_secret(value))
+    return not (is_template_or_masked(value) or names_a_secret(value) or _QUOTED_TYPE.fullmatch(value)
+                or looks_like_a_pattern(value))
+
+
+_NUMBER = re.compile(r"-\d+|[-+]?\d*\.\d+(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+")
 
 
 def unquoted_value_is_secret(value: str, literal_words: Callable[[], bool]) -> bool:
@@ -72,6 +123,8 @@ def unquoted_value_is_secret(value: str, literal_words: Callable[[], bool]) -> b
         return False
     if value.isdigit() and len(value) < 4:
         return False  # a count or a flag, not a credential
+    if _NUMBER.fullmatch(value):
+        return False  # `-1`, `1.0`, `2.5e6`: a quantity
     if _IDENTIFIER.fullmatch(value) and not literal_words():
         return False
     return True

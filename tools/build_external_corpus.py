@@ -1,0 +1,236 @@
+"""Build `benchmarks/data/external-corpus.jsonl`: a redaction evaluation corpus from data this
+project did not write, so that the figures do not grade the rules on their own generator.
+
+Sources (each record names its own):
+- positives and negatives: the `examples` and `negative_examples` of the rule files of
+  Kingfisher (mongodb/kingfisher, Apache-2.0) and Nosey Parker (praetorian-inc/noseyparker,
+  Apache-2.0), read from snapshots of the two repositories (`--kingfisher`, `--noseyparker`:
+  git directories). Kingfisher later adopted Betterleaks' rules; this snapshot predates that,
+  so its examples were written independently of the ruleset the pipeline adopts;
+- positives from secretlint's rule snapshot tests (secretlint/secretlint, MIT): each `ng.*`
+  input with the ranges its rule reports; their `ok.*` inputs are rule negatives (below);
+- hard negatives from real code: lines of the installed Python packages (site-packages) that
+  assign to a secret-ish name (`password = ...`, `token: ...`, `api_key=`): `real_code`, the
+  sample the rules were tuned on, and `real_code_fresh`, a second sample drawn afterwards and
+  never tuned on; and lines holding digests or UUIDs (`real_code_digests`). Library code, not
+  secrets; test credentials found among them go in `_REAL_CODE_SECRETS` and are left out.
+- the rule files' `negative_examples` are kept as `rule_negative`, for information only: they
+  are strings one *specific* rule must not match, and many are credentials of another kind
+  (Slack bot tokens among the negatives of Slack's webhook rule), so they are not hard negatives.
+
+A positive's `secret` is what the rule's own pattern captures in the example (its last
+group that took part, else the whole match); examples the pattern does not match in Python are left out.
+Rules that find identifiers rather than secrets (public keys, client and account ids, user
+names, hosts, URLs without credentials) and password *hashes* are left out.
+
+    python tools/build_external_corpus.py --kingfisher /work/.mirror/mongodb+kingfisher/repo \
+        --noseyparker /work/.mirror/praetorian-inc+noseyparker/repo \
+        --secretlint /work/.mirror/secretlint+secretlint/repo
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import yaml
+
+OUTPUT = Path(__file__).resolve().parents[1] / "benchmarks/data/external-corpus.jsonl"
+_NOT_A_SECRET = re.compile(
+    r"(?i)public|recipient|\b(?:client|app|application|account|organization|product|project|tenant|reporter|"
+    r"org|instance|subscription|user|team|workspace|site|device)[ _-]?id\b|username(?! and password)|\bhost\b"
+    r"|hostname|\bemail\b|\bdomain\b|password hash|\bhash\b|instance url|jfrog url|search url|salesforce instance"
+    r"|weak password|\bkey id\b|private key id|(?<!access )\bkey id\b|\bname\b|\bregion\b|\bendpoint\b")
+_CLASSES = (
+    ("private_key", re.compile(r"(?i)private key|\bpem\b|putty|ssh key|pkcs")),
+    ("uri", re.compile(r"(?i)\buri\b|\burl\b|connection string|credentials in")),
+    ("password", re.compile(r"(?i)password|passwd|\bpass\b")),
+)
+_ASSIGNMENT = re.compile(r"(?i)\b\w*(?:password|passwd|secret|token|api_?key|credential)\w*\s*(?::|=|:=)\s*\S")
+_REAL_CODE_SECRETS: set[str] = set()  # filled after review of what the tools flag
+
+
+def classify(name: str) -> str:
+    for label, pattern in _CLASSES:
+        if pattern.search(name):
+            return label
+    return "token"
+
+
+def _rules(repo: Path, prefix: str) -> list[tuple[str, dict]]:
+    listing = subprocess.run(["git", "-C", str(repo), "ls-tree", "-r", "--name-only", "HEAD"],
+                             capture_output=True, text=True, check=True).stdout.split()
+    found = []
+    for path in sorted(listing):
+        if path.startswith(prefix) and path.endswith((".yml", ".yaml")):
+            text = subprocess.run(["git", "-C", str(repo), "show", f"HEAD:{path}"],
+                                  capture_output=True, text=True, check=True).stdout
+            found += [(path, rule) for rule in (yaml.safe_load(text) or {}).get("rules") or []]
+    return found
+
+
+def _commit(repo: Path) -> str:
+    return subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()[:12]
+
+
+# Where a match holds a credential beside names and hosts, the credential is the secret:
+# `scheme://user:<password>@host`, `Password=<value>;` in a connection string, `-p <value>`.
+_CREDENTIAL_IN_MATCH = re.compile(
+    r"://[^\s:/@]+:(?P<uri>[^\s/]+)@[\w.-]"
+    r"|(?i:\b(?:password|pwd|accountkey|sharedaccesskey|secret)\s*=)\s*(?P<pair>[^;\"'\s]+)"
+    r"|(?i:psexec\S*\s.*?\s-p)\s+(?P<flag>\S+)")
+
+
+def _secret(pattern: str, example: str) -> str | None:
+    try:
+        compiled = re.compile(pattern)
+    except (re.error, OverflowError):
+        return None
+    match = compiled.search(example)
+    if match is None:
+        return None
+    credential = _CREDENTIAL_IN_MATCH.search(match.group(0))
+    if credential is not None:
+        return next(value for value in credential.groups() if value)
+    # The last group that took part: rules that capture several parts (account name, then key;
+    # user, then password) put the secret last.
+    for index in range(compiled.groups, 0, -1):
+        if match.group(index):
+            return match.group(index)
+    return match.group(0)
+
+
+def rule_examples(project: str, repo: Path, prefix: str) -> list[dict]:
+    records, seen = [], set()
+    commit = _commit(repo)
+    for path, rule in _rules(repo, prefix):
+        source = f"{project}@{commit}:{path}"
+        name = str(rule.get("name", ""))
+        for example in rule.get("negative_examples") or []:
+            if example not in seen:
+                seen.add(example)
+                records.append({"label": "negative", "class": "rule_negative", "text": example, "source": source,
+                                "rule": rule.get("id")})
+        if _NOT_A_SECRET.search(name):
+            continue
+        for example in rule.get("examples") or []:
+            secret = _secret(str(rule.get("pattern", "")), example)
+            if secret is None or len(secret) < 6 or example in seen:
+                continue
+            seen.add(example)
+            records.append({"label": "secret", "class": classify(name), "text": example, "secret": secret,
+                            "source": source, "rule": rule.get("id"), "name": name})
+    return records
+
+
+_DIGEST_OR_ID = re.compile(r"\b[0-9a-f]{32,}\b|\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
+
+
+_SECRETLINT_SKIPPED = ("preset-", "rule-pattern", "no-homedir", "no-dotenv", "no-k8s", "filter-comments", "rule-example")
+_SECRETLINT_IDENTIFIER = re.compile(r"AccountId|ClientId|TenantId|Username", re.IGNORECASE)
+_SECRETLINT_CLASSES = (("private_key", re.compile(r"(?i)privatekey|private-key")),
+                       ("uri", re.compile(r"(?i)basicauth|connection-string")),
+                       ("password", re.compile(r"(?i)password")))
+
+
+def secretlint_snapshots(repo: Path) -> list[dict]:
+    """secretlint's rule snapshot tests: an `ng.*` input with the ranges its rule reports (each
+    range is a labelled secret), an `ok.*` input the rule must leave alone (a rule negative)."""
+    commit = _commit(repo)
+    listing = subprocess.run(["git", "-C", str(repo), "ls-tree", "-r", "--name-only", "HEAD"],
+                             capture_output=True, text=True, check=True).stdout.splitlines()
+    records = []
+    for path in sorted(listing):
+        parts = path.split("/")
+        if (len(parts) != 7 or parts[:2] != ["packages", "@secretlint"] or parts[3:5] != ["test", "snapshots"]
+                or not parts[6].startswith("input") or any(skip in parts[2] for skip in _SECRETLINT_SKIPPED)):
+            continue
+        rule, case = parts[2], parts[5]
+        output = json.loads(subprocess.run(["git", "-C", str(repo), "show", f"HEAD:{'/'.join(parts[:6])}/output.json"],
+                                           capture_output=True, text=True, check=True).stdout)
+        text = output.get("sourceContent") or ""
+        source = f"secretlint@{commit}:{path}"
+        if case.startswith("ok.") and text.strip():
+            records.append({"label": "negative", "class": "rule_negative", "text": text, "source": source, "rule": rule})
+        elif case.startswith("ng."):
+            label = next((name for name, pattern in _SECRETLINT_CLASSES if pattern.search(rule + case)), "token")
+            for message in output.get("messages", []):
+                start, end = message["range"]
+                secret = text[start:end]
+                credential = _CREDENTIAL_IN_MATCH.search(secret)
+                if credential is not None:
+                    secret = next(value for value in credential.groups() if value)
+                if len(secret) >= 6 and not _SECRETLINT_IDENTIFIER.search(str(message.get("messageId"))):
+                    records.append({"label": "secret", "class": label, "text": text, "secret": secret,
+                                    "source": source, "rule": f"{rule}:{message.get('messageId')}"})
+    return records
+
+
+def real_code_negatives(count: int, seed: int = 13, pattern: re.Pattern[str] = _ASSIGNMENT,
+                        label: str = "real_code", exclude: frozenset[str] = frozenset()) -> list[dict]:
+    """Lines of installed libraries that match `pattern` (by default: assign to a secret-ish
+    name), shuffled by `seed`, leaving out the lines in `exclude`."""
+    root = Path(sysconfig.get_paths()["purelib"])
+    lines = []
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root).as_posix()
+        if "/test" in relative or relative.startswith(("_pytest", "p4review")):
+            continue
+        try:
+            text = path.read_text("utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        for line in text.splitlines():
+            stripped = line.strip()
+            if (12 <= len(stripped) <= 200 and pattern.search(stripped) and stripped not in _REAL_CODE_SECRETS
+                    and stripped not in exclude):
+                lines.append((relative.split("/")[0], stripped))
+    random.Random(seed).shuffle(lines)
+    unique, seen = [], set()
+    for package, line in lines:
+        if line not in seen:
+            seen.add(line)
+            unique.append({"label": "negative", "class": label, "text": line,
+                           "source": f"site-packages:{package}"})
+        if len(unique) == count:
+            break
+    return unique
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kingfisher", type=Path, required=True)
+    parser.add_argument("--noseyparker", type=Path, required=True)
+    parser.add_argument("--secretlint", type=Path, required=True)
+    parser.add_argument("--real-code-negatives", type=int, default=300)
+    args = parser.parse_args()
+    tuning = real_code_negatives(args.real_code_negatives)
+    # A second sample, drawn after the rules were tuned on the first and never used to tune them.
+    fresh = real_code_negatives(args.real_code_negatives, seed=29, label="real_code_fresh",
+                                exclude=frozenset(record["text"] for record in tuning))
+    digests = real_code_negatives(args.real_code_negatives // 2, seed=31, pattern=_DIGEST_OR_ID,
+                                  label="real_code_digests")
+    records = (rule_examples("kingfisher", args.kingfisher, "data/rules/")
+               + rule_examples("noseyparker", args.noseyparker, "crates/noseyparker/data/default/builtin/rules/")
+               + secretlint_snapshots(args.secretlint)
+               + tuning + fresh + digests)
+    with OUTPUT.open("w", encoding="utf-8") as out:
+        for record in records:
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    counts: dict[str, int] = {}
+    for record in records:
+        key = f"{record['label']}/{record['class']}"
+        counts[key] = counts.get(key, 0) + 1
+    print(f"{OUTPUT}: {len(records)} records {counts}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
