@@ -519,3 +519,19 @@ def test_document_records_version_hash_and_counts_without_content():
 def test_counts_are_a_counter_compatible_mapping():
     document = redact("+a = AKIAIOSFODNN7EXAMPLE\n+b = ASIAY34FZKBOKMUTVV7A\n")
     assert Counter(document.counts) == Counter({"aws_access_key": 2})
+
+
+def test_ipv6_ranges_are_found_by_their_leading_digits_not_by_every_colon():
+    """fc00::/7 and fe80::/10 need `fc`/`fd`/`fe8`..`feb` in the text; a range whose first group
+    can be written with fewer digits (or `::/0`) falls back to any colon."""
+    import ipaddress
+
+    from p4review.logic.redaction.policy_rules import _ipv6_needles
+
+    assert [n.literal for n in _ipv6_needles(ipaddress.ip_network("fc00::/7"))] == ["fc", "fd"]
+    assert [n.literal for n in _ipv6_needles(ipaddress.ip_network("fe80::/10"))] == ["fe8", "fe9", "fea", "feb"]
+    assert [n.literal for n in _ipv6_needles(ipaddress.ip_network("::/0"))] == [":"]
+    policy = RedactionPolicy(confidential_cidrs=("fc00::/7", "fe80::/10"))
+    text = "+a = 'FD12:3456::1'\n+b = fe80::1%eth0\n+c = 2001:db8::1\n+t = 12:30:45\n"
+    assert Redactor(policy).redact(text).text == \
+        "+a = '[REDACTED:internal_ip]'\n+b = [REDACTED:internal_ip]%eth0\n+c = 2001:db8::1\n+t = 12:30:45\n"

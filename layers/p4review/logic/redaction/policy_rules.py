@@ -49,15 +49,34 @@ def _not_code(match: Match, name: str) -> bool:
 
 
 def _address_needles(network: Any) -> tuple[Needle, ...]:
-    """IPv4: the leading octets every address of the network shares (`10.` for 10/8). IPv6
-    text has too many spellings (`fd00:0:...`, `fd00::`) for a prefix: any colon."""
+    """IPv4: the leading octets every address of the network shares (`10.` for 10/8). IPv6:
+    the leading hex digits of the first group when the network fixes them and they cannot be
+    dropped (`fc`/`fd` then 2 digits and a colon for fc00::/7, `fe8`..`feb` for fe80::/10);
+    otherwise (`::/0`, a first group with leading zeros) any colon, which flags most lines."""
     if network.version == 6:
-        return needles(":")
+        return _ipv6_needles(network)
     octets = str(network.network_address).split(".")[: min(network.prefixlen // 8, 3)]
     if not octets:  # a range wider than /8: the address's first dot, two more to follow
         return needles(".", ahead=r"[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}")
     rest = r"[0-9]{1,3}" + r"\.[0-9]{1,3}" * (3 - len(octets))  # the octets after the shared ones
     return needles(".".join(octets) + ".", ahead=rest)
+
+
+def _ipv6_needles(network: Any) -> tuple[Needle, ...]:
+    first_group = int(network.network_address) >> 112
+    fixed_bits = min(network.prefixlen, 16)
+    if fixed_bits < 4 or first_group >> 12 == 0:
+        return needles(":")
+    digits, spare = divmod(fixed_bits, 4)
+    text = f"{first_group:04x}"
+    prefixes = [text[:digits]]
+    if spare:  # the next digit has `spare` fixed top bits: every value they allow
+        top = int(text[digits], 16) >> (4 - spare) << (4 - spare)
+        prefixes = [text[:digits] + f"{top + low:x}" for low in range(1 << (4 - spare))]
+    found: tuple[Needle, ...] = ()
+    for prefix in prefixes:
+        found += needles(prefix, ahead=f"[0-9a-f]{{{4 - len(prefix)}}}:" if len(prefix) < 4 else ":", folded=True)
+    return found
 
 
 def address_rule(networks: tuple[Any, ...]) -> PatternRule:
