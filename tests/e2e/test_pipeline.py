@@ -15,9 +15,10 @@ import pytest
 from p4review.cli.api_client import ReviewApiClient, default_idempotency_key
 from p4review.local.demo import fixture_changes
 from p4review.local.stack import LocalStack, repo_root
+from p4review.models.job import ACTIVE_STATUSES
 
 pytestmark = pytest.mark.e2e
-ACTIVE = {"queued", "in_progress", "retryable_failed"}
+ACTIVE = frozenset(ACTIVE_STATUSES)
 
 
 @pytest.fixture(scope="module")

@@ -21,10 +21,10 @@ import pytest
 from p4review.cli.api_client import ReviewApiClient
 from p4review.local.stack import LocalStack, repo_root
 from p4review.local.trigger_host import FrontDoor, TriggerHost, trigger_file, write_fake_p4_wrapper
-from p4review.models.job import job_id_for
+from p4review.models.job import ACTIVE_STATUSES, job_id_for
 
 pytestmark = pytest.mark.e2e
-ACTIVE = {"queued", "in_progress", "retryable_failed"}
+ACTIVE = frozenset(ACTIVE_STATUSES)
 SUBMIT_TEMPLATES = (48213, 48220, 48234, 48270)
 FIRST_CHANGE = 810_001
 SUBMITS, SHELVES = 24, 6

@@ -100,6 +100,20 @@ def test_illegal_transition_is_refused_and_not_applied(service):
     assert [entry.event for entry in stored.audit] == ["job_created"]
 
 
+def test_a_transition_nothing_may_make_is_refused_before_any_call(service):
+    """Nothing moves to QUEUED: the condition would be `#status IN ()`, which AWS rejects as a
+    ValidationException (and moto as a ValueError). The repository refuses it itself."""
+    repo = _repo(service)
+    job = _job("requeue")
+    repo.create_job(job)
+    calls = []
+    repo._client.meta.events.register("before-call.dynamodb.UpdateItem", lambda **kwargs: calls.append(kwargs))
+    event = AuditEvent(at=NOW, actor="test", event="forced", to_status=JobStatus.QUEUED)
+    with pytest.raises(IllegalTransitionError, match="no status may move to queued"):
+        repo.transition(job.job_id, JobStatus.QUEUED, event)
+    assert calls == []
+
+
 def test_only_one_of_many_workers_claims_a_stage(service):
     repo = _repo(service)
     job = _job()

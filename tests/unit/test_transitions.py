@@ -38,3 +38,14 @@ def test_predecessors_match_the_table():
         for source in predecessors(target):
             assert target in ALLOWED_TRANSITIONS[source]
     assert predecessors(JobStatus.QUEUED) == frozenset()
+
+
+def test_active_and_end_states_partition_the_statuses():
+    """ACTIVE_STATUSES is the one definition the claim, the sweeper, the CLI's wait and the demo
+    use: every other status is an end state, and no active status is terminal."""
+    from p4review.models.job import ACTIVE_STATUSES, TERMINAL_STATUSES
+
+    active = set(ACTIVE_STATUSES)
+    assert active.isdisjoint(TERMINAL_STATUSES) and JobStatus.DEAD_LETTERED not in active
+    assert active | set(TERMINAL_STATUSES) | {JobStatus.DEAD_LETTERED} == set(JobStatus)
+    assert "queued" in active  # statuses are str: JSON bodies compare directly

@@ -97,11 +97,13 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 
 def cmd_jobs_show(args: argparse.Namespace) -> int:
+    from p4review.models.job import ACTIVE_STATUSES
+
     client = _client(args)
     answer = client.get_job(args.job_id)
     if args.wait and answer.ok:
         deadline = time.monotonic() + args.wait
-        while answer.ok and answer.body["status"] in {"queued", "in_progress", "retryable_failed"}:
+        while answer.ok and answer.body["status"] in ACTIVE_STATUSES:
             if time.monotonic() > deadline:
                 break
             stages = " ".join(f"{name}={state['status']}" for name, state in answer.body["stages"].items())

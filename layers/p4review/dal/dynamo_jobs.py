@@ -22,6 +22,7 @@ from p4review.dal.ports import ClaimOutcome, ClaimState, CreateConflict, CreateO
 from p4review.errors import IllegalTransitionError, LeaseLostError, NotFoundError, StaleWriteError, StorageError
 from p4review.logic.transitions import check_transition, predecessors
 from p4review.models.job import (
+    ACTIVE_STATUSES,
     STAGE_ORDER,
     AuditEvent,
     JobStatus,
@@ -33,7 +34,6 @@ from p4review.models.job import (
 # Real DynamoDB cancels concurrent transactions on the same item with TransactionConflict;
 # the retry then meets the winner's committed record and fails its condition instead.
 _CONFLICT_RETRIES = 8
-_CLAIMABLE_JOB_STATUSES = (JobStatus.QUEUED, JobStatus.IN_PROGRESS, JobStatus.RETRYABLE_FAILED)
 
 
 def job_pk(job_id: str) -> str:
@@ -150,6 +150,10 @@ class DynamoJobRepository:
     # ---- job status -----------------------------------------------------------------
     def transition(self, job_id: str, target: JobStatus, event: AuditEvent) -> ReviewJob:
         allowed_from = sorted(predecessors(target))
+        if not allowed_from:
+            # Nothing may move to `target` (QUEUED): `#status IN ()` is a ValidationException on
+            # AWS and a ValueError in moto. Refuse it here, before any call.
+            raise IllegalTransitionError(f"no status may move to {target.value}")
         placeholders = {f":from{index}": to_value(status.value) for index, status in enumerate(allowed_from)}
         try:
             attributes = conditional_update(
@@ -369,7 +373,7 @@ def _claim_verdict(job: ReviewJob, stage: StageName) -> ClaimState | None:
     state = job.stages[stage]
     if state.status == StageStatus.COMPLETED:
         return ClaimState.ALREADY_COMPLETED
-    if job.status not in _CLAIMABLE_JOB_STATUSES or state.status == StageStatus.FAILED:
+    if job.status not in ACTIVE_STATUSES or state.status == StageStatus.FAILED:
         return ClaimState.JOB_CLOSED
     if state.status == StageStatus.RUNNING and state.lease_expires_at and state.lease_expires_at > now_iso():
         return ClaimState.LEASE_HELD

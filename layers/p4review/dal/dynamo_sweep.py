@@ -16,9 +16,7 @@ from p4review.dal.aws_errors import translate
 from p4review.dal.dynamo_codec import from_item, to_value
 from p4review.dal.dynamo_jobs import audit_value, job_pk
 from p4review.dal.dynamo_writes import ConditionFailed, conditional_update
-from p4review.models.job import AuditEvent, JobStatus, StageName, StageState, StageStatus
-
-ACTIVE_STATUSES = (JobStatus.QUEUED, JobStatus.IN_PROGRESS, JobStatus.RETRYABLE_FAILED)
+from p4review.models.job import ACTIVE_STATUSES, AuditEvent, JobStatus, StageName, StageState, StageStatus
 
 
 class ActiveJob(BaseModel):

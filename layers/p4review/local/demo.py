@@ -16,8 +16,8 @@ from p4review.cli.api_client import ReviewApiClient
 from p4review.local.stack import repo_root
 from p4review.local.stack_process import start_stack_process, stop_stack_process
 from p4review.local.trigger_host import FrontDoor, TriggerHost, host_python
+from p4review.models.job import ACTIVE_STATUSES
 
-ACTIVE = {"queued", "in_progress", "retryable_failed"}
 # The last changelists of the fixture are fired while the API is unreachable.
 OUTAGE_CHANGES = 3
 
@@ -46,7 +46,7 @@ def _wait_for_jobs(client: ReviewApiClient, job_ids: list[str], timeout_seconds:
     last_line = ""
     while True:
         for job_id in job_ids:
-            if job_id not in jobs or jobs[job_id]["status"] in ACTIVE:
+            if job_id not in jobs or jobs[job_id]["status"] in ACTIVE_STATUSES:
                 answer = client.get_job(job_id)
                 if answer.ok:
                     jobs[job_id] = answer.body
@@ -54,7 +54,7 @@ def _wait_for_jobs(client: ReviewApiClient, job_ids: list[str], timeout_seconds:
         if line != last_line:
             _say(f"  [{time.monotonic() - started:5.1f}s] {line}")
             last_line = line
-        if len(jobs) == len(job_ids) and all(job["status"] not in ACTIVE for job in jobs.values()):
+        if len(jobs) == len(job_ids) and all(job["status"] not in ACTIVE_STATUSES for job in jobs.values()):
             return jobs
         if time.monotonic() - started > timeout_seconds:
             _say("  timed out waiting for jobs")

@@ -19,6 +19,9 @@ class JobStatus(StrEnum):
 
 
 TERMINAL_STATUSES = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED})
+# Still moving: a worker may claim it, the sweeper watches it, a client keeps polling it. The
+# one definition (in status order, for DynamoDB expressions); every other status is an end state.
+ACTIVE_STATUSES = (JobStatus.QUEUED, JobStatus.IN_PROGRESS, JobStatus.RETRYABLE_FAILED)
 
 
 class ChangeKind(StrEnum):
