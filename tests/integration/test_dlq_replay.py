@@ -16,7 +16,7 @@ from p4review.logic.ingest_service import create_review
 from p4review.models.api import CreateReviewRequest
 from p4review.models.job import JobStatus, StageName, StageStatus
 from p4review.models.messages import StageMessage
-from p4review.ops.replay import parse_dead_letter, redrive
+from p4review.logic.replay import parse_dead_letter, redrive
 from p4review.runtime.stage_runner import StageOutput, run_stage
 from tests.support.harness import drain, provisioned_service
 
@@ -389,7 +389,7 @@ def test_a_replay_that_fails_differently_is_not_escalated(service):
 
 
 def test_an_envelope_moved_back_by_the_sqs_console_is_replayed_without_a_ticket(service):
-    from p4review.local.http_front import FakeLambdaContext
+    from p4review.local.lambda_context import FakeLambdaContext
     from p4review.local.sqs_poller import build_sqs_event
     from p4review.local.stack import load_function
 

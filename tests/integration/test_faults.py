@@ -12,7 +12,7 @@ import pytest
 from p4review.config import get_settings
 from p4review.dal.factory import get_data_access
 from p4review.errors import ErrorClass
-from p4review.local.http_front import FakeLambdaContext
+from p4review.local.lambda_context import FakeLambdaContext
 from p4review.local.smtp_server import LocalMailServer
 from p4review.local.stack import load_function
 from p4review.logic.ingest_service import create_review

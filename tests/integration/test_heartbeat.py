@@ -16,7 +16,7 @@ from p4review.dal.dynamo_jobs import job_pk
 from p4review.dal.factory import get_data_access
 from p4review.dal.ports import ClaimState
 from p4review.errors import LeaseLostError
-from p4review.local.http_front import FakeLambdaContext
+from p4review.local.lambda_context import FakeLambdaContext
 from p4review.local.sqs_poller import build_sqs_event
 from p4review.logic.ingest_service import create_review
 from p4review.models.api import CreateReviewRequest

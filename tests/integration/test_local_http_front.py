@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from p4review.local.http_front import FakeLambdaContext, LocalApiGateway
+from p4review.local.http_front import LocalApiGateway
+from p4review.local.lambda_context import FakeLambdaContext
 
 
 def echo(event: dict[str, Any], context: Any) -> dict[str, Any]:

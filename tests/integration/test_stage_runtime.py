@@ -15,7 +15,7 @@ from p4review.models.api import CreateReviewRequest
 from p4review.models.job import JobStatus, StageName, StageStatus
 from p4review.models.messages import StageMessage
 from p4review.runtime.stage_runner import MAX_ATTEMPTS_PER_STAGE, StageOutput, run_stage
-from p4review.local.http_front import FakeLambdaContext
+from p4review.local.lambda_context import FakeLambdaContext
 from p4review.local.stack import load_function, repo_root
 from tests.support.harness import drain, provisioned_service
 

@@ -11,7 +11,7 @@ import pytest
 
 from p4review.dal.dynamo_sweep import DynamoSweepRepository
 from p4review.dal.factory import get_data_access
-from p4review.local.http_front import FakeLambdaContext
+from p4review.local.lambda_context import FakeLambdaContext
 from p4review.local.stack import load_function
 from p4review.logic.ingest_service import create_review
 from p4review.models.api import CreateReviewRequest

@@ -26,7 +26,7 @@ import json
 import sys
 from typing import Any
 
-from p4review.cli.dlq import _data_access, _fail, default_actor
+from p4review.cli.common import data_access, default_actor, fail
 from p4review.errors import IllegalTransitionError, NotFoundError, P4ReviewError
 from p4review.models.job import JobStatus, StageName
 from p4review.models.messages import StageMessage
@@ -123,11 +123,11 @@ def _evidence(args: argparse.Namespace) -> tuple[str, str] | None:
 
 def cmd_list(args: argparse.Namespace) -> int:
     if args.limit < 1:
-        return _fail("--limit must be at least 1")
+        return fail("--limit must be at least 1")
     try:
-        rows = _data_access(args).outbox.list_rows(DeliveryStatus(args.status) if args.status else None, args.limit)
+        rows = data_access(args).outbox.list_rows(DeliveryStatus(args.status) if args.status else None, args.limit)
     except P4ReviewError as exc:
-        return _fail(exc.message)
+        return fail(exc.message)
     if args.json:
         print(json.dumps([row.model_dump(mode="json") for row in rows], indent=2, sort_keys=True))
     elif rows:
@@ -140,14 +140,14 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_retry(args: argparse.Namespace) -> int:
     evidence = _evidence(args)
     if evidence is None:
-        return _fail("a retry records the operator's evidence: --ticket and --note must not be blank")
+        return fail("a retry records the operator's evidence: --ticket and --note must not be blank")
     try:
-        dal = _data_access(args)
+        dal = data_access(args)
         row = _find_row(dal.outbox, args)
         summary = retry_delivery(dal, row, actor=args.actor or default_actor(), ticket=evidence[0],
                                  note=evidence[1], dry_run=args.dry_run)
     except P4ReviewError as exc:
-        return _fail(exc.message)
+        return fail(exc.message)
     print(json.dumps(summary, indent=2, sort_keys=True))
     return 0
 
@@ -155,13 +155,13 @@ def cmd_retry(args: argparse.Namespace) -> int:
 def cmd_skip(args: argparse.Namespace) -> int:
     evidence = _evidence(args)
     if evidence is None:
-        return _fail("a skip records the operator's decision: --ticket and --note must not be blank")
+        return fail("a skip records the operator's decision: --ticket and --note must not be blank")
     try:
-        dal = _data_access(args)
+        dal = data_access(args)
         row = _find_row(dal.outbox, args)
         skipped = dal.outbox.skip_row(row, args.actor or default_actor(), *evidence)
     except P4ReviewError as exc:
-        return _fail(exc.message)
+        return fail(exc.message)
     print(json.dumps({"action": "skip", **_ids(skipped), "job_id": skipped.job_id,
                       "from_status": row.status.value, "row_status": skipped.status.value}, indent=2, sort_keys=True))
     return 0

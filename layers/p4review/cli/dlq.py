@@ -13,58 +13,16 @@ message, and for anything else a body hash: never a message body.
 from __future__ import annotations
 
 import argparse
-import getpass
 import json
-import os
 import sys
-from pathlib import Path
 from typing import Any
 
+from p4review.cli.common import data_access, default_actor, fail
 from p4review.errors import ConfigError, P4ReviewError
+from p4review.logic.replay import BARE_FIELDS, ENVELOPE_FIELDS, parse_dead_letter, redrive
 from p4review.models.job import StageName
-from p4review.ops.replay import BARE_FIELDS, ENVELOPE_FIELDS, parse_dead_letter, redrive
 
 STAGES = [stage.value for stage in StageName]
-
-
-# ---- environment ----------------------------------------------------------------------------
-
-def load_env_file(path: str | Path) -> dict[str, str]:
-    """Read KEY=VALUE lines (blank lines, `#` comments and a leading `export ` are allowed;
-    surrounding quotes are stripped) into os.environ. Returns what was set."""
-    loaded: dict[str, str] = {}
-    for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("export "):
-            line = line[len("export "):].lstrip()
-        key, sep, value = line.partition("=")
-        key = key.strip()
-        if not sep or not key.replace("_", "").isalnum():
-            raise SystemExit(f"{path}:{number}: expected KEY=VALUE")
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        loaded[key] = value
-    os.environ.update(loaded)
-    return loaded
-
-
-def _data_access(args: argparse.Namespace):
-    from p4review.dal.factory import get_data_access, reset_data_access
-
-    env_file = getattr(args, "env_file", None)
-    if env_file:
-        if not Path(env_file).exists():
-            raise SystemExit(f"env file {env_file} not found")
-        load_env_file(env_file)
-    else:
-        default = Path(getattr(args, "state_dir", ".local")) / "stack.env"
-        if default.exists() and not os.environ.get("P4REVIEW_JOBS_TABLE"):
-            load_env_file(default)
-    reset_data_access()
-    return get_data_access()
 
 
 def _stages(args: argparse.Namespace, dal) -> list[StageName]:
@@ -134,23 +92,18 @@ def format_table(letters: list) -> str:
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
 
 
-def _fail(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
-    return 2
-
-
 # ---- commands -------------------------------------------------------------------------------
 
 def cmd_dlq_list(args: argparse.Namespace) -> int:
     try:
-        dal = _data_access(args)
+        dal = data_access(args)
         letters = []
         for stage in _stages(args, dal):
             letters.extend(dal.dead_letters.peek(stage, max(0, args.limit - len(letters))))
             if len(letters) >= args.limit:
                 break
     except P4ReviewError as exc:
-        return _fail(exc.message)
+        return fail(exc.message)
     if args.json:
         print(json.dumps([describe(letter) for letter in letters], indent=2, sort_keys=True))
     elif letters:
@@ -162,39 +115,31 @@ def cmd_dlq_list(args: argparse.Namespace) -> int:
 
 def cmd_dlq_show(args: argparse.Namespace) -> int:
     try:
-        dal = _data_access(args)
+        dal = data_access(args)
         letter = dal.dead_letters.find(args.message_id, _stages(args, dal))
         if letter is not None:
             dal.dead_letters.release(letter.stage, letter.receipt_handle)
     except P4ReviewError as exc:
-        return _fail(exc.message)
+        return fail(exc.message)
     if letter is None:
-        return _fail(f"message {args.message_id} is not in the dead-letter queue "
+        return fail(f"message {args.message_id} is not in the dead-letter queue "
                      "(or another operator holds it: retry in 5 minutes)")
     print(json.dumps(describe(letter), indent=2, sort_keys=True))
     return 0
 
 
-def default_actor() -> str:
-    try:
-        user = os.environ.get("USER") or getpass.getuser()
-    except (KeyError, OSError):
-        user = "unknown"
-    return f"operator:{user}"
-
-
 def cmd_dlq_redrive(args: argparse.Namespace) -> int:
     if bool(args.message_id) == bool(args.all):
-        return _fail("give one MESSAGE_ID or --all")
+        return fail("give one MESSAGE_ID or --all")
     if not args.dry_run and not ((args.ticket or "").strip() and (args.note or "").strip()):
-        return _fail("a redrive records remediation evidence: --ticket and --note are required "
+        return fail("a redrive records remediation evidence: --ticket and --note are required "
                      "(or use --dry-run)")
     try:
-        dal = _data_access(args)
+        dal = data_access(args)
         if args.message_id:
             letter = dal.dead_letters.find(args.message_id, _stages(args, dal))
             if letter is None:
-                return _fail(f"message {args.message_id} is not in the dead-letter queue "
+                return fail(f"message {args.message_id} is not in the dead-letter queue "
                              "(or another operator holds it: retry in 5 minutes)")
             letters = [letter]
         else:
@@ -208,7 +153,7 @@ def cmd_dlq_redrive(args: argparse.Namespace) -> int:
                           actor=args.actor or default_actor(),
                           progress=lambda line: print(line, file=sys.stderr, flush=True))
     except P4ReviewError as exc:
-        return _fail(exc.message)
+        return fail(exc.message)
     print(json.dumps({"dry_run": args.dry_run, **summary.as_dict()}, indent=2, sort_keys=True))
     return 0 if summary.ok else 1
 

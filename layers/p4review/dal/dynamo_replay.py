@@ -9,7 +9,7 @@ runtime compares a new failure with them to escalate a replay that fails the sam
 
 A job that is not dead_lettered is refused (IllegalTransitionError, from ALL_OLD), so a second
 redrive of the same job changes nothing. One exception, for a redrive whose enqueue failed after
-the replay was written: a "stranded" replay (see p4review.ops.replay.is_stranded_replay) may be
+the replay was written: a "stranded" replay (see p4review.logic.replay.is_stranded_replay) may be
 replayed again, guarded by the observed `updated_at` (optimistic lock).
 """
 
@@ -23,7 +23,7 @@ from p4review.dal.dynamo_jobs import audit_value, job_from_item, job_pk
 from p4review.dal.dynamo_writes import ConditionFailed, conditional_update
 from p4review.errors import IllegalTransitionError, NotFoundError
 from p4review.models.job import STAGE_ORDER, AuditEvent, JobStatus, ReviewJob, StageName, StageStatus
-from p4review.ops.replay import (
+from p4review.logic.replay import (
     REPLAY_ENQUEUED_EVENT,
     audit_detail,
     is_stranded_replay,
@@ -153,7 +153,7 @@ def _update(client: Any, table: str, job_id: str, stage: StageName, *, actor: st
 
 
 class DynamoJobReplay:
-    """The replay port used by p4review.ops.replay.redrive."""
+    """The replay port used by p4review.logic.replay.redrive."""
 
     def __init__(self, client: Any, table_name: str):
         self._client = client

@@ -266,7 +266,7 @@ def _wait_for_end_states(dal: Any, job_ids: list[str], timeout: float, fleet: Wo
 
 def _dead_letter_job_ids(dal: Any) -> set[str]:
     """Jobs with a dead-letter envelope (or a bare stage message moved by redrive) in any DLQ."""
-    from p4review.ops.replay import parse_dead_letter
+    from p4review.logic.replay import parse_dead_letter
 
     found: set[str] = set()
     for stage in STAGE_ORDER:
@@ -297,7 +297,7 @@ def chaos_reviewers(recipients: int) -> list[dict[str, Any]]:
 
 def run_chaos(state_root: Path, config: ChaosConfig) -> ChaosReport:
     from p4review.cli.api_client import ReviewApiClient
-    from p4review.cli.dlq import load_env_file
+    from p4review.cli.common import load_env_file
     from p4review.dal.factory import get_data_access, reset_data_access
     from p4review.local.smtp_server import LocalMailServer
     from p4review.local.stack import LOCAL_FROM_ADDRESS

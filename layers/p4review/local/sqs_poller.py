@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from p4review.local.http_front import FakeLambdaContext
+from p4review.local.lambda_context import FakeLambdaContext
 from p4review.runtime.faults import InjectedCrash
 
 log = logging.getLogger(__name__)

@@ -78,7 +78,7 @@ class ScheduledInvoker:
         return self
 
     def _loop(self) -> None:
-        from p4review.local.http_front import FakeLambdaContext
+        from p4review.local.lambda_context import FakeLambdaContext
 
         while not self._stopping.wait(self._interval):
             try:

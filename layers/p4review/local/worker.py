@@ -22,7 +22,7 @@ CRASH_EXIT_CODE = 70
 
 
 def run_worker(state_dir: Path, stage: StageName, *, concurrency: int = 1) -> int:
-    from p4review.cli.dlq import load_env_file
+    from p4review.cli.common import load_env_file
 
     env_file = Path(state_dir) / "stack.env"
     if not env_file.exists():

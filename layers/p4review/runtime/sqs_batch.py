@@ -16,7 +16,7 @@ from p4review.dal.factory import get_data_access
 from p4review.errors import ErrorClass, IllegalTransitionError, NotFoundError
 from p4review.models.job import StageName
 from p4review.models.messages import StageMessage
-from p4review.ops.replay import parse_dead_letter
+from p4review.logic.replay import parse_dead_letter
 from p4review.observability import logger
 from p4review.runtime import dead_letter
 from p4review.runtime.stage_runner import StageWork, lease_for, run_stage

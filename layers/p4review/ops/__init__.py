@@ -1,1 +1,0 @@
-"""Operator workflows (no AWS imports here: they talk to the data-access ports)."""
