@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from p4review.errors import ConfigError, ErrorClass, NonRetryableError
@@ -194,6 +194,7 @@ NEGATIVES = [
     "+    if self.enable_assertion_pass_hook:  # Experimental",
     "+<!-- END OF LIST -->",
     '+print("------------ END MESSAGE ------------")',
+    "+    exec --password / --user admin",  # punctuation is syntax, not a credential
 ]
 
 
@@ -401,6 +402,8 @@ _rule_line = st.lists(st.one_of(st.sampled_from(_RULE_SNIPPETS), st.text(alphabe
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_rule_line)
+@example("-Secret /")  # a flag's value may start with any character the rule reads, `/` too
+@example("api_keypassword = MIIEpAIBAAKCAQEAMFPu5M1HB71Nm0BtlEPfOEyM5UBwtGg9zCUKrSxrDUvyg2Ej")  # an adopted rule outside its keywords
 def test_every_change_is_flagged_by_the_rules_own_needles(line: str):
     """The invariant of base.py: a rule can only change a line on which one of its own needles
     was found; otherwise the scanner would never run it there (and the guard neither)."""

@@ -229,7 +229,9 @@ class SpacedRule(Rule):
         r"(?P<end>[ \t]*$)?")
 
     def __init__(self) -> None:
-        super().__init__("password", key_needles(ahead=r"""[\w.\x80-\xff-]*[ \t]+["'\w$]"""))
+        # The value's first character as _PATTERN allows it (quotes included), so the needle
+        # flags every line the rule can change.
+        super().__init__("password", key_needles(ahead=r"[\w.\x80-\xff-]*[ \t]+[^\s`=-]"))
 
     def apply(self, body: str, kind: Callable[[], FileKind], counts: Counter[str]) -> str:
         spans: list[tuple[int, int, str]] = []

@@ -64,6 +64,7 @@ class AdoptedRule(Rule):
     def __init__(self, spec: dict[str, Any], global_filter: _GlobalFilter):
         super().__init__(class_name(spec["id"]), needles(*spec["keywords"], folded=True))
         self.rule_id = spec["id"]
+        self._keywords = tuple(keyword.encode() for keyword in spec["keywords"])
         self._spec = spec
         self._global = global_filter
         self._compiled: tuple[re.Pattern[str], tuple[re.Pattern[str], ...], tuple[tuple[re.Pattern[str], ...], ...]] \
@@ -79,6 +80,12 @@ class AdoptedRule(Rule):
         return self._compiled
 
     def apply(self, body: str, kind: Callable[[], FileKind], counts: Counter[str]) -> str:
+        # Keywords gate the rule, as in Betterleaks (whose regexes can match without them, e.g.
+        # `key = <30 alphanumerics>`): the same ASCII folding as the prefilter, so a rule changes
+        # only text its needles flag, whoever calls it.
+        folded = body.encode("utf-8", "surrogatepass").lower()
+        if not any(keyword in folded for keyword in self._keywords):
+            return body
         pattern = self._patterns()[0]
         if pattern.search(body) is None:
             return body

@@ -125,6 +125,8 @@ def unquoted_value_is_secret(value: str, literal_words: Callable[[], bool]) -> b
         return False  # a count or a flag, not a credential
     if _NUMBER.fullmatch(value):
         return False  # `-1`, `1.0`, `2.5e6`: a quantity
+    if not any(ch.isalnum() for ch in value):
+        return False  # `/`, `|`, `*`: punctuation is syntax (a path root, a pipe), not a credential
     if _IDENTIFIER.fullmatch(value) and not literal_words():
         return False
     return True
