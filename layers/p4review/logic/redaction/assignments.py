@@ -225,13 +225,15 @@ class SpacedRule(Rule):
     _PATTERN = re.compile(
         r"(?:(?P<flag>(?<![\w-])--?)|(?P<directive>\b(?:ENV|ARG)[ \t]+|#[ \t]*define[ \t]+)|(?P<dsl>^[ \t]*))"
         r"(?P<key>[A-Za-z_][\w.-]*)[ \t]+"
-        r"(?:\"(?P<dq>[^\"\s]+)\"|'(?P<sq>[^'\s]+)'|(?P<uv>[^\s\"'`=-][^\s\"'`]*))"
+        # an unquoted value that is a path (`--secret-file /run/s`, `~/.token`, `./key`) says where
+        # a secret is, not what it is
+        r"(?:\"(?P<dq>[^\"\s]+)\"|'(?P<sq>[^'\s]+)'|(?P<uv>(?!\.{1,2}/)[^\s\"'`=/~-][^\s\"'`]*))"
         r"(?P<end>[ \t]*$)?")
 
     def __init__(self) -> None:
         # The value's first character as _PATTERN allows it (quotes included), so the needle
         # flags every line the rule can change.
-        super().__init__("password", key_needles(ahead=r"[\w.\x80-\xff-]*[ \t]+[^\s`=-]"))
+        super().__init__("password", key_needles(ahead=r"[\w.\x80-\xff-]*[ \t]+[^\s`=/~-]"))
 
     def apply(self, body: str, kind: Callable[[], FileKind], counts: Counter[str]) -> str:
         spans: list[tuple[int, int, str]] = []
