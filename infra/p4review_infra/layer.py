@@ -32,7 +32,7 @@ CORE_PACKAGE = "p4review"
 # Subpackages that never run inside Lambda (moto is not shipped; the CLI is an operator tool).
 CORE_EXCLUDED_SUBPACKAGES = ("local", "cli")
 REQUIREMENTS_FILE = LAYERS_DIR / "requirements.txt"
-# Pulled in transitively (aws-xray-sdk -> botocore) but provided by the Lambda runtime: a second
+# Provided by the Lambda runtime, should a dependency pull them in transitively: a second
 # botocore in /opt/python would shadow the runtime's and mismatch its boto3, so they are pruned.
 RUNTIME_PROVIDED = ("boto3", "botocore", "s3transfer", "urllib3", "dateutil", "python_dateutil", "six", "jmespath")
 # Import names, `<name>.py` modules, `<name>-<version>.dist-info`, and pip's console scripts.

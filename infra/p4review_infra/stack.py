@@ -14,6 +14,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 from p4review import resources as r
+from p4review.resources import CHANGES_PREFIX, RESULTS_PREFIX
 
 from p4review_infra.constructs.alarms import Alarms
 from p4review_infra.constructs.api import ReviewApi
@@ -39,8 +40,6 @@ def allow_list_parameter(environment: str) -> str:
     admins, versioned by SSM and audited by CloudTrail; resolved at every deploy."""
     return f"/p4review/{environment}/depot-allow-list"
 
-CHANGES_PREFIX = "changes/"
-RESULTS_PREFIX = "results/"
 
 MEMORY_MB = {"ingest": 256, "fetch": 512, "review": 512, "notify": 256, "sweeper": 256}
 

@@ -91,7 +91,12 @@ NOTIFY_QUEUE = QueueSpec(
 
 # Raw and redacted artifacts live apart (spec SEC-29): only fetch ever touches the raw bucket.
 # Keys are `changes/<yyyy>/<mm>/<dd>/<job_id>.json` and `results/<yyyy>/<mm>/<dd>/<job_id>.json`
-# (the job's creation date, UTC), so TTL verification can list the oldest day cheaply.
+# (the job's creation date, UTC), so TTL verification can list the oldest day cheaply. The
+# prefixes are defined here only: the DAL builds keys from them and the stack's IAM grants
+# allow exactly them.
+CHANGES_PREFIX = "changes/"
+RESULTS_PREFIX = "results/"
+ARTIFACT_PREFIXES = (CHANGES_PREFIX, RESULTS_PREFIX)
 RAW_BUCKET = BucketSpec(
     key="raw",
     env_var="P4REVIEW_RAW_BUCKET",

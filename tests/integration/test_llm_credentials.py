@@ -1,4 +1,5 @@
-"""LlmCredentials on moto's Secrets Manager: caching, forced re-read after rotation, errors."""
+"""LlmCredentials through the one secret reader on moto's Secrets Manager: caching, forced
+re-read after rotation, errors."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from moto import mock_aws
 from p4review.config import Settings
 from p4review.dal.factory import DataAccess
 from p4review.dal.llm_credentials import LlmCredentials
+from p4review.dal.secrets import SecretsManagerReader
 from p4review.errors import ConfigError
 
 SECRET_ID = "p4review/test/llm"
@@ -41,7 +43,7 @@ def _count_reads(client: Any) -> list[dict[str, Any]]:
 def test_reads_are_cached(secrets_client: Any) -> None:
     secrets_client.create_secret(Name=SECRET_ID, SecretString=json.dumps({"api_key": KEY}))
     reads = _count_reads(secrets_client)
-    credentials = LlmCredentials(secrets_client, SECRET_ID, cache_seconds=300)
+    credentials = LlmCredentials(SecretsManagerReader(secrets_client, 300), SECRET_ID)
 
     assert credentials.api_key() == KEY
     assert credentials.api_key(False) == KEY
@@ -51,7 +53,7 @@ def test_reads_are_cached(secrets_client: Any) -> None:
 
 def test_force_refresh_reads_the_rotated_key(secrets_client: Any) -> None:
     secrets_client.create_secret(Name=SECRET_ID, SecretString=json.dumps({"api_key": KEY}))
-    credentials = LlmCredentials(secrets_client, SECRET_ID, cache_seconds=300)
+    credentials = LlmCredentials(SecretsManagerReader(secrets_client, 300), SECRET_ID)
     assert credentials.api_key() == KEY
 
     secrets_client.put_secret_value(SecretId=SECRET_ID, SecretString=json.dumps({"api_key": ROTATED_KEY}))
@@ -64,7 +66,7 @@ def test_force_refresh_reads_the_rotated_key(secrets_client: Any) -> None:
 def test_zero_cache_seconds_reads_every_time(secrets_client: Any) -> None:
     secrets_client.create_secret(Name=SECRET_ID, SecretString=json.dumps({"api_key": KEY}))
     reads = _count_reads(secrets_client)
-    credentials = LlmCredentials(secrets_client, SECRET_ID, cache_seconds=0)
+    credentials = LlmCredentials(SecretsManagerReader(secrets_client, 0), SECRET_ID)
 
     credentials.api_key()
     credentials.api_key()
@@ -75,12 +77,12 @@ def test_zero_cache_seconds_reads_every_time(secrets_client: Any) -> None:
 def test_a_plain_string_secret_is_the_key(secrets_client: Any) -> None:
     secrets_client.create_secret(Name=SECRET_ID, SecretString=f"  {KEY}\n")
 
-    assert LlmCredentials(secrets_client, SECRET_ID, 300).api_key() == KEY
+    assert LlmCredentials(SecretsManagerReader(secrets_client, 300), SECRET_ID).api_key() == KEY
 
 
 def test_missing_secret_is_a_domain_error(secrets_client: Any) -> None:
     with pytest.raises(ConfigError) as raised:
-        LlmCredentials(secrets_client, "p4review/test/absent", 300).api_key()
+        LlmCredentials(SecretsManagerReader(secrets_client, 300), "p4review/test/absent").api_key()
 
     assert "p4review/test/absent" in raised.value.message
     assert "ResourceNotFoundException" in raised.value.message
@@ -91,7 +93,7 @@ def test_a_json_secret_without_api_key_is_a_config_error(secrets_client: Any, do
     secrets_client.create_secret(Name=SECRET_ID, SecretString=json.dumps(document))
 
     with pytest.raises(ConfigError) as raised:
-        LlmCredentials(secrets_client, SECRET_ID, 300).api_key()
+        LlmCredentials(SecretsManagerReader(secrets_client, 300), SECRET_ID).api_key()
 
     assert SECRET_ID in raised.value.message
     assert KEY not in raised.value.message
@@ -109,3 +111,25 @@ def test_data_access_builds_credentials_from_settings(secrets_client: Any, monke
 
     with pytest.raises(ConfigError):
         DataAccess(Settings.model_validate({})).llm_credentials
+
+
+def test_the_cache_expires_on_the_injected_clock(secrets_client: Any) -> None:
+    """The one reader holds AWSCURRENT for `cache_seconds` of its clock, then reads again."""
+    secrets_client.create_secret(Name=SECRET_ID, SecretString=json.dumps({"api_key": KEY}))
+    reads = _count_reads(secrets_client)
+    now = [1000.0]
+    credentials = LlmCredentials(SecretsManagerReader(secrets_client, 300, monotonic=lambda: now[0]), SECRET_ID)
+
+    credentials.api_key()
+    now[0] += 299
+    credentials.api_key()
+    assert len(reads) == 1
+    now[0] += 2
+    credentials.api_key()
+    assert len(reads) == 2
+
+
+def test_one_reader_serves_every_secret(secrets_client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    configured = DataAccess(Settings.model_validate({"P4REVIEW_LLM_SECRET_ID": SECRET_ID}))
+    assert configured.llm_credentials._reader is configured.secrets

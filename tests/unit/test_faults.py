@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from p4review.adapters.p4 import P4TimeoutError
+from p4review.adapters.p4 import P4Runner, P4TimeoutError
 from p4review.errors import ConfigError, ErrorClass, LeaseLostError, StorageError
 from p4review.runtime import faults
 from p4review.runtime.faults import FaultPoint, InjectedCrash
@@ -126,15 +126,23 @@ def test_effects():
             faults.fault(point)
         assert crash.value.point == point
         assert not isinstance(crash.value, Exception)
-    with pytest.raises(P4TimeoutError) as timeout:
-        faults.fault(FaultPoint.P4_TIMEOUT)
-    assert timeout.value.error_class == ErrorClass.NETWORK_TIMEOUT and timeout.value.retryable
     with pytest.raises(StorageError):
         faults.fault(FaultPoint.DB_WRITE_AFTER_PROVIDER)
     with pytest.raises(LeaseLostError):
         faults.fault(FaultPoint.HEARTBEAT_LOSS)
-    with pytest.raises(ValueError):
-        faults.fault(FaultPoint.PROVIDER_TRANSIENT)
+    for point in faults.RESULT_POINTS:
+        with pytest.raises(ValueError):
+            faults.fault(point)
+
+
+def test_the_p4_runner_answers_an_injected_timeout_with_its_own_error():
+    """faults is a leaf: the runner asks whether the point fires and raises P4TimeoutError
+    before starting any process."""
+    faults.load(_env("p4_timeout=1"))
+    runner = P4Runner("/bin/false", timeout_seconds=5)  # would fail differently if it ran
+    with pytest.raises(P4TimeoutError) as timeout:
+        runner.run_text(["user", "-o", "alice"])
+    assert timeout.value.error_class == ErrorClass.NETWORK_TIMEOUT and timeout.value.retryable
 
 
 def test_injected_provider_answers_look_like_real_smtp_replies():

@@ -22,8 +22,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import p4review.adapters.p4 as p4_adapter
-from p4review.adapters.p4 import ChangeFetcher, P4ArgumentError, P4Runner, _depot_path
+import p4review.adapters.p4.fetcher as p4_fetcher
+import p4review.adapters.p4.runner as p4_runner
+from p4review.adapters.p4 import ChangeFetcher, P4ArgumentError, P4Runner
+from p4review.adapters.p4.values import depot_path_operand as _depot_path
 from p4review.config import Settings
 from p4review.logic.depot_paths import DepotAllowList, PathRejected, normalize_depot_path
 from p4review.models.change import ChangeDescription, ChangedFile, DiffStatus
@@ -123,7 +125,7 @@ class MetricsRecorder:
 @pytest.fixture
 def recorded_metrics(monkeypatch) -> MetricsRecorder:
     recorder = MetricsRecorder()
-    monkeypatch.setattr(p4_adapter, "metrics", recorder)
+    monkeypatch.setattr(p4_fetcher, "metrics", recorder)
     return recorder
 
 
@@ -203,7 +205,7 @@ def test_popen_gets_an_argument_list_shell_false_and_a_minimal_env(depot, log_fi
         calls.append((args, kwargs))
         return real_popen(args, **kwargs)
 
-    monkeypatch.setattr(p4_adapter.subprocess, "Popen", recording_popen)
+    monkeypatch.setattr(p4_runner.subprocess, "Popen", recording_popen)
     hostile_fetcher(depot, log_file).fetch(1, ChangeKind.SUBMITTED)
     assert len(calls) == 3
     for args, kwargs in calls:
@@ -402,7 +404,7 @@ def test_fetch_stage_enforces_the_configured_list_with_credentials_only_in_env(t
                        f"exec '{sys.executable}' '{FAKE_P4}' \"$@\"\n")
     wrapper.chmod(0o755)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "parent-secret")
-    monkeypatch.setattr(p4_adapter, "metrics", MetricsRecorder())
+    monkeypatch.setattr(p4_fetcher, "metrics", MetricsRecorder())
     caplog.set_level(logging.INFO, logger="p4review")
     settings_ = Settings.model_validate({
         "P4REVIEW_ENV": "prod", "P4REVIEW_P4_EXECUTABLE": str(wrapper), "P4REVIEW_P4_SECRET_ID": "p4-secret",

@@ -169,7 +169,7 @@ def test_unsafe_depot_paths_are_refused_by_the_allow_list(log_file, path):
 
 @pytest.mark.parametrize("path", UNSAFE_PATHS)
 def test_operand_backstop_refuses_unsafe_depot_paths(path):
-    from p4review.adapters.p4 import _depot_path
+    from p4review.adapters.p4.values import depot_path_operand as _depot_path
 
     with pytest.raises(P4ArgumentError):
         _depot_path(path)
@@ -446,7 +446,7 @@ class StubRunner:
 
 
 def test_thousands_of_files_are_checked_and_fetched_one_by_one(monkeypatch):
-    monkeypatch.setattr("p4review.adapters.p4.metrics", type("M", (), {"add_metric": lambda self, **_: None})())
+    monkeypatch.setattr("p4review.adapters.p4.fetcher.metrics", type("M", (), {"add_metric": lambda self, **_: None})())
     paths = [f"//depot/big/dir{i % 40}/file{i}.c" for i in range(4000)] + [f"//secret/f{i}.c" for i in range(25)]
     runner = StubRunner(paths)
     fetcher = ChangeFetcher(runner, allow_list=DepotAllowList(["//depot/big/..."]))  # type: ignore[arg-type]
@@ -459,7 +459,7 @@ def test_thousands_of_files_are_checked_and_fetched_one_by_one(monkeypatch):
 
 def test_file_diffs_stream_with_a_bounded_window(monkeypatch):
     """A change of any size holds at most 2 x parallelism diffs: the fetch stage streams them to S3."""
-    monkeypatch.setattr("p4review.adapters.p4.metrics", type("M", (), {"add_metric": lambda self, **_: None})())
+    monkeypatch.setattr("p4review.adapters.p4.fetcher.metrics", type("M", (), {"add_metric": lambda self, **_: None})())
     runner = StubRunner([f"//depot/big/file{i}.c" for i in range(500)])
     fetcher = ChangeFetcher(runner, allow_list=DepotAllowList(["//depot/big/..."]))  # type: ignore[arg-type]
     description = fetcher.describe(9, ChangeKind.SUBMITTED)
@@ -554,3 +554,17 @@ def test_normalize_diff2_with_and_without_p4_file_headers():
     with_headers = plain.replace(b"@@", b"--- //depot/a.c#1\n+++ //depot/a.c#2\n@@", 1)
     assert normalize_diff2("//depot/a.c", with_headers) == expected
     assert normalize_diff2("//depot/a.c", b"==== //depot/a.c#1 (text) - //depot/a.c#2 (text) ==== identical\n") is None
+
+
+def test_the_cp1252_fallback_is_a_diagnostic_without_the_text(caplog):
+    """Spec G-4: a coerced value says so (what kind of text, how many bytes), never the text."""
+    from p4review.adapters.p4 import decode_text
+
+    caplog.set_level(logging.INFO, logger="p4review")
+    assert decode_text("Café".encode()) == "Café"
+    assert not [r for r in caplog.records if getattr(r, "diagnostic", None)]
+    assert decode_text(b"Caf\xe9 secret", "describe record") == "Café secret"
+    [record] = [r for r in caplog.records if getattr(r, "diagnostic", None)]
+    assert record.diagnostic == "p4_text_cp1252_fallback"
+    assert record.field == "describe record" and record.byte_count == 11
+    assert "secret" not in record.getMessage() and "secret" not in json.dumps(record.__dict__, default=str)

@@ -103,8 +103,7 @@ class DataAccess:
     def llm_credentials(self):  # -> LlmCredentials; `.api_key` is the LLM provider's KeySource
         from p4review.dal.llm_credentials import LlmCredentials
 
-        secret_id = self.settings.require("llm_secret_id")
-        return LlmCredentials(_client("secretsmanager"), secret_id, self.settings.secret_cache_seconds)
+        return LlmCredentials(self.secrets, self.settings.require("llm_secret_id"))
 
 
 @lru_cache(maxsize=1)

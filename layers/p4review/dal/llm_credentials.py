@@ -1,4 +1,4 @@
-"""The LLM provider's API key, read from Secrets Manager and cached by Powertools.
+"""The LLM provider's API key, read through the service's one secret reader (dal/secrets.py).
 
 The secret holds `{"api_key": "..."}` (a plain string is accepted as the key itself).
 `api_key(force_refresh)` is an `adapters.llm.base.KeySource`: providers call it with True after
@@ -8,35 +8,20 @@ id and the AWS code only."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
-from aws_lambda_powertools.utilities.parameters import SecretsProvider
-from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
-
-from p4review.dal.aws_errors import translate
-from p4review.dal.secrets import CURRENT
+from p4review.dal.secrets import SecretsManagerReader
 from p4review.errors import ConfigError
 
 
 class LlmCredentials:
-    def __init__(self, secrets_client: Any, secret_id: str, cache_seconds: int):
-        self._provider = SecretsProvider(boto3_client=secrets_client)
+    def __init__(self, reader: SecretsManagerReader, secret_id: str):
+        self._reader = reader
         self._secret_id = secret_id
-        self._cache_seconds = cache_seconds
 
     def api_key(self, force_refresh: bool = False) -> str:
-        try:
-            # VersionStage explicit: without it moto (and caches) may serve a stale version.
-            value = self._provider.get(self._secret_id, max_age=self._cache_seconds, force_fetch=force_refresh,
-                                       VersionStage=CURRENT)
-        except GetParameterError as exc:
-            # Powertools wraps the botocore error (keeping only its text): translate the original.
-            translate(exc.__context__ if isinstance(exc.__context__, Exception) else exc,
-                      f"read secret {self._secret_id}")
-        return self._key_from(value)
+        return self._key_from(self._reader.get_current(self._secret_id, force_refresh=force_refresh))
 
-    def _key_from(self, value: str | bytes | dict | None) -> str:
-        text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+    def _key_from(self, text: str | None) -> str:
         if not isinstance(text, str):
             raise ConfigError(f"secret {self._secret_id} holds no API key")
         try:

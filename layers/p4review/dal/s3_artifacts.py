@@ -14,11 +14,7 @@ from typing import Any, BinaryIO
 
 from p4review.clock import parse_iso
 from p4review.dal.aws_errors import translate
-
-
-CHANGES_PREFIX = "changes/"
-RESULTS_PREFIX = "results/"
-ARTIFACT_PREFIXES = (CHANGES_PREFIX, RESULTS_PREFIX)
+from p4review.resources import CHANGES_PREFIX, RESULTS_PREFIX
 
 
 def _dated(prefix: str, job_id: str, created_at: str) -> str:

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from p4review.errors import ConfigError, StorageError
+from p4review.errors import ConfigError, LeaseLostError, StorageError
 
 ENV_VAR = "P4REVIEW_FAULTS"
 # The only environments in which fault injection is honoured (P4REVIEW_ENV must be set explicitly).
@@ -37,13 +37,14 @@ class FaultPoint(StrEnum):
     HEARTBEAT_LOSS = "heartbeat_loss"  # the heartbeat's next renewal is treated as refused
     PROVIDER_TRANSIENT = "provider_transient"  # SMTP answers 451 (checked by SmtpSender.send)
     PROVIDER_PERMANENT = "provider_permanent"  # SMTP answers 550 (checked by SmtpSender.send)
-    P4_TIMEOUT = "p4_timeout"  # the p4 call times out
+    P4_TIMEOUT = "p4_timeout"  # the p4 call times out (checked by the p4 runner)
     DB_WRITE_AFTER_PROVIDER = "db_write_after_provider"  # the outbox mark after a sent email fails
 
 
 CRASH_POINTS = frozenset({FaultPoint.AFTER_CLAIM, FaultPoint.AFTER_SIDE_EFFECT, FaultPoint.BEFORE_HANDOFF})
-# Points answered with a value rather than an exception (checked with fires()).
-RESULT_POINTS = frozenset({FaultPoint.PROVIDER_TRANSIENT, FaultPoint.PROVIDER_PERMANENT})
+# Points the adapter answers itself (checked with fires()): an SMTP reply, or the p4 runner's
+# own timeout error. So this module stays a leaf: it never imports the adapters it disturbs.
+RESULT_POINTS = frozenset({FaultPoint.PROVIDER_TRANSIENT, FaultPoint.PROVIDER_PERMANENT, FaultPoint.P4_TIMEOUT})
 
 
 class InjectedCrash(BaseException):
@@ -182,17 +183,11 @@ def fault(point: FaultPoint) -> None:
 def effect(point: FaultPoint) -> BaseException:
     if point in CRASH_POINTS:
         return InjectedCrash(point)
-    if point == FaultPoint.P4_TIMEOUT:
-        from p4review.adapters.p4 import P4TimeoutError
-
-        return P4TimeoutError("p4 timed out (injected fault)")
     if point == FaultPoint.DB_WRITE_AFTER_PROVIDER:
         return StorageError("outbox write failed (injected fault)")
     if point == FaultPoint.HEARTBEAT_LOSS:
-        from p4review.errors import LeaseLostError
-
         return LeaseLostError("heartbeat refused (injected fault)")
-    # provider_*: SmtpSender.send answers with a structured SendResult instead (see fires()).
+    # RESULT_POINTS: the adapter answers (SmtpSender.send, the p4 runner; see fires()).
     return ValueError(f"fault point {point.value} has no exception effect; use fires()")
 
 

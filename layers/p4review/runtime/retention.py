@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from p4review.clock import utc_now
-from p4review.dal.s3_artifacts import ARTIFACT_PREFIXES
+from p4review.resources import ARTIFACT_PREFIXES
 from p4review.errors import P4ReviewError
 from p4review.observability import logger, metrics
 
