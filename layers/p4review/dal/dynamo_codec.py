@@ -36,7 +36,8 @@ def to_item(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def to_value(value: Any) -> dict[str, Any]:
-    return _serializer.serialize(_dynamo_safe(value))
+    serialized: dict[str, Any] = _serializer.serialize(_dynamo_safe(value))
+    return serialized
 
 
 def from_item(item: dict[str, Any]) -> dict[str, Any]:

@@ -47,4 +47,5 @@ def conditional_update(
         if old is None:
             translate(exc, operation)
         raise ConditionFailed(old) from None
-    return answer.get("Attributes", {})
+    attributes: dict[str, Any] = answer.get("Attributes", {})
+    return attributes

@@ -6,11 +6,20 @@ Clients are built on first use, so a function only pays for the services it touc
 from __future__ import annotations
 
 from functools import cached_property, lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from p4review.config import Settings, get_settings
 from p4review.dal.aws_errors import translate
 from p4review.models.job import STAGE_ORDER
+
+if TYPE_CHECKING:  # the implementations are imported on first use, where they are built
+    from p4review.dal.dynamo_replay import DynamoJobReplay
+    from p4review.dal.llm_credentials import LlmCredentials
+    from p4review.dal.ports import ArtifactStore, JobRepository, OutboxRepository, SecretReader, StageQueues
+    from p4review.dal.s3_artifacts import S3ArtifactRetention
+    from p4review.dal.secrets import SecretsManagerReader
+    from p4review.dal.sqs_dead_letters import SqsDeadLetters
+    from p4review.runtime.sweeper import SweepStore
 
 
 def _client(service: str) -> Any:
@@ -34,25 +43,25 @@ class DataAccess:
         return _client("dynamodb")
 
     @cached_property
-    def jobs(self):  # -> JobRepository
+    def jobs(self) -> JobRepository:
         from p4review.dal.dynamo_jobs import DynamoJobRepository
 
         return DynamoJobRepository(self._dynamodb, self.settings.require("jobs_table"))
 
     @cached_property
-    def outbox(self):  # -> OutboxRepository
+    def outbox(self) -> OutboxRepository:
         from p4review.dal.dynamo_outbox import DynamoOutboxRepository
 
         return DynamoOutboxRepository(self._dynamodb, self.settings.require("outbox_table"))
 
     @cached_property
-    def sweep_store(self):  # -> runtime.sweeper.SweepStore
+    def sweep_store(self) -> SweepStore:
         from p4review.dal.dynamo_sweep import DynamoSweepRepository
 
         return DynamoSweepRepository(self._dynamodb, self.settings.require("jobs_table"))
 
     @cached_property
-    def queues(self):  # -> StageQueues
+    def queues(self) -> StageQueues:
         from p4review.dal.sqs_queues import SqsStageQueues
 
         urls = {stage: getattr(self.settings, f"{stage.value}_queue_url") for stage in STAGE_ORDER}
@@ -60,32 +69,32 @@ class DataAccess:
         return SqsStageQueues(_client("sqs"), {k: v for k, v in urls.items() if v}, {k: v for k, v in dlqs.items() if v})
 
     @cached_property
-    def dead_letters(self):  # -> SqsDeadLetters (operator tooling: dlq list/show/redrive)
+    def dead_letters(self) -> SqsDeadLetters:  # operator tooling: dlq list/show/redrive
         from p4review.dal.sqs_dead_letters import SqsDeadLetters
 
         dlqs = {stage: getattr(self.settings, f"{stage.value}_dlq_url") for stage in STAGE_ORDER}
         return SqsDeadLetters(_client("sqs"), {k: v for k, v in dlqs.items() if v})
 
     @cached_property
-    def job_replay(self):  # -> DynamoJobReplay (operator replay of dead-lettered jobs)
+    def job_replay(self) -> DynamoJobReplay:  # operator replay of dead-lettered jobs
         from p4review.dal.dynamo_replay import DynamoJobReplay
 
         return DynamoJobReplay(self._dynamodb, self.settings.require("jobs_table"))
 
     @cached_property
-    def raw_artifacts(self):  # -> ArtifactStore: raw snapshots; fetch only
+    def raw_artifacts(self) -> ArtifactStore:  # raw snapshots; fetch only
         from p4review.dal.s3_artifacts import S3ArtifactStore
 
         return S3ArtifactStore(_client("s3"), self.settings.require("raw_bucket"))
 
     @cached_property
-    def redacted_artifacts(self):  # -> ArtifactStore: redacted snapshots and results
+    def redacted_artifacts(self) -> ArtifactStore:  # redacted snapshots and results
         from p4review.dal.s3_artifacts import S3ArtifactStore
 
         return S3ArtifactStore(_client("s3"), self.settings.require("redacted_bucket"))
 
     @cached_property
-    def artifact_retention(self):  # -> S3ArtifactRetention (the sweeper's TTL verification)
+    def artifact_retention(self) -> S3ArtifactRetention:  # the sweeper's TTL verification
         from p4review import resources
         from p4review.dal.s3_artifacts import S3ArtifactRetention
 
@@ -94,16 +103,20 @@ class DataAccess:
         return S3ArtifactRetention(_client("s3"), {key: value for key, value in buckets.items() if value[0]})
 
     @cached_property
-    def secrets(self):  # -> SecretReader
+    def secrets(self) -> SecretReader:
+        return self._secret_reader
+
+    @cached_property
+    def _secret_reader(self) -> SecretsManagerReader:  # the one reader (dal/secrets.py)
         from p4review.dal.secrets import SecretsManagerReader
 
         return SecretsManagerReader(_client("secretsmanager"), self.settings.secret_cache_seconds)
 
     @cached_property
-    def llm_credentials(self):  # -> LlmCredentials; `.api_key` is the LLM provider's KeySource
+    def llm_credentials(self) -> LlmCredentials:  # `.api_key` is the LLM provider's KeySource
         from p4review.dal.llm_credentials import LlmCredentials
 
-        return LlmCredentials(self.secrets, self.settings.require("llm_secret_id"))
+        return LlmCredentials(self._secret_reader, self.settings.require("llm_secret_id"))
 
 
 @lru_cache(maxsize=1)

@@ -73,7 +73,8 @@ class S3ArtifactStore:
     def get_json(self, key: str) -> dict[str, Any]:
         try:
             answer = self._client.get_object(Bucket=self._bucket, Key=key)
-            return json.loads(answer["Body"].read())
+            document: dict[str, Any] = json.loads(answer["Body"].read())
+            return document
         except Exception as exc:  # noqa: BLE001
             translate(exc, "read artifact")
 

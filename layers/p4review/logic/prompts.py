@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -75,7 +76,8 @@ def _read_package_text(name: str) -> str:
     return resources.files("p4review.prompts").joinpath(name).read_text(encoding="utf-8")
 
 
-def parse_registry(document: dict[str, Any], read_text=_read_package_text) -> PromptRegistry:
+def parse_registry(document: dict[str, Any],
+                   read_text: Callable[[str], str] = _read_package_text) -> PromptRegistry:
     """registry.json -> PromptRegistry; ConfigError for anything inconsistent."""
     try:
         templates = {}

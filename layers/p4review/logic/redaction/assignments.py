@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Callable
 from functools import lru_cache
 
-from p4review.logic.redaction.base import Match, PatternRule, Rule, not_template, splice
+from p4review.logic.redaction.base import Match, PatternRule, Rule, match_length, not_template, splice
 from p4review.logic.redaction.filekind import FileKind
 from p4review.logic.redaction.needles import Needle, lowered_ascii, needles
 from p4review.logic.redaction.values import (
@@ -139,7 +139,7 @@ class AssignmentRule(Rule):
             if spot.start() < resume:
                 continue  # inside an assignment already handled (a key word in a value)
             window = body[max(0, spot.start() - _LONGEST_KEY):spot.start()]
-            key_start = spot.start() - _KEY_RUN_REVERSED.match(window[::-1]).end()
+            key_start = spot.start() - match_length(_KEY_RUN_REVERSED, window[::-1])
             if key_start == tried or body.endswith("[REDACTED:", 0, key_start):
                 continue
             tried = start = key_start

@@ -71,6 +71,13 @@ class PatternRule(Rule):
         return whole[:start - offset] + placeholder(self.name) + whole[end - offset:]
 
 
+def match_length(pattern: re.Pattern[str], text: str, pos: int = 0) -> int:
+    """The length of `pattern`'s match at `pos`, for patterns that also match the empty string
+    (a run of payload characters, leading blanks): such a match always exists."""
+    match = pattern.match(text, pos)
+    return 0 if match is None else match.end() - pos
+
+
 def splice(body: str, spans: list[tuple[int, int, str]]) -> str:
     """`body` with each (start, end, class) span, in order and not overlapping, replaced by its
     placeholder."""

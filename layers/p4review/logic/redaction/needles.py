@@ -20,6 +20,7 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
@@ -57,14 +58,14 @@ def needles(*literals: str, behind: str = "", ahead: str = "", folded: bool = Fa
 def _trie(endings: dict[str, set[str]]) -> str:
     """A regex matching each key of `endings` (a literal) followed by any of its lookarounds,
     longer literals first (so a literal never hides a longer one that starts with it)."""
-    root: dict = {}
+    root: dict[str, Any] = {}  # char -> child node; "" -> the lookarounds ending there
     for literal, lookarounds in endings.items():
         node = root
         for char in literal:
             node = node.setdefault(char, {})
         node.setdefault("", set()).update(lookarounds)
 
-    def emit(node: dict) -> str:
+    def emit(node: dict[str, Any]) -> str:
         branches = [re.escape(char) + emit(node[char]) for char in sorted(key for key in node if key)]
         if "" in node:
             conditions = sorted(node[""])
@@ -118,9 +119,10 @@ class Prefilter:
         flagged: dict[int, int] = {}
         rfind = data.rfind
         for pattern, bits_by_literal, folded in self._searches:
+            searched = data
             if folded:
-                lowered = data.lower() if lowered is None else lowered
-            for match in pattern.finditer(lowered if folded else data):
+                lowered = searched = data.lower() if lowered is None else lowered
+            for match in pattern.finditer(searched):
                 start = rfind(b"\n", 0, match.start()) + 1
                 flagged[start] = flagged.get(start, 0) | bits_by_literal[match.group()]
         if len(data) == len(text):

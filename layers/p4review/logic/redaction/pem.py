@@ -20,6 +20,7 @@ from collections import Counter
 from dataclasses import dataclass
 from enum import Enum
 
+from p4review.logic.redaction.base import match_length
 from p4review.logic.redaction.needles import needles
 from p4review.logic.redaction.values import placeholder
 
@@ -85,17 +86,17 @@ def redact_markers(body: str, counts: Counter[str]) -> Markers:
         # What follows a marker is searched as a string of its own: the `(?<!-)` of the next
         # marker must not see the previous marker's trailing dashes (`-----END X----------END`).
         begin, end = _BEGIN.search(body), _END.search(body)
-        if begin is None and end is None:
-            break
         if end is not None and (begin is None or end.start() < begin.start()):
             name = class_of(end)
-            head = _PAYLOAD_HEAD_REVERSED.match(body[:end.start()][::-1])
-            pieces += [body[:end.start() - head.end()], placeholder(name)]
+            head = match_length(_PAYLOAD_HEAD_REVERSED, body[:end.start()][::-1])
+            pieces += [body[:end.start() - head], placeholder(name)]
             counts[name] += 1
             body = body[end.end():]
             if still_open is None and orphan is None and len(pieces) == 2:
                 orphan = name  # nothing before it on this line: the lines above may be payload
             continue
+        if begin is None:
+            break  # neither marker on what is left of the line
         name = class_of(begin)
         counts[name] += 1
         pieces += [body[:begin.start()], placeholder(name)]
@@ -103,7 +104,7 @@ def redact_markers(body: str, counts: Counter[str]) -> Markers:
         if closing is None:
             # Open: replace the payload that follows on this line (escaped `\n` lines too);
             # keep looking, since whatever stopped the payload may be another BEGIN.
-            body = body[_PAYLOAD_TAIL.match(body, begin.end()).end():]
+            body = body[begin.end() + match_length(_PAYLOAD_TAIL, body, begin.end()):]
             still_open = name
             continue
         body = body[closing.end():]
@@ -119,7 +120,7 @@ def continue_block(body: str, name: str = "private_key") -> tuple[str, LineVerdi
         return body, LineVerdict.PAYLOAD
     end = _END.search(body)
     if end is not None:
-        start = _LEAD.match(body).end()
+        start = match_length(_LEAD, body)
         return body[:start] + placeholder(name) + body[end.end():], LineVerdict.CLOSED
     line = _PAYLOAD_LINE.fullmatch(body)
     if line is None:

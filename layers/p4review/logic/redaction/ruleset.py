@@ -30,7 +30,9 @@ _EXAMPLE = re.compile(r"example", re.IGNORECASE)
 
 @lru_cache(maxsize=1)
 def _exported() -> dict[str, Any]:
-    return json.loads(resources.files("p4review.logic.redaction").joinpath("data", _DATA).read_text("utf-8"))
+    text = resources.files("p4review.logic.redaction").joinpath("data", _DATA).read_text("utf-8")
+    exported: dict[str, Any] = json.loads(text)
+    return exported
 
 
 def ruleset_source() -> str:

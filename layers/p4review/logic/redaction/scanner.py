@@ -75,7 +75,7 @@ class ScanRecord:
     clean: set[tuple[str, int]] = field(default_factory=set)
 
 
-class _Tally(Counter):
+class _Tally(Counter[str]):
     """A Counter that keeps its total (rules only ever add), so that "did this line count
     anything" costs nothing."""
 
@@ -103,7 +103,7 @@ class Scanner:
         of the scan that produced `text`, by these same rules. Both are pure functions of a
         line's bytes (the prefilter) or of its content and bits (the rules), so a line that is
         byte-identical to a line `previous` saw needs neither recomputed; every other line is."""
-        counts: Counter[str] = _Tally()
+        counts = _Tally()
         flagged = self._flags(text, previous)
         if record is not None:
             record.source, record.flagged = text, flagged
