@@ -4,6 +4,7 @@ stage runtime map them to HTTP answers and to retry/dead-letter decisions."""
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
 
 class ErrorClass(StrEnum):
@@ -36,6 +37,22 @@ RETRYABLE_CLASSES = frozenset(
         ErrorClass.LEASE_HELD,
     }
 )
+
+
+# Upper bound honoured for an upstream's Retry-After (the runtime caps its own delays too).
+MAX_RETRY_AFTER_SECONDS = 300.0
+
+
+def clamp_retry_after(value: Any) -> float | None:
+    """A Retry-After header value (seconds; HTTP dates are ignored) -> bounded float or None.
+    Every adapter that can see the header passes it on through this (spec ERR-3)."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        return None
+    if seconds != seconds or seconds < 0:  # NaN or negative
+        return None
+    return min(seconds, MAX_RETRY_AFTER_SECONDS)
 
 
 class P4ReviewError(Exception):

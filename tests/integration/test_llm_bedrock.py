@@ -259,3 +259,16 @@ def test_factory_without_a_model_is_a_config_error(provider: str) -> None:
 def test_factory_without_a_key_source_is_a_config_error(provider: str) -> None:
     with pytest.raises(ConfigError, match="P4REVIEW_LLM_SECRET_ID"):
         build_provider(_settings(llm_provider=provider, llm_model="m"), None)
+
+
+def test_throttling_passes_on_retry_after(stubbed: tuple[Any, Stubber]) -> None:
+    """Spec ERR-3: Bedrock's Retry-After reaches the runtime's backoff."""
+    client, stubber = stubbed
+    stubber.add_client_error("converse", service_error_code="ThrottlingException", service_message="slow down",
+                             http_status_code=429, expected_params=_expected_params(),
+                             response_meta={"HTTPHeaders": {"retry-after": "12"}})
+
+    with pytest.raises(ProviderRateLimited) as raised:
+        BedrockProvider(MODEL, client).complete(_request())
+
+    assert raised.value.retry_after == 12.0

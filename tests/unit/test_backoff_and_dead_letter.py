@@ -56,3 +56,25 @@ def test_aws_setup_failures_become_domain_errors():
         translate(NoCredentialsError(), "read secret")
     with pytest.raises(ConfigError):
         translate(NoRegionError(), "create sqs client")
+
+
+def test_aws_throttling_passes_on_retry_after():
+    """Spec ERR-3: a throttled AWS call's Retry-After reaches the runtime's backoff (capped)."""
+    import pytest
+    from botocore.exceptions import ClientError
+
+    from p4review.dal.aws_errors import translate
+    from p4review.errors import MAX_RETRY_AFTER_SECONDS, ErrorClass, StorageError
+
+    def throttled(retry_after: str | None) -> StorageError:
+        headers = {} if retry_after is None else {"retry-after": retry_after}
+        error = ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow down"},
+                             "ResponseMetadata": {"HTTPStatusCode": 400, "HTTPHeaders": headers}}, "PutItem")
+        with pytest.raises(StorageError) as raised:
+            translate(error, "write job")
+        return raised.value
+
+    assert throttled("7").retry_after == 7.0 and throttled("7").error_class == ErrorClass.RATE_LIMITED
+    assert throttled("86400").retry_after == MAX_RETRY_AFTER_SECONDS
+    assert throttled(None).retry_after is None
+    assert throttled("Wed, 21 Oct 2015 07:28:00 GMT").retry_after is None  # dates are ignored

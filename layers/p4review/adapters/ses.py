@@ -24,8 +24,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-from p4review.adapters.llm.base import clamp_retry_after
-from p4review.errors import ConfigError
+from p4review.errors import ConfigError, clamp_retry_after
 from p4review.models.outbox import LookupOutcome, LookupResult, SendOutcome, SendResult
 
 CONNECT_TIMEOUT_SECONDS = 10

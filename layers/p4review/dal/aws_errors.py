@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
-from p4review.errors import AuthError, ConfigError, ErrorClass, NotFoundError, P4ReviewError, StorageError
+from p4review.errors import (
+    AuthError,
+    ConfigError,
+    ErrorClass,
+    NotFoundError,
+    P4ReviewError,
+    StorageError,
+    clamp_retry_after,
+)
 
 _THROTTLING = {
     "ProvisionedThroughputExceededException",
@@ -44,9 +52,12 @@ def translate(exc: Exception, operation: str) -> NoReturn:
         raise StorageError(f"{operation}: connection failed", error_class=ErrorClass.NETWORK_ERROR) from None
     if isinstance(exc, ClientError):
         code = exc.response.get("Error", {}).get("Code", "Unknown")
-        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        metadata = exc.response.get("ResponseMetadata", {})
+        status = metadata.get("HTTPStatusCode", 0)
         if code in _THROTTLING or status == 429:
-            raise StorageError(f"{operation}: throttled ({code})", error_class=ErrorClass.RATE_LIMITED) from None
+            retry_after = clamp_retry_after(metadata.get("HTTPHeaders", {}).get("retry-after"))
+            raise StorageError(f"{operation}: throttled ({code})", error_class=ErrorClass.RATE_LIMITED,
+                               retry_after=retry_after) from None
         if code in _AUTH or status == 403:
             raise AuthError(f"{operation}: access denied ({code})") from None
         if code in _MISSING_RESOURCE:

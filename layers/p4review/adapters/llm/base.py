@@ -25,8 +25,6 @@ from p4review.errors import (
 RESULT_TOOL_NAME = "report_review"
 RESULT_TOOL_DESCRIPTION = "Report the review of the changelist as a ReviewResult object."
 
-# Upper bound honoured for a provider's Retry-After (the runtime caps its own delays too).
-MAX_RETRY_AFTER_SECONDS = 300.0
 
 
 @dataclass(frozen=True)
@@ -96,17 +94,6 @@ class ContextTooLong(NonRetryableError):
 
 class ProviderRequestError(ConfigError):
     """Any other 4xx (unknown model, malformed request): a configuration problem."""
-
-
-def clamp_retry_after(value: Any) -> float | None:
-    """Retry-After header value (seconds; HTTP dates are ignored) -> bounded float or None."""
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        return None
-    if seconds != seconds or seconds < 0:  # NaN or negative
-        return None
-    return min(seconds, MAX_RETRY_AFTER_SECONDS)
 
 
 _CONTEXT_TOO_LONG_MARKERS = (

@@ -25,7 +25,7 @@ from p4review.adapters.llm.base import (
     mentions_context_too_long,
 )
 from p4review.adapters.llm.http_errors import safe_excerpt
-from p4review.errors import ConfigError, P4ReviewError
+from p4review.errors import ConfigError, P4ReviewError, clamp_retry_after
 
 CONNECT_TIMEOUT_SECONDS = 10
 _REFUSAL_STOP_REASONS = frozenset({"content_filtered", "guardrail_intervened"})
@@ -106,7 +106,8 @@ class BedrockProvider:
         error = exc.response.get("Error", {})
         code = str(error.get("Code", "Unknown"))
         message = str(error.get("Message", ""))
-        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        metadata = exc.response.get("ResponseMetadata", {})
+        status = metadata.get("HTTPStatusCode", 0)
         excerpt = safe_excerpt(message, request_texts=(request.system, request.user))
         text = f"{where}: {code}" + (f": {excerpt}" if excerpt else "")
         error_type: type[P4ReviewError]
@@ -127,6 +128,8 @@ class BedrockProvider:
             error_type = ProviderUnavailable
         else:  # ValidationException, ResourceNotFoundException and any other refusal of the request
             error_type = ProviderRequestError
+        if error_type in (ProviderRateLimited, ProviderUnavailable):
+            return error_type(text, retry_after=clamp_retry_after(metadata.get("HTTPHeaders", {}).get("retry-after")))
         return error_type(text)
 
 

@@ -23,10 +23,9 @@ from p4review.adapters.llm.base import (
     ProviderRequestError,
     ProviderTimeout,
     ProviderUnavailable,
-    clamp_retry_after,
     mentions_context_too_long,
 )
-from p4review.errors import P4ReviewError
+from p4review.errors import P4ReviewError, clamp_retry_after
 
 ClientT = TypeVar("ClientT")
 ResultT = TypeVar("ResultT")
