@@ -69,6 +69,7 @@ def bench_ingest() -> None:
 
 
 def main() -> int:
+    from benchmarks.cold_start import bench_cold_start
     from benchmarks.cost import bench_cost_per_job
     from benchmarks.redaction import bench_redaction
     from benchmarks.redaction_external import bench_redaction_external
@@ -78,7 +79,7 @@ def main() -> int:
 
     for bench in (bench_ingest, bench_fetch_large_change, bench_cost_per_job, bench_redaction, bench_redaction_external,
                   bench_review_tokens,
-                  bench_smtp_duplicate_risk, bench_trigger_latency):
+                  bench_smtp_duplicate_risk, bench_trigger_latency, bench_cold_start):
         bench()
     return 0
 
