@@ -163,6 +163,23 @@ def test_missing_signature_is_401(api):
     assert answer  # the client itself signs; see the other tests
 
 
+@pytest.mark.parametrize("timestamp", ["17\u00b2", "\u00b9\u00b2\u00b3"])
+def test_a_unicode_digit_timestamp_is_401_not_500(api, timestamp):
+    """Found by a hostile-input probe: `isdigit()` accepted superscripts, `int()` refused them."""
+    import urllib.request
+
+    request = urllib.request.Request(api.gateway.url + "/v1/reviews", data=json.dumps(_request()).encode(),
+                                     method="POST", headers={"Content-Type": "application/json",
+                                                             "X-P4Review-Timestamp": timestamp,  # sent as latin-1
+                                                             "X-P4Review-Signature": "v1=00"})
+    try:
+        urllib.request.urlopen(request)
+        raise AssertionError("expected 401")
+    except urllib.error.HTTPError as error:
+        assert error.code == 401
+        assert json.loads(error.read())["error"]["code"] == "signature_invalid"
+
+
 def test_wrong_secret_is_401(api):
     answer = ReviewApiClient(api.gateway.url, "not-the-secret").submit(
         changelist_id=1, review_version=1, kind="submitted", idempotency_key="x")
@@ -223,6 +240,31 @@ def test_unknown_route_is_404_json(api):
         urllib.request.urlopen(api.gateway.url + "/v2/anything")
     assert error.value.code == 404
     assert json.loads(error.value.read())["error"]["code"] == "route_not_found"
+
+
+@pytest.mark.parametrize("method, path, allowed", [
+    *[(method, "/v1/reviews", "POST") for method in ("PUT", "DELETE", "PATCH", "OPTIONS", "GET", "HEAD")],
+    ("POST", "/v1/reviews/00000000-0000-0000-0000-000000000000", "GET"),
+    ("DELETE", "/v1/reviews/00000000-0000-0000-0000-000000000000", "GET"),
+    ("POST", "/v1/ping", "GET"),
+    ("HEAD", "/v1/ping", "GET"),
+])
+def test_a_wrong_method_is_405_with_allow(api, method, path, allowed):
+    import http.client
+    import urllib.parse
+
+    url = urllib.parse.urlsplit(api.gateway.url)
+    connection = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+    try:
+        connection.request(method, url.path.rstrip("/") + path, body=b"{}" if method != "HEAD" else None)
+        answer = connection.getresponse()
+        body = answer.read()
+    finally:
+        connection.close()
+    assert answer.status == 405
+    assert answer.getheader("Allow") == allowed
+    if method != "HEAD":  # HEAD's answer has no body, by HTTP
+        assert json.loads(body)["error"]["code"] == "method_not_allowed"
 
 
 def test_storage_failure_is_a_clean_500_without_internals(api):

@@ -220,3 +220,52 @@ def test_fake_lambda_context_counts_down() -> None:
     assert ctx.get_remaining_time_in_millis() < first
     assert ctx.invoked_function_arn == "arn:aws:lambda:us-east-1:123456789012:function:fn"
     assert FakeLambdaContext("fn").aws_request_id != ctx.aws_request_id
+
+
+def _raw_exchange(api: LocalApiGateway, raw: bytes, timeout: float = 30) -> bytes:
+    """Send raw bytes on a fresh connection; everything the front answers before it closes."""
+    import socket
+
+    with socket.create_connection((api.host, api.port), timeout=timeout) as connection:
+        connection.sendall(raw)
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    return answer
+
+
+def _status_and_json(answer: bytes) -> tuple[int, Any]:
+    head, _, body = answer.partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), json.loads(body)
+
+
+def test_a_negative_chunk_size_is_400_not_an_uncapped_read() -> None:
+    calls: list[int] = []
+    with LocalApiGateway(lambda event, context: calls.append(1) or {"statusCode": 200, "body": "ok"}) as api:
+        answer = _raw_exchange(api, b"POST /local/v1/reviews HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                    b"-1\r\n" + b"x" * 4096)
+    assert _status_and_json(answer) == (400, {"message": "Bad Request"})
+    assert calls == []
+
+
+def test_a_body_shorter_than_its_content_length_is_408_after_the_read_timeout() -> None:
+    """Without a read timeout the front waited for the missing bytes for ever."""
+    calls: list[int] = []
+    with LocalApiGateway(lambda event, context: calls.append(1) or {"statusCode": 200, "body": "ok"},
+                         read_timeout_seconds=0.5) as api:
+        answer = _raw_exchange(api, b"POST /local/v1/reviews HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{}")
+    assert _status_and_json(answer) == (408, {"message": "Request Timeout"})
+    assert calls == []
+
+
+@pytest.mark.parametrize("raw, status", [
+    (b"TRACE /local/v1/reviews HTTP/1.1\r\nHost: x\r\n\r\n", 501),
+    (b"CONNECT example.com:443 HTTP/1.1\r\nHost: x\r\n\r\n", 501),
+    (b"GET /local/" + b"a" * 70000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414),
+])
+def test_the_fronts_own_refusals_are_json_not_html(api: LocalApiGateway, raw: bytes, status: int) -> None:
+    answer = _raw_exchange(api, raw)
+    got_status, payload = _status_and_json(answer)
+    assert got_status == status
+    assert set(payload) == {"message"} and b"<html" not in answer.lower()
+    assert b"Content-Type: application/json" in answer

@@ -1,5 +1,6 @@
 from p4review.dal.ports import CreateConflict, CreateOutcome
-from p4review.logic.intake import decide, new_job
+from p4review.api.errors import INTAKE_STATUS, intake_headers
+from p4review.logic.intake import IntakeOutcome, Replay, decide, new_job
 from p4review.models.api import CreateReviewRequest
 from p4review.models.job import JobStatus, job_id_for
 
@@ -18,9 +19,9 @@ def test_new_job_is_201_and_enqueues_fetch():
     request = _request()
     job = new_job(request, NOW, "ingest")
     answer = decide(request, CreateOutcome(created=True, job=job), NOW)
-    assert answer.status_code == 201
+    assert answer.outcome is IntakeOutcome.CREATED
     assert answer.enqueue_fetch
-    assert answer.headers["Location"] == f"/v1/reviews/{job.job_id}"
+    assert answer.error_code is None
     assert job.status == JobStatus.QUEUED
     assert job.audit[0].event == "job_created"
 
@@ -34,9 +35,9 @@ def test_repeated_key_with_same_body_is_a_replay():
     existing = new_job(request, NOW, "ingest")
     answer = decide(request, CreateOutcome(created=False, conflict=CreateConflict.IDEMPOTENCY_KEY,
                                            existing_job=existing), NOW)
-    assert answer.status_code == 200
+    assert answer.outcome is IntakeOutcome.REPLAYED
     assert answer.job.job_id == existing.job_id
-    assert answer.headers["X-P4Review-Replay"] == "idempotency-key"
+    assert answer.replay is Replay.IDEMPOTENCY_KEY
     assert not answer.enqueue_fetch  # fresh job: its fetch message is in flight
 
 
@@ -52,7 +53,7 @@ def test_repeated_key_with_different_body_is_422_naming_the_fields():
     existing = new_job(_request(), NOW, "ingest")
     answer = decide(_request(changelist_id=101), CreateOutcome(
         created=False, conflict=CreateConflict.IDEMPOTENCY_KEY, existing_job=existing), NOW)
-    assert answer.status_code == 422
+    assert answer.outcome is IntakeOutcome.KEY_REUSED
     assert answer.error_code == "idempotency_key_reused"
     assert answer.details["differing_fields"] == ["changelist_id"]
 
@@ -61,23 +62,23 @@ def test_same_version_after_success_returns_prior_result():
     existing = new_job(_request(), NOW, "ingest").model_copy(update={"status": JobStatus.SUCCEEDED})
     answer = decide(_request(idempotency_key="other-key"), CreateOutcome(
         created=False, conflict=CreateConflict.CHANGELIST_VERSION, existing_job=existing), NOW)
-    assert answer.status_code == 200
+    assert answer.outcome is IntakeOutcome.REPLAYED
     assert answer.job.status == JobStatus.SUCCEEDED
-    assert answer.headers["X-P4Review-Replay"] == "same-version"
+    assert answer.replay is Replay.SAME_VERSION
     assert not answer.enqueue_fetch
 
 
 def test_higher_version_without_rerun_is_409():
     answer = decide(_request(review_version=2), CreateOutcome(
         created=False, conflict=CreateConflict.CHANGELIST_HEAD, head_latest_version=1), NOW)
-    assert (answer.status_code, answer.error_code) == (409, "rerun_not_requested")
+    assert answer.error_code == "rerun_not_requested"
     assert answer.details["latest_version"] == 1
 
 
 def test_lower_version_rerun_is_stale_409():
     answer = decide(_request(review_version=2, rerun=True), CreateOutcome(
         created=False, conflict=CreateConflict.CHANGELIST_HEAD, head_latest_version=3), NOW)
-    assert (answer.status_code, answer.error_code) == (409, "stale_review_version")
+    assert answer.error_code == "stale_review_version"
 
 
 def test_a_fingerprint_without_follows_shelf_is_what_it_always_was():
@@ -92,3 +93,21 @@ def test_a_fingerprint_without_follows_shelf_is_what_it_always_was():
     job = new_job(follows, NOW, "ingest")
     assert (job.follows_shelf.changelist_id, job.follows_shelf.review_version) == (90, 2)
     assert job.audit[0].detail == "versioned rerun; follows shelf v2 of CL 90"
+
+
+def test_api_maps_every_intake_outcome_to_one_status_and_its_headers():
+    """HTTP lives in api/errors.py only: logic answers with domain outcomes."""
+    assert set(INTAKE_STATUS) == set(IntakeOutcome)
+    request = _request()
+    job = new_job(request, NOW, "ingest")
+    created = decide(request, CreateOutcome(created=True, job=job), NOW)
+    assert (INTAKE_STATUS[created.outcome], intake_headers(created)) == (201, {"Location": f"/v1/reviews/{job.job_id}"})
+    replayed = decide(request, CreateOutcome(created=False, conflict=CreateConflict.IDEMPOTENCY_KEY,
+                                             existing_job=job), NOW)
+    assert (INTAKE_STATUS[replayed.outcome], intake_headers(replayed)) == (200, {"X-P4Review-Replay": "idempotency-key"})
+    stale = decide(_request(review_version=2, rerun=True), CreateOutcome(
+        created=False, conflict=CreateConflict.CHANGELIST_HEAD, head_latest_version=3), NOW)
+    assert (INTAKE_STATUS[stale.outcome], intake_headers(stale)) == (409, {})
+    assert INTAKE_STATUS[IntakeOutcome.KEY_REUSED] == 422
+    assert INTAKE_STATUS[IntakeOutcome.STORAGE_INCONSISTENT] == 503
+

@@ -64,6 +64,10 @@ def test_missing_headers_are_refused(timestamp, signature):
     assert problem.value.code == "signature_missing"
 
 
-def test_non_numeric_timestamp_is_refused():
-    with pytest.raises(SignatureProblem):
-        _verify(["current"], "17e8", "v1=00")
+@pytest.mark.parametrize("timestamp", ["17e8", "17\u00b2", "\u00b9\u00b2\u00b3", "\u0661\u0667\u0660\u0660", " 1700000000", "+1700000000"])
+def test_a_timestamp_that_is_not_ascii_digits_is_signature_invalid(timestamp):
+    """Superscripts and other Unicode digits pass str.isdigit() but not int(): they must be a
+    401 signature_invalid, not a 500."""
+    with pytest.raises(SignatureProblem) as problem:
+        _verify(["current"], timestamp, "v1=00")
+    assert problem.value.code == "signature_invalid"

@@ -1,8 +1,29 @@
-"""The one place that maps failures to HTTP answers: {"error": {code, message, details}}."""
+"""The one place that maps domain outcomes and failures to HTTP: status codes, the answer
+headers, and the error body {"error": {code, message, details}}."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from p4review.logic.intake import IntakeAnswer, IntakeOutcome
+
+REPLAY_HEADER = "X-P4Review-Replay"
+INTAKE_STATUS = {
+    IntakeOutcome.CREATED: 201,
+    IntakeOutcome.REPLAYED: 200,
+    IntakeOutcome.KEY_REUSED: 422,
+    IntakeOutcome.STALE_VERSION: 409,
+    IntakeOutcome.RERUN_NOT_REQUESTED: 409,
+    IntakeOutcome.STORAGE_INCONSISTENT: 503,
+}
+
+
+def intake_headers(answer: IntakeAnswer) -> dict[str, str]:
+    if answer.outcome is IntakeOutcome.CREATED and answer.job is not None:
+        return {"Location": f"/v1/reviews/{answer.job.job_id}"}
+    if answer.replay is not None:
+        return {REPLAY_HEADER: answer.replay.value}
+    return {}
 
 
 class ApiError(Exception):

@@ -13,7 +13,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from pydantic import ValidationError as PydanticValidationError
 
-from p4review.api.errors import ApiError, field_errors
+from p4review.api.errors import INTAKE_STATUS, ApiError, field_errors, intake_headers
 from p4review.config import get_settings
 from p4review.dal.factory import get_data_access
 from p4review.errors import AuthError, ConfigError, NotFoundError, P4ReviewError
@@ -26,6 +26,13 @@ from p4review.observability import logger, metrics
 app = APIGatewayRestResolver()
 
 _JOB_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+# Each route's path and its methods, for the 405 answer (with `Allow`) to a method a route does
+# not have. HEAD is not offered: every route is a signed call of the trigger or the CLI.
+_ROUTE_METHODS = (
+    (re.compile(r"^/v1/reviews/?$"), ("POST",)),
+    (re.compile(r"^/v1/reviews/[^/]+/?$"), ("GET",)),
+    (re.compile(r"^/v1/ping/?$"), ("GET",)),
+)
 
 
 def _json_response(status_code: int, payload: Any, headers: dict[str, str] | None = None) -> Response:
@@ -106,17 +113,17 @@ def post_review() -> Response:
     dal = get_data_access()
     answer = create_review(request, jobs=dal.jobs, queues=dal.queues,
                            request_id=app.current_event.request_context.request_id)
+    status_code, headers = INTAKE_STATUS[answer.outcome], intake_headers(answer)
     logger.info("review request answered", extra={
-        "status_code": answer.status_code, "changelist_id": request.changelist_id,
+        "status_code": status_code, "changelist_id": request.changelist_id,
         "review_version": request.review_version, "job_id": answer.job.job_id if answer.job else None,
         "reason_code": answer.error_code})
-    metrics.add_metric(name=f"Ingest{answer.status_code}", unit="Count", value=1)
-    if answer.error_code:
-        return _error_response(answer.status_code, answer.error_code, answer.message, answer.details,
-                               answer.headers)
-    return _json_response(answer.status_code, JobView.from_job(answer.job).model_dump(mode="json",
-                                                                                     exclude_none=True),
-                          answer.headers)
+    metrics.add_metric(name=f"Ingest{status_code}", unit="Count", value=1)
+    if answer.error_code or answer.job is None:
+        return _error_response(status_code, answer.error_code or answer.outcome.value, answer.message,
+                               answer.details, headers)
+    return _json_response(status_code, JobView.from_job(answer.job).model_dump(mode="json", exclude_none=True),
+                          headers)
 
 
 @app.get("/v1/ping")
@@ -141,6 +148,11 @@ def get_review(job_id: str) -> Response:
 
 @app.not_found
 def route_not_found(_: Exception) -> Response:
+    path = app.current_event.path or ""
+    for pattern, methods in _ROUTE_METHODS:
+        if pattern.match(path):
+            return _error_response(405, "method_not_allowed", f"this route answers {', '.join(methods)} only",
+                                   headers={"Allow": ", ".join(methods)})
     return _error_response(404, "route_not_found", "no such route")
 
 

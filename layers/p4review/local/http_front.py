@@ -25,6 +25,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -38,6 +39,9 @@ __all__ = ["LocalApiGateway", "build_proxy_event", "match_resource"]
 
 # API Gateway's default integration timeout.
 API_GATEWAY_TIMEOUT_SECONDS = 29.0
+# A client that stops sending (a Content-Length longer than its body, a stalled chunk) is
+# answered 408 and disconnected after this long instead of holding a thread for ever.
+READ_TIMEOUT_SECONDS = 30.0
 # A too-large body is read and discarded (so the client sees the 413) up to this many bytes;
 # beyond it the connection is simply closed.
 _DRAIN_LIMIT = 64 * 1024 * 1024
@@ -199,6 +203,20 @@ class _RequestHandler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         log.debug("%s - %s", self.address_string(), format % args)
 
+    def setup(self) -> None:
+        self.timeout = self.gateway.read_timeout_seconds  # StreamRequestHandler sets it on the socket
+        super().setup()
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """http.server's own refusals (unknown method such as TRACE or CONNECT, a URI or header
+        too long, a malformed request line) in the API's JSON shape, not its HTML page."""
+        self.close_connection = True
+        try:
+            phrase = HTTPStatus(code).phrase
+        except ValueError:
+            phrase = "Error"
+        self._send_json(code, {"message": phrase}, close=True)
+
     # Every method goes through the same path.
     def do_GET(self) -> None:  # noqa: N802
         self._handle()
@@ -222,7 +240,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         headers = [
             ("Content-Type", "application/json"),
             ("x-amzn-RequestId", str(uuid.uuid4())),
-            ("x-amzn-ErrorType", "InternalServerErrorException" if status >= 500 else "RequestTooLargeException"),
+            ("x-amzn-ErrorType", "InternalServerErrorException" if status >= 500
+             else "RequestTooLargeException" if status == 413 else "BadRequestException"),
         ]
         self._send(status, headers, json.dumps(payload).encode("utf-8"), close=close)
 
@@ -245,6 +264,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
             while True:
                 line = self.rfile.readline(65537)
                 size = int(line.split(b";", 1)[0].strip() or b"0", 16)
+                if size < 0:  # `-1` would make read() take everything up to the end of the stream
+                    raise ValueError("negative chunk size")
                 if size == 0:
                     while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
                         pass  # trailers
@@ -270,6 +291,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
             body = self._read_body()
         except ValueError:  # malformed chunked framing
             self._send_json(400, {"message": "Bad Request"}, close=True)
+            return
+        except TimeoutError:  # the client promised more body than it sent
+            self._send_json(408, {"message": "Request Timeout"}, close=True)
             return
         if body is None:
             return
@@ -328,6 +352,7 @@ class LocalApiGateway(BackgroundServer):
         *,
         function_name: str = "p4review-local-ingest",
         timeout_seconds: float = API_GATEWAY_TIMEOUT_SECONDS,
+        read_timeout_seconds: float = READ_TIMEOUT_SECONDS,
     ) -> None:
         self.handler = handler
         self.host = host
@@ -336,6 +361,7 @@ class LocalApiGateway(BackgroundServer):
         self.max_body_bytes = max_body_bytes
         self.function_name = function_name
         self.timeout_seconds = timeout_seconds
+        self.read_timeout_seconds = read_timeout_seconds
         super().__init__()
         self._counts_lock = threading.Lock()
         self._counts = {"invocations": 0, "errors": 0, "rejected_too_large": 0}

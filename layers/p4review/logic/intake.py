@@ -3,8 +3,9 @@ what a create request becomes, given what the conditional write learned. Pure: n
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
+from enum import StrEnum
 from typing import Any
 
 from p4review.clock import parse_iso
@@ -20,21 +21,45 @@ from p4review.models.job import (
     request_fingerprint,
 )
 
-REPLAY_HEADER = "X-P4Review-Replay"
 # A queued job whose fetch never started this long after creation lost its hand-off
 # (ingest died between the write and the enqueue): a replayed request re-enqueues it.
 STRANDED_AFTER = timedelta(seconds=10)
 
 
+class IntakeOutcome(StrEnum):
+    """What a create request became. api/errors.py maps each to its HTTP answer."""
+
+    CREATED = "created"
+    # The same request again: the original job, nothing new (`replay` says which key matched).
+    REPLAYED = "replayed"
+    # The same idempotency_key with a different request.
+    KEY_REUSED = "idempotency_key_reused"
+    # A version at or below the latest accepted one.
+    STALE_VERSION = "stale_review_version"
+    # A higher version without rerun=true.
+    RERUN_NOT_REQUESTED = "rerun_not_requested"
+    # The conditional write said "exists" but the read found nothing: retry.
+    STORAGE_INCONSISTENT = "storage_inconsistent"
+
+
+class Replay(StrEnum):
+    IDEMPOTENCY_KEY = "idempotency-key"  # the same key and body
+    SAME_VERSION = "same-version"  # the same (changelist, review_version) under another key
+
+
 @dataclass(frozen=True)
 class IntakeAnswer:
-    status_code: int
+    outcome: IntakeOutcome
     job: ReviewJob | None = None
-    error_code: str | None = None
+    replay: Replay | None = None
     message: str = ""
     details: Any = None
-    headers: dict[str, str] = field(default_factory=dict)
     enqueue_fetch: bool = False
+
+    @property
+    def error_code(self) -> str | None:
+        """The reason code of a refusal (None when the answer is a job)."""
+        return None if self.outcome in (IntakeOutcome.CREATED, IntakeOutcome.REPLAYED) else self.outcome.value
 
 
 def new_job(request: CreateReviewRequest, now: str, actor: str) -> ReviewJob:
@@ -77,28 +102,27 @@ def is_stranded(job: ReviewJob, now: str) -> bool:
 
 def decide(request: CreateReviewRequest, outcome: CreateOutcome, now: str) -> IntakeAnswer:
     if outcome.created:
-        return IntakeAnswer(201, job=outcome.job, enqueue_fetch=True,
-                            headers={"Location": f"/v1/reviews/{outcome.job.job_id}"})
+        return IntakeAnswer(IntakeOutcome.CREATED, job=outcome.job, enqueue_fetch=True)
     if outcome.conflict == CreateConflict.IDEMPOTENCY_KEY:
         return _repeated_key(request, outcome.existing_job, now)
     if outcome.conflict == CreateConflict.CHANGELIST_VERSION and outcome.existing_job is not None:
         # Same (changelist, version) under a new key: never a second job or a second send.
-        return IntakeAnswer(200, job=outcome.existing_job, headers={REPLAY_HEADER: "same-version"},
+        return IntakeAnswer(IntakeOutcome.REPLAYED, job=outcome.existing_job, replay=Replay.SAME_VERSION,
                             enqueue_fetch=is_stranded(outcome.existing_job, now))
     latest = outcome.head_latest_version
     details = {"changelist_id": request.changelist_id, "requested_version": request.review_version,
                "latest_version": latest}
     if latest is not None and request.review_version <= latest:
-        return IntakeAnswer(409, error_code="stale_review_version",
+        return IntakeAnswer(IntakeOutcome.STALE_VERSION,
                             message="a newer review_version of this changelist was already accepted", details=details)
-    return IntakeAnswer(409, error_code="rerun_not_requested",
+    return IntakeAnswer(IntakeOutcome.RERUN_NOT_REQUESTED,
                         message="this changelist was already reviewed; a higher review_version needs rerun=true",
                         details=details)
 
 
 def _repeated_key(request: CreateReviewRequest, existing: ReviewJob | None, now: str) -> IntakeAnswer:
     if existing is None:
-        return IntakeAnswer(503, error_code="storage_inconsistent", message="try again")
+        return IntakeAnswer(IntakeOutcome.STORAGE_INCONSISTENT, message="try again")
     if existing.request_fingerprint != fingerprint_of(request):
         differing = [
             name for name, ours, theirs in (
@@ -109,10 +133,10 @@ def _repeated_key(request: CreateReviewRequest, existing: ReviewJob | None, now:
                 ("follows_shelf", request.shelf_ref(), existing.follows_shelf),
             ) if ours != theirs
         ]
-        return IntakeAnswer(422, error_code="idempotency_key_reused",
+        return IntakeAnswer(IntakeOutcome.KEY_REUSED,
                             message="idempotency_key was already used for a different request",
                             details={"job_id": existing.job_id, "differing_fields": differing})
-    return IntakeAnswer(200, job=existing, headers={REPLAY_HEADER: "idempotency-key"},
+    return IntakeAnswer(IntakeOutcome.REPLAYED, job=existing, replay=Replay.IDEMPOTENCY_KEY,
                         enqueue_fetch=is_stranded(existing, now))
 
 

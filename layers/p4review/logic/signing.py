@@ -55,7 +55,9 @@ def verify(
     a caller can tell its clock is off."""
     if not timestamp or not signature:
         raise SignatureProblem("signature_missing", "request is not signed")
-    if not timestamp.isdigit() or len(timestamp) > 12:
+    # ASCII digits only: str.isdigit() also accepts superscripts (which int() refuses) and other
+    # scripts' digits (which int() reads).
+    if not (timestamp.isascii() and timestamp.isdigit()) or len(timestamp) > 12:
         raise SignatureProblem("signature_invalid", "timestamp header is not unix seconds")
     age = now - int(timestamp)
     if age > max_age_seconds:
