@@ -143,6 +143,29 @@ def test_list_filters_by_status_newest_first(service, tmp_path, capsys):
     assert (code, out, err.strip()) == (0, "", "no delivery rows with status skipped")
 
 
+def test_one_malformed_row_is_named_and_the_good_rows_are_still_listed(service, tmp_path, capsys):
+    """Found by a hostile-input probe: `deliveries list` failed whole (`scan outbox rows:
+    ValidationError`) without naming the row."""
+    job = _job(service, 48215)
+    good = _row(job, DeliveryStatus.FAILED, "good@example.test")
+    broken = {"changelist_id": job.changelist_id, "recipient": "bad@example.test", "review_version": 1,
+              "job_id": job.job_id, "status": "lost-in-space", "attempts": "many", "created_at": now_iso(),
+              "updated_at": now_iso()}
+    service.client("dynamodb").put_item(
+        TableName=service.env["P4REVIEW_OUTBOX_TABLE"],
+        Item={**outbox_key(job.changelist_id, "bad@example.test", 1), **to_item(broken)})
+
+    code, out, err = _cli(["deliveries", "list"], tmp_path, capsys)
+    assert code == 1
+    assert good.recipient in out
+    (line,) = err.splitlines()
+    assert "bad@example.test" in line and "attempts" in line and "status" in line
+    assert "lost-in-space" not in line and "many" not in line  # field names, never values
+
+    code, out, err = _cli(["deliveries", "list", "--json"], tmp_path, capsys)
+    assert code == 1 and [row["recipient"] for row in json.loads(out)] == [good.recipient]
+
+
 def test_a_row_written_before_the_audit_trail_still_loads_and_can_be_retried(service):
     job = _job(service, 48214)
     now = now_iso()

@@ -408,3 +408,49 @@ def test_an_envelope_moved_back_by_the_sqs_console_is_replayed_without_a_ticket(
     assert replayed and replayed[-1].actor == "sqs-dlq-redrive" and "ticket=none" in replayed[-1].detail
     assert stored.stages[StageName.FETCH].status == StageStatus.COMPLETED  # the real fetch ran
     assert [m["job_id"] for m in _queue(service, StageName.REVIEW)] == [job.job_id]
+
+
+NESTED = "[" * 100_000 + "]" * 100_000  # ~200 KB: deeper than json.loads can follow (RecursionError)
+
+
+def test_parse_treats_a_body_nested_too_deep_as_unrecognised():
+    assert parse_dead_letter(NESTED) is None
+    assert parse_dead_letter('{"a": ' * 50_000 + "1" + "}" * 50_000) is None
+
+
+def test_a_nested_body_in_a_dlq_is_listed_as_unrecognised_and_left_visible(service, tmp_path, capsys):
+    """Found by a hostile-input probe: `dlq list` died with a RecursionError, and the messages it
+    had received stayed invisible, so the next `dlq list` said there were none."""
+    job = _dead_lettered(service, change=48298)
+    get_data_access().dead_letters.send(StageName.FETCH, NESTED)
+    for args in (["dlq", "list"], ["dlq", "list", "--json"], ["dlq", "redrive", "--all", "--dry-run"]):
+        code, out, _ = _cli(args, tmp_path, capsys)
+        assert "Traceback" not in out
+        assert code in (0, 1) and job.job_id in out, args
+    code, out, _ = _cli(["dlq", "list"], tmp_path, capsys)
+    rows = out.splitlines()[1:]
+    assert any("(unrecognised)" in line for line in rows) and any(job.job_id in line for line in rows)
+    attributes = service.sqs.get_queue_attributes(QueueUrl=service.resources.queue_for_stage(StageName.FETCH).dlq_url,
+                                                  AttributeNames=["ApproximateNumberOfMessages"])["Attributes"]
+    assert int(attributes["ApproximateNumberOfMessages"]) == 2  # both still there, and visible
+
+
+def test_a_forged_envelope_reaches_the_terminal_escaped_and_redacted(service, tmp_path, capsys):
+    """Found by a hostile-input probe: escape sequences passed through `dlq list`, and a planted
+    last_stack was printed verbatim by `dlq show`."""
+    job = _dead_lettered(service, change=48297)
+    (real,) = [letter for letter in _take_all(StageName.FETCH)]
+    forged = {**real.body, "error_class": "AUTH_DENIED\x1b]0;owned\x07\x1b[2J\u202e",
+              "last_stack": "Traceback\n  password = 'Tr0ub4dor&3xyz'\n\x1b[31mred\x9b",
+              "sanitized_context": {**real.body["sanitized_context"], "changelist_id": "48297\r\nSubject: x"}}
+    get_data_access().dead_letters.send(StageName.FETCH, forged)
+    for args in (["dlq", "list"], ["dlq", "list", "--json"]):
+        code, out, _ = _cli(args, tmp_path, capsys)
+        assert code == 0, args
+        assert not any(char in out for char in "\x1b\x07\x9b\u202e\r"), args
+    code, out, _ = _cli(["dlq", "list"], tmp_path, capsys)
+    assert "AUTH_DENIED\\x1b]0;owned" in out and job.job_id in out
+    shown_ids = [line.split()[0] for line in out.splitlines()[1:]]
+    for message_id in shown_ids:
+        code, out, _ = _cli(["dlq", "show", message_id], tmp_path, capsys)
+        assert "Tr0ub4dor" not in out and not any(char in out for char in "\x1b\x07\x9b\u202e")

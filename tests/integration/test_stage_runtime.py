@@ -187,3 +187,20 @@ def test_a_stage_that_keeps_crashing_is_dead_lettered_when_its_budget_is_spent(s
     assert jobs.get_job(job.job_id).status == JobStatus.DEAD_LETTERED
     (envelope,) = _dlq(service, StageName.FETCH)
     assert envelope["error_class"] == "ATTEMPTS_EXHAUSTED"
+
+
+@pytest.mark.parametrize("body", ["[" * 100_000 + "]" * 100_000, '{"a": ' * 50_000 + "1" + "}" * 50_000])
+def test_a_body_nested_too_deep_is_parked_as_malformed_like_any_non_json_body(service, body, caplog):
+    """Found by a hostile-input probe: such a body failed its record without a log line until
+    SQS moved it after 8 receives; it is malformed input, parked at once with its hash."""
+    import hashlib
+
+    handler = load_function("fetch").lambda_handler
+    template = json.loads((repo_root() / "events" / "sqs" / "fetch-batch.json").read_text())["Records"][0]
+    event = {"Records": [{**template, "messageId": "nested", "body": body}]}
+    answer = handler(event, FakeLambdaContext("p4review-test-fetch"))
+    assert answer == {"batchItemFailures": []}
+    (envelope,) = _dlq(service, StageName.FETCH)
+    assert envelope["error_class"] == "SCHEMA_INVALID"
+    assert envelope["sanitized_context"]["message_body_sha256"] == hashlib.sha256(body.encode()).hexdigest()
+    assert any(record.getMessage() == "malformed stage message" for record in caplog.records)

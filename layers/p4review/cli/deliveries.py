@@ -28,6 +28,7 @@ from typing import Any
 
 from p4review.cli.common import data_access, default_actor, fail
 from p4review.errors import IllegalTransitionError, NotFoundError, P4ReviewError
+from p4review.logic.depot_paths import sanitize_for_log
 from p4review.models.job import JobStatus, StageName
 from p4review.models.messages import StageMessage
 from p4review.models.outbox import DeliveryAction, DeliveryStatus, OutboxRow
@@ -125,16 +126,22 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.limit < 1:
         return fail("--limit must be at least 1")
     try:
-        rows = data_access(args).outbox.list_rows(DeliveryStatus(args.status) if args.status else None, args.limit)
+        listing = data_access(args).outbox.list_rows(DeliveryStatus(args.status) if args.status else None,
+                                                     args.limit)
     except P4ReviewError as exc:
         return fail(exc.message)
+    rows = listing.rows
     if args.json:
         print(json.dumps([row.model_dump(mode="json") for row in rows], indent=2, sort_keys=True))
     elif rows:
         print(format_table(rows))
-    else:
+    elif not listing.unreadable:
         print("no delivery rows" + (f" with status {args.status}" if args.status else ""), file=sys.stderr)
-    return 0
+    for bad in listing.unreadable:
+        # Named, so it can be found and fixed; the good rows above are still shown.
+        print(f"unreadable outbox item pk={sanitize_for_log(bad.pk)} sk={sanitize_for_log(bad.sk)}: "
+              f"invalid {', '.join(sanitize_for_log(field) for field in bad.fields)}", file=sys.stderr)
+    return 1 if listing.unreadable else 0
 
 
 def cmd_retry(args: argparse.Namespace) -> int:

@@ -7,7 +7,9 @@ environment first; without it, `<state-dir>/stack.env` (written by `p4review loc
 loaded when present and `P4REVIEW_JOBS_TABLE` is not already set.
 
 They print only envelope fields (already sanitized by the runtime), the ids of a bare stage
-message, and for anything else a body hash: never a message body.
+message, and for anything else a body hash: never a message body. Anyone who can send to a
+DLQ can forge an envelope, so every field shown is redacted again and its control, invisible
+and look-alike characters escaped (`\x1b`, `\u202e`): nothing reaches the terminal raw.
 """
 
 from __future__ import annotations
@@ -19,8 +21,13 @@ from typing import Any
 
 from p4review.cli.common import data_access, default_actor, fail
 from p4review.errors import ConfigError, P4ReviewError
+from p4review.logic.depot_paths import sanitize_for_log
+from p4review.logic.redaction import redact
 from p4review.logic.replay import BARE_FIELDS, ENVELOPE_FIELDS, parse_dead_letter, redrive
 from p4review.models.job import StageName
+
+# A shown field's length cap (an envelope's last_stack is the longest field the runtime writes).
+_SHOWN_LIMIT = 8192
 
 STAGES = [stage.value for stage in StageName]
 
@@ -37,8 +44,23 @@ def _stages(args: argparse.Namespace, dal) -> list[StageName]:
 
 # ---- rendering (envelope fields only) -------------------------------------------------------
 
+def shown(value: Any) -> Any:
+    """`value` fit for an operator's terminal: every string redacted, then escaped."""
+    if isinstance(value, str):
+        return sanitize_for_log(redact(value).text, limit=_SHOWN_LIMIT)
+    if isinstance(value, dict):
+        return {shown(key): shown(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [shown(item) for item in value]
+    return value
+
+
 def describe(letter) -> dict[str, Any]:
     """A dead letter as operators see it: SQS metadata plus the sanitized fields only."""
+    return shown(_describe(letter))
+
+
+def _describe(letter) -> dict[str, Any]:
     target = parse_dead_letter(letter.body)
     row: dict[str, Any] = {
         "message_id": letter.message_id,

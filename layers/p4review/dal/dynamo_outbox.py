@@ -7,12 +7,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import ValidationError
+
 from p4review.clock import now_iso
 from p4review.dal.aws_errors import condition_failed_item, translate
 from p4review.dal.dynamo_codec import from_item, to_item, to_value
 from p4review.dal.dynamo_writes import ConditionFailed, conditional_update
 from p4review.errors import DeliveryInFlight, StaleWriteError
-from p4review.models.outbox import DeliveryAction, DeliveryAuditEvent, DeliveryStatus, OutboxRow
+from p4review.models.outbox import (
+    DeliveryAction,
+    DeliveryAuditEvent,
+    DeliveryStatus,
+    OutboxListing,
+    OutboxRow,
+    UnreadableRow,
+)
 
 # Bounds on what an operator's audit event stores (same as the job's replay audit).
 TICKET_LIMIT = 128
@@ -39,6 +48,12 @@ def outbox_key(changelist_id: int, recipient: str, review_version: int) -> dict[
         "pk": to_value(f"CLV#{changelist_id}#{review_version}"),
         "sk": to_value(f"RCPT#{recipient}"),
     }
+
+
+def _unreadable(item: dict[str, Any], invalid: ValidationError) -> UnreadableRow:
+    key = {name: str(next(iter(item.get(name, {}).values()), "")) for name in ("pk", "sk")}
+    fields = sorted({".".join(str(part) for part in error["loc"]) or "(item)" for error in invalid.errors()})
+    return UnreadableRow(pk=key["pk"], sk=key["sk"], fields=fields)
 
 
 def _row_from_item(item: dict[str, Any]) -> OutboxRow:
@@ -183,7 +198,7 @@ class DynamoOutboxRepository:
 
     # ---- operator tooling (`p4review deliveries`) -------------------------------------
 
-    def list_rows(self, status: DeliveryStatus | None, limit: int) -> list[OutboxRow]:
+    def list_rows(self, status: DeliveryStatus | None, limit: int) -> OutboxListing:
         """Rows (optionally of one status), newest `updated_at` first, at most `limit`.
 
         A filtered Scan of the whole table: acceptable for an occasional operator command on a
@@ -194,17 +209,22 @@ class DynamoOutboxRepository:
             kwargs.update(FilterExpression="#status = :status", ExpressionAttributeNames={"#status": "status"},
                           ExpressionAttributeValues={":status": to_value(status.value)})
         rows: list[OutboxRow] = []
+        unreadable: list[UnreadableRow] = []
         try:
             while True:
                 answer = self._client.scan(**kwargs)
-                rows.extend(_row_from_item(item) for item in answer.get("Items", []))
+                for item in answer.get("Items", []):
+                    try:
+                        rows.append(_row_from_item(item))
+                    except ValidationError as invalid:  # one bad item must not hide the others
+                        unreadable.append(_unreadable(item, invalid))
                 if "LastEvaluatedKey" not in answer:
                     break
                 kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
         except Exception as exc:  # noqa: BLE001
             translate(exc, "scan outbox rows")
         rows.sort(key=lambda row: row.updated_at, reverse=True)  # ISO-8601 UTC strings sort as times
-        return rows[:max(0, limit)]
+        return OutboxListing(rows=rows[:max(0, limit)], unreadable=unreadable)
 
     def retry_row(self, row: OutboxRow, actor: str, ticket: str, note: str) -> OutboxRow:
         """failed -> pending, in one conditional write, for a row that was never delivered.

@@ -9,7 +9,7 @@ from typing import Any, BinaryIO, Protocol
 
 from p4review.models.job import AuditEvent, JobStatus, ReviewJob, StageName, StageStatus
 from p4review.models.messages import StageMessage
-from p4review.models.outbox import DeliveryStatus, OutboxRow
+from p4review.models.outbox import DeliveryStatus, OutboxListing, OutboxRow
 
 
 class CreateConflict(StrEnum):
@@ -92,8 +92,8 @@ class OutboxRepository(Protocol):
     def rows_for_version(self, changelist_id: int, review_version: int) -> list[OutboxRow]: ...
 
     # Operator tooling (`p4review deliveries`). A lost condition raises StaleWriteError.
-    def list_rows(self, status: DeliveryStatus | None, limit: int) -> list[OutboxRow]:
-        """Newest `updated_at` first."""
+    def list_rows(self, status: DeliveryStatus | None, limit: int) -> OutboxListing:
+        """Newest `updated_at` first; an item that is not a valid row is named, not fatal."""
         ...
 
     def retry_row(self, row: OutboxRow, actor: str, ticket: str, note: str) -> OutboxRow:

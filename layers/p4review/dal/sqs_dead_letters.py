@@ -10,11 +10,10 @@ import hashlib
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from p4review.dal.aws_errors import translate
 from p4review.errors import ConfigError
 from p4review.models.job import StageName
+from p4review.models.messages import DeadLetter, decode_queue_body
 
 PEEK_VISIBILITY_SECONDS = 30
 # How long `take`/`take_all` hold a message for a redrive (released or deleted before that).
@@ -22,24 +21,9 @@ TAKE_VISIBILITY_SECONDS = 300
 _PAGE = 10
 
 
-class DeadLetter(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    stage: StageName
-    message_id: str
-    receipt_handle: str
-    body: dict[str, Any] = Field(default_factory=dict)  # {} when the body is not a JSON object
-    body_sha256: str = ""
-    received_count: int = 0
-    sent_at: str | None = None
-
-
 def _dead_letter(stage: StageName, message: dict[str, Any]) -> DeadLetter:
     raw = message.get("Body", "")
-    try:
-        body = json.loads(raw)
-    except ValueError:
-        body = None
+    body = decode_queue_body(raw)
     attributes = message.get("Attributes", {})
     sent_at = None
     if attributes.get("SentTimestamp"):
@@ -49,7 +33,7 @@ def _dead_letter(stage: StageName, message: dict[str, Any]) -> DeadLetter:
             timespec="milliseconds").replace("+00:00", "Z")
     return DeadLetter(
         stage=stage, message_id=message["MessageId"], receipt_handle=message["ReceiptHandle"],
-        body=body if isinstance(body, dict) else {},
+        body=body or {},
         body_sha256=hashlib.sha256(raw.encode("utf-8", "replace")).hexdigest(),
         received_count=int(attributes.get("ApproximateReceiveCount", 0)), sent_at=sent_at,
     )

@@ -21,17 +21,16 @@ No boto3 here: `jobs_replay`, `queues` and `dead_letters` are the DAL objects
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from p4review.errors import IllegalTransitionError, NotFoundError, P4ReviewError
 from p4review.models.job import STAGE_ORDER, JobStatus, ReviewJob, StageName, StageStatus
-from p4review.models.messages import StageMessage
+from p4review.models.messages import StageMessage, decode_queue_body
 
 if TYPE_CHECKING:
-    from p4review.dal.sqs_dead_letters import DeadLetter
+    from p4review.models.messages import DeadLetter
 
 # Audit events that mark a replay whose hand-off has not been confirmed yet.
 REPLAY_EVENTS = frozenset({"replayed", "replay_resumed"})
@@ -61,10 +60,7 @@ def parse_dead_letter(body: dict[str, Any] | str | None) -> ReplayTarget | None:
     """Recognise the runtime's envelope (`envelope_version`, `stage`, `sanitized_context.job_id`)
     or a bare StageMessage (`schema_version`, `job_id`, `stage`). Anything else: None."""
     if isinstance(body, str):
-        try:
-            body = json.loads(body)
-        except ValueError:
-            return None
+        body = decode_queue_body(body)
     if not isinstance(body, dict):
         return None
     if "envelope_version" in body:

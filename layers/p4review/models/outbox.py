@@ -63,6 +63,24 @@ class OutboxRow(BaseModel):
     audit: list[DeliveryAuditEvent] = Field(default_factory=list)
 
 
+class UnreadableRow(BaseModel):
+    """A stored outbox item that is not a valid OutboxRow: its key and which fields are wrong
+    (names only, never values), so an operator can find and fix it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    pk: str
+    sk: str
+    fields: list[str]
+
+
+class OutboxListing(BaseModel):
+    """`deliveries list`: the readable rows (newest first) and the items that were not."""
+
+    rows: list[OutboxRow]
+    unreadable: list[UnreadableRow] = Field(default_factory=list)
+
+
 class SendOutcome(StrEnum):
     SENT = "sent"
     RETRYABLE = "retryable"
