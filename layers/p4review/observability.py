@@ -9,8 +9,8 @@ import warnings
 
 from aws_lambda_powertools import Logger, Metrics
 
-SERVICE_NAME = "p4review"
-METRICS_NAMESPACE = "P4Review"
+from p4review.metric_names import NAMESPACE as METRICS_NAMESPACE
+from p4review.metric_names import SERVICE as SERVICE_NAME
 
 # A stage invocation that only acknowledges duplicates publishes no metric; that is normal.
 warnings.filterwarnings("ignore", message="No application metrics to publish")

@@ -10,10 +10,11 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
+from p4review.metric_names import NAMESPACE as METRICS_NAMESPACE
+from p4review.metric_names import SERVICE, MetricName
 
-# Powertools' EMF metrics: namespace and default dimension of every p4review metric.
-METRICS_NAMESPACE = "P4Review"
-SERVICE_DIMENSION = {"service": "p4review"}
+# Powertools' EMF metrics: the default dimension of every p4review metric.
+SERVICE_DIMENSION = {"service": SERVICE}
 
 
 class Alarms(Construct):
@@ -35,18 +36,18 @@ class Alarms(Construct):
         # A replay that failed again the same non-retryable way (runtime/stage_runner._fail):
         # the remediation did not work, so an engineer has to look.
         self.escalated = self._on_runtime_metric(
-            "DeadLetterEscalated", "dead-letter-escalated", Duration.minutes(5),
+            MetricName.DEAD_LETTER_ESCALATED, "dead-letter-escalated", Duration.minutes(5),
             "A replayed job failed again with the same error class; see docs/runbook.md.")
         # The sweeper's TTL verification (runtime/retention.py): an artifact day older than its
         # bucket's expiration plus one grace day means lifecycle expiry is not happening.
         self.artifact_ttl = self._on_runtime_metric(
-            "ArtifactTtlViolations", "artifact-ttl-violation", Duration.hours(1),
+            MetricName.ARTIFACT_TTL_VIOLATIONS, "artifact-ttl-violation", Duration.hours(1),
             "An artifact outlived its bucket's TTL (+1 day grace): check the bucket's lifecycle rule; "
             "the sweeper's log names the bucket, prefix and day.")
         # Notify found a delivery row marked sent without provider evidence (stages/notify.py:
         # _reconcile_unevidenced): the send-then-mark ordering contract was violated somewhere.
         self.sent_without_evidence = self._on_runtime_metric(
-            "SentWithoutEvidence", "sent-without-evidence", Duration.minutes(5),
+            MetricName.SENT_WITHOUT_EVIDENCE, "sent-without-evidence", Duration.minutes(5),
             "A delivery row was marked sent without provider evidence (ordering contract violated); notify "
             "reconciled it: see docs/runbook.md, Deliveries.")
         # Notify resent an attempt the provider could not confirm (plain SMTP, SES): each is a
@@ -55,7 +56,7 @@ class Alarms(Construct):
         self.possible_duplicates = self._possible_duplicate_rate(threshold_percent=1.0)
         # A check that cannot run (e.g. lost ListBucket permission) would otherwise never alarm.
         self.artifact_ttl_check = self._on_runtime_metric(
-            "ArtifactTtlCheckFailed", "artifact-ttl-check-failed", Duration.hours(1),
+            MetricName.ARTIFACT_TTL_CHECK_FAILED, "artifact-ttl-check-failed", Duration.hours(1),
             "The sweeper could not verify artifact TTLs (see its log for the error class).")
 
     def _on_runtime_metric(self, metric_name: str, suffix: str, period: Duration, description: str) -> cloudwatch.Alarm:
@@ -90,7 +91,8 @@ class Alarms(Construct):
                                "resets and notify's timeouts; see docs/notify.md."),
             metric=cloudwatch.MathExpression(
                 expression="IF(sent > 0, 100 * FILL(resent, 0) / sent, 0)",
-                using_metrics={"resent": metric("UnconfirmedDeliveryRetried"), "sent": metric("EmailSent")},
+                using_metrics={"resent": metric(MetricName.UNCONFIRMED_DELIVERY_RETRIED),
+                               "sent": metric(MetricName.EMAIL_SENT)},
                 period=Duration.hours(1), label="unconfirmed resends, % of emails sent"),
             threshold=threshold_percent,
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,

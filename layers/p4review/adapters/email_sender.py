@@ -16,6 +16,7 @@ import time
 from datetime import datetime
 from typing import Protocol
 
+from p4review.metric_names import MetricName
 from p4review.models.outbox import LookupResult, SendResult
 from p4review.observability import metrics
 
@@ -36,8 +37,8 @@ class TimedSender:
              commit_by: datetime | None = None) -> SendResult:
         started = time.perf_counter()
         result = self._inner.send(sender=sender, recipient=recipient, message=message, commit_by=commit_by)
-        metrics.add_metric(name="EmailProviderCalls", unit="Count", value=1)
-        metrics.add_metric(name="EmailProviderLatency", unit="Milliseconds",
+        metrics.add_metric(name=MetricName.EMAIL_PROVIDER_CALLS, unit="Count", value=1)
+        metrics.add_metric(name=MetricName.EMAIL_PROVIDER_LATENCY, unit="Milliseconds",
                            value=round((time.perf_counter() - started) * 1000, 1))
         metrics.add_metric(name=f"EmailOutcome_{result.outcome.value}", unit="Count", value=1)
         return result

@@ -18,8 +18,9 @@ from p4review.config import get_settings
 from p4review.dal.factory import get_data_access
 from p4review.errors import AuthError, ConfigError, NotFoundError, P4ReviewError
 from p4review.logic import signing
-from p4review.logic.intake import STRANDED_AFTER
 from p4review.logic.ingest_service import create_review, describe_review
+from p4review.logic.intake import STRANDED_AFTER
+from p4review.metric_names import MetricName
 from p4review.models.api import CreateReviewRequest, ErrorBody, ErrorResponse, JobView, PingResponse
 from p4review.observability import logger, metrics
 
@@ -79,7 +80,7 @@ def _authenticate(raw_body: bytes) -> int:
             max_age_seconds=settings.signature_max_age_seconds,
         )
     except signing.SignatureProblem as problem:
-        metrics.add_metric(name="SignatureRejected", unit="Count", value=1)
+        metrics.add_metric(name=MetricName.SIGNATURE_REJECTED, unit="Count", value=1)
         logger.warning("signature rejected", extra={"reason_code": problem.code, "path": event.path})
         raise ApiError(401, problem.code, problem.message, problem.details) from None
 
@@ -130,7 +131,7 @@ def post_review() -> Response:
 def ping() -> Response:
     """The trigger's signed self-test: a 200 proves URL, secret and clock; touches no table."""
     signed_with = _authenticate(_raw_body())
-    metrics.add_metric(name="IngestPing", unit="Count", value=1)
+    metrics.add_metric(name=MetricName.INGEST_PING, unit="Count", value=1)
     answer = PingResponse(server_time=int(time.time()), signed_with="current" if signed_with == 0 else "previous",
                           max_signature_age_seconds=get_settings().signature_max_age_seconds)
     return _json_response(200, answer.model_dump(mode="json"))

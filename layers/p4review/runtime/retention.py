@@ -9,9 +9,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from p4review.clock import utc_now
-from p4review.resources import ARTIFACT_PREFIXES
 from p4review.errors import P4ReviewError
+from p4review.metric_names import MetricName
 from p4review.observability import logger, metrics
+from p4review.resources import ARTIFACT_PREFIXES
 
 # S3 expires objects asynchronously, rounding up to the next midnight UTC: allow one day.
 GRACE = timedelta(days=1)
@@ -60,9 +61,9 @@ def check_artifact_ttls(store: RetentionStore) -> int | None:
         violations = verify_retention(store, utc_now())
     except P4ReviewError as exc:
         logger.warning("artifact TTL check failed", extra={"error_class": exc.error_class.value})
-        metrics.add_metric(name="ArtifactTtlCheckFailed", unit="Count", value=1)
+        metrics.add_metric(name=MetricName.ARTIFACT_TTL_CHECK_FAILED, unit="Count", value=1)
         return None
     for violation in violations:
         logger.error("artifact outlived its TTL", extra=asdict(violation))
-    metrics.add_metric(name="ArtifactTtlViolations", unit="Count", value=len(violations))
+    metrics.add_metric(name=MetricName.ARTIFACT_TTL_VIOLATIONS, unit="Count", value=len(violations))
     return len(violations)

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from p4review.dal.ports import ClaimState, JobRepository, StageQueues
 from p4review.errors import ErrorClass, LeaseLostError, P4ReviewError, StaleWriteError
+from p4review.metric_names import MetricName, stage_completed
 from p4review.models.job import JobStatus, ReviewJob, StageName, StageStatus, next_stage
 from p4review.models.messages import StageMessage
 from p4review.observability import logger, metrics
@@ -132,7 +133,7 @@ def run_stage(
                                        finish_job=output.finish_job)
     except StaleWriteError:
         return _lease_lost(log, "lease lost before completion")
-    metrics.add_metric(name=f"{stage.value.capitalize()}Completed", unit="Count", value=1)
+    metrics.add_metric(name=stage_completed(stage.value), unit="Count", value=1)
     fault(FaultPoint.BEFORE_HANDOFF)
     _ensure_handoff(finished, stage, queues, message.request_id)
     return ACK
@@ -142,7 +143,7 @@ def _lease_lost(log: dict[str, str], what: str) -> Disposition:
     """The stage belongs to another worker now: touch nothing, let SQS redeliver the message
     (a redelivery meets either the new owner's live lease or its completed stage)."""
     logger.warning(f"{what}; leaving the job to its new owner", extra=log)
-    metrics.add_metric(name="LeaseLost", unit="Count", value=1)
+    metrics.add_metric(name=MetricName.LEASE_LOST, unit="Count", value=1)
     return Disposition(ack=False, reason="lease lost")
 
 
@@ -181,9 +182,9 @@ def _fail(
     # A replay that fails again the same non-retryable way needs engineering, not another replay.
     escalated = job.replays > 0 and job.stages[stage].last_dead_letter_class == error_class.value
     logger.error("stage dead-lettered", extra={**log, "escalated": escalated})
-    metrics.add_metric(name="DeadLettered", unit="Count", value=1)
+    metrics.add_metric(name=MetricName.DEAD_LETTERED, unit="Count", value=1)
     if escalated:
-        metrics.add_metric(name="DeadLetterEscalated", unit="Count", value=1)
+        metrics.add_metric(name=MetricName.DEAD_LETTER_ESCALATED, unit="Count", value=1)
     # Envelope first: a crash after it leaves a duplicate envelope at worst, never a silent loss.
     queues.send_dead_letter(stage, dead_letter.envelope(
         job=job, job_id=job.job_id, stage=stage, error_class=error_class, exc=exc,

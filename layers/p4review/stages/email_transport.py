@@ -11,6 +11,7 @@ from p4review.adapters.email_sender import EmailSender, TimedSender
 from p4review.adapters.smtp import SmtpSender, SmtpSettings
 from p4review.config import Settings
 from p4review.dal.ports import SecretReader
+from p4review.metric_names import MetricName
 from p4review.observability import logger, metrics
 
 
@@ -45,7 +46,7 @@ class EmailTransport:
         if fresh == self._smtp:
             return False
         logger.info("SMTP credentials were refused and the secret has a new version: using it")
-        metrics.add_metric(name="SmtpCredentialsRefreshed", unit="Count", value=1)
+        metrics.add_metric(name=MetricName.SMTP_CREDENTIALS_REFRESHED, unit="Count", value=1)
         self._smtp = fresh
         self.sender, self.from_address = TimedSender(SmtpSender(fresh), "smtp"), fresh.from_address
         return True

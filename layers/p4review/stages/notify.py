@@ -11,6 +11,7 @@ from p4review.errors import AuthError, DeliveryInFlight, ErrorClass, NonRetryabl
 from p4review.logic.delivery import delivery_token, message_id_for
 from p4review.logic.email_render import render_review_email
 from p4review.logic.recipients import Rejection, parse_reviewer_policy, plan_recipients
+from p4review.metric_names import MetricName
 from p4review.models.change import ChangeSnapshot
 from p4review.models.job import JobStatus, ReviewJob, StageName
 from p4review.models.outbox import DeliveryStatus, LookupOutcome, LookupResult, OutboxRow, SendOutcome, SendResult
@@ -98,7 +99,7 @@ class NotifyWork:
         # The token (a hash of the key, also on the row) lets an operator find the row.
         logger.warning("recipient rejected; recorded as a failed delivery",
                        extra={"job_id": job.job_id, "reason": rejection.reason, "token": token})
-        metrics.add_metric(name="RecipientRejected", unit="Count", value=1)
+        metrics.add_metric(name=MetricName.RECIPIENT_REJECTED, unit="Count", value=1)
 
     def _deliver(self, job: ReviewJob, snapshot: ChangeSnapshot, result: ReviewResult,
                  coverage: Coverage | list, recipient: str, transport: EmailTransport, lease: Lease) -> None:
@@ -130,7 +131,7 @@ class NotifyWork:
         if outcome.outcome == SendOutcome.SENT:
             fault(FaultPoint.DB_WRITE_AFTER_PROVIDER)
             self._outbox.mark_sent(row, outcome.notification_id or message_id)
-            metrics.add_metric(name="EmailSent", unit="Count", value=1)
+            metrics.add_metric(name=MetricName.EMAIL_SENT, unit="Count", value=1)
             return
         error = f"{outcome.error_code}: {outcome.error_message or ''}"
         if outcome.error_code == "auth_failed":
@@ -193,7 +194,7 @@ class NotifyWork:
         record the evidence; not found -> reopen the row (markers cleared, audited) so it is sent
         once; no answer possible (plain SMTP) -> keep it as sent rather than risk a duplicate. Every
         case counts SentWithoutEvidence, which alarms."""
-        metrics.add_metric(name="SentWithoutEvidence", unit="Count", value=1)
+        metrics.add_metric(name=MetricName.SENT_WITHOUT_EVIDENCE, unit="Count", value=1)
         found = self._lookup(message_id, transport)
         if found.outcome == LookupOutcome.FOUND:
             logger.warning("row marked sent without evidence; the provider has it: evidence recorded", extra=log)
@@ -218,13 +219,13 @@ class NotifyWork:
         if found.outcome == LookupOutcome.FOUND:
             self._outbox.mark_sent(row, found.notification_id or message_id)
             logger.info("earlier attempt was delivered; backfilled without sending", extra=log)
-            metrics.add_metric(name="DeliveryBackfilled", unit="Count", value=1)
+            metrics.add_metric(name=MetricName.DELIVERY_BACKFILLED, unit="Count", value=1)
             return True
         if found.outcome == LookupOutcome.UNAVAILABLE:
             raise RetryableError(f"cannot confirm an earlier delivery attempt ({found.error_code})")
         if found.outcome == LookupOutcome.UNSUPPORTED:
             logger.warning("retrying a delivery whose earlier attempt is unconfirmed", extra=log)
-            metrics.add_metric(name="UnconfirmedDeliveryRetried", unit="Count", value=1)
+            metrics.add_metric(name=MetricName.UNCONFIRMED_DELIVERY_RETRIED, unit="Count", value=1)
         return False
 
 def _seconds_until(moment: str | None) -> float | None:

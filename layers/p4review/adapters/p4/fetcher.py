@@ -12,9 +12,10 @@ from p4review.adapters.p4.errors import P4ArgumentError, P4CommandError, P4NotFo
 from p4review.adapters.p4.runner import P4Runner
 from p4review.adapters.p4.values import decode_field, depot_path_operand, int_field, is_binary_type, untrusted
 from p4review.logic.depot_paths import DepotAllowList, PathDecision, sanitize_for_log
+from p4review.metric_names import MetricName
 from p4review.models.change import (
-    ChangedFile,
     ChangeDescription,
+    ChangedFile,
     ChangeSnapshot,
     DiffStatus,
     FileDiff,
@@ -209,4 +210,4 @@ def report_path_denied(decision: PathDecision, *, check: str, description: Chang
         "changelist_id": description.changelist_id,
         "change_kind": description.kind.value,
     })
-    metrics.add_metric(name="SecurityPathDenied", unit="Count", value=1)
+    metrics.add_metric(name=MetricName.SECURITY_PATH_DENIED, unit="Count", value=1)
