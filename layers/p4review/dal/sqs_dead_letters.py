@@ -137,7 +137,8 @@ class SqsDeadLetters:
             answer = self._client.send_message(QueueUrl=self._url(stage), MessageBody=text)
         except Exception as exc:  # noqa: BLE001
             translate(exc, f"send {stage.value} dead letter")
-        return answer.get("MessageId", "")
+        message_id: str = answer.get("MessageId", "")
+        return message_id
 
     def _release_all(self, stage: StageName, letters: list[DeadLetter]) -> None:
         for start in range(0, len(letters), _PAGE):

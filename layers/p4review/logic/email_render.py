@@ -292,9 +292,10 @@ def render_review_email(
     message["X-P4Review-Job"] = job.job_id
     message["X-P4Review-Version"] = str(job.review_version)
     message["Auto-Submitted"] = "auto-generated"
-    kwargs = {"job": job, "result": result, "coverage": coverage, "description": description, "swarm_url": swarm_url}
-    message.set_content(render_text(**kwargs), subtype="plain", charset="utf-8", cte="quoted-printable")
-    message.add_alternative(render_html(**kwargs), subtype="html", charset="utf-8", cte="quoted-printable")
+    text = render_text(job=job, result=result, coverage=coverage, description=description, swarm_url=swarm_url)
+    html = render_html(job=job, result=result, coverage=coverage, description=description, swarm_url=swarm_url)
+    message.set_content(text, subtype="plain", charset="utf-8", cte="quoted-printable")
+    message.add_alternative(html, subtype="html", charset="utf-8", cte="quoted-printable")
     for part in message.iter_parts():
         del part["MIME-Version"]  # add_alternative builds the part as a top-level message
     message.set_boundary(_boundary(message_id))

@@ -95,14 +95,14 @@ def plan_recipients(owner_user: str, owner_email: str | None, client: str, chang
     files = list(changed_files)
     deliverable: dict[str, None] = {}
     rejected: list[Rejection] = []
-    if not (owner_email or "").strip():
+    if owner_email is None or not owner_email.strip():
         rejected.append(Rejection(f"<missing:{owner_user}>", MISSING_ADDRESS))
     else:
         normalized, reason = _check(owner_email, default_address=f"{owner_user}@{client}".lower())
         if normalized:
             deliverable[normalized] = None
         else:
-            rejected.append(Rejection(owner_email, reason))
+            rejected.append(Rejection(owner_email, reason or INVALID_ADDRESS))
     for rule in rules:
         if not _applies(rule, files, case_insensitive):
             continue
@@ -111,7 +111,7 @@ def plan_recipients(owner_user: str, owner_email: str | None, client: str, chang
             if normalized:
                 deliverable.setdefault(normalized, None)
             else:
-                rejected.append(Rejection(address, reason))
+                rejected.append(Rejection(address, reason or INVALID_ADDRESS))
     # One row per key: a rejection whose key is also deliverable (an operator listed the owner's
     # default address as a reviewer) or repeats another rejection would fight over one outbox row.
     unique: dict[str, Rejection] = {}

@@ -237,7 +237,7 @@ def redrive(
 def _redrive_one(letter: DeadLetter, *, jobs_replay: JobReplayPort, queues: QueuesPort,
                  dead_letters: DeadLettersPort, ticket: str | None, note: str | None, from_start: bool,
                  dry_run: bool, actor: str) -> RedriveOutcome:
-    base = {"message_id": letter.message_id, "dlq_stage": letter.stage}
+    base: dict[str, Any] = {"message_id": letter.message_id, "dlq_stage": letter.stage}
     target = parse_dead_letter(letter.body)
     if target is None:
         return RedriveOutcome(**base, result="skipped",
