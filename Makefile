@@ -9,7 +9,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
 
-.PHONY: venv demo test test-fast synth bench chaos clean
+.PHONY: venv demo test test-fast lint synth bench chaos clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,9 +23,17 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/p4review demo
 
-## Run the full test suite (what CI runs).
-test: $(STAMP)
+## Run the full test suite (what CI runs): the static checks first, then every test.
+test: lint
 	$(BIN)/python -m pytest
+
+## Static checks: ruff (lint and format), mypy (strict on logic, models, dal), import-linter's
+## layer contracts (pyproject.toml).
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 ## Unit tests only: seconds, no servers.
 test-fast: $(STAMP)
@@ -46,4 +54,4 @@ chaos: $(STAMP)
 	$(BIN)/python -m p4review.local.chaos --jobs 500 --recipients 3 --faults '$(CHAOS_FAULTS)' --timeout 5400
 
 clean:
-	rm -rf $(VENV) .local cdk.out build .pytest_cache .hypothesis
+	rm -rf $(VENV) .local cdk.out build .pytest_cache .hypothesis .mypy_cache .ruff_cache .import_linter_cache

@@ -29,8 +29,10 @@ def bench_fetch_large_change() -> None:
         snapshot = fetcher.fetch(48255, ChangeKind.SUBMITTED, parallelism=parallelism)
         timings[parallelism] = time.perf_counter() - started
         assert len(snapshot.diffs) == 300
-    print(f"fetch 300-file change: serial {timings[1]:.2f}s, 8 concurrent {timings[8]:.2f}s, "
-          f"speed-up x{timings[1] / timings[8]:.2f} ({os.cpu_count()} cores)")
+    print(
+        f"fetch 300-file change: serial {timings[1]:.2f}s, 8 concurrent {timings[8]:.2f}s, "
+        f"speed-up x{timings[1] / timings[8]:.2f} ({os.cpu_count()} cores)"
+    )
 
 
 def bench_ingest() -> None:
@@ -48,8 +50,12 @@ def bench_ingest() -> None:
         for index in range(REQUESTS):
             for kind in ("new", "replay"):
                 started = time.perf_counter()
-                answer = client.submit(changelist_id=100_000 + index, review_version=1, kind="submitted",
-                                       idempotency_key=f"bench-{label}-{index}")
+                answer = client.submit(
+                    changelist_id=100_000 + index,
+                    review_version=1,
+                    kind="submitted",
+                    idempotency_key=f"bench-{label}-{index}",
+                )
                 latencies[kind].append(time.perf_counter() - started)
                 assert answer.status in (200, 201), answer.body
         return median(latencies["new"]), median(latencies["replay"])
@@ -64,8 +70,10 @@ def bench_ingest() -> None:
         for poller in stack.pollers.values():
             poller.stop()  # measure ingest alone
         real, replay = measure(ReviewApiClient(stack.info.api_url, stack.signing_secret), "ingest")
-    print(f"ingest POST median latency over {REQUESTS}: new job {real * 1000:.1f} ms, replay {replay * 1000:.1f} ms, "
-          f"baseline (no-op handler) {baseline * 1000:.1f} ms; new job = x{real / baseline:.1f} baseline")
+    print(
+        f"ingest POST median latency over {REQUESTS}: new job {real * 1000:.1f} ms, replay {replay * 1000:.1f} ms, "
+        f"baseline (no-op handler) {baseline * 1000:.1f} ms; new job = x{real / baseline:.1f} baseline"
+    )
 
 
 def main() -> int:
@@ -77,9 +85,17 @@ def main() -> int:
     from benchmarks.smtp_duplicates import bench_smtp_duplicate_risk
     from benchmarks.trigger_latency import bench_trigger_latency
 
-    for bench in (bench_ingest, bench_fetch_large_change, bench_cost_per_job, bench_redaction, bench_redaction_external,
-                  bench_review_tokens,
-                  bench_smtp_duplicate_risk, bench_trigger_latency, bench_cold_start):
+    for bench in (
+        bench_ingest,
+        bench_fetch_large_change,
+        bench_cost_per_job,
+        bench_redaction,
+        bench_redaction_external,
+        bench_review_tokens,
+        bench_smtp_duplicate_risk,
+        bench_trigger_latency,
+        bench_cold_start,
+    ):
         bench()
     return 0
 

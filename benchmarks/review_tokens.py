@@ -15,15 +15,16 @@ import os
 import sys
 from pathlib import Path
 
-NAIVE_INSTRUCTION = ("Review the following Perforce changelist. Answer with JSON matching this schema, "
-                     "listing every problem you find.\n")
+NAIVE_INSTRUCTION = (
+    "Review the following Perforce changelist. Answer with JSON matching this schema, listing every problem you find.\n"
+)
 
 
 def _review_inputs():
     from p4review.adapters.p4 import ChangeFetcher, P4Runner
+    from p4review.local.stack import repo_root
     from p4review.logic.change_redaction import prepare_review_input, redact_change
     from p4review.logic.depot_paths import DEFAULT_ALLOW_LIST, DepotAllowList
-    from p4review.local.stack import repo_root
     from p4review.models.job import ChangeKind
 
     os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"]
@@ -50,9 +51,14 @@ def measure(review_input, snapshot, config) -> tuple[int, int, int]:
     for chunk in plan.chunks:
         request = request_for(review_input, choice, chunk, max_output_tokens=config.max_output_tokens, request_id="b")
         ours += estimate_tokens(request.system) + estimate_tokens(request.user)
-    naive_text = (NAIVE_INSTRUCTION + json.dumps(REVIEW_RESULT_SCHEMA, indent=2) + "\n\n"
-                  + review_input.description.text + "\n\n"
-                  + "\n".join(f.document.text for f in review_input.files))
+    naive_text = (
+        NAIVE_INSTRUCTION
+        + json.dumps(REVIEW_RESULT_SCHEMA, indent=2)
+        + "\n\n"
+        + review_input.description.text
+        + "\n\n"
+        + "\n".join(f.document.text for f in review_input.files)
+    )
     return ours, len(plan.chunks), estimate_tokens(naive_text)
 
 
@@ -63,16 +69,22 @@ def bench_review_tokens() -> None:
 
     config = review_config(Settings())
     total_ours = total_naive = 0
-    print("review prompt tokens per changelist (estimated; ours = template + numbered chunks, "
-          "naive = schema + whole diff in one prompt):")
+    print(
+        "review prompt tokens per changelist (estimated; ours = template + numbered chunks, "
+        "naive = schema + whole diff in one prompt):"
+    )
     for change, snapshot, review_input in _review_inputs():
         ours, requests, naive = measure(review_input, snapshot, config)
         total_ours += ours
         total_naive += naive
-        print(f"  CL {change}: {len(review_input.files):>3} files, ours {ours:>7} tokens in {requests} request(s), "
-              f"naive {naive:>7}, ours/naive x{ours / naive:.2f}")
-    print(f"review prompt tokens, all fixtures: ours {total_ours}, naive {total_naive}, "
-          f"ours/naive x{total_ours / total_naive:.2f}")
+        print(
+            f"  CL {change}: {len(review_input.files):>3} files, ours {ours:>7} tokens in {requests} request(s), "
+            f"naive {naive:>7}, ours/naive x{ours / naive:.2f}"
+        )
+    print(
+        f"review prompt tokens, all fixtures: ours {total_ours}, naive {total_naive}, "
+        f"ours/naive x{total_ours / total_naive:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -76,9 +76,15 @@ def _deliver_all(mail, job, faults_spec: str) -> dict:
     for message in sorted(messages, key=lambda m: m.received_at):
         first_stored.setdefault(message.recipients[0], message.received_at)
     windows = [outbox.marked_at[r] - first_stored[r] for r in outbox.marked_at if r in first_stored]
-    return {"runs": runs, "busy_seconds": busy_seconds, "deliveries": len(copies),
-            "duplicates": sum(n - 1 for n in copies.values()), "uncertain": fired, "windows": windows,
-            "job_status": get_data_access().jobs.get_job(job.job_id).status.value}
+    return {
+        "runs": runs,
+        "busy_seconds": busy_seconds,
+        "deliveries": len(copies),
+        "duplicates": sum(n - 1 for n in copies.values()),
+        "uncertain": fired,
+        "windows": windows,
+        "job_status": get_data_access().jobs.get_job(job.job_id).status.value,
+    }
 
 
 def bench_smtp_duplicate_risk() -> None:
@@ -96,8 +102,9 @@ def bench_smtp_duplicate_risk() -> None:
         with tempfile.TemporaryDirectory() as scratch:
             for label, lookup in (("plain relay (policy: resend)", False), ("mailbox with lookup (baseline)", True)):
                 aws.reset()
-                mail = LocalMailServer(Path(scratch) / label.split()[0], username="relay",
-                                       password="relay-password", lookup_enabled=lookup)
+                mail = LocalMailServer(
+                    Path(scratch) / label.split()[0], username="relay", password="relay-password", lookup_enabled=lookup
+                )
                 mail.start()
                 try:
                     with notify_service(aws.endpoint_url, mail, extra_env=env) as service:
@@ -110,7 +117,8 @@ def bench_smtp_duplicate_risk() -> None:
                     with notify_service(aws.endpoint_url, mail, extra_env=env) as service:
                         job = reviewed_job(service)
                         results[label] = _deliver_all(
-                            mail, job, f"db_write_after_provider={MARK_WRITE_FAILURE};seed=11")
+                            mail, job, f"db_write_after_provider={MARK_WRITE_FAILURE};seed=11"
+                        )
                 finally:
                     mail.stop()
     finally:
@@ -120,18 +128,24 @@ def bench_smtp_duplicate_risk() -> None:
     windows_ms = sorted(w * 1000 for w in clean["windows"])
     share = sum(clean["windows"]) / clean["busy_seconds"]
     p50, p99 = median(windows_ms), quantiles(windows_ms, n=100)[98]
-    print(f"SMTP stored -> outbox marked window over {len(windows_ms)} deliveries: p50 {p50:.1f} ms, "
-          f"p99 {p99:.1f} ms; {share:.1%} of notify's wall time ({clean['busy_seconds'] / RECIPIENTS * 1000:.0f} ms "
-          f"per delivery): a worker dying at a random moment of a notify run duplicates with p={share:.3f}")
+    print(
+        f"SMTP stored -> outbox marked window over {len(windows_ms)} deliveries: p50 {p50:.1f} ms, "
+        f"p99 {p99:.1f} ms; {share:.1%} of notify's wall time ({clean['busy_seconds'] / RECIPIENTS * 1000:.0f} ms "
+        f"per delivery): a worker dying at a random moment of a notify run duplicates with p={share:.3f}"
+    )
     for label in ("plain relay (policy: resend)", "mailbox with lookup (baseline)"):
         outcome = results[label]
         per_thousand = outcome["duplicates"] / max(1, outcome["deliveries"]) * 1000
-        print(f"{label}: {outcome['deliveries']} deliveries in {outcome['runs']} runs, job {outcome['job_status']}, "
-              f"{outcome['uncertain']} uncertain attempts that had arrived, {outcome['duplicates']} duplicates "
-              f"({per_thousand:.1f} per 1,000 deliveries)")
+        print(
+            f"{label}: {outcome['deliveries']} deliveries in {outcome['runs']} runs, job {outcome['job_status']}, "
+            f"{outcome['uncertain']} uncertain attempts that had arrived, {outcome['duplicates']} duplicates "
+            f"({per_thousand:.1f} per 1,000 deliveries)"
+        )
     plain, baseline = results["plain relay (policy: resend)"], results["mailbox with lookup (baseline)"]
-    print(f"duplicates per uncertain attempt: plain relay {plain['duplicates'] / max(1, plain['uncertain']):.2f}, "
-          f"lookup {baseline['duplicates'] / max(1, baseline['uncertain']):.2f}")
+    print(
+        f"duplicates per uncertain attempt: plain relay {plain['duplicates'] / max(1, plain['uncertain']):.2f}, "
+        f"lookup {baseline['duplicates'] / max(1, baseline['uncertain']):.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -84,8 +84,20 @@ def bench_trigger_latency() -> None:
 
         def trigger(change: int) -> float:
             started = time.perf_counter()
-            code = subprocess.run([python, str(TRIGGER_FILE), "-c", str(config), "-t", "change-commit",
-                                   "-v", str(change), "-w", str(change)]).returncode
+            code = subprocess.run(
+                [
+                    python,
+                    str(TRIGGER_FILE),
+                    "-c",
+                    str(config),
+                    "-t",
+                    "change-commit",
+                    "-v",
+                    str(change),
+                    "-w",
+                    str(change),
+                ]
+            ).returncode
             assert code == 0
             return time.perf_counter() - started
 
@@ -99,14 +111,18 @@ def bench_trigger_latency() -> None:
 
         def today(api_url: str, change: int) -> float:
             started = time.perf_counter()
-            subprocess.run([str(Path(sys.executable).parent / "p4review"), "submit", "--api", api_url,
-                            "--change", str(change)], env=dict(os.environ, P4REVIEW_SIGNING_SECRET="x"),
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            subprocess.run(
+                [str(Path(sys.executable).parent / "p4review"), "submit", "--api", api_url, "--change", str(change)],
+                env=dict(os.environ, P4REVIEW_SIGNING_SECRET="x"),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             return time.perf_counter() - started
 
         with ThreadPoolExecutor(BASELINE_HANGING_RUNS) as pool:
-            hanging = list(pool.map(lambda n: today(f"http://127.0.0.1:{api.port}/prod", n),
-                                    range(BASELINE_HANGING_RUNS)))
+            hanging = list(
+                pool.map(lambda n: today(f"http://127.0.0.1:{api.port}/prod", n), range(BASELINE_HANGING_RUNS))
+            )
         # An API that answers at once: the local API Gateway front with a no-op handler.
         healthy = LocalApiGateway(lambda event, context: {"statusCode": 201, "body": "{}"})
         healthy.start()
@@ -119,12 +135,14 @@ def bench_trigger_latency() -> None:
         subprocess.run(["pkill", "-f", f"p4review-trigger.py -c {work}"], check=False)
         shutil.rmtree(work, ignore_errors=True)
     p50, p99, worst = median(timings) * 1000, percentile(timings, 99) * 1000, max(timings) * 1000
-    print(f"trigger wall time as p4d sees it, API hanging ({python}): {TRIGGER_RUNS} change-commits back to back "
-          f"p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {worst:.1f} ms (goal p99 <= 100 ms); {SPACED_RUNS} spaced "
-          f"{SPACING_SECONDS:g} s apart p50 {median(spaced) * 1000:.1f} ms, p99 {percentile(spaced, 99) * 1000:.1f} ms; "
-          f"baseline today's synchronous `p4review submit`: API hanging {median(hanging):.1f} s (its timeout), "
-          f"API answering at once {median(answered) * 1000:.0f} ms; "
-          f"x{median(hanging) * 1000 / p99:.0f} and x{median(answered) * 1000 / p99:.1f} the trigger's p99")
+    print(
+        f"trigger wall time as p4d sees it, API hanging ({python}): {TRIGGER_RUNS} change-commits back to back "
+        f"p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {worst:.1f} ms (goal p99 <= 100 ms); {SPACED_RUNS} spaced "
+        f"{SPACING_SECONDS:g} s apart p50 {median(spaced) * 1000:.1f} ms, p99 {percentile(spaced, 99) * 1000:.1f} ms; "
+        f"baseline today's synchronous `p4review submit`: API hanging {median(hanging):.1f} s (its timeout), "
+        f"API answering at once {median(answered) * 1000:.0f} ms; "
+        f"x{median(hanging) * 1000 / p99:.0f} and x{median(answered) * 1000 / p99:.1f} the trigger's p99"
+    )
 
 
 if __name__ == "__main__":

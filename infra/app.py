@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """CDK entry point (cdk.json: `python3 infra/app.py`).
 
-    cdk synth -c environment=prod      # default environment: dev
+cdk synth -c environment=prod      # default environment: dev
 """
 
 from __future__ import annotations

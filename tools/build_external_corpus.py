@@ -46,7 +46,8 @@ _NOT_A_SECRET = re.compile(
     r"(?i)public|recipient|\b(?:client|app|application|account|organization|product|project|tenant|reporter|"
     r"org|instance|subscription|user|team|workspace|site|device)[ _-]?id\b|username(?! and password)|\bhost\b"
     r"|hostname|\bemail\b|\bdomain\b|password hash|\bhash\b|instance url|jfrog url|search url|salesforce instance"
-    r"|weak password|\bkey id\b|private key id|(?<!access )\bkey id\b|\bname\b|\bregion\b|\bendpoint\b")
+    r"|weak password|\bkey id\b|private key id|(?<!access )\bkey id\b|\bname\b|\bregion\b|\bendpoint\b"
+)
 _CLASSES = (
     ("private_key", re.compile(r"(?i)private key|\bpem\b|putty|ssh key|pkcs")),
     ("uri", re.compile(r"(?i)\buri\b|\burl\b|connection string|credentials in")),
@@ -64,20 +65,23 @@ def classify(name: str) -> str:
 
 
 def _rules(repo: Path, prefix: str) -> list[tuple[str, dict]]:
-    listing = subprocess.run(["git", "-C", str(repo), "ls-tree", "-r", "--name-only", "HEAD"],
-                             capture_output=True, text=True, check=True).stdout.split()
+    listing = subprocess.run(
+        ["git", "-C", str(repo), "ls-tree", "-r", "--name-only", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.split()
     found = []
     for path in sorted(listing):
         if path.startswith(prefix) and path.endswith((".yml", ".yaml")):
-            text = subprocess.run(["git", "-C", str(repo), "show", f"HEAD:{path}"],
-                                  capture_output=True, text=True, check=True).stdout
+            text = subprocess.run(
+                ["git", "-C", str(repo), "show", f"HEAD:{path}"], capture_output=True, text=True, check=True
+            ).stdout
             found += [(path, rule) for rule in (yaml.safe_load(text) or {}).get("rules") or []]
     return found
 
 
 def _commit(repo: Path) -> str:
-    return subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
-                          check=True).stdout.strip()[:12]
+    return subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()[:12]
 
 
 # Where a match holds a credential beside names and hosts, the credential is the secret:
@@ -85,7 +89,8 @@ def _commit(repo: Path) -> str:
 _CREDENTIAL_IN_MATCH = re.compile(
     r"://[^\s:/@]+:(?P<uri>[^\s/]+)@[\w.-]"
     r"|(?i:\b(?:password|pwd|accountkey|sharedaccesskey|secret)\s*=)\s*(?P<pair>[^;\"'\s]+)"
-    r"|(?i:psexec\S*\s.*?\s-p)\s+(?P<flag>\S+)")
+    r"|(?i:psexec\S*\s.*?\s-p)\s+(?P<flag>\S+)"
+)
 
 
 def _secret(pattern: str, example: str) -> str | None:
@@ -116,8 +121,15 @@ def rule_examples(project: str, repo: Path, prefix: str) -> list[dict]:
         for example in rule.get("negative_examples") or []:
             if example not in seen:
                 seen.add(example)
-                records.append({"label": "negative", "class": "rule_negative", "text": example, "source": source,
-                                "rule": rule.get("id")})
+                records.append(
+                    {
+                        "label": "negative",
+                        "class": "rule_negative",
+                        "text": example,
+                        "source": source,
+                        "rule": rule.get("id"),
+                    }
+                )
         if _NOT_A_SECRET.search(name):
             continue
         for example in rule.get("examples") or []:
@@ -125,40 +137,75 @@ def rule_examples(project: str, repo: Path, prefix: str) -> list[dict]:
             if secret is None or len(secret) < 6 or example in seen:
                 continue
             seen.add(example)
-            records.append({"label": "secret", "class": classify(name), "text": example, "secret": secret,
-                            "source": source, "rule": rule.get("id"), "name": name})
+            records.append(
+                {
+                    "label": "secret",
+                    "class": classify(name),
+                    "text": example,
+                    "secret": secret,
+                    "source": source,
+                    "rule": rule.get("id"),
+                    "name": name,
+                }
+            )
     return records
 
 
-_DIGEST_OR_ID = re.compile(r"\b[0-9a-f]{32,}\b|\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
+_DIGEST_OR_ID = re.compile(
+    r"\b[0-9a-f]{32,}\b|\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+)
 
 
-_SECRETLINT_SKIPPED = ("preset-", "rule-pattern", "no-homedir", "no-dotenv", "no-k8s", "filter-comments", "rule-example")
+_SECRETLINT_SKIPPED = (
+    "preset-",
+    "rule-pattern",
+    "no-homedir",
+    "no-dotenv",
+    "no-k8s",
+    "filter-comments",
+    "rule-example",
+)
 _SECRETLINT_IDENTIFIER = re.compile(r"AccountId|ClientId|TenantId|Username", re.IGNORECASE)
-_SECRETLINT_CLASSES = (("private_key", re.compile(r"(?i)privatekey|private-key")),
-                       ("uri", re.compile(r"(?i)basicauth|connection-string")),
-                       ("password", re.compile(r"(?i)password")))
+_SECRETLINT_CLASSES = (
+    ("private_key", re.compile(r"(?i)privatekey|private-key")),
+    ("uri", re.compile(r"(?i)basicauth|connection-string")),
+    ("password", re.compile(r"(?i)password")),
+)
 
 
 def secretlint_snapshots(repo: Path) -> list[dict]:
     """secretlint's rule snapshot tests: an `ng.*` input with the ranges its rule reports (each
     range is a labelled secret), an `ok.*` input the rule must leave alone (a rule negative)."""
     commit = _commit(repo)
-    listing = subprocess.run(["git", "-C", str(repo), "ls-tree", "-r", "--name-only", "HEAD"],
-                             capture_output=True, text=True, check=True).stdout.splitlines()
+    listing = subprocess.run(
+        ["git", "-C", str(repo), "ls-tree", "-r", "--name-only", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
     records = []
     for path in sorted(listing):
         parts = path.split("/")
-        if (len(parts) != 7 or parts[:2] != ["packages", "@secretlint"] or parts[3:5] != ["test", "snapshots"]
-                or not parts[6].startswith("input") or any(skip in parts[2] for skip in _SECRETLINT_SKIPPED)):
+        if (
+            len(parts) != 7
+            or parts[:2] != ["packages", "@secretlint"]
+            or parts[3:5] != ["test", "snapshots"]
+            or not parts[6].startswith("input")
+            or any(skip in parts[2] for skip in _SECRETLINT_SKIPPED)
+        ):
             continue
         rule, case = parts[2], parts[5]
-        output = json.loads(subprocess.run(["git", "-C", str(repo), "show", f"HEAD:{'/'.join(parts[:6])}/output.json"],
-                                           capture_output=True, text=True, check=True).stdout)
+        output = json.loads(
+            subprocess.run(
+                ["git", "-C", str(repo), "show", f"HEAD:{'/'.join(parts[:6])}/output.json"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        )
         text = output.get("sourceContent") or ""
         source = f"secretlint@{commit}:{path}"
         if case.startswith("ok.") and text.strip():
-            records.append({"label": "negative", "class": "rule_negative", "text": text, "source": source, "rule": rule})
+            records.append(
+                {"label": "negative", "class": "rule_negative", "text": text, "source": source, "rule": rule}
+            )
         elif case.startswith("ng."):
             label = next((name for name, pattern in _SECRETLINT_CLASSES if pattern.search(rule + case)), "token")
             for message in output.get("messages", []):
@@ -168,13 +215,26 @@ def secretlint_snapshots(repo: Path) -> list[dict]:
                 if credential is not None:
                     secret = next(value for value in credential.groups() if value)
                 if len(secret) >= 6 and not _SECRETLINT_IDENTIFIER.search(str(message.get("messageId"))):
-                    records.append({"label": "secret", "class": label, "text": text, "secret": secret,
-                                    "source": source, "rule": f"{rule}:{message.get('messageId')}"})
+                    records.append(
+                        {
+                            "label": "secret",
+                            "class": label,
+                            "text": text,
+                            "secret": secret,
+                            "source": source,
+                            "rule": f"{rule}:{message.get('messageId')}",
+                        }
+                    )
     return records
 
 
-def real_code_negatives(count: int, seed: int = 13, pattern: re.Pattern[str] = _ASSIGNMENT,
-                        label: str = "real_code", exclude: frozenset[str] = frozenset()) -> list[dict]:
+def real_code_negatives(
+    count: int,
+    seed: int = 13,
+    pattern: re.Pattern[str] = _ASSIGNMENT,
+    label: str = "real_code",
+    exclude: frozenset[str] = frozenset(),
+) -> list[dict]:
     """Lines of installed libraries that match `pattern` (by default: assign to a secret-ish
     name), shuffled by `seed`, leaving out the lines in `exclude`."""
     root = Path(sysconfig.get_paths()["purelib"])
@@ -189,16 +249,19 @@ def real_code_negatives(count: int, seed: int = 13, pattern: re.Pattern[str] = _
             continue
         for line in text.splitlines():
             stripped = line.strip()
-            if (12 <= len(stripped) <= 200 and pattern.search(stripped) and stripped not in _REAL_CODE_SECRETS
-                    and stripped not in exclude):
+            if (
+                12 <= len(stripped) <= 200
+                and pattern.search(stripped)
+                and stripped not in _REAL_CODE_SECRETS
+                and stripped not in exclude
+            ):
                 lines.append((relative.split("/")[0], stripped))
     random.Random(seed).shuffle(lines)
     unique, seen = [], set()
     for package, line in lines:
         if line not in seen:
             seen.add(line)
-            unique.append({"label": "negative", "class": label, "text": line,
-                           "source": f"site-packages:{package}"})
+            unique.append({"label": "negative", "class": label, "text": line, "source": f"site-packages:{package}"})
         if len(unique) == count:
             break
     return unique
@@ -213,14 +276,23 @@ def main() -> int:
     args = parser.parse_args()
     tuning = real_code_negatives(args.real_code_negatives)
     # A second sample, drawn after the rules were tuned on the first and never used to tune them.
-    fresh = real_code_negatives(args.real_code_negatives, seed=29, label="real_code_fresh",
-                                exclude=frozenset(record["text"] for record in tuning))
-    digests = real_code_negatives(args.real_code_negatives // 2, seed=31, pattern=_DIGEST_OR_ID,
-                                  label="real_code_digests")
-    records = (rule_examples("kingfisher", args.kingfisher, "data/rules/")
-               + rule_examples("noseyparker", args.noseyparker, "crates/noseyparker/data/default/builtin/rules/")
-               + secretlint_snapshots(args.secretlint)
-               + tuning + fresh + digests)
+    fresh = real_code_negatives(
+        args.real_code_negatives,
+        seed=29,
+        label="real_code_fresh",
+        exclude=frozenset(record["text"] for record in tuning),
+    )
+    digests = real_code_negatives(
+        args.real_code_negatives // 2, seed=31, pattern=_DIGEST_OR_ID, label="real_code_digests"
+    )
+    records = (
+        rule_examples("kingfisher", args.kingfisher, "data/rules/")
+        + rule_examples("noseyparker", args.noseyparker, "crates/noseyparker/data/default/builtin/rules/")
+        + secretlint_snapshots(args.secretlint)
+        + tuning
+        + fresh
+        + digests
+    )
     with OUTPUT.open("w", encoding="utf-8") as out:
         for record in records:
             out.write(json.dumps(record, ensure_ascii=False) + "\n")

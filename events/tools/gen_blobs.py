@@ -41,8 +41,12 @@ def png(width: int, height: int, rgba: tuple[int, int, int, int]) -> bytes:
         return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
 
     row = b"\x00" + bytes(rgba) * width
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(row * height, 9)) + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(row * height, 9))
+        + chunk(b"IEND", b"")
+    )
 
 
 def dds(width: int, height: int, seed: bytes) -> bytes:
@@ -54,9 +58,11 @@ def dds(width: int, height: int, seed: bytes) -> bytes:
 
 
 def fake_key() -> bytes:
-    der = b"\x30\x82\x04\xa4\x02\x01\x00\x02\x82\x01\x01\x00" + filler(b"p4review fixture: FAKE key, not a secret", 1180)
+    der = b"\x30\x82\x04\xa4\x02\x01\x00\x02\x82\x01\x01\x00" + filler(
+        b"p4review fixture: FAKE key, not a secret", 1180
+    )
     b64 = base64.b64encode(der).decode()
-    body = "\n".join(b64[i:i + 64] for i in range(0, len(b64), 64))
+    body = "\n".join(b64[i : i + 64] for i in range(0, len(b64), 64))
     return f"-----BEGIN RSA PRIVATE KEY-----\n{body}\n-----END RSA PRIVATE KEY-----\n".encode()
 
 
@@ -71,9 +77,10 @@ MENU_CONFIRM=Valider
 ERR_NETWORK=Connexion au serveur impossible. R\u00e9essayez plus tard.
 """
 
-FR_STRINGS_14 = FR_STRINGS_13.replace(
-    "CAFE_RESUME=Reprendre", "CAFE_RESUME=\u00ab Reprendre \u00bb"
-).replace("CAFE_QUIT=Quitter la partie", "CAFE_QUIT=Quitter la partie\nCAFE_QUIT_CONFIRM=Voulez-vous vraiment quitter ? La progression non sauvegard\u00e9e sera perdue.")
+FR_STRINGS_14 = FR_STRINGS_13.replace("CAFE_RESUME=Reprendre", "CAFE_RESUME=\u00ab Reprendre \u00bb").replace(
+    "CAFE_QUIT=Quitter la partie",
+    "CAFE_QUIT=Quitter la partie\nCAFE_QUIT_CONFIRM=Voulez-vous vraiment quitter ? La progression non sauvegard\u00e9e sera perdue.",
+)
 
 
 def main(argv: list[str] | None = None) -> None:

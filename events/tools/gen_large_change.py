@@ -21,11 +21,46 @@ DEPOT = Path(__file__).resolve().parent.parent / "depot"
 CHANGE = 48255
 ROOT = "//depot/engine/main/src/proto/gen"
 DOMAINS = [
-    "account", "auth", "chat", "clan", "cosmetics", "crafting", "economy", "entitlement", "friends",
-    "inventory", "leaderboard", "lobby", "loot", "match", "party", "presence", "progression", "quest",
-    "replay", "season", "store", "telemetry", "trade", "voice", "world",
+    "account",
+    "auth",
+    "chat",
+    "clan",
+    "cosmetics",
+    "crafting",
+    "economy",
+    "entitlement",
+    "friends",
+    "inventory",
+    "leaderboard",
+    "lobby",
+    "loot",
+    "match",
+    "party",
+    "presence",
+    "progression",
+    "quest",
+    "replay",
+    "season",
+    "store",
+    "telemetry",
+    "trade",
+    "voice",
+    "world",
 ]
-KINDS = ["state", "request", "response", "event", "snapshot", "delta", "config", "error", "ack", "query", "result", "update"]
+KINDS = [
+    "state",
+    "request",
+    "response",
+    "event",
+    "snapshot",
+    "delta",
+    "config",
+    "error",
+    "ack",
+    "query",
+    "result",
+    "update",
+]
 FIELD_TYPES = ["uint32_t", "uint64_t", "int32_t", "float", "bool", "std::string", "std::vector<uint64_t>"]
 
 

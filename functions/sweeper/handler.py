@@ -27,4 +27,3 @@ def lambda_handler(event, context):
         metrics.add_metric(name=f"Backlog_{stage}_running", unit="Count", value=count)
     logger.info("sweep finished", extra=asdict(report))
     return {**asdict(report), "ttl_violations": check_artifact_ttls(dal.artifact_retention)}
-

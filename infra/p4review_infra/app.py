@@ -14,8 +14,8 @@ from typing import Any
 from aws_cdk import App, Environment, Tags, Validations
 from cdk_nag import AwsSolutionsChecks
 
-from p4review_infra.paths import CDK_JSON
 from p4review_infra.notify_config import NotifyConfig
+from p4review_infra.paths import CDK_JSON
 from p4review_infra.redaction_config import redaction_env
 from p4review_infra.review_config import ReviewConfig
 from p4review_infra.stack import P4ReviewStack

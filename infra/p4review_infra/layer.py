@@ -36,18 +36,28 @@ REQUIREMENTS_FILE = LAYERS_DIR / "requirements.txt"
 # botocore in /opt/python would shadow the runtime's and mismatch its boto3, so they are pruned.
 RUNTIME_PROVIDED = ("boto3", "botocore", "s3transfer", "urllib3", "dateutil", "python_dateutil", "six", "jmespath")
 # Import names, `<name>.py` modules, `<name>-<version>.dist-info`, and pip's console scripts.
-PRUNE_GLOBS = (*RUNTIME_PROVIDED, *(f"{n}.py" for n in RUNTIME_PROVIDED), *(f"{n}-*.dist-info" for n in RUNTIME_PROVIDED), "bin")
+PRUNE_GLOBS = (
+    *RUNTIME_PROVIDED,
+    *(f"{n}.py" for n in RUNTIME_PROVIDED),
+    *(f"{n}-*.dist-info" for n in RUNTIME_PROVIDED),
+    "bin",
+)
 
 
 def pip_install_args(requirements: Path, target: str) -> list[str]:
     """The one pip command both bundlers run: binary wheels for the Lambda platform only."""
     return [
         "install",
-        "--requirement", str(requirements),
-        "--target", target,
-        "--platform", PIP_PLATFORM,
-        "--implementation", "cp",
-        "--python-version", PYTHON_VERSION,
+        "--requirement",
+        str(requirements),
+        "--target",
+        target,
+        "--platform",
+        PIP_PLATFORM,
+        "--implementation",
+        "cp",
+        "--python-version",
+        PYTHON_VERSION,
         "--only-binary=:all:",
         "--no-compile",
         "--disable-pip-version-check",

@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from pydantic import ValidationError
+
 from p4review.config import Settings
 from p4review.errors import ConfigError
 from p4review.logic.delivery import normalize_recipient
 from p4review.logic.recipients import parse_reviewer_policy
-from pydantic import ValidationError
-
 from p4review_infra.review_config import ContextError, _text
 
 CONTEXT_FIELDS = {
@@ -47,22 +47,33 @@ class NotifyConfig:
             settings = Settings.model_validate(env)
         except ValidationError as exc:
             key_for_env = {env_var: key for key, env_var in ENV_VARS.items()}
-            raise ContextError("; ".join(
-                f"context {key_for_env.get(str(e['loc'][0]), e['loc'][0])}={e['input']!r}: {e['msg']}"
-                for e in exc.errors())) from None
+            raise ContextError(
+                "; ".join(
+                    f"context {key_for_env.get(str(e['loc'][0]), e['loc'][0])}={e['input']!r}: {e['msg']}"
+                    for e in exc.errors()
+                )
+            ) from None
         try:
             parse_reviewer_policy(settings.reviewers)
         except ConfigError as exc:
             raise ContextError(f"context reviewers: {exc}") from None
         if settings.email_provider == "ses":
             if not settings.email_from or normalize_recipient(settings.email_from) is None:
-                raise ContextError("context emailFrom is required with emailProvider=ses: a verified SES identity "
-                                   "(-c emailFrom=p4review@example.com)")
+                raise ContextError(
+                    "context emailFrom is required with emailProvider=ses: a verified SES identity "
+                    "(-c emailFrom=p4review@example.com)"
+                )
         elif "emailFrom" in given or "sesConfigurationSet" in given:
-            raise ContextError("context emailFrom/sesConfigurationSet apply to emailProvider=ses only "
-                               "(SMTP takes its from-address from the SMTP secret)")
-        return cls(email_provider=settings.email_provider, email_from=settings.email_from,
-                   ses_configuration_set=settings.ses_configuration_set, env=MappingProxyType(env))
+            raise ContextError(
+                "context emailFrom/sesConfigurationSet apply to emailProvider=ses only "
+                "(SMTP takes its from-address from the SMTP secret)"
+            )
+        return cls(
+            email_provider=settings.email_provider,
+            email_from=settings.email_from,
+            ses_configuration_set=settings.ses_configuration_set,
+            env=MappingProxyType(env),
+        )
 
     def ses_resources(self, *, partition: str, region: str, account: str) -> list[str]:
         """The identities SendEmail is checked against: the address and its domain (either may be

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from p4review.config import Settings
-from p4review.errors import ConfigError
 from pydantic import ValidationError
 
+from p4review.config import Settings
+from p4review.errors import ConfigError
 from p4review_infra.review_config import ContextError
 
 CONTEXT_FIELDS = {

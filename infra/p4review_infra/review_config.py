@@ -15,11 +15,12 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit
 
+from pydantic import ValidationError
+
 from p4review.config import Settings
 from p4review.errors import ConfigError
 from p4review.logic.noise import parse_noise_policy
 from p4review.logic.prompts import load_registry
-from pydantic import ValidationError
 
 PROVIDERS = ("offline", "openai", "anthropic", "bedrock")
 # Providers authenticating with an API key from the LLM secret; bedrock uses the function's role.
@@ -97,10 +98,16 @@ class ReviewConfig:
             # The registry ships in the core layer: a version unknown here is unknown to the function.
             known = load_registry().templates
             if settings.prompt_canary not in known:
-                raise ContextError(f"context promptCanary={settings.prompt_canary!r}: not a prompt version in "
-                                   f"p4review/prompts/registry.json ({', '.join(sorted(known))})")
-        return cls(provider=provider, model=model, env=MappingProxyType(env),
-                   findings_per_job_slo=_slo(get("findingsPerJobSlo")))
+                raise ContextError(
+                    f"context promptCanary={settings.prompt_canary!r}: not a prompt version in "
+                    f"p4review/prompts/registry.json ({', '.join(sorted(known))})"
+                )
+        return cls(
+            provider=provider,
+            model=model,
+            env=MappingProxyType(env),
+            findings_per_job_slo=_slo(get("findingsPerJobSlo")),
+        )
 
 
 def bedrock_invoke_resources(model: str, *, partition: str, region: str, account: str) -> tuple[str, ...]:
@@ -120,7 +127,8 @@ def bedrock_invoke_resources(model: str, *, partition: str, region: str, account
             raise ContextError(
                 f"context llmModel={model!r}: expected a Bedrock model id (anthropic.claude-...), a "
                 f"cross-region inference-profile id ({'|'.join(INFERENCE_PROFILE_GEOS)}.<model id>) or the ARN "
-                "of a foundation model or cross-region inference profile")
+                "of a foundation model or cross-region inference profile"
+            )
         return (f"arn:{partition}:bedrock:{region}::foundation-model/{model}",)
     if not _MODEL_ID.fullmatch(base_model):
         raise ContextError(f"context llmModel={model!r}: no model id after the {geo}. inference-profile prefix")

@@ -13,16 +13,16 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
+
 from p4review import resources as r
 from p4review.resources import CHANGES_PREFIX, RESULTS_PREFIX
-
 from p4review_infra.constructs.alarms import Alarms
 from p4review_infra.constructs.api import ReviewApi
+from p4review_infra.constructs.audit import ArtifactAuditTrail
 from p4review_infra.constructs.function import P4ReviewFunction
 from p4review_infra.constructs.rollout_alarms import RolloutAlarms
 from p4review_infra.constructs.secrets import Secrets
 from p4review_infra.constructs.stage_queue import StageQueue
-from p4review_infra.constructs.audit import ArtifactAuditTrail
 from p4review_infra.constructs.storage import ArtifactStorage, Tables
 from p4review_infra.layer import P4ReviewLayers
 from p4review_infra.notify_config import NotifyConfig
@@ -92,9 +92,15 @@ class P4ReviewStack(Stack):
             self.alarms.notify(stage_queue.dlq_alarm)
         # Prompt rollout alarms watch an LLM's answers; the offline reviewer has no prompt to roll out.
         self.rollout_alarms = (
-            RolloutAlarms(self, "RolloutAlarms", environment=environment, alarms=self.alarms,
-                          findings_per_job_slo=review_config.findings_per_job_slo)
-            if review_config.provider != "offline" else None
+            RolloutAlarms(
+                self,
+                "RolloutAlarms",
+                environment=environment,
+                alarms=self.alarms,
+                findings_per_job_slo=review_config.findings_per_job_slo,
+            )
+            if review_config.provider != "offline"
+            else None
         )
 
         # -- code -------------------------------------------------------------------------------
@@ -105,7 +111,9 @@ class P4ReviewStack(Stack):
             # The Perforce CLI (`p4`, arm64) ships in its own layer at /opt/bin/p4 (docs/infra.md).
             p4_layers.append(lambda_.LayerVersion.from_layer_version_arn(self, "P4CliLayer", p4_layer_arn))
 
-        def function(name: str, timeout: int, layers: list[lambda_.ILayerVersion], description: str) -> P4ReviewFunction:
+        def function(
+            name: str, timeout: int, layers: list[lambda_.ILayerVersion], description: str
+        ) -> P4ReviewFunction:
             return P4ReviewFunction(
                 self,
                 name.capitalize(),
@@ -122,16 +130,25 @@ class P4ReviewStack(Stack):
         # Both functions that run p4 refuse to start without a valid list (p4review.config).
         depot_allow_list = ssm.StringParameter.value_for_string_parameter(self, allow_list_parameter(environment))
 
-        fetch_q, review_q, notify_q = (self.queues[spec.key] for spec in (r.FETCH_QUEUE, r.REVIEW_QUEUE, r.NOTIFY_QUEUE))
+        fetch_q, review_q, notify_q = (
+            self.queues[spec.key] for spec in (r.FETCH_QUEUE, r.REVIEW_QUEUE, r.NOTIFY_QUEUE)
+        )
         jobs, outbox = self.tables[r.JOBS_TABLE.key], self.tables[r.OUTBOX_TABLE.key]
 
-        ingest = function("ingest", INGEST_TIMEOUT_SECONDS, base_layers, "Verify a signed trigger request, create the job, enqueue fetch")
+        ingest = function(
+            "ingest",
+            INGEST_TIMEOUT_SECONDS,
+            base_layers,
+            "Verify a signed trigger request, create the job, enqueue fetch",
+        )
         ingest.uses_table(jobs, write=True)
         ingest.uses_table(outbox, write=False)  # GET /v1/reviews/{job_id} reports deliveries
         ingest.sends_to(fetch_q)
         ingest.reads_secret(self.secrets[r.SIGNING_SECRET.key])
 
-        fetch = function("fetch", r.FETCH_QUEUE.function_timeout_seconds, p4_layers, "Snapshot the changelist from Perforce into S3")
+        fetch = function(
+            "fetch", r.FETCH_QUEUE.function_timeout_seconds, p4_layers, "Snapshot the changelist from Perforce into S3"
+        )
         fetch.uses_table(jobs, write=True)
         # Writes the raw snapshot and its redacted copy; reads neither back.
         fetch.uses_bucket(raw, write=(CHANGES_PREFIX,))
@@ -144,7 +161,9 @@ class P4ReviewStack(Stack):
         for name, value in (redaction_env or {}).items():
             fetch.set_env(name, value)
 
-        review = function("review", r.REVIEW_QUEUE.function_timeout_seconds, base_layers, "Review the snapshot and store the result")
+        review = function(
+            "review", r.REVIEW_QUEUE.function_timeout_seconds, base_layers, "Review the snapshot and store the result"
+        )
         review.uses_table(jobs, write=True)
         # Reads results/ too: a retried review resumes from its stored chunk answers (and the prefix
         # ListBucket makes a missing chunk a 404, not a 403). Never the raw bucket.
@@ -158,7 +177,9 @@ class P4ReviewStack(Stack):
         for name, value in {**review_config.env, **(redaction_env or {})}.items():
             review.set_env(name, value)
 
-        notify = function("notify", r.NOTIFY_QUEUE.function_timeout_seconds, p4_layers, "Email the review to the changelist owner")
+        notify = function(
+            "notify", r.NOTIFY_QUEUE.function_timeout_seconds, p4_layers, "Email the review to the changelist owner"
+        )
         notify.uses_table(jobs, write=True)
         notify.uses_table(outbox, write=True)
         notify.uses_bucket(redacted, read=(CHANGES_PREFIX, RESULTS_PREFIX))  # never the raw bucket
@@ -172,15 +193,20 @@ class P4ReviewStack(Stack):
         notify.set_env("P4REVIEW_P4_EXECUTABLE", P4_EXECUTABLE)
         notify.set_env("P4REVIEW_DEPOT_ALLOW_LIST", depot_allow_list)
 
-        sweeper = function("sweeper", SWEEPER_TIMEOUT_SECONDS, base_layers,
-                           "Requeue expired leases and lost hand-offs; publish backlog metrics; verify artifact TTLs")
+        sweeper = function(
+            "sweeper",
+            SWEEPER_TIMEOUT_SECONDS,
+            base_layers,
+            "Requeue expired leases and lost hand-offs; publish backlog metrics; verify artifact TTLs",
+        )
         sweeper.uses_table(jobs, write=True)
         for stage_queue in (fetch_q, review_q, notify_q):
             sweeper.sends_to(stage_queue)
         # TTL verification lists the oldest day prefixes of every bucket: names only, no object, no key.
         sweeper.lists_buckets(self.artifacts, prefixes=(CHANGES_PREFIX, RESULTS_PREFIX))
         events.Rule(
-            self, "SweepSchedule",
+            self,
+            "SweepSchedule",
             rule_name=f"p4review-{environment}-sweep",
             description="Run the p4review sweeper",
             schedule=events.Schedule.rate(Duration.minutes(SWEEP_EVERY_MINUTES)),
@@ -205,9 +231,13 @@ class P4ReviewStack(Stack):
             CfnOutput(self, f"{key.capitalize()}DlqUrl", value=stage.dlq.queue_url)
         for artifacts in self.artifacts.buckets:
             CfnOutput(self, f"{artifacts.spec.key.capitalize()}BucketName", value=artifacts.bucket_name)
-        CfnOutput(self, "ArtifactKeyArn", value=self.artifacts.key.key_arn,
-                  description="KMS key encrypting the artifact buckets")
+        CfnOutput(
+            self,
+            "ArtifactKeyArn",
+            value=self.artifacts.key.key_arn,
+            description="KMS key encrypting the artifact buckets",
+        )
         if self.audit_trail:
             CfnOutput(self, "ArtifactAuditTrailArn", value=self.audit_trail.trail.trail_arn)
-        for key, provisioned in self.secrets.by_key.items():
+        for provisioned in self.secrets.by_key.values():
             CfnOutput(self, f"{provisioned.secret.node.id}SecretArn", value=provisioned.secret.secret_arn)

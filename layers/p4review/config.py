@@ -5,14 +5,13 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from pydantic import field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from p4review.errors import ConfigError
 from p4review.logic import depot_paths
-from p4review.runtime import faults
 from p4review.models.job import StageName
 from p4review.resources import QUEUE_FOR_STAGE
+from p4review.runtime import faults
 
 
 class Settings(BaseModel):
@@ -71,15 +70,17 @@ class Settings(BaseModel):
     redact_host_suffixes: str = Field(default="", alias="P4REVIEW_REDACT_HOST_SUFFIXES")
     redact_cidrs: str = Field(default="", alias="P4REVIEW_REDACT_CIDRS")
     # Review stage (docs/review.md). Provider: offline | openai | anthropic | bedrock.
-    llm_provider: str = Field(default="offline", pattern="^(offline|openai|anthropic|bedrock)$",
-                              alias="P4REVIEW_LLM_PROVIDER")
+    llm_provider: str = Field(
+        default="offline", pattern="^(offline|openai|anthropic|bedrock)$", alias="P4REVIEW_LLM_PROVIDER"
+    )
     llm_model: str | None = Field(default=None, alias="P4REVIEW_LLM_MODEL")
     # openai: any OpenAI-compatible server (vLLM, Ollama, ...); anthropic: a compatible gateway.
     # Unset: the provider's public endpoint.
     llm_base_url: str | None = Field(default=None, alias="P4REVIEW_LLM_BASE_URL")
     # json_schema (response_format with the ReviewResult schema) | json_object | none.
-    llm_structured_output: str = Field(default="json_schema", pattern="^(json_schema|json_object|none)$",
-                                       alias="P4REVIEW_LLM_STRUCTURED_OUTPUT")
+    llm_structured_output: str = Field(
+        default="json_schema", pattern="^(json_schema|json_object|none)$", alias="P4REVIEW_LLM_STRUCTURED_OUTPUT"
+    )
     llm_timeout_seconds: float = Field(default=90.0, gt=0, le=600, alias="P4REVIEW_LLM_TIMEOUT_SECONDS")
     llm_max_output_tokens: int = Field(default=4096, ge=256, le=65_536, alias="P4REVIEW_LLM_MAX_OUTPUT_TOKENS")
     llm_region: str | None = Field(default=None, alias="P4REVIEW_LLM_REGION")  # bedrock; unset = the function's
@@ -117,8 +118,11 @@ class Settings(BaseModel):
         def items(value: str) -> tuple[str, ...]:
             return tuple(part.strip() for part in value.split(",") if part.strip())
 
-        return service_policy(private_by_default=self.redact_private_by_default,
-                              host_suffixes=items(self.redact_host_suffixes), cidrs=items(self.redact_cidrs))
+        return service_policy(
+            private_by_default=self.redact_private_by_default,
+            host_suffixes=items(self.redact_host_suffixes),
+            cidrs=items(self.redact_cidrs),
+        )
 
     def require(self, name: str) -> str:
         value = getattr(self, name)
@@ -133,7 +137,7 @@ class Settings(BaseModel):
         return None if value is None else depot_paths.parse_allow_list(value)  # type: ignore[arg-type]
 
     @model_validator(mode="after")
-    def _p4_needs_a_depot_allow_list(self) -> "Settings":
+    def _p4_needs_a_depot_allow_list(self) -> Settings:
         if self.p4_executable:  # only functions that run p4 carry (and need) the list
             self.depot_prefixes()
         return self

@@ -17,4 +17,3 @@ warnings.filterwarnings("ignore", message="No application metrics to publish")
 
 logger = Logger(service=SERVICE_NAME)
 metrics = Metrics(service=SERVICE_NAME, namespace=METRICS_NAMESPACE)
-

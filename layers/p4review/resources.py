@@ -74,19 +74,29 @@ OUTBOX_TABLE = TableSpec(
 )
 
 FETCH_QUEUE = QueueSpec(
-    key="fetch", env_var="P4REVIEW_FETCH_QUEUE_URL", stage=StageName.FETCH,
-    function_timeout_seconds=60, visibility_timeout_seconds=360,
+    key="fetch",
+    env_var="P4REVIEW_FETCH_QUEUE_URL",
+    stage=StageName.FETCH,
+    function_timeout_seconds=60,
+    visibility_timeout_seconds=360,
 )
 # Review makes one LLM call per chunk, one after another (up to ~9 at the default budgets, each
 # up to P4REVIEW_LLM_TIMEOUT_SECONDS): the Lambda maximum, and one job per invocation so that a
 # batch never shares that time. Stored chunk answers make a timed-out job resume, not restart.
 REVIEW_QUEUE = QueueSpec(
-    key="review", env_var="P4REVIEW_REVIEW_QUEUE_URL", stage=StageName.REVIEW,
-    function_timeout_seconds=900, visibility_timeout_seconds=5400, batch_size=1,
+    key="review",
+    env_var="P4REVIEW_REVIEW_QUEUE_URL",
+    stage=StageName.REVIEW,
+    function_timeout_seconds=900,
+    visibility_timeout_seconds=5400,
+    batch_size=1,
 )
 NOTIFY_QUEUE = QueueSpec(
-    key="notify", env_var="P4REVIEW_NOTIFY_QUEUE_URL", stage=StageName.NOTIFY,
-    function_timeout_seconds=60, visibility_timeout_seconds=360,
+    key="notify",
+    env_var="P4REVIEW_NOTIFY_QUEUE_URL",
+    stage=StageName.NOTIFY,
+    function_timeout_seconds=60,
+    visibility_timeout_seconds=360,
 )
 
 # Raw and redacted artifacts live apart (spec SEC-29): only fetch ever touches the raw bucket.

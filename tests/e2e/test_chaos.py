@@ -15,18 +15,38 @@ pytestmark = pytest.mark.e2e
 
 JOBS, RECIPIENTS = 60, 2
 # Every fault point, at rates that fire each several times in 60 jobs x 3 stages.
-FAULTS = ("after_claim=0.03,after_side_effect=0.03,before_handoff=0.03,heartbeat_loss=0.05,provider_transient=0.30,"
-          "provider_permanent=0.02,p4_timeout=0.10,db_write_after_provider=0.10")
-SUMMARY = re.compile(r"^jobs=(\d+) succeeded=(\d+) dead_lettered=(\d+) deliveries=(\d+) duplicate_emails=(\d+) "
-                     r"lost=(\d+)$")
+FAULTS = (
+    "after_claim=0.03,after_side_effect=0.03,before_handoff=0.03,heartbeat_loss=0.05,provider_transient=0.30,"
+    "provider_permanent=0.02,p4_timeout=0.10,db_write_after_provider=0.10"
+)
+SUMMARY = re.compile(
+    r"^jobs=(\d+) succeeded=(\d+) dead_lettered=(\d+) deliveries=(\d+) duplicate_emails=(\d+) "
+    r"lost=(\d+)$"
+)
 
 
 @pytest.mark.timeout(1800)
 def test_jobs_survive_killed_workers_and_every_fault(tmp_path):
-    run = subprocess.run([sys.executable, "-m", "p4review.local.chaos", "--state-dir", str(tmp_path),
-                          "--jobs", str(JOBS), "--recipients", str(RECIPIENTS), "--faults", FAULTS,
-                          "--timeout", "1200"],
-                         capture_output=True, text=True, timeout=1700)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "p4review.local.chaos",
+            "--state-dir",
+            str(tmp_path),
+            "--jobs",
+            str(JOBS),
+            "--recipients",
+            str(RECIPIENTS),
+            "--faults",
+            FAULTS,
+            "--timeout",
+            "1200",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1700,
+    )
     lines = run.stdout.strip().splitlines()
     assert lines, run.stderr[-3000:]
     match = SUMMARY.match(lines[-1])

@@ -48,8 +48,10 @@ def _wait(client, job_ids, timeout=240):
 
 
 def _mailbox(stack):
-    return [email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
-            for path in sorted(Path(stack.info.mailbox_dir).glob("*.eml"))]
+    return [
+        email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
+        for path in sorted(Path(stack.info.mailbox_dir).glob("*.eml"))
+    ]
 
 
 def _users():
@@ -57,9 +59,13 @@ def _users():
 
 
 def _submit(client, change, version, key=None):
-    return client.submit(changelist_id=change["change"], review_version=version, kind=change["kind"],
-                         idempotency_key=key or default_idempotency_key(change["kind"], change["change"], version),
-                         rerun=version > 1)
+    return client.submit(
+        changelist_id=change["change"],
+        review_version=version,
+        kind=change["kind"],
+        idempotency_key=key or default_idempotency_key(change["kind"], change["change"], version),
+        rerun=version > 1,
+    )
 
 
 def test_every_fixture_is_reviewed_and_emailed_exactly_once(stack, client):
@@ -100,8 +106,7 @@ def test_every_fixture_is_reviewed_and_emailed_exactly_once(stack, client):
         assert replay.headers["x-p4review-replay"] == "idempotency-key"
     change, version, job_id = submitted[0]
     same_version = _submit(client, change, version, key="another-trigger-fire")
-    assert (same_version.status, same_version.body["job_id"], same_version.body["status"]) == (200, job_id,
-                                                                                               "succeeded")
+    assert (same_version.status, same_version.body["job_id"], same_version.body["status"]) == (200, job_id, "succeeded")
     time.sleep(3)
     assert len(_mailbox(stack)) == len(submitted)
 
@@ -120,8 +125,12 @@ def test_no_secret_from_the_credential_fixture_reaches_an_email(stack, client):
 
 def test_fifty_concurrent_identical_requests_create_one_job_and_one_email(stack):
     barrier = threading.Barrier(50)
-    request = {"changelist_id": 48220, "review_version": 7, "kind": "submitted",
-               "idempotency_key": "concurrent-duplicates"}
+    request = {
+        "changelist_id": 48220,
+        "review_version": 7,
+        "kind": "submitted",
+        "idempotency_key": "concurrent-duplicates",
+    }
 
     def post(_):
         own_client = ReviewApiClient(stack.info.api_url, stack.signing_secret)  # one connection each
@@ -137,16 +146,16 @@ def test_fifty_concurrent_identical_requests_create_one_job_and_one_email(stack)
     job_id = job_ids.pop()
     client = ReviewApiClient(stack.info.api_url, stack.signing_secret)
     assert _wait(client, [job_id])[job_id]["status"] == "succeeded"
-    versions = [message for message in _mailbox(stack)
-                if message["X-P4Review-Job"] == job_id]
+    versions = [message for message in _mailbox(stack) if message["X-P4Review-Job"] == job_id]
     assert len(versions) == 1
 
 
 def test_dead_letter_queues_stay_empty_on_the_happy_path(stack):
     import boto3
 
-    sqs = boto3.Session(region_name="us-east-1", aws_access_key_id="local",
-                        aws_secret_access_key="local").client("sqs", endpoint_url=stack.info.aws_endpoint)
+    sqs = boto3.Session(region_name="us-east-1", aws_access_key_id="local", aws_secret_access_key="local").client(
+        "sqs", endpoint_url=stack.info.aws_endpoint
+    )
     for stage in ("fetch", "review", "notify"):
         url = stack.resources.queues[stage].dlq_url
         attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
@@ -158,13 +167,21 @@ def _cli(*args):
     import subprocess
     import sys
 
-    return subprocess.run([sys.executable, "-m", "p4review.cli.main", *args], capture_output=True, text=True,
-                          timeout=180, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "p4review.cli.main", *args], capture_output=True, text=True, timeout=180, check=False
+    )
 
 
 def test_cli_submit_prints_the_json_answer_and_exits_by_status(stack):
-    common = ["--state-dir", stack.info.state_dir, "submit", "--api", stack.info.api_url,
-              "--secret-file", stack.info.signing_secret_file]
+    common = [
+        "--state-dir",
+        stack.info.state_dir,
+        "submit",
+        "--api",
+        stack.info.api_url,
+        "--secret-file",
+        stack.info.signing_secret_file,
+    ]
     accepted = _cli(*common, "--change", "48213", "--version", "1", "--key", "cli-check")
     assert accepted.returncode == 0, accepted.stderr
     created = json.loads(accepted.stdout)
@@ -175,8 +192,19 @@ def test_cli_submit_prints_the_json_answer_and_exits_by_status(stack):
     assert refused.returncode == 1
     assert json.loads(refused.stdout)["error"]["code"] == "rerun_not_requested"
 
-    shown = _cli("--state-dir", stack.info.state_dir, "jobs", "show", created["job_id"], "--api",
-                 stack.info.api_url, "--secret-file", stack.info.signing_secret_file, "--wait", "120")
+    shown = _cli(
+        "--state-dir",
+        stack.info.state_dir,
+        "jobs",
+        "show",
+        created["job_id"],
+        "--api",
+        stack.info.api_url,
+        "--secret-file",
+        stack.info.signing_secret_file,
+        "--wait",
+        "120",
+    )
     assert shown.returncode == 0
     assert json.loads(shown.stdout)["job_id"] == created["job_id"]
 

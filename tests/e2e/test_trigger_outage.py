@@ -37,14 +37,16 @@ def _build_depot(target: Path) -> tuple[list[int], list[int]]:
     templates = [json.loads((target / "changes" / f"{n}.json").read_text()) for n in SUBMIT_TEMPLATES]
     submits = [FIRST_CHANGE + index for index in range(SUBMITS)]
     for index, number in enumerate(submits):
-        (target / "changes" / f"{number}.json").write_text(json.dumps(dict(templates[index % len(templates)],
-                                                                         change=number)))
+        (target / "changes" / f"{number}.json").write_text(
+            json.dumps(dict(templates[index % len(templates)], change=number))
+        )
     shelved = json.loads((target / "changes" / "48240.json").read_text())
     shelf = shelved["shelf_versions"][1]
     shelves = [FIRST_CHANGE + SUBMITS + index for index in range(SHELVES)]
     for number in shelves:
-        (target / "changes" / f"{number}.json").write_text(json.dumps(dict(
-            shelved, change=number, shelf_versions=[dict(shelf, version=1)])))
+        (target / "changes" / f"{number}.json").write_text(
+            json.dumps(dict(shelved, change=number, shelf_versions=[dict(shelf, version=1)]))
+        )
         for entry in shelf["files"]:
             parts = entry["depotFile"][2:].split("/")
             folder = target / "archive" / Path(*parts[:-1]) / (parts[-1] + ",d")
@@ -58,23 +60,38 @@ def world(tmp_path_factory):
     submits, shelves = _build_depot(root / "depot")
     # The service's own p4 reads the same depot.
     fetch_p4 = write_fake_p4_wrapper(root / "fetch-p4", {"P4FAKE_DEPOT": str(root / "depot")})
-    stack = LocalStack(root / "stack", extra_env={"P4REVIEW_P4_EXECUTABLE": str(fetch_p4)},
-                       visibility_timeouts={"fetch": 30, "review": 30, "notify": 30})
+    stack = LocalStack(
+        root / "stack",
+        extra_env={"P4REVIEW_P4_EXECUTABLE": str(fetch_p4)},
+        visibility_timeouts={"fetch": 30, "review": 30, "notify": 30},
+    )
     stack.start()
     api = urlsplit(stack.info.api_url)
     door = FrontDoor(api.port)
     door.open()
     try:
-        yield {"root": root, "stack": stack, "door": door, "stage": api.path.strip("/"), "submits": submits,
-               "shelves": shelves, "client": ReviewApiClient(stack.info.api_url, stack.signing_secret)}
+        yield {
+            "root": root,
+            "stack": stack,
+            "door": door,
+            "stage": api.path.strip("/"),
+            "submits": submits,
+            "shelves": shelves,
+            "client": ReviewApiClient(stack.info.api_url, stack.signing_secret),
+        }
     finally:
         door.close()
         stack.stop()
 
 
 def _host(world, name: str, **kwargs) -> TriggerHost:
-    return TriggerHost(world["root"] / name, api_url=world["door"].url(world["stage"]),
-                       signing_secret=world["stack"].signing_secret, depot=world["root"] / "depot", **kwargs)
+    return TriggerHost(
+        world["root"] / name,
+        api_url=world["door"].url(world["stage"]),
+        signing_secret=world["stack"].signing_secret,
+        depot=world["root"] / "depot",
+        **kwargs,
+    )
 
 
 def _wait_for_jobs(client: ReviewApiClient, job_ids: list[str], timeout: float = 300) -> dict[str, dict]:
@@ -146,8 +163,11 @@ def test_a_drain_killed_mid_send_makes_no_second_review_or_email(world):
     job_id = job_id_for(f"p4-submitted-{number}-v1")
     door = world["door"]
     door.hold_answers.set()  # the API acts, its answer waits at the door
-    drain = subprocess.Popen([sys.executable, str(trigger_file()), "-c", str(host.config), "--drain"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    drain = subprocess.Popen(
+        [sys.executable, str(trigger_file()), "-c", str(host.config), "--drain"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 120
         while not world["client"].get_job(job_id).ok:

@@ -43,6 +43,7 @@ P4_LAYER_ARN = "arn:aws:lambda:us-east-1:123456789012:layer:p4-cli:3"
 
 def _synth(environment: str, outdir: Path, **context: object) -> Synth:
     from aws_cdk.assertions import Template
+
     from p4review_infra.app import create_app
 
     app, stack = create_app(context={**SKIP_BUNDLING, "environment": environment, **context}, outdir=str(outdir))

@@ -33,13 +33,18 @@ def _published_metric_names() -> set[str]:
     published = set()
     for path in LAYERS.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr == "add_metric"):
+            if not (
+                isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_metric"
+            ):
                 continue
             for keyword in node.keywords:
                 value = keyword.value
-                if (keyword.arg == "name" and isinstance(value, ast.Attribute)
-                        and isinstance(value.value, ast.Name) and value.value.id == "MetricName"):
+                if (
+                    keyword.arg == "name"
+                    and isinstance(value, ast.Attribute)
+                    and isinstance(value.value, ast.Name)
+                    and value.value.id == "MetricName"
+                ):
                     published.add(MetricName[value.attr].value)
     return published
 
@@ -55,5 +60,11 @@ def test_every_alarmed_metric_is_published(dev):
 def test_the_runtime_alarms_are_the_expected_ones(dev):
     """Guards the test above against passing because it found nothing to check."""
     alarmed = _alarmed_metric_names(dev.template.to_json())
-    assert {MetricName.DEAD_LETTER_ESCALATED, MetricName.ARTIFACT_TTL_VIOLATIONS, MetricName.ARTIFACT_TTL_CHECK_FAILED,
-            MetricName.SENT_WITHOUT_EVIDENCE, MetricName.UNCONFIRMED_DELIVERY_RETRIED, MetricName.EMAIL_SENT} <= alarmed
+    assert {
+        MetricName.DEAD_LETTER_ESCALATED,
+        MetricName.ARTIFACT_TTL_VIOLATIONS,
+        MetricName.ARTIFACT_TTL_CHECK_FAILED,
+        MetricName.SENT_WITHOUT_EVIDENCE,
+        MetricName.UNCONFIRMED_DELIVERY_RETRIED,
+        MetricName.EMAIL_SENT,
+    } <= alarmed

@@ -4,14 +4,18 @@ SendEmail on its identity only and no SMTP secret; SMTP keeps the secret; bad va
 from __future__ import annotations
 
 import pytest
-from p4review import resources as r
 
+from p4review import resources as r
 from tests.infra.conftest import _synth
 from tests.infra.test_stack import ENV, as_list, functions, logical_id_of, mentions, role_statements
 
-SES_CONTEXT = {"emailProvider": "ses", "emailFrom": "p4review@example.com", "sesConfigurationSet": "p4review",
-               "reviewers": [{"prefix": "//depot/main/...", "reviewers": ["leads@example.com"]}],
-               "noFindingsPolicy": "skip"}
+SES_CONTEXT = {
+    "emailProvider": "ses",
+    "emailFrom": "p4review@example.com",
+    "sesConfigurationSet": "p4review",
+    "reviewers": [{"prefix": "//depot/main/...", "reviewers": ["leads@example.com"]}],
+    "noFindingsPolicy": "skip",
+}
 
 
 @pytest.fixture(scope="module")
@@ -52,13 +56,16 @@ def test_ses_sends_from_its_identity_only_and_reads_no_smtp_secret(ses):
     assert not any(x.endswith("*") or x.endswith("*'") for x in resources)
 
 
-@pytest.mark.parametrize(("context", "message"), [
-    ({"emailProvider": "ses"}, "emailFrom is required"),
-    ({"emailProvider": "pigeon"}, "emailProvider"),
-    ({"emailFrom": "p4review@example.com"}, "apply to emailProvider=ses only"),
-    ({"noFindingsPolicy": "maybe"}, "noFindingsPolicy"),
-    ({"reviewers": "[{\"prefix\": \"depot/\"}]"}, "context reviewers"),
-])
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        ({"emailProvider": "ses"}, "emailFrom is required"),
+        ({"emailProvider": "pigeon"}, "emailProvider"),
+        ({"emailFrom": "p4review@example.com"}, "apply to emailProvider=ses only"),
+        ({"noFindingsPolicy": "maybe"}, "noFindingsPolicy"),
+        ({"reviewers": '[{"prefix": "depot/"}]'}, "context reviewers"),
+    ],
+)
 def test_invalid_notify_context_fails_synth_with_a_clear_message(context, message):
     from p4review_infra.notify_config import NotifyConfig
     from p4review_infra.review_config import ContextError

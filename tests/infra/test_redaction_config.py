@@ -4,10 +4,10 @@ own suffixes and ranges on top, the same variables for fetch and review, bad val
 from __future__ import annotations
 
 import pytest
+
 from p4review.config import Settings
 from p4review_infra.redaction_config import redaction_env
 from p4review_infra.review_config import ContextError
-
 from tests.infra.conftest import _synth
 from tests.infra.test_stack import functions
 
@@ -27,8 +27,9 @@ def test_no_context_means_the_secure_default():
 
 
 def test_the_opt_out_keeps_only_what_is_configured():
-    env = redaction_env({"redactPrivateByDefault": "false", "redactHostSuffixes": ".corp.example",
-                         "redactCidrs": ["10.20.0.0/16"]}.get)
+    env = redaction_env(
+        {"redactPrivateByDefault": "false", "redactHostSuffixes": ".corp.example", "redactCidrs": ["10.20.0.0/16"]}.get
+    )
     policy = policy_of(env)
     assert not policy.deidentify_emails
     assert policy.confidential_host_suffixes == ("corp.example",)
@@ -40,19 +41,23 @@ def test_configured_suffixes_come_on_top_of_the_defaults():
     assert {"build.example", "corp.example", "internal", "home.arpa"} <= set(policy.confidential_host_suffixes)
 
 
-@pytest.mark.parametrize("context, named", [
-    ({"redactPrivateByDefault": "sometimes"}, "redactPrivateByDefault"),
-    ({"redactCidrs": "10.0.0.0/33"}, "redactCidrs"),
-    ({"redactHostSuffixes": "bad suffix!"}, "redactHostSuffixes"),
-])
+@pytest.mark.parametrize(
+    "context, named",
+    [
+        ({"redactPrivateByDefault": "sometimes"}, "redactPrivateByDefault"),
+        ({"redactCidrs": "10.0.0.0/33"}, "redactCidrs"),
+        ({"redactHostSuffixes": "bad suffix!"}, "redactHostSuffixes"),
+    ],
+)
 def test_a_bad_value_fails_synth_naming_the_key(context, named):
     with pytest.raises(ContextError, match=named):
         redaction_env(context.get)
 
 
 def test_fetch_and_review_get_the_same_policy(tmp_path_factory):
-    synth = _synth("dev", tmp_path_factory.mktemp("cdk-redaction"), redactPrivateByDefault="false",
-                   redactCidrs="10.20.0.0/16")
+    synth = _synth(
+        "dev", tmp_path_factory.mktemp("cdk-redaction"), redactPrivateByDefault="false", redactCidrs="10.20.0.0/16"
+    )
     envs = {name: functions(synth)[name][1]["Environment"]["Variables"] for name in ("fetch", "review")}
     for env in envs.values():
         assert env["P4REVIEW_REDACT_PRIVATE_BY_DEFAULT"] == "false" and env["P4REVIEW_REDACT_CIDRS"] == "10.20.0.0/16"

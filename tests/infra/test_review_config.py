@@ -9,16 +9,23 @@ from typing import Any
 
 import pytest
 from aws_cdk.assertions import Annotations, Match
+
 from p4review import resources as r
 from p4review.logic import review_metrics as m
-
 from tests.infra.conftest import BEDROCK_PROFILE, OPENAI_CONTEXT, SKIP_BUNDLING
 from tests.infra.test_stack import ENV, as_list, functions, logical_id_of, mentions, of_type, props, role_statements
 
 LLM_ENV = {
-    "P4REVIEW_LLM_PROVIDER", "P4REVIEW_LLM_MODEL", "P4REVIEW_LLM_BASE_URL", "P4REVIEW_LLM_STRUCTURED_OUTPUT",
-    "P4REVIEW_REVIEW_CHUNK_TOKENS", "P4REVIEW_REVIEW_JOB_TOKENS", "P4REVIEW_LINE_OUTSIDE_DIFF",
-    "P4REVIEW_NOISE_POLICY", "P4REVIEW_PROMPT_CANARY", "P4REVIEW_PROMPT_CANARY_PERCENT",
+    "P4REVIEW_LLM_PROVIDER",
+    "P4REVIEW_LLM_MODEL",
+    "P4REVIEW_LLM_BASE_URL",
+    "P4REVIEW_LLM_STRUCTURED_OUTPUT",
+    "P4REVIEW_REVIEW_CHUNK_TOKENS",
+    "P4REVIEW_REVIEW_JOB_TOKENS",
+    "P4REVIEW_LINE_OUTSIDE_DIFF",
+    "P4REVIEW_NOISE_POLICY",
+    "P4REVIEW_PROMPT_CANARY",
+    "P4REVIEW_PROMPT_CANARY_PERCENT",
 }
 
 
@@ -89,7 +96,11 @@ def test_the_env_a_synth_accepts_is_the_env_the_function_accepts(openai):
     from p4review.config import Settings
 
     settings = Settings.model_validate({name: review_env(openai)[name] for name in LLM_ENV})
-    assert (settings.llm_provider, settings.review_chunk_tokens, settings.prompt_canary_percent) == ("openai", 16_000, 12.5)
+    assert (settings.llm_provider, settings.review_chunk_tokens, settings.prompt_canary_percent) == (
+        "openai",
+        16_000,
+        12.5,
+    )
 
 
 def test_openai_reads_the_llm_secret(openai):
@@ -130,22 +141,36 @@ def test_bedrock_synth_has_no_unacknowledged_cdk_nag_findings(bedrock):
     ("model", "expected"),
     [
         # A plain model id: that model, in the function's region only, no account.
-        ("anthropic.claude-3-5-haiku-20241022-v1:0",
-         ["arn:aws:bedrock:eu-west-1::foundation-model/anthropic.claude-3-5-haiku-20241022-v1:0"]),
-        ("global.anthropic.claude-sonnet-4-5-20250929-v1:0",
-         ["arn:aws:bedrock:eu-west-1:111122223333:inference-profile/global.anthropic.claude-sonnet-4-5-20250929-v1:0",
-          "arn:aws:bedrock:*::foundation-model/anthropic.claude-sonnet-4-5-20250929-v1:0"]),
-        ("arn:aws:bedrock:eu-central-1:444455556666:inference-profile/eu.amazon.nova-pro-v1:0",
-         ["arn:aws:bedrock:eu-central-1:444455556666:inference-profile/eu.amazon.nova-pro-v1:0",
-          "arn:aws:bedrock:*::foundation-model/amazon.nova-pro-v1:0"]),
-        ("arn:aws:bedrock:eu-west-1::foundation-model/amazon.nova-pro-v1:0",
-         ["arn:aws:bedrock:eu-west-1::foundation-model/amazon.nova-pro-v1:0"]),
+        (
+            "anthropic.claude-3-5-haiku-20241022-v1:0",
+            ["arn:aws:bedrock:eu-west-1::foundation-model/anthropic.claude-3-5-haiku-20241022-v1:0"],
+        ),
+        (
+            "global.anthropic.claude-sonnet-4-5-20250929-v1:0",
+            [
+                "arn:aws:bedrock:eu-west-1:111122223333:inference-profile/global.anthropic.claude-sonnet-4-5-20250929-v1:0",
+                "arn:aws:bedrock:*::foundation-model/anthropic.claude-sonnet-4-5-20250929-v1:0",
+            ],
+        ),
+        (
+            "arn:aws:bedrock:eu-central-1:444455556666:inference-profile/eu.amazon.nova-pro-v1:0",
+            [
+                "arn:aws:bedrock:eu-central-1:444455556666:inference-profile/eu.amazon.nova-pro-v1:0",
+                "arn:aws:bedrock:*::foundation-model/amazon.nova-pro-v1:0",
+            ],
+        ),
+        (
+            "arn:aws:bedrock:eu-west-1::foundation-model/amazon.nova-pro-v1:0",
+            ["arn:aws:bedrock:eu-west-1::foundation-model/amazon.nova-pro-v1:0"],
+        ),
     ],
 )
 def test_bedrock_resources_per_model_form(model, expected):
     from p4review_infra.review_config import bedrock_invoke_resources
 
-    assert list(bedrock_invoke_resources(model, partition="aws", region="eu-west-1", account="111122223333")) == expected
+    assert (
+        list(bedrock_invoke_resources(model, partition="aws", region="eu-west-1", account="111122223333")) == expected
+    )
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
@@ -153,7 +178,9 @@ def test_key_providers_read_the_secret_and_others_do_not(provider):
     from p4review_infra.review_config import ReviewConfig
 
     assert ReviewConfig.from_context({"llmProvider": provider, "llmModel": "m"}.get).reads_llm_secret
-    assert not ReviewConfig.from_context({"llmProvider": "bedrock", "llmModel": "amazon.nova-pro-v1:0"}.get).reads_llm_secret
+    assert not ReviewConfig.from_context(
+        {"llmProvider": "bedrock", "llmModel": "amazon.nova-pro-v1:0"}.get
+    ).reads_llm_secret
     assert not ReviewConfig.from_context({}.get).reads_llm_secret
 
 
@@ -164,7 +191,9 @@ def test_synth_fails_on_an_unknown_provider(tmp_path):
     from p4review_infra.app import create_app
     from p4review_infra.review_config import ContextError
 
-    with pytest.raises(ContextError, match=r"llmProvider='gemini': expected one of offline, openai, anthropic, bedrock"):
+    with pytest.raises(
+        ContextError, match=r"llmProvider='gemini': expected one of offline, openai, anthropic, bedrock"
+    ):
         create_app(context={**SKIP_BUNDLING, "llmProvider": "gemini", "llmModel": "x"}, outdir=str(tmp_path))
 
 
@@ -180,7 +209,10 @@ def test_synth_fails_without_a_model(tmp_path, provider):
 @pytest.mark.parametrize(
     ("context", "message"),
     [
-        ({"llmProvider": "anthropic", "llmModel": "claude", "llmBaseUrl": "https://x"}, "llmBaseUrl applies to llmProvider=openai only"),
+        (
+            {"llmProvider": "anthropic", "llmModel": "claude", "llmBaseUrl": "https://x"},
+            "llmBaseUrl applies to llmProvider=openai only",
+        ),
         ({"llmProvider": "openai", "llmModel": "m", "llmBaseUrl": "llm.internal:8000"}, "expected an http"),
         ({"llmStructuredOutput": "xml"}, r"llmStructuredOutput='xml': String should match pattern"),
         ({"reviewChunkTokens": "100"}, r"reviewChunkTokens='100': Input should be greater than or equal to 500"),
@@ -190,16 +222,23 @@ def test_synth_fails_without_a_model(tmp_path, provider):
         ({"noisePolicy": "{not json"}, "context noisePolicy: P4REVIEW_NOISE_POLICY is invalid"),
         ({"noisePolicy": '{"prefix": "//depot/"}'}, "context noisePolicy: .*not a JSON array"),
         ({"noisePolicy": '[{"max_findings": 2}]'}, "context noisePolicy: .*Field required"),
-        ({"noisePolicy": '[{"prefix": "//depot/", "min_severity": "urgent"}]'}, "context noisePolicy: .*should be 'critical'"),
+        (
+            {"noisePolicy": '[{"prefix": "//depot/", "min_severity": "urgent"}]'},
+            "context noisePolicy: .*should be 'critical'",
+        ),
         ({"promptCanary": "9.9.9"}, r"promptCanary='9\.9\.9': not a prompt version in p4review/prompts/registry\.json"),
         ({"promptCanaryPercent": "150"}, r"promptCanaryPercent='150': Input should be less than or equal to 100"),
         ({"findingsPerJobSlo": "0"}, "findingsPerJobSlo='0': expected a number > 0"),
         ({"findingsPerJobSlo": "nan"}, "findingsPerJobSlo='nan'"),
         ({"llmProvider": "bedrock", "llmModel": "claude-3"}, "expected a Bedrock model id"),
         ({"llmProvider": "bedrock", "llmModel": "us."}, r"no model id after the us\. inference-profile prefix"),
-        ({"llmProvider": "bedrock",
-          "llmModel": "arn:aws:bedrock:us-east-1:111122223333:application-inference-profile/abc123"},
-         "expected a Bedrock model id"),
+        (
+            {
+                "llmProvider": "bedrock",
+                "llmModel": "arn:aws:bedrock:us-east-1:111122223333:application-inference-profile/abc123",
+            },
+            "expected a Bedrock model id",
+        ),
     ],
 )
 def test_invalid_context_values_fail_with_a_clear_message(context, message):
@@ -218,8 +257,11 @@ def test_empty_values_count_as_not_given():
 
 
 def alarm(synth, name: str) -> dict[str, Any]:
-    (found,) = [props(res) for res in of_type(synth, "AWS::CloudWatch::Alarm").values()
-                if props(res)["AlarmName"] == f"p4review-{ENV}-{name}"]
+    (found,) = [
+        props(res)
+        for res in of_type(synth, "AWS::CloudWatch::Alarm").values()
+        if props(res)["AlarmName"] == f"p4review-{ENV}-{name}"
+    ]
     return found
 
 
@@ -237,7 +279,9 @@ def assert_track_metric(query: dict[str, Any], metric_name: str, track: str, per
     assert stat["Metric"]["Namespace"] == "P4Review"
     assert stat["Metric"]["MetricName"] == metric_name
     assert sorted(stat["Metric"]["Dimensions"], key=lambda d: d["Name"]) == [
-        {"Name": m.TRACK_DIMENSION, "Value": track}, {"Name": "service", "Value": "p4review"}]
+        {"Name": m.TRACK_DIMENSION, "Value": track},
+        {"Name": "service", "Value": "p4review"},
+    ]
     assert (stat["Stat"], stat["Period"], query["ReturnData"]) == ("Sum", period, False)
 
 
@@ -261,7 +305,8 @@ def test_canary_rejection_alarm(bedrock):
     assert canary["ComparisonOperator"] == "GreaterThanThreshold"
     assert canary["Threshold"] == 2
     assert returned(canary)["Expression"] == (
-        "canary_rate / IF(FILL(stable_rate, 0) > 0.01, FILL(stable_rate, 0), 0.01)")
+        "canary_rate / IF(FILL(stable_rate, 0) > 0.01, FILL(stable_rate, 0), 0.01)"
+    )
     q = queries(canary)
     for track in (m.TRACK_CANARY, m.TRACK_STABLE):
         rate = q[f"{track}_rate"]
@@ -272,8 +317,9 @@ def test_canary_rejection_alarm(bedrock):
     assert len(q) == 7
 
 
-@pytest.mark.parametrize(("name", "track"), [("prompt-findings-slo", m.TRACK_CANARY),
-                                             ("prompt-findings-slo-stable", m.TRACK_STABLE)])
+@pytest.mark.parametrize(
+    ("name", "track"), [("prompt-findings-slo", m.TRACK_CANARY), ("prompt-findings-slo-stable", m.TRACK_STABLE)]
+)
 def test_findings_slo_alarms(bedrock, openai, name, track):
     slo = alarm(bedrock, name)
     assert_notifies_topic(bedrock, slo)

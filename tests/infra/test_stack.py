@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from aws_cdk.assertions import Annotations, Match
+
 from p4review import resources as r
 from p4review.config import Settings
 
@@ -19,23 +20,46 @@ EXPECTED_ENV = {
     "ingest": {r.JOBS_TABLE.env_var, r.OUTBOX_TABLE.env_var, r.FETCH_QUEUE.env_var, r.SIGNING_SECRET.env_var},
     # Stage functions also know their own queue (to delay a retry) and its DLQ (dead-letter envelopes).
     "fetch": {
-        r.JOBS_TABLE.env_var, r.RAW_BUCKET.env_var, r.REDACTED_BUCKET.env_var, r.REVIEW_QUEUE.env_var,
+        r.JOBS_TABLE.env_var,
+        r.RAW_BUCKET.env_var,
+        r.REDACTED_BUCKET.env_var,
+        r.REVIEW_QUEUE.env_var,
         r.P4_SECRET.env_var,
-        "P4REVIEW_P4_EXECUTABLE", "P4REVIEW_DEPOT_ALLOW_LIST", r.FETCH_QUEUE.env_var, r.FETCH_QUEUE.dlq_env_var,
+        "P4REVIEW_P4_EXECUTABLE",
+        "P4REVIEW_DEPOT_ALLOW_LIST",
+        r.FETCH_QUEUE.env_var,
+        r.FETCH_QUEUE.dlq_env_var,
     },
     # review and notify never learn the raw bucket's name. The default (offline) reviewer needs no
     # LLM secret; the LLM settings per provider are in test_review_config.py.
-    "review": {r.JOBS_TABLE.env_var, r.REDACTED_BUCKET.env_var, r.NOTIFY_QUEUE.env_var,
-               r.REVIEW_QUEUE.env_var, r.REVIEW_QUEUE.dlq_env_var},
+    "review": {
+        r.JOBS_TABLE.env_var,
+        r.REDACTED_BUCKET.env_var,
+        r.NOTIFY_QUEUE.env_var,
+        r.REVIEW_QUEUE.env_var,
+        r.REVIEW_QUEUE.dlq_env_var,
+    },
     "notify": {
-        r.JOBS_TABLE.env_var, r.OUTBOX_TABLE.env_var, r.REDACTED_BUCKET.env_var, r.SMTP_SECRET.env_var,
-        r.P4_SECRET.env_var, "P4REVIEW_P4_EXECUTABLE", "P4REVIEW_DEPOT_ALLOW_LIST", r.NOTIFY_QUEUE.env_var,
+        r.JOBS_TABLE.env_var,
+        r.OUTBOX_TABLE.env_var,
+        r.REDACTED_BUCKET.env_var,
+        r.SMTP_SECRET.env_var,
+        r.P4_SECRET.env_var,
+        "P4REVIEW_P4_EXECUTABLE",
+        "P4REVIEW_DEPOT_ALLOW_LIST",
+        r.NOTIFY_QUEUE.env_var,
         r.NOTIFY_QUEUE.dlq_env_var,
     },
     # The sweeper re-sends hand-offs to every stage queue and lists every bucket's day prefixes (TTL
     # verification); it reads no secret and no artifact.
-    "sweeper": {r.JOBS_TABLE.env_var, r.FETCH_QUEUE.env_var, r.REVIEW_QUEUE.env_var, r.NOTIFY_QUEUE.env_var,
-                r.RAW_BUCKET.env_var, r.REDACTED_BUCKET.env_var},
+    "sweeper": {
+        r.JOBS_TABLE.env_var,
+        r.FETCH_QUEUE.env_var,
+        r.REVIEW_QUEUE.env_var,
+        r.NOTIFY_QUEUE.env_var,
+        r.RAW_BUCKET.env_var,
+        r.REDACTED_BUCKET.env_var,
+    },
 }
 
 
@@ -75,7 +99,9 @@ def as_list(value: Any) -> list[Any]:
 
 
 def logical_id_of(synth, cfn_type: str, **match: Any) -> str:
-    hits = [lid for lid, res in of_type(synth, cfn_type).items() if all(props(res).get(k) == v for k, v in match.items())]
+    hits = [
+        lid for lid, res in of_type(synth, cfn_type).items() if all(props(res).get(k) == v for k, v in match.items())
+    ]
     assert len(hits) == 1, (cfn_type, match, hits)
     return hits[0]
 
@@ -118,8 +144,7 @@ def test_each_function_gets_exactly_the_env_vars_it_needs(dev):
 
 def test_functions_running_p4_get_the_allow_list_from_its_ssm_parameter(dev):
     parameters = dev.template.to_json()["Parameters"]
-    (name,) = [key for key, value in parameters.items()
-               if value.get("Default") == f"/p4review/{ENV}/depot-allow-list"]
+    (name,) = [key for key, value in parameters.items() if value.get("Default") == f"/p4review/{ENV}/depot-allow-list"]
     assert parameters[name]["Type"] == "AWS::SSM::Parameter::Value<String>"
     for stage in ("fetch", "notify"):
         assert functions(dev)[stage][1]["Environment"]["Variables"]["P4REVIEW_DEPOT_ALLOW_LIST"] == {"Ref": name}
@@ -133,7 +158,9 @@ def test_every_p4review_env_var_is_a_settings_field():
 
 def test_env_vars_point_at_the_resources(dev):
     variables = functions(dev)["review"][1]["Environment"]["Variables"]
-    assert variables[r.JOBS_TABLE.env_var] == {"Ref": logical_id_of(dev, "AWS::DynamoDB::Table", TableName=f"p4review-{ENV}-jobs")}
+    assert variables[r.JOBS_TABLE.env_var] == {
+        "Ref": logical_id_of(dev, "AWS::DynamoDB::Table", TableName=f"p4review-{ENV}-jobs")
+    }
     notify_q = logical_id_of(dev, "AWS::SQS::Queue", QueueName=r.physical_name(ENV, r.NOTIFY_QUEUE.key))
     assert variables[r.NOTIFY_QUEUE.env_var] == {"Ref": notify_q}
 
@@ -168,7 +195,9 @@ def test_stage_queue_and_dlq_match_queue_spec(dev, spec):
 
 def test_three_queues_and_three_dlqs(dev):
     names = {props(res)["QueueName"] for res in of_type(dev, "AWS::SQS::Queue").values()}
-    assert names == {r.physical_name(ENV, q.key) for q in r.QUEUES} | {r.physical_name(ENV, r.dlq_key(q)) for q in r.QUEUES}
+    assert names == {r.physical_name(ENV, q.key) for q in r.QUEUES} | {
+        r.physical_name(ENV, r.dlq_key(q)) for q in r.QUEUES
+    }
 
 
 def test_queues_enforce_ssl(dev):
@@ -215,7 +244,7 @@ def test_each_dlq_has_an_alarm(dev, spec):
 
 
 def test_alarms_go_to_an_encrypted_ssl_only_topic(dev):
-    (topic_id, topic), = of_type(dev, "AWS::SNS::Topic").items()
+    ((topic_id, topic),) = of_type(dev, "AWS::SNS::Topic").items()
     assert topic["Properties"]["TopicName"] == f"p4review-{ENV}-alarms"
     assert "alias/aws/sns" in json.dumps(topic["Properties"]["KmsMasterKeyId"])
     policies = json.dumps(of_type(dev, "AWS::SNS::TopicPolicy"))
@@ -232,8 +261,11 @@ def test_alarms_go_to_an_encrypted_ssl_only_topic(dev):
 
 
 def test_possible_duplicate_emails_alarm_on_the_share_of_unconfirmed_resends(dev):
-    (alarm,) = [a["Properties"] for a in of_type(dev, "AWS::CloudWatch::Alarm").values()
-                if a["Properties"]["AlarmName"] == f"p4review-{ENV}-possible-duplicate-emails"]
+    (alarm,) = [
+        a["Properties"]
+        for a in of_type(dev, "AWS::CloudWatch::Alarm").values()
+        if a["Properties"]["AlarmName"] == f"p4review-{ENV}-possible-duplicate-emails"
+    ]
     (expression,) = [q for q in alarm["Metrics"] if "Expression" in q]
     assert expression["Expression"] == "IF(sent > 0, 100 * FILL(resent, 0) / sent, 0)"
     names = {q["Id"]: q["MetricStat"]["Metric"]["MetricName"] for q in alarm["Metrics"] if "MetricStat" in q}
@@ -244,7 +276,8 @@ def test_possible_duplicate_emails_alarm_on_the_share_of_unconfirmed_resends(dev
 def test_artifact_ttl_violations_raise_an_alarm_that_notifies_the_topic(dev):
     (topic_id,) = of_type(dev, "AWS::SNS::Topic")
     (alarm,) = [
-        props(res) for res in of_type(dev, "AWS::CloudWatch::Alarm").values()
+        props(res)
+        for res in of_type(dev, "AWS::CloudWatch::Alarm").values()
         if props(res)["AlarmName"] == f"p4review-{ENV}-artifact-ttl-violation"
     ]
     assert alarm["MetricName"] == "ArtifactTtlViolations"  # published by the sweeper (runtime/retention.py)
@@ -261,23 +294,29 @@ def test_artifact_ttl_violations_raise_an_alarm_that_notifies_the_topic(dev):
 
 
 def test_a_ttl_check_that_cannot_run_raises_its_own_alarm(dev):
-    dev.template.has_resource_properties("AWS::CloudWatch::Alarm", {
-        "AlarmName": f"p4review-{ENV}-artifact-ttl-check-failed",
-        "MetricName": "ArtifactTtlCheckFailed",
-        "Namespace": "P4Review",
-        "Threshold": 0,
-    })
+    dev.template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "AlarmName": f"p4review-{ENV}-artifact-ttl-check-failed",
+            "MetricName": "ArtifactTtlCheckFailed",
+            "Namespace": "P4Review",
+            "Threshold": 0,
+        },
+    )
 
 
 def test_escalated_replays_raise_an_alarm_on_the_runtime_metric(dev):
-    dev.template.has_resource_properties("AWS::CloudWatch::Alarm", {
-        "AlarmName": f"p4review-{ENV}-dead-letter-escalated",
-        "MetricName": "DeadLetterEscalated",
-        "Namespace": "P4Review",
-        "Dimensions": [{"Name": "service", "Value": "p4review"}],
-        "Statistic": "Sum",
-        "Threshold": 0,
-    })
+    dev.template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "AlarmName": f"p4review-{ENV}-dead-letter-escalated",
+            "MetricName": "DeadLetterEscalated",
+            "Namespace": "P4Review",
+            "Dimensions": [{"Name": "service", "Value": "p4review"}],
+            "Statistic": "Sum",
+            "Threshold": 0,
+        },
+    )
 
 
 # -- tables, buckets, key, secrets ---------------------------------------------------------------
@@ -420,8 +459,10 @@ def test_api_has_post_get_and_ping_proxied_to_ingest(dev):
     paths = {props(res)["PathPart"] for res in resources.values()}
     assert paths == {"v1", "reviews", "{job_id}", "ping"}
     part_of = {logical_id: props(res)["PathPart"] for logical_id, res in resources.items()}
-    methods = {(props(res)["HttpMethod"], part_of.get(props(res)["ResourceId"]["Ref"])): props(res)
-               for res in of_type(dev, "AWS::ApiGateway::Method").values()}
+    methods = {
+        (props(res)["HttpMethod"], part_of.get(props(res)["ResourceId"]["Ref"])): props(res)
+        for res in of_type(dev, "AWS::ApiGateway::Method").values()
+    }
     assert set(methods) == {("POST", "reviews"), ("GET", "{job_id}"), ("GET", "ping")}
     for method in methods.values():
         assert method["AuthorizationType"] == "NONE"  # HMAC-verified in the function
@@ -546,14 +587,25 @@ EXPECTED_ARTIFACT_ACCESS = {
     "review": {
         "raw": set(),
         # results/ is read back too: stored chunk answers let a retried review resume.
-        "redacted": {"s3:GetObject /changes/*", "s3:ListBucket changes/*", "kms:Decrypt",
-                     "s3:GetObject /results/*", "s3:ListBucket results/*",
-                     "s3:PutObject /results/*", "kms:GenerateDataKey"},
+        "redacted": {
+            "s3:GetObject /changes/*",
+            "s3:ListBucket changes/*",
+            "kms:Decrypt",
+            "s3:GetObject /results/*",
+            "s3:ListBucket results/*",
+            "s3:PutObject /results/*",
+            "kms:GenerateDataKey",
+        },
     },
     "notify": {
         "raw": set(),
-        "redacted": {"s3:GetObject /changes/*", "s3:GetObject /results/*",
-                     "s3:ListBucket changes/*", "s3:ListBucket results/*", "kms:Decrypt"},
+        "redacted": {
+            "s3:GetObject /changes/*",
+            "s3:GetObject /results/*",
+            "s3:ListBucket changes/*",
+            "s3:ListBucket results/*",
+            "kms:Decrypt",
+        },
     },
     # TTL verification: key names under the artifact prefixes, no object, no key.
     "sweeper": {
@@ -620,11 +672,7 @@ def test_kms_grants_only_through_s3_for_one_bucket(dev):
 
 def test_only_notify_reads_the_smtp_secret(dev):
     smtp_id = logical_id_of(dev, "AWS::SecretsManager::Secret", Name=f"p4review/{ENV}/{r.SMTP_SECRET.key}")
-    readers = {
-        name
-        for name in functions(dev)
-        if any(mentions(s, smtp_id) for s in role_statements(dev, name))
-    }
+    readers = {name for name in functions(dev) if any(mentions(s, smtp_id) for s in role_statements(dev, name))}
     assert readers == {"notify"}
 
 
@@ -702,8 +750,7 @@ def test_each_stage_may_send_only_to_its_own_dlq(dev, spec):
         for queue in r.QUEUES
     }
     sends = [
-        statement for statement in role_statements(dev, spec.key)
-        if "sqs:SendMessage" in as_list(statement["Action"])
+        statement for statement in role_statements(dev, spec.key) if "sqs:SendMessage" in as_list(statement["Action"])
     ]
     targets = {json.dumps(statement["Resource"]) for statement in sends}
     assert any(dlqs[spec.key] in target for target in targets)

@@ -55,8 +55,14 @@ def service(moto_endpoint, aws_reset):
 
 def _run(stage, job, outcome="ok"):
     dal = get_data_access()
-    return run_stage(StageMessage(job_id=job.job_id, stage=stage), ScriptedWork(stage, outcome), jobs=dal.jobs,
-                     queues=dal.queues, worker_id="w1", lease_seconds=60)
+    return run_stage(
+        StageMessage(job_id=job.job_id, stage=stage),
+        ScriptedWork(stage, outcome),
+        jobs=dal.jobs,
+        queues=dal.queues,
+        worker_id="w1",
+        lease_seconds=60,
+    )
 
 
 def _queue(service, stage=StageName.NOTIFY):
@@ -67,13 +73,20 @@ def _job(service, change, notify="dead_letter"):
     """A job whose fetch and review completed; notify then dead-letters it (a permanent delivery
     failure), finishes it, or has not run yet (`notify=None`: the job is still in progress)."""
     dal = get_data_access()
-    job = create_review(CreateReviewRequest(idempotency_key=f"k-{change}", changelist_id=change, review_version=1,
-                                            kind="submitted"), jobs=dal.jobs, queues=dal.queues, request_id=None).job
+    job = create_review(
+        CreateReviewRequest(idempotency_key=f"k-{change}", changelist_id=change, review_version=1, kind="submitted"),
+        jobs=dal.jobs,
+        queues=dal.queues,
+        request_id=None,
+    ).job
     for stage in (StageName.FETCH, StageName.REVIEW):
         assert _run(stage, job).ack
     if notify == "dead_letter":
-        assert _run(StageName.NOTIFY, job, NonRetryableError("SMTP delivery refused (550)",
-                                                              error_class=ErrorClass.POLICY_DENIED)).ack
+        assert _run(
+            StageName.NOTIFY,
+            job,
+            NonRetryableError("SMTP delivery refused (550)", error_class=ErrorClass.POLICY_DENIED),
+        ).ack
     elif notify == "succeed":
         assert _run(StageName.NOTIFY, job).ack
     for stage in StageName:
@@ -84,10 +97,17 @@ def _job(service, change, notify="dead_letter"):
 def _row(job, status, recipient=ADDRESS):
     outbox = get_data_access().outbox
     now = now_iso()
-    row = outbox.ensure_row(OutboxRow(
-        changelist_id=job.changelist_id, recipient=recipient, review_version=job.review_version, job_id=job.job_id,
-        provider_token=delivery_token(job.changelist_id, recipient, job.review_version), created_at=now,
-        updated_at=now))
+    row = outbox.ensure_row(
+        OutboxRow(
+            changelist_id=job.changelist_id,
+            recipient=recipient,
+            review_version=job.review_version,
+            job_id=job.job_id,
+            provider_token=delivery_token(job.changelist_id, recipient, job.review_version),
+            created_at=now,
+            updated_at=now,
+        )
+    )
     if status != DeliveryStatus.PENDING:
         row = outbox.record_attempt(row, owner="test", fence=1, locked_until="2000-01-01T00:00:00.000000Z")
     if status == DeliveryStatus.FAILED:
@@ -113,12 +133,31 @@ def _cli(args, tmp_path, capsys):
 
 
 def _decide(action, row, tmp_path, capsys, *extra):
-    return _cli(["deliveries", action, "--change", str(row.changelist_id), "--version", str(row.review_version),
-                 "--recipient", row.recipient, "--ticket", TICKET, "--note", NOTE, "--actor", "op:ann", *extra],
-                tmp_path, capsys)
+    return _cli(
+        [
+            "deliveries",
+            action,
+            "--change",
+            str(row.changelist_id),
+            "--version",
+            str(row.review_version),
+            "--recipient",
+            row.recipient,
+            "--ticket",
+            TICKET,
+            "--note",
+            NOTE,
+            "--actor",
+            "op:ann",
+            *extra,
+        ],
+        tmp_path,
+        capsys,
+    )
 
 
 # ---- list ---------------------------------------------------------------------------------
+
 
 def test_list_filters_by_status_newest_first(service, tmp_path, capsys):
     job = _job(service, 48213)
@@ -148,12 +187,20 @@ def test_one_malformed_row_is_named_and_the_good_rows_are_still_listed(service, 
     ValidationError`) without naming the row."""
     job = _job(service, 48215)
     good = _row(job, DeliveryStatus.FAILED, "good@example.test")
-    broken = {"changelist_id": job.changelist_id, "recipient": "bad@example.test", "review_version": 1,
-              "job_id": job.job_id, "status": "lost-in-space", "attempts": "many", "created_at": now_iso(),
-              "updated_at": now_iso()}
+    broken = {
+        "changelist_id": job.changelist_id,
+        "recipient": "bad@example.test",
+        "review_version": 1,
+        "job_id": job.job_id,
+        "status": "lost-in-space",
+        "attempts": "many",
+        "created_at": now_iso(),
+        "updated_at": now_iso(),
+    }
     service.client("dynamodb").put_item(
         TableName=service.env["P4REVIEW_OUTBOX_TABLE"],
-        Item={**outbox_key(job.changelist_id, "bad@example.test", 1), **to_item(broken)})
+        Item={**outbox_key(job.changelist_id, "bad@example.test", 1), **to_item(broken)},
+    )
 
     code, out, err = _cli(["deliveries", "list"], tmp_path, capsys)
     assert code == 1
@@ -169,11 +216,24 @@ def test_one_malformed_row_is_named_and_the_good_rows_are_still_listed(service, 
 def test_a_row_written_before_the_audit_trail_still_loads_and_can_be_retried(service):
     job = _job(service, 48214)
     now = now_iso()
-    legacy = {"changelist_id": job.changelist_id, "recipient": ADDRESS, "review_version": 1, "job_id": job.job_id,
-              "status": "failed", "provider_token": "t", "notification_id": None, "notified_at": None,
-              "attempts": 2, "last_error": "550", "created_at": now, "updated_at": now}
-    service.client("dynamodb").put_item(TableName=service.env["P4REVIEW_OUTBOX_TABLE"],
-                                        Item={**outbox_key(job.changelist_id, ADDRESS, 1), **to_item(legacy)})
+    legacy = {
+        "changelist_id": job.changelist_id,
+        "recipient": ADDRESS,
+        "review_version": 1,
+        "job_id": job.job_id,
+        "status": "failed",
+        "provider_token": "t",
+        "notification_id": None,
+        "notified_at": None,
+        "attempts": 2,
+        "last_error": "550",
+        "created_at": now,
+        "updated_at": now,
+    }
+    service.client("dynamodb").put_item(
+        TableName=service.env["P4REVIEW_OUTBOX_TABLE"],
+        Item={**outbox_key(job.changelist_id, ADDRESS, 1), **to_item(legacy)},
+    )
     row = get_data_access().outbox.get_row(job.changelist_id, ADDRESS, 1)
     assert row.audit == [] and row.status == DeliveryStatus.FAILED
     retried = get_data_access().outbox.retry_row(row, "op", TICKET, NOTE)
@@ -182,8 +242,10 @@ def test_a_row_written_before_the_audit_trail_still_loads_and_can_be_retried(ser
 
 # ---- retry --------------------------------------------------------------------------------
 
+
 def test_retry_of_a_failed_row_resets_it_audits_it_and_replays_notify_of_the_dead_lettered_job(
-        service, tmp_path, capsys):
+    service, tmp_path, capsys
+):
     job = _job(service, 48215)
     assert (job.status, job.stages[StageName.NOTIFY].status) == (JobStatus.DEAD_LETTERED, StageStatus.FAILED)
     row = _row(job, DeliveryStatus.FAILED)
@@ -197,14 +259,28 @@ def test_retry_of_a_failed_row_resets_it_audits_it_and_replays_notify_of_the_dea
     assert code == 0, err
     summary = json.loads(out)
     assert (summary["notify"], summary["row_status"], summary["job_status"], summary["resumed"]) == (
-        "replayed", "pending", "in_progress", False)
+        "replayed",
+        "pending",
+        "in_progress",
+        False,
+    )
 
     stored = _stored(row)
     assert (stored.status, stored.attempts, stored.last_error, stored.notified_at) == (
-        DeliveryStatus.PENDING, 0, None, None)
+        DeliveryStatus.PENDING,
+        0,
+        None,
+        None,
+    )
     (event,) = stored.audit
     assert (event.actor, event.action, event.ticket, event.note, event.from_status, event.to_status) == (
-        "op:ann", DeliveryAction.RETRY, TICKET, NOTE, DeliveryStatus.FAILED, DeliveryStatus.PENDING)
+        "op:ann",
+        DeliveryAction.RETRY,
+        TICKET,
+        NOTE,
+        DeliveryStatus.FAILED,
+        DeliveryStatus.PENDING,
+    )
     assert event.at.endswith("Z")
 
     replayed = get_data_access().jobs.get_job(job.job_id)
@@ -270,8 +346,7 @@ def test_retry_of_a_sent_row_is_refused_and_changes_nothing(service, tmp_path, c
         get_data_access().outbox.retry_row(row, "op", TICKET, NOTE)
     # Even a caller holding a stale copy that says failed loses the conditional write.
     with pytest.raises(StaleWriteError):
-        get_data_access().outbox.retry_row(row.model_copy(update={"status": DeliveryStatus.FAILED}), "op", TICKET,
-                                           NOTE)
+        get_data_access().outbox.retry_row(row.model_copy(update={"status": DeliveryStatus.FAILED}), "op", TICKET, NOTE)
     code, out, err = _decide("retry", row, tmp_path, capsys)
     assert (code, out) == (2, "") and "refused, the row is sent (delivered)" in err
     assert _stored(row) == row and _queue(service) == []
@@ -282,8 +357,11 @@ def test_a_failed_row_with_notified_at_is_never_retried(service):
     job = _job(service, 48224, notify=None)
     row = _row(job, DeliveryStatus.FAILED)
     service.client("dynamodb").update_item(
-        TableName=service.env["P4REVIEW_OUTBOX_TABLE"], Key=outbox_key(row.changelist_id, row.recipient, 1),
-        UpdateExpression="SET notified_at = :now", ExpressionAttributeValues={":now": {"S": now_iso()}})
+        TableName=service.env["P4REVIEW_OUTBOX_TABLE"],
+        Key=outbox_key(row.changelist_id, row.recipient, 1),
+        UpdateExpression="SET notified_at = :now",
+        ExpressionAttributeValues={":now": {"S": now_iso()}},
+    )
     marked = _stored(row)
     with pytest.raises(StaleWriteError, match=r"the row is failed \(delivered\)"):
         get_data_access().outbox.retry_row(marked, "op", TICKET, NOTE)
@@ -293,8 +371,24 @@ def test_a_failed_row_with_notified_at_is_never_retried(service):
 
 
 def test_retry_of_an_unknown_row_names_it(service, tmp_path, capsys):
-    code, _, err = _cli(["deliveries", "retry", "--change", "1", "--version", "1", "--recipient", "x@example.test",
-                         "--ticket", TICKET, "--note", NOTE], tmp_path, capsys)
+    code, _, err = _cli(
+        [
+            "deliveries",
+            "retry",
+            "--change",
+            "1",
+            "--version",
+            "1",
+            "--recipient",
+            "x@example.test",
+            "--ticket",
+            TICKET,
+            "--note",
+            NOTE,
+        ],
+        tmp_path,
+        capsys,
+    )
     assert code == 2 and err.startswith("error: no delivery row for change 1 version 1 recipient x@example.test")
 
 
@@ -324,10 +418,12 @@ def test_two_concurrent_retries_of_the_same_row_exactly_one_wins(service):
     assert "the row is pending" in losers[0].message
     stored = _stored(row)
     assert stored.status == DeliveryStatus.PENDING and [event.actor for event in stored.audit] == [
-        winners[0].audit[0].actor]
+        winners[0].audit[0].actor
+    ]
 
 
 # ---- skip ---------------------------------------------------------------------------------
+
 
 def test_skip_of_a_failed_row_and_the_row_is_then_closed_to_sends_and_retries(service, tmp_path, capsys):
     job = _job(service, 48220)
@@ -335,15 +431,24 @@ def test_skip_of_a_failed_row_and_the_row_is_then_closed_to_sends_and_retries(se
     code, out, err = _decide("skip", row, tmp_path, capsys)
     assert code == 0, err
     assert {key: json.loads(out)[key] for key in ("from_status", "row_status")} == {
-        "from_status": "failed", "row_status": "skipped"}
+        "from_status": "failed",
+        "row_status": "skipped",
+    }
     stored = _stored(row)
     (event,) = stored.audit
     assert (stored.status, event.action, event.from_status, event.to_status, event.ticket) == (
-        DeliveryStatus.SKIPPED, DeliveryAction.SKIP, DeliveryStatus.FAILED, DeliveryStatus.SKIPPED, TICKET)
+        DeliveryStatus.SKIPPED,
+        DeliveryAction.SKIP,
+        DeliveryStatus.FAILED,
+        DeliveryStatus.SKIPPED,
+        TICKET,
+    )
     assert get_data_access().jobs.get_job(job.job_id) == job  # skip does not touch the job
     # A worker cannot start an attempt on a skipped row; an operator cannot retry it.
     with pytest.raises(StaleWriteError):
-        get_data_access().outbox.record_attempt(stored, owner="test", fence=1, locked_until="2000-01-01T00:00:00.000000Z")
+        get_data_access().outbox.record_attempt(
+            stored, owner="test", fence=1, locked_until="2000-01-01T00:00:00.000000Z"
+        )
     code, _, err = _decide("retry", row, tmp_path, capsys)
     assert code == 2 and "the row is skipped" in err
     assert _stored(row) == stored
@@ -363,12 +468,15 @@ def test_skip_of_a_sent_row_is_refused(service, tmp_path, capsys):
     row = _row(job, DeliveryStatus.SENT)
     code, out, err = _decide("skip", row, tmp_path, capsys)
     assert (code, out) == (2, "")
-    assert err.strip() == ("error: skip delivery: refused, the row is sent (delivered): only a failed or pending row "
-                           "that was never delivered can be skipped")
+    assert err.strip() == (
+        "error: skip delivery: refused, the row is sent (delivered): only a failed or pending row "
+        "that was never delivered can be skipped"
+    )
     assert _stored(row) == row
 
 
 # ---- usage --------------------------------------------------------------------------------
+
 
 def test_ticket_and_note_are_required(service, tmp_path, capsys):
     job = _job(service, 48223, notify=None)
@@ -386,38 +494,66 @@ def test_ticket_and_note_are_required(service, tmp_path, capsys):
 
 # ---- the whole path: a real notify after the retry -------------------------------------------
 
+
 def test_a_retried_delivery_is_sent_once_and_the_job_succeeds(moto_endpoint, aws_reset, tmp_path, capsys):
     from p4review.local.smtp_server import LocalMailServer
     from p4review.stages.fetch import FetchWork
     from p4review.stages.notify import NotifyWork
     from p4review.stages.review_setup import build_review_work
 
-    with LocalMailServer(tmp_path / "mailbox") as mail, provisioned_service(moto_endpoint, smtp={
-            "host": "127.0.0.1", "port": mail.port, "tls_mode": "none",
-            "from_address": "p4review@example.test"}) as service:
+    with (
+        LocalMailServer(tmp_path / "mailbox") as mail,
+        provisioned_service(
+            moto_endpoint,
+            smtp={"host": "127.0.0.1", "port": mail.port, "tls_mode": "none", "from_address": "p4review@example.test"},
+        ) as service,
+    ):
         service.sqs = service.client("sqs")
         dal = get_data_access()
         settings = get_settings()
-        job = create_review(CreateReviewRequest(idempotency_key="e2e", changelist_id=48213, review_version=1,
-                                                kind="submitted"), jobs=dal.jobs, queues=dal.queues,
-                            request_id=None).job
+        job = create_review(
+            CreateReviewRequest(idempotency_key="e2e", changelist_id=48213, review_version=1, kind="submitted"),
+            jobs=dal.jobs,
+            queues=dal.queues,
+            request_id=None,
+        ).job
         notify = NotifyWork(settings, dal.redacted_artifacts, dal.outbox, dal.secrets)
-        for work in (FetchWork(settings, dal.raw_artifacts, dal.redacted_artifacts, dal.secrets),
-                     build_review_work(settings, dal)):
-            assert run_stage(StageMessage(job_id=job.job_id, stage=work.stage), work, jobs=dal.jobs,
-                             queues=dal.queues, worker_id="setup", lease_seconds=60).ack
+        for work in (
+            FetchWork(settings, dal.raw_artifacts, dal.redacted_artifacts, dal.secrets),
+            build_review_work(settings, dal),
+        ):
+            assert run_stage(
+                StageMessage(job_id=job.job_id, stage=work.stage),
+                work,
+                jobs=dal.jobs,
+                queues=dal.queues,
+                worker_id="setup",
+                lease_seconds=60,
+            ).ack
         mail.fail_next(1, code=550, text="5.1.1 mailbox unavailable")
         (message,) = _queue(service)
-        assert run_stage(StageMessage.model_validate(message), notify, jobs=dal.jobs, queues=dal.queues,
-                         worker_id="n1", lease_seconds=60).ack
+        assert run_stage(
+            StageMessage.model_validate(message),
+            notify,
+            jobs=dal.jobs,
+            queues=dal.queues,
+            worker_id="n1",
+            lease_seconds=60,
+        ).ack
         (row,) = dal.outbox.rows_for_version(48213, 1)
         assert row.status == DeliveryStatus.FAILED and mail.count() == 0
 
         code, _, err = _decide("retry", row, tmp_path, capsys)
         assert code == 0, err
         (message,) = _queue(service)
-        assert run_stage(StageMessage.model_validate(message), notify, jobs=dal.jobs, queues=dal.queues,
-                         worker_id="n2", lease_seconds=60).ack
+        assert run_stage(
+            StageMessage.model_validate(message),
+            notify,
+            jobs=dal.jobs,
+            queues=dal.queues,
+            worker_id="n2",
+            lease_seconds=60,
+        ).ack
         assert mail.count() == 1
         sent = _stored(row)
         assert sent.status == DeliveryStatus.SENT and sent.attempts == 1 and len(sent.audit) == 1
@@ -432,30 +568,53 @@ def test_a_skipped_recipient_is_not_sent_and_no_longer_required(moto_endpoint, a
     from p4review.stages.notify import NotifyWork
     from p4review.stages.review_setup import build_review_work
 
-    with LocalMailServer(tmp_path / "mailbox") as mail, provisioned_service(moto_endpoint, smtp={
-            "host": "127.0.0.1", "port": mail.port, "tls_mode": "none",
-            "from_address": "p4review@example.test"}):
+    with (
+        LocalMailServer(tmp_path / "mailbox") as mail,
+        provisioned_service(
+            moto_endpoint,
+            smtp={"host": "127.0.0.1", "port": mail.port, "tls_mode": "none", "from_address": "p4review@example.test"},
+        ),
+    ):
         dal = get_data_access()
         settings = get_settings()
-        job = create_review(CreateReviewRequest(idempotency_key="skip-e2e", changelist_id=48213, review_version=1,
-                                                kind="submitted"), jobs=dal.jobs, queues=dal.queues,
-                            request_id=None).job
+        job = create_review(
+            CreateReviewRequest(idempotency_key="skip-e2e", changelist_id=48213, review_version=1, kind="submitted"),
+            jobs=dal.jobs,
+            queues=dal.queues,
+            request_id=None,
+        ).job
         notify = NotifyWork(settings, dal.redacted_artifacts, dal.outbox, dal.secrets)
-        for work in (FetchWork(settings, dal.raw_artifacts, dal.redacted_artifacts, dal.secrets),
-                     build_review_work(settings, dal), notify):
+        for work in (
+            FetchWork(settings, dal.raw_artifacts, dal.redacted_artifacts, dal.secrets),
+            build_review_work(settings, dal),
+            notify,
+        ):
             if work is notify:
                 mail.fail_next(1, code=550, text="5.1.1 mailbox unavailable")
-            assert run_stage(StageMessage(job_id=job.job_id, stage=work.stage), work, jobs=dal.jobs,
-                             queues=dal.queues, worker_id="setup", lease_seconds=60).ack
+            assert run_stage(
+                StageMessage(job_id=job.job_id, stage=work.stage),
+                work,
+                jobs=dal.jobs,
+                queues=dal.queues,
+                worker_id="setup",
+                lease_seconds=60,
+            ).ack
         (row,) = dal.outbox.rows_for_version(48213, 1)
         assert row.status == DeliveryStatus.FAILED and dal.jobs.get_job(job.job_id).status == JobStatus.DEAD_LETTERED
 
         code, _, err = _decide("skip", row, tmp_path, capsys)
         assert code == 0, err
-        dal.job_replay.replay_stage(job.job_id, StageName.NOTIFY, actor="operator:test", ticket="INC-9",
-                              note="owner left", from_start=False)
-        assert run_stage(StageMessage(job_id=job.job_id, stage=StageName.NOTIFY), notify, jobs=dal.jobs,
-                         queues=dal.queues, worker_id="n2", lease_seconds=60).ack
+        dal.job_replay.replay_stage(
+            job.job_id, StageName.NOTIFY, actor="operator:test", ticket="INC-9", note="owner left", from_start=False
+        )
+        assert run_stage(
+            StageMessage(job_id=job.job_id, stage=StageName.NOTIFY),
+            notify,
+            jobs=dal.jobs,
+            queues=dal.queues,
+            worker_id="n2",
+            lease_seconds=60,
+        ).ack
         finished = dal.jobs.get_job(job.job_id)
         assert finished.status == JobStatus.SUCCEEDED and finished.recipients_required == 0
         assert mail.count() == 0

@@ -13,10 +13,10 @@ from p4review.cli import dlq as dlq_cli
 from p4review.dal.factory import get_data_access
 from p4review.errors import AuthError, IllegalTransitionError, NotFoundError, StorageError
 from p4review.logic.ingest_service import create_review
+from p4review.logic.replay import parse_dead_letter, redrive
 from p4review.models.api import CreateReviewRequest
 from p4review.models.job import JobStatus, StageName, StageStatus
 from p4review.models.messages import StageMessage
-from p4review.logic.replay import parse_dead_letter, redrive
 from p4review.runtime.stage_runner import StageOutput, run_stage
 from tests.support.harness import drain, provisioned_service
 
@@ -49,16 +49,27 @@ def service(moto_endpoint, aws_reset):
 
 def _new_job(service, key="k1", change=48213):
     dal = get_data_access()
-    answer = create_review(CreateReviewRequest(idempotency_key=key, changelist_id=change, review_version=1,
-                                               kind="submitted"), jobs=dal.jobs, queues=dal.queues, request_id="r-1")
+    answer = create_review(
+        CreateReviewRequest(idempotency_key=key, changelist_id=change, review_version=1, kind="submitted"),
+        jobs=dal.jobs,
+        queues=dal.queues,
+        request_id="r-1",
+    )
     drain(service.sqs, service.resources.queue_for_stage(StageName.FETCH).url)
     return answer.job
 
 
 def _run(stage, job, *outcomes, worker="w1"):
     dal = get_data_access()
-    return run_stage(StageMessage(job_id=job.job_id, stage=stage, request_id="r-1"), ScriptedWork(stage, *outcomes),
-                     jobs=dal.jobs, queues=dal.queues, worker_id=worker, lease_seconds=60, message_id="m-1")
+    return run_stage(
+        StageMessage(job_id=job.job_id, stage=stage, request_id="r-1"),
+        ScriptedWork(stage, *outcomes),
+        jobs=dal.jobs,
+        queues=dal.queues,
+        worker_id=worker,
+        lease_seconds=60,
+        message_id="m-1",
+    )
 
 
 def _dead_lettered(service, stage=StageName.FETCH, key="k1", change=48213):
@@ -82,15 +93,25 @@ def _queue(service, stage):
 def _dlq_count(service, stage):
     attributes = service.sqs.get_queue_attributes(
         QueueUrl=service.resources.queue_for_stage(stage).dlq_url,
-        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
+        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    )["Attributes"]
     return int(attributes["ApproximateNumberOfMessages"]) + int(attributes["ApproximateNumberOfMessagesNotVisible"])
 
 
 def _redrive(letters, **overrides):
     dal = get_data_access()
     lines: list[str] = []
-    options = dict(jobs_replay=dal.job_replay, queues=dal.queues, dead_letters=dal.dead_letters, ticket=TICKET,
-                   note=NOTE, from_start=False, dry_run=False, actor="operator:test", progress=lines.append)
+    options = dict(
+        jobs_replay=dal.job_replay,
+        queues=dal.queues,
+        dead_letters=dal.dead_letters,
+        ticket=TICKET,
+        note=NOTE,
+        from_start=False,
+        dry_run=False,
+        actor="operator:test",
+        progress=lines.append,
+    )
     options.update(overrides)
     summary = redrive(letters, **options)
     return summary, lines
@@ -102,14 +123,26 @@ def _take_all(stage=StageName.FETCH):
 
 # ---- parsing ------------------------------------------------------------------------------
 
+
 def test_parse_recognises_the_envelope_the_bare_message_and_nothing_else():
     job_id = "6f1f7c3e-1d0b-4e55-9a8e-6b1f0a2d9c41"
-    envelope = {"envelope_version": "1", "error_class": "AUTH_DENIED", "stage": "review", "last_stack": "",
-                "sanitized_context": {"job_id": job_id, "stage": "review", "request_id": "r-9", "changelist_id": 7},
-                "first_failure_at": "t", "last_failure_at": "t"}
+    envelope = {
+        "envelope_version": "1",
+        "error_class": "AUTH_DENIED",
+        "stage": "review",
+        "last_stack": "",
+        "sanitized_context": {"job_id": job_id, "stage": "review", "request_id": "r-9", "changelist_id": 7},
+        "first_failure_at": "t",
+        "last_failure_at": "t",
+    }
     target = parse_dead_letter(envelope)
     assert (target.job_id, target.stage, target.error_class, target.kind, target.escalated) == (
-        job_id, StageName.REVIEW, "AUTH_DENIED", "envelope", False)
+        job_id,
+        StageName.REVIEW,
+        "AUTH_DENIED",
+        "envelope",
+        False,
+    )
     assert target.request_id == "r-9" and target.changelist_id == 7
     assert parse_dead_letter(json.dumps({**envelope, "escalated": True})).escalated
     bare = parse_dead_letter(json.dumps({"schema_version": "1", "job_id": job_id, "stage": "notify"}))
@@ -122,6 +155,7 @@ def test_parse_recognises_the_envelope_the_bare_message_and_nothing_else():
 
 
 # ---- listing ------------------------------------------------------------------------------
+
 
 def test_listing_is_non_destructive(service):
     job = _dead_lettered(service)
@@ -147,6 +181,7 @@ def test_listing_paginates_up_to_the_limit(service):
 
 # ---- redrive ------------------------------------------------------------------------------
 
+
 def test_dry_run_changes_nothing(service):
     job = _dead_lettered(service)
     summary, lines = _redrive(_take_all(), dry_run=True, ticket=None, note=None)
@@ -167,16 +202,25 @@ def test_redrive_replays_the_failed_stage_with_the_ticket_in_the_audit(service):
     assert stored.status == JobStatus.IN_PROGRESS
     fetch = stored.stages[StageName.FETCH]
     assert (fetch.status, fetch.attempts, fetch.claimed_by, fetch.first_failure_at) == (
-        StageStatus.PENDING, 0, None, None)
+        StageStatus.PENDING,
+        0,
+        None,
+        None,
+    )
     assert fetch.last_dead_letter_class == "AUTH_DENIED"
     assert stored.replays == 1
     replayed = next(event for event in stored.audit if event.event == "replayed")
     assert (replayed.actor, replayed.stage, replayed.from_status, replayed.to_status) == (
-        "operator:test", StageName.FETCH, JobStatus.DEAD_LETTERED, JobStatus.IN_PROGRESS)
+        "operator:test",
+        StageName.FETCH,
+        JobStatus.DEAD_LETTERED,
+        JobStatus.IN_PROGRESS,
+    )
     assert replayed.detail == f"ticket={TICKET} note={NOTE}"
     assert stored.audit[-1].event == "replay_enqueued"
     assert _queue(service, StageName.FETCH) == [
-        {"schema_version": "1", "job_id": job.job_id, "stage": "fetch", "request_id": "r-1"}]
+        {"schema_version": "1", "job_id": job.job_id, "stage": "fetch", "request_id": "r-1"}
+    ]
     assert _dlq_count(service, StageName.FETCH) == 0
     # The runtime picks the replayed job up with a fresh budget.
     assert _run(StageName.FETCH, stored, "ok", worker="after-replay").ack
@@ -188,8 +232,9 @@ def test_redrive_replays_the_failed_stage_with_the_ticket_in_the_audit(service):
 def test_redrive_of_a_bare_sqs_redrive_message(service):
     job = _dead_lettered(service)
     drain(service.sqs, service.resources.queue_for_stage(StageName.FETCH).dlq_url)
-    get_data_access().dead_letters.send(StageName.FETCH, {"schema_version": "1", "job_id": job.job_id,
-                                                          "stage": "fetch"})
+    get_data_access().dead_letters.send(
+        StageName.FETCH, {"schema_version": "1", "job_id": job.job_id, "stage": "fetch"}
+    )
     summary, _ = _redrive(_take_all())
     assert [outcome.result for outcome in summary.outcomes] == ["replayed"]
     assert get_data_access().jobs.get_job(job.job_id).status == JobStatus.IN_PROGRESS
@@ -208,8 +253,10 @@ def test_a_second_redrive_of_the_same_job_is_refused_and_its_message_kept(servic
     assert skipped.reason == "refused: job is in_progress, not dead_lettered"
     assert any(line.endswith("-> skipped: refused: job is in_progress, not dead_lettered") for line in lines)
     assert not summary.ok
-    assert [message["MessageId"] for message in drain(
-        service.sqs, service.resources.queue_for_stage(StageName.FETCH).dlq_url)] == [skipped.message_id]
+    assert [
+        message["MessageId"]
+        for message in drain(service.sqs, service.resources.queue_for_stage(StageName.FETCH).dlq_url)
+    ] == [skipped.message_id]
     stored = get_data_access().jobs.get_job(job.job_id)
     assert stored.replays == 1 and [event.event for event in stored.audit].count("replayed") == 1
     assert len(_queue(service, StageName.FETCH)) == 1
@@ -233,7 +280,9 @@ def test_replay_resumes_at_the_failed_stage_and_keeps_completed_work(service):
     assert stored.stages[StageName.FETCH].status == StageStatus.COMPLETED
     assert stored.stages[StageName.FETCH].attempts == 1
     assert (stored.stages[StageName.REVIEW].status, stored.stages[StageName.REVIEW].attempts) == (
-        StageStatus.PENDING, 0)
+        StageStatus.PENDING,
+        0,
+    )
     assert [m["stage"] for m in _queue(service, StageName.REVIEW)] == ["review"]
     assert _queue(service, StageName.FETCH) == []
 
@@ -245,7 +294,8 @@ def test_from_start_resets_every_stage_and_enqueues_fetch(service):
     assert lines == [f"[1/1] job {job.job_id} review (restart at fetch) -> replayed"]
     stored = get_data_access().jobs.get_job(job.job_id)
     assert {name: (state.status, state.attempts) for name, state in stored.stages.items()} == {
-        name: (StageStatus.PENDING, 0) for name in StageName}
+        name: (StageStatus.PENDING, 0) for name in StageName
+    }
     assert stored.stages[StageName.REVIEW].last_dead_letter_class == "AUTH_DENIED"
     replayed = next(event for event in stored.audit if event.event == "replayed")
     assert replayed.stage == StageName.REVIEW and replayed.detail == f"ticket={TICKET} from_start note={NOTE}"
@@ -294,6 +344,7 @@ def test_a_real_redrive_requires_ticket_and_note(service):
 
 # ---- the CLI ------------------------------------------------------------------------------
 
+
 def _cli(args, tmp_path, capsys):
     parser = argparse.ArgumentParser(prog="p4review")
     parser.add_argument("--state-dir", default=str(tmp_path))
@@ -309,9 +360,13 @@ def test_cli_list_show_and_redrive_through_an_env_file(service, tmp_path, capsys
     job = _dead_lettered(service, change=48299)
     get_data_access().dead_letters.send(StageName.NOTIFY, "password=hunter2 not json")
     env_file = tmp_path / "stack.env"
-    env_file.write_text("# written by p4review local up\n" + "".join(
-        f"export {name}='{value}'\n" if index % 2 else f"{name}={value}\n"
-        for index, (name, value) in enumerate(service.env.items())))
+    env_file.write_text(
+        "# written by p4review local up\n"
+        + "".join(
+            f"export {name}='{value}'\n" if index % 2 else f"{name}={value}\n"
+            for index, (name, value) in enumerate(service.env.items())
+        )
+    )
     for name in service.env:  # the CLI process starts without the service's environment
         monkeypatch.delenv(name, raising=False)
     env = ["--env-file", str(env_file)]
@@ -319,12 +374,30 @@ def test_cli_list_show_and_redrive_through_an_env_file(service, tmp_path, capsys
     code, out, _ = _cli(["dlq", "list", *env], tmp_path, capsys)
     assert code == 0
     header, *rows = out.splitlines()
-    assert header.split() == ["MESSAGE", "ID", "STAGE", "ERROR", "CLASS", "JOB", "ID", "CHANGE", "ATTEMPTS",
-                              "LAST", "FAILURE", "ESCALATED"]
+    assert header.split() == [
+        "MESSAGE",
+        "ID",
+        "STAGE",
+        "ERROR",
+        "CLASS",
+        "JOB",
+        "ID",
+        "CHANGE",
+        "ATTEMPTS",
+        "LAST",
+        "FAILURE",
+        "ESCALATED",
+    ]
     (row,) = [line for line in rows if job.job_id in line]
     message_id, stage, error_class, job_id, change, attempts, _last, escalated = row.split()
     assert (stage, error_class, job_id, change, attempts, escalated) == (
-        "fetch", "AUTH_DENIED", job.job_id, "48299", "1", "no")
+        "fetch",
+        "AUTH_DENIED",
+        job.job_id,
+        "48299",
+        "1",
+        "no",
+    )
     assert any("(unrecognised)" in line for line in rows)
     assert "hunter2" not in out
 
@@ -342,8 +415,9 @@ def test_cli_list_show_and_redrive_through_an_env_file(service, tmp_path, capsys
     assert code == 0 and json.loads(out)["replayed"][0]["result"] == "would_replay"
     assert get_data_access().jobs.get_job(job.job_id).status == JobStatus.DEAD_LETTERED
 
-    code, out, err = _cli(["dlq", "redrive", message_id, "--ticket", TICKET, "--note", NOTE, "--actor", "op:ann",
-                           *env], tmp_path, capsys)
+    code, out, err = _cli(
+        ["dlq", "redrive", message_id, "--ticket", TICKET, "--note", NOTE, "--actor", "op:ann", *env], tmp_path, capsys
+    )
     assert code == 0, err
     assert err.strip() == f"[1/1] job {job.job_id} fetch -> replayed"
     assert json.loads(out)["replayed"][0]["job_id"] == job.job_id
@@ -369,8 +443,9 @@ def test_a_replay_that_fails_again_the_same_way_is_escalated(service):
     job = _dead_lettered(service)
     (first,) = _dlq_bodies(service)
     assert first["escalated"] is False
-    get_data_access().job_replay.replay_stage(job.job_id, StageName.FETCH, actor="op", ticket=TICKET, note=NOTE,
-                                              from_start=False)
+    get_data_access().job_replay.replay_stage(
+        job.job_id, StageName.FETCH, actor="op", ticket=TICKET, note=NOTE, from_start=False
+    )
     assert _run(StageName.FETCH, job, AuthError("ticket still expired"), worker="w2").ack
     (again,) = _dlq_bodies(service)
     assert again["escalated"] is True and again["error_class"] == "AUTH_DENIED"
@@ -381,8 +456,9 @@ def test_a_replay_that_fails_again_the_same_way_is_escalated(service):
 def test_a_replay_that_fails_differently_is_not_escalated(service):
     job = _dead_lettered(service)
     _dlq_bodies(service)
-    get_data_access().job_replay.replay_stage(job.job_id, StageName.FETCH, actor="op", ticket=TICKET, note=NOTE,
-                                              from_start=False)
+    get_data_access().job_replay.replay_stage(
+        job.job_id, StageName.FETCH, actor="op", ticket=TICKET, note=NOTE, from_start=False
+    )
     assert _run(StageName.FETCH, job, NotFoundError("change vanished"), worker="w2").ack
     (again,) = _dlq_bodies(service)
     assert again["error_class"] == "NOT_FOUND" and again["escalated"] is False
@@ -398,10 +474,12 @@ def test_an_envelope_moved_back_by_the_sqs_console_is_replayed_without_a_ticket(
     # "Start DLQ redrive" moves the envelope, as is, back to the fetch queue.
     queue = service.resources.queue_for_stage(StageName.FETCH)
     service.sqs.send_message(QueueUrl=queue.url, MessageBody=json.dumps(envelope))
-    received = service.sqs.receive_message(QueueUrl=queue.url, MaxNumberOfMessages=1,
-                                           MessageSystemAttributeNames=["All"])["Messages"]
-    answer = load_function("fetch").lambda_handler(build_sqs_event(received, queue.arn),
-                                                   FakeLambdaContext("p4review-test-fetch"))
+    received = service.sqs.receive_message(
+        QueueUrl=queue.url, MaxNumberOfMessages=1, MessageSystemAttributeNames=["All"]
+    )["Messages"]
+    answer = load_function("fetch").lambda_handler(
+        build_sqs_event(received, queue.arn), FakeLambdaContext("p4review-test-fetch")
+    )
     assert answer == {"batchItemFailures": []}
     stored = get_data_access().jobs.get_job(job.job_id)
     replayed = [event for event in stored.audit if event.event == "replayed"]
@@ -430,8 +508,10 @@ def test_a_nested_body_in_a_dlq_is_listed_as_unrecognised_and_left_visible(servi
     code, out, _ = _cli(["dlq", "list"], tmp_path, capsys)
     rows = out.splitlines()[1:]
     assert any("(unrecognised)" in line for line in rows) and any(job.job_id in line for line in rows)
-    attributes = service.sqs.get_queue_attributes(QueueUrl=service.resources.queue_for_stage(StageName.FETCH).dlq_url,
-                                                  AttributeNames=["ApproximateNumberOfMessages"])["Attributes"]
+    attributes = service.sqs.get_queue_attributes(
+        QueueUrl=service.resources.queue_for_stage(StageName.FETCH).dlq_url,
+        AttributeNames=["ApproximateNumberOfMessages"],
+    )["Attributes"]
     assert int(attributes["ApproximateNumberOfMessages"]) == 2  # both still there, and visible
 
 
@@ -440,9 +520,12 @@ def test_a_forged_envelope_reaches_the_terminal_escaped_and_redacted(service, tm
     last_stack was printed verbatim by `dlq show`."""
     job = _dead_lettered(service, change=48297)
     (real,) = [letter for letter in _take_all(StageName.FETCH)]
-    forged = {**real.body, "error_class": "AUTH_DENIED\x1b]0;owned\x07\x1b[2J\u202e",
-              "last_stack": "Traceback\n  password = 'Tr0ub4dor&3xyz'\n\x1b[31mred\x9b",
-              "sanitized_context": {**real.body["sanitized_context"], "changelist_id": "48297\r\nSubject: x"}}
+    forged = {
+        **real.body,
+        "error_class": "AUTH_DENIED\x1b]0;owned\x07\x1b[2J\u202e",
+        "last_stack": "Traceback\n  password = 'Tr0ub4dor&3xyz'\n\x1b[31mred\x9b",
+        "sanitized_context": {**real.body["sanitized_context"], "changelist_id": "48297\r\nSubject: x"},
+    }
     get_data_access().dead_letters.send(StageName.FETCH, forged)
     for args in (["dlq", "list"], ["dlq", "list", "--json"]):
         code, out, _ = _cli(args, tmp_path, capsys)

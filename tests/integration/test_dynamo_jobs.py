@@ -33,8 +33,9 @@ def _repo(service):
 
 
 def _job(key="key-1", changelist_id=10, version=1, rerun=False):
-    request = CreateReviewRequest(idempotency_key=key, changelist_id=changelist_id, review_version=version,
-                                  kind="submitted", rerun=rerun)
+    request = CreateReviewRequest(
+        idempotency_key=key, changelist_id=changelist_id, review_version=version, kind="submitted", rerun=rerun
+    )
     return new_job(request, NOW, "test")
 
 
@@ -160,10 +161,19 @@ def test_a_stage_cannot_start_before_its_predecessor_completes(service):
 
 def test_outbox_row_is_unique_per_delivery_tuple_and_sent_once(service):
     outbox = DynamoOutboxRepository(service.client("dynamodb"), service.resources.tables["outbox"])
-    row = OutboxRow(changelist_id=10, recipient="dev@example.test", review_version=1, job_id="j",
-                    provider_token="t", created_at=NOW, updated_at=NOW)
+    row = OutboxRow(
+        changelist_id=10,
+        recipient="dev@example.test",
+        review_version=1,
+        job_id="j",
+        provider_token="t",
+        created_at=NOW,
+        updated_at=NOW,
+    )
     assert outbox.ensure_row(row) == row
-    outbox.mark_sent(outbox.record_attempt(row, owner="test", fence=1, locked_until="2000-01-01T00:00:00.000000Z"), "queue-1")
+    outbox.mark_sent(
+        outbox.record_attempt(row, owner="test", fence=1, locked_until="2000-01-01T00:00:00.000000Z"), "queue-1"
+    )
     again = outbox.ensure_row(row.model_copy(update={"job_id": "other"}))
     assert again.job_id == "j" and again.notified_at and again.status == DeliveryStatus.SENT
     with pytest.raises(StaleWriteError):

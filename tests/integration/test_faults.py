@@ -62,8 +62,10 @@ def mail(tmp_path):
 
 @pytest.fixture
 def service(moto_endpoint, aws_reset, mail):
-    with provisioned_service(moto_endpoint, smtp={"host": "127.0.0.1", "port": mail.port, "tls_mode": "none",
-                                                  "from_address": "p4review@example.test"}) as provisioned:
+    with provisioned_service(
+        moto_endpoint,
+        smtp={"host": "127.0.0.1", "port": mail.port, "tls_mode": "none", "from_address": "p4review@example.test"},
+    ) as provisioned:
         provisioned.sqs = provisioned.client("sqs")
         get_settings()  # cold start: installs the (empty) fault plan from the environment
         yield provisioned
@@ -71,16 +73,28 @@ def service(moto_endpoint, aws_reset, mail):
 
 def _new_job(service, key="faults", review_version=1):
     dal = get_data_access()
-    answer = create_review(CreateReviewRequest(idempotency_key=key, changelist_id=48213 + review_version - 1, review_version=1,
-                                               kind="submitted"), jobs=dal.jobs, queues=dal.queues, request_id="r")
+    answer = create_review(
+        CreateReviewRequest(
+            idempotency_key=key, changelist_id=48213 + review_version - 1, review_version=1, kind="submitted"
+        ),
+        jobs=dal.jobs,
+        queues=dal.queues,
+        request_id="r",
+    )
     drain(service.sqs, service.resources.queue_for_stage(StageName.FETCH).url)
     return answer.job
 
 
 def _run(work, job, worker, lease_seconds=LEASE):
     dal = get_data_access()
-    return run_stage(StageMessage(job_id=job.job_id, stage=work.stage), work, jobs=dal.jobs, queues=dal.queues,
-                     worker_id=worker, lease_seconds=lease_seconds)
+    return run_stage(
+        StageMessage(job_id=job.job_id, stage=work.stage),
+        work,
+        jobs=dal.jobs,
+        queues=dal.queues,
+        worker_id=worker,
+        lease_seconds=lease_seconds,
+    )
 
 
 def _messages(service, stage):
@@ -95,10 +109,13 @@ def _fetch_stage(job):
     return get_data_access().jobs.get_job(job.job_id).stages[StageName.FETCH]
 
 
-@pytest.mark.parametrize("point, work_calls_before_recovery", [
-    (FaultPoint.AFTER_CLAIM, 0),
-    (FaultPoint.AFTER_SIDE_EFFECT, 1),
-])
+@pytest.mark.parametrize(
+    "point, work_calls_before_recovery",
+    [
+        (FaultPoint.AFTER_CLAIM, 0),
+        (FaultPoint.AFTER_SIDE_EFFECT, 1),
+    ],
+)
 def test_a_crash_before_completion_is_recovered_by_a_later_delivery(service, point, work_calls_before_recovery):
     job = _new_job(service)
     work = CountingWork()
@@ -161,11 +178,21 @@ def test_the_sweeper_requeues_a_crashed_stage(service):
 def test_an_injected_crash_escapes_the_lambda_handler_and_the_poller_deletes_nothing(service):
     job = _new_job(service)
     handler = load_function("fetch").lambda_handler
-    event = {"Records": [{
-        "messageId": "m-1", "receiptHandle": "rh-1", "body": json.dumps({"job_id": job.job_id, "stage": "fetch"}),
-        "attributes": {"ApproximateReceiveCount": "1"}, "messageAttributes": {}, "md5OfBody": "",
-        "eventSource": "aws:sqs", "eventSourceARN": "arn:aws:sqs:us-east-1:000000000000:q", "awsRegion": "us-east-1",
-    }]}
+    event = {
+        "Records": [
+            {
+                "messageId": "m-1",
+                "receiptHandle": "rh-1",
+                "body": json.dumps({"job_id": job.job_id, "stage": "fetch"}),
+                "attributes": {"ApproximateReceiveCount": "1"},
+                "messageAttributes": {},
+                "md5OfBody": "",
+                "eventSource": "aws:sqs",
+                "eventSourceARN": "arn:aws:sqs:us-east-1:000000000000:q",
+                "awsRegion": "us-east-1",
+            }
+        ]
+    }
     _inject("after_claim=1")
     with pytest.raises(InjectedCrash):
         handler(event, FakeLambdaContext("p4review-test-fetch"))
@@ -176,8 +203,16 @@ def test_an_injected_crash_escapes_the_lambda_handler_and_the_poller_deletes_not
     queue = service.resources.queue_for_stage(StageName.FETCH)
     fresh = _new_job(service, key="poller", review_version=2)  # the first job's stage is held by the crashed invocation
     service.sqs.send_message(QueueUrl=queue.url, MessageBody=json.dumps({"job_id": fresh.job_id, "stage": "fetch"}))
-    poller = SqsPoller(lambda: service.client("sqs"), queue.url, queue.arn, handler, batch_size=1, concurrency=1,
-                       wait_seconds=0, function_name="p4review-test-fetch")
+    poller = SqsPoller(
+        lambda: service.client("sqs"),
+        queue.url,
+        queue.arn,
+        handler,
+        batch_size=1,
+        concurrency=1,
+        wait_seconds=0,
+        function_name="p4review-test-fetch",
+    )
     with poller:
         deadline = time.monotonic() + 20
         while poller.errors < 1 and time.monotonic() < deadline:
@@ -193,12 +228,17 @@ def test_an_injected_crash_escapes_the_lambda_handler_and_the_poller_deletes_not
 
 def _reviewed_job(service):
     dal = get_data_access()
-    answer = create_review(CreateReviewRequest(idempotency_key="notify-faults", changelist_id=48213,
-                                               review_version=1, kind="submitted"),
-                           jobs=dal.jobs, queues=dal.queues, request_id=None)
+    answer = create_review(
+        CreateReviewRequest(idempotency_key="notify-faults", changelist_id=48213, review_version=1, kind="submitted"),
+        jobs=dal.jobs,
+        queues=dal.queues,
+        request_id=None,
+    )
     settings = get_settings()
-    for work in (FetchWork(settings, dal.raw_artifacts, dal.redacted_artifacts, dal.secrets),
-                 build_review_work(settings, dal)):
+    for work in (
+        FetchWork(settings, dal.raw_artifacts, dal.redacted_artifacts, dal.secrets),
+        build_review_work(settings, dal),
+    ):
         assert _run(work, answer.job, "setup", lease_seconds=60).ack
     for stage in StageName:
         drain(service.sqs, service.resources.queue_for_stage(stage).url)
@@ -207,7 +247,9 @@ def _reviewed_job(service):
 
 def _notify(job, worker):
     dal = get_data_access()
-    return _run(NotifyWork(get_settings(), dal.redacted_artifacts, dal.outbox, dal.secrets), job, worker, lease_seconds=60)
+    return _run(
+        NotifyWork(get_settings(), dal.redacted_artifacts, dal.outbox, dal.secrets), job, worker, lease_seconds=60
+    )
 
 
 def _rows(job):
@@ -263,14 +305,24 @@ def test_p4_timeout_is_a_retryable_network_timeout(service):
     job = _new_job(service)
     dal = get_data_access()
     _inject("p4_timeout=1")
-    disposition = _run(FetchWork(get_settings(), dal.raw_artifacts, dal.redacted_artifacts, dal.secrets), job, "fetcher", lease_seconds=60)
+    disposition = _run(
+        FetchWork(get_settings(), dal.raw_artifacts, dal.redacted_artifacts, dal.secrets),
+        job,
+        "fetcher",
+        lease_seconds=60,
+    )
     assert not disposition.ack and disposition.reason == ErrorClass.NETWORK_TIMEOUT.value
     stored = dal.jobs.get_job(job.job_id)
     assert stored.status == JobStatus.RETRYABLE_FAILED
     assert stored.stages[StageName.FETCH].last_error_class == "NETWORK_TIMEOUT"
     assert _dlq(service, StageName.FETCH) == []
     faults.load({})
-    assert _run(FetchWork(get_settings(), dal.raw_artifacts, dal.redacted_artifacts, dal.secrets), job, "fetcher-2", lease_seconds=60).ack
+    assert _run(
+        FetchWork(get_settings(), dal.raw_artifacts, dal.redacted_artifacts, dal.secrets),
+        job,
+        "fetcher-2",
+        lease_seconds=60,
+    ).ack
 
 
 class SlowWork(CountingWork):

@@ -63,8 +63,12 @@ def service(moto_endpoint, aws_reset):
 
 def _new_job(service, *, keep_message=False):
     dal = get_data_access()
-    answer = create_review(CreateReviewRequest(idempotency_key="hb-1", changelist_id=48213, review_version=1,
-                                               kind="submitted"), jobs=dal.jobs, queues=dal.queues, request_id="r")
+    answer = create_review(
+        CreateReviewRequest(idempotency_key="hb-1", changelist_id=48213, review_version=1, kind="submitted"),
+        jobs=dal.jobs,
+        queues=dal.queues,
+        request_id="r",
+    )
     if not keep_message:
         drain(service.sqs, service.resources.queue_for_stage(STAGE).url)
     return answer.job
@@ -72,16 +76,25 @@ def _new_job(service, *, keep_message=False):
 
 def _run(work, job, *, worker, lease_seconds, receipt_handle=None):
     dal = get_data_access()
-    return run_stage(StageMessage(job_id=job.job_id, stage=STAGE), work, jobs=dal.jobs, queues=dal.queues,
-                     worker_id=worker, lease_seconds=lease_seconds, receipt_handle=receipt_handle)
+    return run_stage(
+        StageMessage(job_id=job.job_id, stage=STAGE),
+        work,
+        jobs=dal.jobs,
+        queues=dal.queues,
+        worker_id=worker,
+        lease_seconds=lease_seconds,
+        receipt_handle=receipt_handle,
+    )
 
 
 def _force_lease_into_the_past(service, job_id):
     service.dynamodb.update_item(
-        TableName=service.resources.tables["jobs"], Key={"pk": {"S": job_pk(job_id)}},
+        TableName=service.resources.tables["jobs"],
+        Key={"pk": {"S": job_pk(job_id)}},
         UpdateExpression="SET stages.#stage.lease_expires_at = :past",
         ExpressionAttributeNames={"#stage": STAGE.value},
-        ExpressionAttributeValues={":past": {"S": "2000-01-01T00:00:00.000000Z"}})
+        ExpressionAttributeValues={":past": {"S": "2000-01-01T00:00:00.000000Z"}},
+    )
 
 
 def _steal(service, job_id, thief="worker-b"):
@@ -193,15 +206,17 @@ def test_the_heartbeat_keeps_the_sqs_message_invisible_past_its_original_visibil
         service.sqs = service.client("sqs")
         job = _new_job(service, keep_message=True)
         queue = service.resources.queue_for_stage(STAGE)
-        (message,) = service.sqs.receive_message(QueueUrl=queue.url, MaxNumberOfMessages=1, VisibilityTimeout=3,
-                                                 AttributeNames=["All"])["Messages"]
+        (message,) = service.sqs.receive_message(
+            QueueUrl=queue.url, MaxNumberOfMessages=1, VisibilityTimeout=3, AttributeNames=["All"]
+        )["Messages"]
         assert json.loads(message["Body"])["job_id"] == job.job_id
         seen = {}
 
         def look_again(index, job, lease):
             if index in (4, 6):  # ~5 s and ~7 s after the receive: the original 3 s visibility is over
-                seen[index] = service.sqs.receive_message(QueueUrl=queue.url, MaxNumberOfMessages=1,
-                                                          WaitTimeSeconds=0).get("Messages", [])
+                seen[index] = service.sqs.receive_message(
+                    QueueUrl=queue.url, MaxNumberOfMessages=1, WaitTimeSeconds=0
+                ).get("Messages", [])
 
         work = StepWork(steps=7, pause=1.0, after_step=look_again)  # 7 s of work under a 5 s lease
         event = build_sqs_event([message], queue.arn)
@@ -293,8 +308,17 @@ class _Queues:
 
 def _heartbeat(jobs, queues, lease_seconds=3, receipt_handle="rh-1"):
     lease = Lease(to_iso(datetime.now(UTC) + timedelta(seconds=lease_seconds)))
-    return Heartbeat(lease, jobs=jobs, queues=queues, job_id="j", stage=STAGE, worker_id="w",
-                     lease_seconds=lease_seconds, receipt_handle=receipt_handle, interval_seconds=0.1)
+    return Heartbeat(
+        lease,
+        jobs=jobs,
+        queues=queues,
+        job_id="j",
+        stage=STAGE,
+        worker_id="w",
+        lease_seconds=lease_seconds,
+        receipt_handle=receipt_handle,
+        interval_seconds=0.1,
+    )
 
 
 def test_heartbeat_renews_and_extends_visibility_until_the_block_ends():

@@ -32,8 +32,7 @@ def api(moto_endpoint, aws_reset):
 
 
 def _request(**overrides):
-    body = {"idempotency_key": "p4-submitted-4242-v1", "changelist_id": 4242, "review_version": 1,
-            "kind": "submitted"}
+    body = {"idempotency_key": "p4-submitted-4242-v1", "changelist_id": 4242, "review_version": 1, "kind": "submitted"}
     body.update(overrides)
     return body
 
@@ -53,8 +52,12 @@ def _assert_error(answer, status, code):
 
 def _finish(job_id):
     jobs = get_data_access().jobs
-    event = lambda target: AuditEvent(at="2026-11-21T10:00:00.000000Z", actor="test", event="forced",  # noqa: E731
-                                      to_status=target)
+    event = lambda target: AuditEvent(
+        at="2026-11-21T10:00:00.000000Z",
+        actor="test",
+        event="forced",  # noqa: E731
+        to_status=target,
+    )
     jobs.transition(job_id, JobStatus.IN_PROGRESS, event(JobStatus.IN_PROGRESS))
     jobs.transition(job_id, JobStatus.SUCCEEDED, event(JobStatus.SUCCEEDED))
 
@@ -66,8 +69,13 @@ def test_new_job_is_201_and_enqueues_ids_only(api):
     assert answer.headers["location"] == f"/v1/reviews/{answer.body['job_id']}"
     messages = drain(api.sqs, api.resources.queue_for_stage("fetch").url)
     assert [json.loads(message["Body"]) for message in messages] == [
-        {"schema_version": "1", "job_id": answer.body["job_id"], "stage": "fetch",
-         "request_id": messages and json.loads(messages[0]["Body"])["request_id"]}]
+        {
+            "schema_version": "1",
+            "job_id": answer.body["job_id"],
+            "stage": "fetch",
+            "request_id": messages and json.loads(messages[0]["Body"])["request_id"],
+        }
+    ]
 
 
 def test_repeated_key_returns_the_original_job_marked_as_replay(api):
@@ -104,11 +112,11 @@ def test_versioned_rerun_is_accepted_only_when_requested_and_newer(api):
     assert rerun.status == 201
     assert rerun.body["job_id"] != first.body["job_id"]
     assert rerun.body["rerun"] is True
-    error = _assert_error(_post(api, _request(idempotency_key="k-v4", review_version=4)), 409,
-                          "rerun_not_requested")
+    error = _assert_error(_post(api, _request(idempotency_key="k-v4", review_version=4)), 409, "rerun_not_requested")
     assert error["details"]["latest_version"] == 3
-    error = _assert_error(_post(api, _request(idempotency_key="k-v2", review_version=2, rerun=True)), 409,
-                          "stale_review_version")
+    error = _assert_error(
+        _post(api, _request(idempotency_key="k-v2", review_version=2, rerun=True)), 409, "stale_review_version"
+    )
     assert error["details"] == {"changelist_id": 4242, "requested_version": 2, "latest_version": 3}
 
 
@@ -152,8 +160,12 @@ def test_missing_signature_is_401(api):
     answer = ReviewApiClient(api.gateway.url, api.signing_secret)
     import urllib.request
 
-    request = urllib.request.Request(api.gateway.url + "/v1/reviews", data=json.dumps(_request()).encode(),
-                                     method="POST", headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        api.gateway.url + "/v1/reviews",
+        data=json.dumps(_request()).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json"},
+    )
     try:
         urllib.request.urlopen(request)
         raise AssertionError("expected 401")
@@ -168,10 +180,16 @@ def test_a_unicode_digit_timestamp_is_401_not_500(api, timestamp):
     """Found by a hostile-input probe: `isdigit()` accepted superscripts, `int()` refused them."""
     import urllib.request
 
-    request = urllib.request.Request(api.gateway.url + "/v1/reviews", data=json.dumps(_request()).encode(),
-                                     method="POST", headers={"Content-Type": "application/json",
-                                                             "X-P4Review-Timestamp": timestamp,  # sent as latin-1
-                                                             "X-P4Review-Signature": "v1=00"})
+    request = urllib.request.Request(
+        api.gateway.url + "/v1/reviews",
+        data=json.dumps(_request()).encode(),
+        method="POST",
+        headers={
+            "Content-Type": "application/json",
+            "X-P4Review-Timestamp": timestamp,  # sent as latin-1
+            "X-P4Review-Signature": "v1=00",
+        },
+    )
     try:
         urllib.request.urlopen(request)
         raise AssertionError("expected 401")
@@ -182,7 +200,8 @@ def test_a_unicode_digit_timestamp_is_401_not_500(api, timestamp):
 
 def test_wrong_secret_is_401(api):
     answer = ReviewApiClient(api.gateway.url, "not-the-secret").submit(
-        changelist_id=1, review_version=1, kind="submitted", idempotency_key="x")
+        changelist_id=1, review_version=1, kind="submitted", idempotency_key="x"
+    )
     _assert_error(answer, 401, "signature_invalid")
 
 
@@ -204,7 +223,8 @@ def test_previous_secret_is_accepted_after_rotation(api):
     secrets_client.put_secret_value(SecretId=secret_id, SecretString="the-new-secret")
     old = _post(api, _request())
     new = ReviewApiClient(api.gateway.url, "the-new-secret").submit(
-        changelist_id=77, review_version=1, kind="submitted", idempotency_key="after-rotation")
+        changelist_id=77, review_version=1, kind="submitted", idempotency_key="after-rotation"
+    )
     assert (old.status, new.status) == (201, 201)
 
 
@@ -242,13 +262,16 @@ def test_unknown_route_is_404_json(api):
     assert json.loads(error.value.read())["error"]["code"] == "route_not_found"
 
 
-@pytest.mark.parametrize("method, path, allowed", [
-    *[(method, "/v1/reviews", "POST") for method in ("PUT", "DELETE", "PATCH", "OPTIONS", "GET", "HEAD")],
-    ("POST", "/v1/reviews/00000000-0000-0000-0000-000000000000", "GET"),
-    ("DELETE", "/v1/reviews/00000000-0000-0000-0000-000000000000", "GET"),
-    ("POST", "/v1/ping", "GET"),
-    ("HEAD", "/v1/ping", "GET"),
-])
+@pytest.mark.parametrize(
+    "method, path, allowed",
+    [
+        *[(method, "/v1/reviews", "POST") for method in ("PUT", "DELETE", "PATCH", "OPTIONS", "GET", "HEAD")],
+        ("POST", "/v1/reviews/00000000-0000-0000-0000-000000000000", "GET"),
+        ("DELETE", "/v1/reviews/00000000-0000-0000-0000-000000000000", "GET"),
+        ("POST", "/v1/ping", "GET"),
+        ("HEAD", "/v1/ping", "GET"),
+    ],
+)
 def test_a_wrong_method_is_405_with_allow(api, method, path, allowed):
     import http.client
     import urllib.parse
@@ -300,8 +323,9 @@ def test_ping_answers_a_signed_request_and_touches_nothing(api):
 
 
 def test_ping_says_when_the_caller_holds_the_previous_secret(api):
-    api.client("secretsmanager").put_secret_value(SecretId=api.resources.secrets["trigger-signing"],
-                                                  SecretString="the-new-secret")
+    api.client("secretsmanager").put_secret_value(
+        SecretId=api.resources.secrets["trigger-signing"], SecretString="the-new-secret"
+    )
     assert api.api.ping().body["signed_with"] == "previous"
     assert ReviewApiClient(api.gateway.url, "the-new-secret").ping().body["signed_with"] == "current"
 
@@ -330,8 +354,12 @@ def _follows(changelist_id=4240, review_version=2):
 
 
 def test_a_submit_following_a_shelf_is_stored_shown_and_audited(api):
-    created = _post(api, _request(idempotency_key="p4-submitted-4277-v3", changelist_id=4277, review_version=3,
-                                  rerun=True, **_follows()))
+    created = _post(
+        api,
+        _request(
+            idempotency_key="p4-submitted-4277-v3", changelist_id=4277, review_version=3, rerun=True, **_follows()
+        ),
+    )
     assert created.status == 201, created.body
     assert created.body["follows_shelf"] == {"changelist_id": 4240, "review_version": 2}
     shown = api.api.get_job(created.body["job_id"]).body
@@ -340,13 +368,16 @@ def test_a_submit_following_a_shelf_is_stored_shown_and_audited(api):
     assert "follows_shelf" not in _post(api, _request()).body  # absent when not set
 
 
-@pytest.mark.parametrize("overrides, problem", [
-    ({"kind": "shelved", "review_version": 3, **_follows()}, "only a submitted change follows a shelf"),
-    ({"review_version": 2, **_follows(review_version=2)}, "must be higher than the shelf version"),
-    ({"review_version": 3, "follows_shelf": {"changelist_id": 4240}}, "Field required"),
-    ({"review_version": 3, "follows_shelf": {"changelist_id": 4240, "review_version": 1, "x": 1}}, "Extra inputs"),
-    ({"review_version": 3, "follows_shelf": {"changelist_id": "4240", "review_version": 1}}, "valid integer"),
-])
+@pytest.mark.parametrize(
+    "overrides, problem",
+    [
+        ({"kind": "shelved", "review_version": 3, **_follows()}, "only a submitted change follows a shelf"),
+        ({"review_version": 2, **_follows(review_version=2)}, "must be higher than the shelf version"),
+        ({"review_version": 3, "follows_shelf": {"changelist_id": 4240}}, "Field required"),
+        ({"review_version": 3, "follows_shelf": {"changelist_id": 4240, "review_version": 1, "x": 1}}, "Extra inputs"),
+        ({"review_version": 3, "follows_shelf": {"changelist_id": "4240", "review_version": 1}}, "valid integer"),
+    ],
+)
 def test_a_follows_shelf_that_cannot_be_right_is_400(api, overrides, problem):
     error = _assert_error(_post(api, _request(**overrides)), 400, "invalid_request")
     assert any(item["field"].startswith("follows_shelf") and problem in item["problem"] for item in error["details"])

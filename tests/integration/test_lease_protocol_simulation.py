@@ -15,10 +15,9 @@ import itertools
 import uuid
 from datetime import UTC, datetime, timedelta
 
-import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
 from p4review import clock
 from p4review.dal.dynamo_jobs import DynamoJobRepository
@@ -65,8 +64,13 @@ class LeaseProtocol(RuleBasedStateMachine):
     def __init__(self):
         super().__init__()
         key = f"sim-{uuid.uuid4()}"
-        job = new_job(CreateReviewRequest(idempotency_key=key, changelist_id=next(_CHANGELISTS), review_version=1,
-                                          kind="submitted"), self.fake_clock.now_iso(), "sim")
+        job = new_job(
+            CreateReviewRequest(
+                idempotency_key=key, changelist_id=next(_CHANGELISTS), review_version=1, kind="submitted"
+            ),
+            self.fake_clock.now_iso(),
+            "sim",
+        )
         assert self.repo.create_job(job).created
         self.job_id = job.job_id
         self.believed_owner: dict[str, datetime] = {}  # worker -> lease end it believes it holds
@@ -96,8 +100,15 @@ class LeaseProtocol(RuleBasedStateMachine):
     @rule(worker=st.sampled_from(WORKERS))
     def fail_retryable(self, worker):
         try:
-            self.repo.release_stage(self.job_id, STAGE, worker, error_class="NETWORK_TIMEOUT", error="sim",
-                                    stage_status=StageStatus.PENDING, job_status=JobStatus.RETRYABLE_FAILED)
+            self.repo.release_stage(
+                self.job_id,
+                STAGE,
+                worker,
+                error_class="NETWORK_TIMEOUT",
+                error="sim",
+                stage_status=StageStatus.PENDING,
+                job_status=JobStatus.RETRYABLE_FAILED,
+            )
         except StaleWriteError:
             pass
         self.believed_owner.pop(worker, None)
@@ -163,6 +174,13 @@ def test_lease_protocol_keeps_its_invariants_under_any_interleaving(moto_endpoin
         LeaseProtocol.repo = DynamoJobRepository(service.client("dynamodb"), service.resources.tables["jobs"])
         LeaseProtocol.sweep_store = DynamoSweepRepository(service.client("dynamodb"), service.resources.tables["jobs"])
         LeaseProtocol.fake_clock = fake
-        run_state_machine_as_test(LeaseProtocol, settings=settings(
-            max_examples=30, stateful_step_count=20, deadline=None, derandomize=True,
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]))
+        run_state_machine_as_test(
+            LeaseProtocol,
+            settings=settings(
+                max_examples=30,
+                stateful_step_count=20,
+                deadline=None,
+                derandomize=True,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+            ),
+        )

@@ -33,20 +33,30 @@ ANSWER = {"schema_version": "1.0", "prompt_version": "1.0", "summary": "Naïve d
 
 
 def _request() -> LlmRequest:
-    return LlmRequest(system=SYSTEM_TEXT, user=USER_TEXT, json_schema=REVIEW_RESULT_SCHEMA,
-                      max_output_tokens=2048, request_id="job-1:chunk-0")
+    return LlmRequest(
+        system=SYSTEM_TEXT,
+        user=USER_TEXT,
+        json_schema=REVIEW_RESULT_SCHEMA,
+        max_output_tokens=2048,
+        request_id="job-1:chunk-0",
+    )
 
 
 def _provider(server: ScriptedServer, keys: Keys | None = None, timeout_seconds: float = 5.0) -> AnthropicProvider:
-    return AnthropicProvider("claude-test", keys or Keys(OLD_KEY), base_url=server.root_url,
-                             timeout_seconds=timeout_seconds)
+    return AnthropicProvider(
+        "claude-test", keys or Keys(OLD_KEY), base_url=server.root_url, timeout_seconds=timeout_seconds
+    )
 
 
 def _message(*content: dict[str, Any], stop_reason: str = "tool_use") -> dict[str, Any]:
     return {
-        "id": "msg_01", "type": "message", "role": "assistant", "model": "claude-test",
+        "id": "msg_01",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-test",
         "content": list(content) or [{"type": "tool_use", "id": "toolu_01", "name": RESULT_TOOL_NAME, "input": ANSWER}],
-        "stop_reason": stop_reason, "stop_sequence": None,
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
         "usage": {"input_tokens": 410, "output_tokens": 77, "cache_read_input_tokens": 0},
     }
 
@@ -84,16 +94,27 @@ def test_success_forces_the_result_tool_and_serializes_its_input(server: Scripte
     assert sent.body["max_tokens"] == 2048
     assert sent.body["system"] == SYSTEM_TEXT
     assert sent.body["messages"] == [{"role": "user", "content": USER_TEXT}]
-    assert sent.body["tools"] == [{"name": RESULT_TOOL_NAME, "description": sent.body["tools"][0]["description"],
-                                   "input_schema": REVIEW_RESULT_SCHEMA}]
+    assert sent.body["tools"] == [
+        {
+            "name": RESULT_TOOL_NAME,
+            "description": sent.body["tools"][0]["description"],
+            "input_schema": REVIEW_RESULT_SCHEMA,
+        }
+    ]
     assert sent.body["tool_choice"] == {"type": "tool", "name": RESULT_TOOL_NAME}
     assert not {"temperature", "top_p", "top_k"} & sent.body.keys()  # refused by the SDK's API version
 
 
 def test_text_blocks_are_the_fallback_answer(server: ScriptedServer) -> None:
-    server.script(Reply(body=_message({"type": "text", "text": '{"schema_version": "1.0", '},
-                                      {"type": "text", "text": '"prompt_version": "1.0", "findings": []}'},
-                                      stop_reason="end_turn")))
+    server.script(
+        Reply(
+            body=_message(
+                {"type": "text", "text": '{"schema_version": "1.0", '},
+                {"type": "text", "text": '"prompt_version": "1.0", "findings": []}'},
+                stop_reason="end_turn",
+            )
+        )
+    )
 
     response = _provider(server).complete(_request())
 
@@ -102,8 +123,9 @@ def test_text_blocks_are_the_fallback_answer(server: ScriptedServer) -> None:
 
 
 def test_max_tokens_returns_the_partial_answer(server: ScriptedServer) -> None:
-    server.script(Reply(body=_message({"type": "text", "text": '{"schema_version": "1.0", "fi'},
-                                      stop_reason="max_tokens")))
+    server.script(
+        Reply(body=_message({"type": "text", "text": '{"schema_version": "1.0", "fi'}, stop_reason="max_tokens"))
+    )
 
     response = _provider(server).complete(_request())
 
@@ -112,8 +134,9 @@ def test_max_tokens_returns_the_partial_answer(server: ScriptedServer) -> None:
 
 
 def test_refusal_stop_reason_is_a_policy_refusal(server: ScriptedServer) -> None:
-    server.script(Reply(body=_message({"type": "text", "text": "I won't review USER-MARKER-e4f2"},
-                                      stop_reason="refusal")))
+    server.script(
+        Reply(body=_message({"type": "text", "text": "I won't review USER-MARKER-e4f2"}, stop_reason="refusal"))
+    )
 
     with pytest.raises(ProviderPolicyRefusal) as raised:
         _provider(server).complete(_request())
@@ -123,8 +146,9 @@ def test_refusal_stop_reason_is_a_policy_refusal(server: ScriptedServer) -> None
 
 
 @pytest.mark.parametrize("status, kind", [(500, "api_error"), (503, "api_error"), (529, "overloaded_error")])
-def test_server_errors_are_unavailable_and_not_retried_by_the_sdk(server: ScriptedServer, status: int,
-                                                                  kind: str) -> None:
+def test_server_errors_are_unavailable_and_not_retried_by_the_sdk(
+    server: ScriptedServer, status: int, kind: str
+) -> None:
     server.script(_error(status, kind, "Internal server error"))
 
     with pytest.raises(ProviderUnavailable) as raised:
@@ -136,8 +160,14 @@ def test_server_errors_are_unavailable_and_not_retried_by_the_sdk(server: Script
 
 
 def test_rate_limited_with_retry_after(server: ScriptedServer) -> None:
-    server.script(_error(429, "rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit",
-                         headers={"Retry-After": "7"}))
+    server.script(
+        _error(
+            429,
+            "rate_limit_error",
+            "Number of request tokens has exceeded your per-minute rate limit",
+            headers={"Retry-After": "7"},
+        )
+    )
 
     with pytest.raises(ProviderRateLimited) as raised:
         _provider(server).complete(_request())
@@ -178,8 +208,10 @@ def test_401_rereads_the_key_once_and_retries(server: ScriptedServer) -> None:
 
 
 def test_auth_failure_twice_is_an_auth_error(server: ScriptedServer) -> None:
-    server.script(_error(401, "authentication_error", f"invalid x-api-key {OLD_KEY}"),
-                  _error(403, "permission_error", f"key {NEW_KEY} may not use this model"))
+    server.script(
+        _error(401, "authentication_error", f"invalid x-api-key {OLD_KEY}"),
+        _error(403, "permission_error", f"key {NEW_KEY} may not use this model"),
+    )
     keys = Keys(OLD_KEY, NEW_KEY)
 
     with pytest.raises(ProviderAuthError) as raised:
@@ -190,10 +222,13 @@ def test_auth_failure_twice_is_an_auth_error(server: ScriptedServer) -> None:
     _assert_safe(raised.value)
 
 
-@pytest.mark.parametrize("reply", [
-    _error(400, "invalid_request_error", "prompt is too long: 215000 tokens > 200000 maximum"),
-    _error(413, "request_too_large", "Request exceeds the maximum allowed number of bytes."),
-])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        _error(400, "invalid_request_error", "prompt is too long: 215000 tokens > 200000 maximum"),
+        _error(413, "request_too_large", "Request exceeds the maximum allowed number of bytes."),
+    ],
+)
 def test_context_too_long(server: ScriptedServer, reply: Reply) -> None:
     server.script(reply)
 

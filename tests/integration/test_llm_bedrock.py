@@ -39,8 +39,13 @@ ANSWER = {"schema_version": "1.0", "prompt_version": "1.0", "findings": []}
 
 
 def _request(request_id: str = "job-1:chunk-0") -> LlmRequest:
-    return LlmRequest(system=SYSTEM_TEXT, user=USER_TEXT, json_schema=REVIEW_RESULT_SCHEMA,
-                      max_output_tokens=4096, request_id=request_id)
+    return LlmRequest(
+        system=SYSTEM_TEXT,
+        user=USER_TEXT,
+        json_schema=REVIEW_RESULT_SCHEMA,
+        max_output_tokens=4096,
+        request_id=request_id,
+    )
 
 
 def _expected_params(request_id: str | None = "job-1:chunk-0") -> dict[str, Any]:
@@ -50,8 +55,15 @@ def _expected_params(request_id: str | None = "job-1:chunk-0") -> dict[str, Any]
         "messages": [{"role": "user", "content": [{"text": USER_TEXT}]}],
         "inferenceConfig": {"maxTokens": 4096, "temperature": 0},
         "toolConfig": {
-            "tools": [{"toolSpec": {"name": RESULT_TOOL_NAME, "description": RESULT_TOOL_DESCRIPTION,
-                                    "inputSchema": {"json": REVIEW_RESULT_SCHEMA}}}],
+            "tools": [
+                {
+                    "toolSpec": {
+                        "name": RESULT_TOOL_NAME,
+                        "description": RESULT_TOOL_DESCRIPTION,
+                        "inputSchema": {"json": REVIEW_RESULT_SCHEMA},
+                    }
+                }
+            ],
             "toolChoice": {"tool": {"name": RESULT_TOOL_NAME}},
         },
     }
@@ -71,8 +83,9 @@ def _converse_response(content: list[dict[str, Any]], stop_reason: str = "tool_u
 
 @pytest.fixture
 def stubbed() -> Iterator[tuple[Any, Stubber]]:
-    client = boto3.client("bedrock-runtime", region_name="us-east-1",
-                          aws_access_key_id="testing", aws_secret_access_key="testing")
+    client = boto3.client(
+        "bedrock-runtime", region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing"
+    )
     with Stubber(client) as stubber:
         yield client, stubber
         stubber.assert_no_pending_responses()
@@ -86,8 +99,11 @@ def _assert_safe(exc: P4ReviewError) -> None:
 
 def test_tool_use_answer(stubbed: tuple[Any, Stubber]) -> None:
     client, stubber = stubbed
-    stubber.add_response("converse", _converse_response(
-        [{"toolUse": {"toolUseId": "t1", "name": RESULT_TOOL_NAME, "input": ANSWER}}]), _expected_params())
+    stubber.add_response(
+        "converse",
+        _converse_response([{"toolUse": {"toolUseId": "t1", "name": RESULT_TOOL_NAME, "input": ANSWER}}]),
+        _expected_params(),
+    )
 
     response = BedrockProvider(MODEL, client).complete(_request())
 
@@ -98,9 +114,14 @@ def test_tool_use_answer(stubbed: tuple[Any, Stubber]) -> None:
 
 def test_text_blocks_are_the_fallback(stubbed: tuple[Any, Stubber]) -> None:
     client, stubber = stubbed
-    stubber.add_response("converse", _converse_response(
-        [{"text": '{"schema_version": "1.0", '}, {"text": '"prompt_version": "1.0", "findings": []}'}],
-        stop_reason="end_turn"), _expected_params())
+    stubber.add_response(
+        "converse",
+        _converse_response(
+            [{"text": '{"schema_version": "1.0", '}, {"text": '"prompt_version": "1.0", "findings": []}'}],
+            stop_reason="end_turn",
+        ),
+        _expected_params(),
+    )
 
     response = BedrockProvider(MODEL, client).complete(_request())
 
@@ -127,8 +148,9 @@ def test_max_tokens_returns_the_partial_answer(stubbed: tuple[Any, Stubber]) -> 
 @pytest.mark.parametrize("stop_reason", ["guardrail_intervened", "content_filtered"])
 def test_guardrail_and_content_filter_are_policy_refusals(stubbed: tuple[Any, Stubber], stop_reason: str) -> None:
     client, stubber = stubbed
-    stubber.add_response("converse", _converse_response([{"text": "Sorry, USER-MARKER-bb02"}], stop_reason),
-                         _expected_params())
+    stubber.add_response(
+        "converse", _converse_response([{"text": "Sorry, USER-MARKER-bb02"}], stop_reason), _expected_params()
+    )
 
     with pytest.raises(ProviderPolicyRefusal) as raised:
         BedrockProvider(MODEL, client).complete(_request())
@@ -136,29 +158,46 @@ def test_guardrail_and_content_filter_are_policy_refusals(stubbed: tuple[Any, St
     _assert_safe(raised.value)
 
 
-@pytest.mark.parametrize("code, status, message, expected", [
-    ("ThrottlingException", 429, "Too many requests, please wait before trying again.", ProviderRateLimited),
-    ("ServiceQuotaExceededException", 400, "Quota exceeded", ProviderRateLimited),
-    ("ModelTimeoutException", 408, "Model has timed out in processing the request.", ProviderTimeout),
-    ("InternalServerException", 500, "Internal failure", ProviderUnavailable),
-    ("ServiceUnavailableException", 503, "Service unavailable", ProviderUnavailable),
-    ("ModelNotReadyException", 429, "Model is not ready", ProviderUnavailable),
-    ("ModelErrorException", 424, "The model failed", ProviderUnavailable),
-    ("AccessDeniedException", 403, "You don't have access to the model with the specified model ID.",
-     ProviderAuthError),
-    ("UnrecognizedClientException", 403, "The security token included in the request is invalid.",
-     ProviderAuthError),
-    ("ValidationException", 400, "Input is too long for requested model.", ContextTooLong),
-    ("ValidationException", 400, "prompt is too long: 250000 tokens > 200000 maximum", ContextTooLong),
-    ("ValidationException", 400, "The provided model identifier is invalid.", ProviderRequestError),
-    ("ResourceNotFoundException", 404, "Model not found", ProviderRequestError),
-    ("ValidationException", 400, f"Malformed input request: {USER_TEXT}", ProviderRequestError),
-])
-def test_client_errors_are_mapped(stubbed: tuple[Any, Stubber], code: str, status: int, message: str,
-                                  expected: type[P4ReviewError]) -> None:
+@pytest.mark.parametrize(
+    "code, status, message, expected",
+    [
+        ("ThrottlingException", 429, "Too many requests, please wait before trying again.", ProviderRateLimited),
+        ("ServiceQuotaExceededException", 400, "Quota exceeded", ProviderRateLimited),
+        ("ModelTimeoutException", 408, "Model has timed out in processing the request.", ProviderTimeout),
+        ("InternalServerException", 500, "Internal failure", ProviderUnavailable),
+        ("ServiceUnavailableException", 503, "Service unavailable", ProviderUnavailable),
+        ("ModelNotReadyException", 429, "Model is not ready", ProviderUnavailable),
+        ("ModelErrorException", 424, "The model failed", ProviderUnavailable),
+        (
+            "AccessDeniedException",
+            403,
+            "You don't have access to the model with the specified model ID.",
+            ProviderAuthError,
+        ),
+        (
+            "UnrecognizedClientException",
+            403,
+            "The security token included in the request is invalid.",
+            ProviderAuthError,
+        ),
+        ("ValidationException", 400, "Input is too long for requested model.", ContextTooLong),
+        ("ValidationException", 400, "prompt is too long: 250000 tokens > 200000 maximum", ContextTooLong),
+        ("ValidationException", 400, "The provided model identifier is invalid.", ProviderRequestError),
+        ("ResourceNotFoundException", 404, "Model not found", ProviderRequestError),
+        ("ValidationException", 400, f"Malformed input request: {USER_TEXT}", ProviderRequestError),
+    ],
+)
+def test_client_errors_are_mapped(
+    stubbed: tuple[Any, Stubber], code: str, status: int, message: str, expected: type[P4ReviewError]
+) -> None:
     client, stubber = stubbed
-    stubber.add_client_error("converse", service_error_code=code, service_message=message,
-                             http_status_code=status, expected_params=_expected_params())
+    stubber.add_client_error(
+        "converse",
+        service_error_code=code,
+        service_message=message,
+        http_status_code=status,
+        expected_params=_expected_params(),
+    )
 
     with pytest.raises(expected) as raised:
         BedrockProvider(MODEL, client).complete(_request())
@@ -176,11 +215,14 @@ class _FailingClient:
         raise self.error
 
 
-@pytest.mark.parametrize("error, expected", [
-    (ReadTimeoutError(endpoint_url="https://bedrock-runtime.us-east-1.amazonaws.com"), ProviderTimeout),
-    (ConnectTimeoutError(endpoint_url="https://bedrock-runtime.us-east-1.amazonaws.com"), ProviderTimeout),
-    (EndpointConnectionError(endpoint_url="https://bedrock-runtime.us-east-1.amazonaws.com"), ProviderUnavailable),
-])
+@pytest.mark.parametrize(
+    "error, expected",
+    [
+        (ReadTimeoutError(endpoint_url="https://bedrock-runtime.us-east-1.amazonaws.com"), ProviderTimeout),
+        (ConnectTimeoutError(endpoint_url="https://bedrock-runtime.us-east-1.amazonaws.com"), ProviderTimeout),
+        (EndpointConnectionError(endpoint_url="https://bedrock-runtime.us-east-1.amazonaws.com"), ProviderUnavailable),
+    ],
+)
 def test_transport_errors_are_mapped(error: Exception, expected: type[P4ReviewError]) -> None:
     with pytest.raises(expected):
         BedrockProvider(MODEL, _FailingClient(error)).complete(_request())
@@ -196,8 +238,7 @@ def test_make_bedrock_client_turns_sdk_retries_off() -> None:
     assert (config.read_timeout, config.connect_timeout) == (45.0, 10)
 
 
-def test_make_bedrock_client_without_a_region_is_a_config_error(monkeypatch: pytest.MonkeyPatch,
-                                                                  tmp_path: Any) -> None:
+def test_make_bedrock_client_without_a_region_is_a_config_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
     for name in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
@@ -222,8 +263,11 @@ def test_factory_builds_bedrock_with_the_injected_client(stubbed: tuple[Any, Stu
         made.append((region, timeout))
         return client
 
-    provider = build_provider(_settings(llm_provider="bedrock", llm_model=MODEL, llm_region="eu-central-1",
-                                        llm_timeout_seconds="42"), None, bedrock_client_factory=factory)
+    provider = build_provider(
+        _settings(llm_provider="bedrock", llm_model=MODEL, llm_region="eu-central-1", llm_timeout_seconds="42"),
+        None,
+        bedrock_client_factory=factory,
+    )
 
     assert isinstance(provider, BedrockProvider)
     assert (provider.name, provider.model) == ("bedrock", MODEL)
@@ -237,8 +281,12 @@ def test_factory_builds_the_key_based_providers() -> None:
     def keys(force_refresh: bool) -> str:
         return "sk-unused"
 
-    openai_settings = _settings(llm_provider="openai", llm_model="gpt-test", llm_base_url="http://127.0.0.1:9/v1",
-                                llm_structured_output="json_object")
+    openai_settings = _settings(
+        llm_provider="openai",
+        llm_model="gpt-test",
+        llm_base_url="http://127.0.0.1:9/v1",
+        llm_structured_output="json_object",
+    )
     openai_provider = build_provider(openai_settings, keys)
     anthropic_provider = build_provider(_settings(llm_provider="anthropic", llm_model="claude-test"), keys)
 
@@ -264,9 +312,14 @@ def test_factory_without_a_key_source_is_a_config_error(provider: str) -> None:
 def test_throttling_passes_on_retry_after(stubbed: tuple[Any, Stubber]) -> None:
     """Spec ERR-3: Bedrock's Retry-After reaches the runtime's backoff."""
     client, stubber = stubbed
-    stubber.add_client_error("converse", service_error_code="ThrottlingException", service_message="slow down",
-                             http_status_code=429, expected_params=_expected_params(),
-                             response_meta={"HTTPHeaders": {"retry-after": "12"}})
+    stubber.add_client_error(
+        "converse",
+        service_error_code="ThrottlingException",
+        service_message="slow down",
+        http_status_code=429,
+        expected_params=_expected_params(),
+        response_meta={"HTTPHeaders": {"retry-after": "12"}},
+    )
 
     with pytest.raises(ProviderRateLimited) as raised:
         BedrockProvider(MODEL, client).complete(_request())

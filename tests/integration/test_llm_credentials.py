@@ -27,16 +27,18 @@ def secrets_client(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE"):
         monkeypatch.delenv(name, raising=False)
     with mock_aws():
-        client = boto3.client("secretsmanager", region_name="us-east-1",
-                              aws_access_key_id="testing", aws_secret_access_key="testing")
+        client = boto3.client(
+            "secretsmanager", region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing"
+        )
         yield client
 
 
 def _count_reads(client: Any) -> list[dict[str, Any]]:
     """The parameters of every GetSecretValue the client sends."""
     calls: list[dict[str, Any]] = []
-    client.meta.events.register("provide-client-params.secrets-manager.GetSecretValue",
-                                lambda params, **_: calls.append(dict(params)))
+    client.meta.events.register(
+        "provide-client-params.secrets-manager.GetSecretValue", lambda params, **_: calls.append(dict(params))
+    )
     return calls
 
 
@@ -110,7 +112,7 @@ def test_data_access_builds_credentials_from_settings(secrets_client: Any, monke
     assert configured.llm_credentials is configured.llm_credentials
 
     with pytest.raises(ConfigError):
-        DataAccess(Settings.model_validate({})).llm_credentials
+        _ = DataAccess(Settings.model_validate({})).llm_credentials
 
 
 def test_the_cache_expires_on_the_injected_clock(secrets_client: Any) -> None:

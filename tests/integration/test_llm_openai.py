@@ -33,8 +33,13 @@ ANSWER = {"schema_version": "1.0", "prompt_version": "1.0", "findings": []}
 
 
 def _request() -> LlmRequest:
-    return LlmRequest(system=SYSTEM_TEXT, user=USER_TEXT, json_schema=REVIEW_RESULT_SCHEMA,
-                      max_output_tokens=1024, request_id="job-1:chunk-0")
+    return LlmRequest(
+        system=SYSTEM_TEXT,
+        user=USER_TEXT,
+        json_schema=REVIEW_RESULT_SCHEMA,
+        max_output_tokens=1024,
+        request_id="job-1:chunk-0",
+    )
 
 
 def _provider(server: ScriptedServer, keys: Keys | None = None, **options: Any) -> OpenAIProvider:
@@ -44,15 +49,29 @@ def _provider(server: ScriptedServer, keys: Keys | None = None, **options: Any) 
 
 def _completion(content: str | None = json.dumps(ANSWER), finish_reason: str = "stop", **message: Any) -> dict:
     return {
-        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-test",
-        "choices": [{"index": 0, "finish_reason": finish_reason,
-                     "message": {"role": "assistant", "content": content, **message}}],
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "gpt-test",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": finish_reason,
+                "message": {"role": "assistant", "content": content, **message},
+            }
+        ],
         "usage": {"prompt_tokens": 321, "completion_tokens": 54, "total_tokens": 375},
     }
 
 
-def _error(status: int, message: str, *, code: str | None = None, kind: str = "invalid_request_error",
-           headers: dict[str, str] | None = None) -> Reply:
+def _error(
+    status: int,
+    message: str,
+    *,
+    code: str | None = None,
+    kind: str = "invalid_request_error",
+    headers: dict[str, str] | None = None,
+) -> Reply:
     return Reply(status, {"error": {"message": message, "type": kind, "param": None, "code": code}}, headers or {})
 
 
@@ -147,8 +166,9 @@ def test_unavailable_keeps_the_retry_after(server: ScriptedServer) -> None:
 
 
 def test_rate_limited_with_retry_after(server: ScriptedServer) -> None:
-    server.script(_error(429, "Rate limit reached", code="rate_limit_exceeded", kind="requests",
-                         headers={"Retry-After": "7"}))
+    server.script(
+        _error(429, "Rate limit reached", code="rate_limit_exceeded", kind="requests", headers={"Retry-After": "7"})
+    )
 
     with pytest.raises(ProviderRateLimited) as raised:
         _provider(server).complete(_request())
@@ -159,8 +179,10 @@ def test_rate_limited_with_retry_after(server: ScriptedServer) -> None:
 
 
 def test_retry_after_is_clamped_and_ms_preferred(server: ScriptedServer) -> None:
-    server.script(_error(429, "Rate limit", headers={"Retry-After": "99999"}),
-                  _error(429, "Rate limit", headers={"retry-after-ms": "1500", "Retry-After": "2"}))
+    server.script(
+        _error(429, "Rate limit", headers={"Retry-After": "99999"}),
+        _error(429, "Rate limit", headers={"retry-after-ms": "1500", "Retry-After": "2"}),
+    )
     provider = _provider(server)
 
     with pytest.raises(ProviderRateLimited) as first:
@@ -202,8 +224,9 @@ def test_connection_refused_is_unavailable() -> None:
 
 
 def test_401_rereads_the_key_once_and_retries(server: ScriptedServer) -> None:
-    server.script(_error(401, f"Incorrect API key provided: {OLD_KEY}", code="invalid_api_key"),
-                  Reply(body=_completion()))
+    server.script(
+        _error(401, f"Incorrect API key provided: {OLD_KEY}", code="invalid_api_key"), Reply(body=_completion())
+    )
     keys = Keys(OLD_KEY, NEW_KEY)
     provider = _provider(server, keys)
 
@@ -212,8 +235,11 @@ def test_401_rereads_the_key_once_and_retries(server: ScriptedServer) -> None:
 
     assert json.loads(response.text) == ANSWER
     assert keys.calls == [False, True]
-    assert [r.headers["authorization"] for r in server.requests] == [f"Bearer {OLD_KEY}", f"Bearer {NEW_KEY}",
-                                                                      f"Bearer {NEW_KEY}"]
+    assert [r.headers["authorization"] for r in server.requests] == [
+        f"Bearer {OLD_KEY}",
+        f"Bearer {NEW_KEY}",
+        f"Bearer {NEW_KEY}",
+    ]
 
 
 @pytest.mark.parametrize("status", [401, 403])
@@ -230,14 +256,27 @@ def test_auth_failure_twice_is_an_auth_error(server: ScriptedServer, status: int
     _assert_safe(raised.value)
 
 
-@pytest.mark.parametrize("reply", [
-    _error(400, "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
-           code="context_length_exceeded"),
-    # vLLM: no code, the phrase only
-    Reply(400, {"object": "error", "message": "This model's maximum context length is 4096 tokens.",
-                "type": "BadRequestError", "code": 400}),
-    _error(413, "Request entity too large"),
-])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        _error(
+            400,
+            "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
+            code="context_length_exceeded",
+        ),
+        # vLLM: no code, the phrase only
+        Reply(
+            400,
+            {
+                "object": "error",
+                "message": "This model's maximum context length is 4096 tokens.",
+                "type": "BadRequestError",
+                "code": 400,
+            },
+        ),
+        _error(413, "Request entity too large"),
+    ],
+)
 def test_context_too_long(server: ScriptedServer, reply: Reply) -> None:
     server.script(reply)
 
@@ -248,13 +287,19 @@ def test_context_too_long(server: ScriptedServer, reply: Reply) -> None:
     _assert_safe(raised.value)
 
 
-@pytest.mark.parametrize("reply", [
-    _error(400, "Your request was rejected as a result of our safety system.", code="content_policy_violation"),
-    _error(400, "The response was filtered due to the prompt triggering content management policy.",
-           code="content_filter"),
-    Reply(body=_completion(content=None, finish_reason="content_filter")),
-    Reply(body=_completion(content=None, refusal="I can't help with reviewing this: USER-MARKER-93ab")),
-])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        _error(400, "Your request was rejected as a result of our safety system.", code="content_policy_violation"),
+        _error(
+            400,
+            "The response was filtered due to the prompt triggering content management policy.",
+            code="content_filter",
+        ),
+        Reply(body=_completion(content=None, finish_reason="content_filter")),
+        Reply(body=_completion(content=None, refusal="I can't help with reviewing this: USER-MARKER-93ab")),
+    ],
+)
 def test_content_filter_is_a_policy_refusal(server: ScriptedServer, reply: Reply) -> None:
     server.script(reply)
 
@@ -266,8 +311,9 @@ def test_content_filter_is_a_policy_refusal(server: ScriptedServer, reply: Reply
 
 
 def test_unknown_model_is_a_request_error(server: ScriptedServer) -> None:
-    server.script(_error(404, "The model `gpt-nope` does not exist or you do not have access to it.",
-                         code="model_not_found"))
+    server.script(
+        _error(404, "The model `gpt-nope` does not exist or you do not have access to it.", code="model_not_found")
+    )
 
     with pytest.raises(ProviderRequestError) as raised:
         _provider(server).complete(_request())
@@ -278,9 +324,11 @@ def test_unknown_model_is_a_request_error(server: ScriptedServer) -> None:
 
 
 def test_an_error_echoing_the_prompt_or_key_is_not_repeated(server: ScriptedServer) -> None:
-    server.script(_error(422, f"Could not process input for key {OLD_KEY}: {SYSTEM_TEXT} {USER_TEXT}"),
-                  _error(400, f"Invalid value '{USER_TEXT}' for messages[1].content"),
-                  Reply(400, b"<html>USER-MARKER-93ab proprietary business logic</html>"))
+    server.script(
+        _error(422, f"Could not process input for key {OLD_KEY}: {SYSTEM_TEXT} {USER_TEXT}"),
+        _error(400, f"Invalid value '{USER_TEXT}' for messages[1].content"),
+        Reply(400, b"<html>USER-MARKER-93ab proprietary business logic</html>"),
+    )
     provider = _provider(server)
 
     for _ in range(3):

@@ -37,8 +37,9 @@ def echo(event: dict[str, Any], context: Any) -> dict[str, Any]:
     }
 
 
-def request(url: str, method: str = "GET", body: bytes | None = None,
-            headers: dict[str, str] | None = None) -> tuple[int, http.client.HTTPMessage, bytes]:
+def request(
+    url: str, method: str = "GET", body: bytes | None = None, headers: dict[str, str] | None = None
+) -> tuple[int, http.client.HTTPMessage, bytes]:
     req = urllib.request.Request(url, data=body, method=method, headers=headers or {})
     try:
         with urllib.request.urlopen(req, timeout=15) as resp:
@@ -57,7 +58,9 @@ def test_builds_a_rest_proxy_event(api: LocalApiGateway) -> None:
     assert api.url == f"http://127.0.0.1:{api.port}/local" and api.port != 0
     body = json.dumps({"changelist": 1234}).encode()
     status, headers, raw = request(
-        f"{api.url}/v1/reviews?dry_run=1&tag=a&tag=b", "POST", body,
+        f"{api.url}/v1/reviews?dry_run=1&tag=a&tag=b",
+        "POST",
+        body,
         {"Content-Type": "application/json", "X-P4Review-Signature": "sig", "X-Multi": "x"},
     )
     assert status == 202
@@ -105,13 +108,16 @@ def test_binary_body_is_base64_both_ways() -> None:
 
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         seen.append(event)
-        return {"statusCode": 200, "headers": {"Content-Type": "application/octet-stream"},
-                "body": base64.b64encode(b"\x00\xff\xfe").decode(), "isBase64Encoded": True}
+        return {
+            "statusCode": 200,
+            "headers": {"Content-Type": "application/octet-stream"},
+            "body": base64.b64encode(b"\x00\xff\xfe").decode(),
+            "isBase64Encoded": True,
+        }
 
     blob = bytes(range(256))
     with LocalApiGateway(handler) as api:
-        status, _, raw = request(f"{api.url}/v1/reviews", "POST", blob,
-                                 {"Content-Type": "application/octet-stream"})
+        status, _, raw = request(f"{api.url}/v1/reviews", "POST", blob, {"Content-Type": "application/octet-stream"})
     assert status == 200 and raw == b"\x00\xff\xfe"
     assert seen[0]["isBase64Encoded"] is True
     assert base64.b64decode(seen[0]["body"]) == blob
@@ -242,8 +248,9 @@ def _status_and_json(answer: bytes) -> tuple[int, Any]:
 def test_a_negative_chunk_size_is_400_not_an_uncapped_read() -> None:
     calls: list[int] = []
     with LocalApiGateway(lambda event, context: calls.append(1) or {"statusCode": 200, "body": "ok"}) as api:
-        answer = _raw_exchange(api, b"POST /local/v1/reviews HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-                                    b"-1\r\n" + b"x" * 4096)
+        answer = _raw_exchange(
+            api, b"POST /local/v1/reviews HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n-1\r\n" + b"x" * 4096
+        )
     assert _status_and_json(answer) == (400, {"message": "Bad Request"})
     assert calls == []
 
@@ -251,18 +258,22 @@ def test_a_negative_chunk_size_is_400_not_an_uncapped_read() -> None:
 def test_a_body_shorter_than_its_content_length_is_408_after_the_read_timeout() -> None:
     """Without a read timeout the front waited for the missing bytes for ever."""
     calls: list[int] = []
-    with LocalApiGateway(lambda event, context: calls.append(1) or {"statusCode": 200, "body": "ok"},
-                         read_timeout_seconds=0.5) as api:
+    with LocalApiGateway(
+        lambda event, context: calls.append(1) or {"statusCode": 200, "body": "ok"}, read_timeout_seconds=0.5
+    ) as api:
         answer = _raw_exchange(api, b"POST /local/v1/reviews HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{}")
     assert _status_and_json(answer) == (408, {"message": "Request Timeout"})
     assert calls == []
 
 
-@pytest.mark.parametrize("raw, status", [
-    (b"TRACE /local/v1/reviews HTTP/1.1\r\nHost: x\r\n\r\n", 501),
-    (b"CONNECT example.com:443 HTTP/1.1\r\nHost: x\r\n\r\n", 501),
-    (b"GET /local/" + b"a" * 70000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414),
-])
+@pytest.mark.parametrize(
+    "raw, status",
+    [
+        (b"TRACE /local/v1/reviews HTTP/1.1\r\nHost: x\r\n\r\n", 501),
+        (b"CONNECT example.com:443 HTTP/1.1\r\nHost: x\r\n\r\n", 501),
+        (b"GET /local/" + b"a" * 70000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414),
+    ],
+)
 def test_the_fronts_own_refusals_are_json_not_html(api: LocalApiGateway, raw: bytes, status: int) -> None:
     answer = _raw_exchange(api, raw)
     got_status, payload = _status_and_json(answer)

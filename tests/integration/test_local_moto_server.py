@@ -115,16 +115,22 @@ def test_start_returns_real_port_and_stop_releases_it() -> None:
     try:
         assert url.startswith("http://127.0.0.1:")
         assert server.port != 0 and url.endswith(f":{server.port}")
-        ddb = boto3.client("dynamodb", endpoint_url=url, region_name="us-east-1",
-                           aws_access_key_id="x", aws_secret_access_key="x")
+        ddb = boto3.client(
+            "dynamodb", endpoint_url=url, region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+        )
         assert "TableNames" in ddb.list_tables()
     finally:
         server.stop()
     assert not server.running
     with pytest.raises(Exception):
-        boto3.client("dynamodb", endpoint_url=url, region_name="us-east-1", aws_access_key_id="x",
-                     aws_secret_access_key="x",
-                     config=boto3.session.Config(retries={"max_attempts": 1}, connect_timeout=1)).list_tables()
+        boto3.client(
+            "dynamodb",
+            endpoint_url=url,
+            region_name="us-east-1",
+            aws_access_key_id="x",
+            aws_secret_access_key="x",
+            config=boto3.session.Config(retries={"max_attempts": 1}, connect_timeout=1),
+        ).list_tables()
 
 
 def test_conditional_put_race_has_exactly_one_winner(aws_client, local_aws_server) -> None:
@@ -150,8 +156,11 @@ def test_race_detects_duplicates_when_dynamodb_is_not_serialized(aws_client) -> 
     """Control: the same race against a moto server *without* the lock lets duplicates
     through, so the two tests above can fail (moto state is process-global: own table)."""
     with LocalAwsServer(serialized_services=()) as raw:
-        make = lambda: boto3.Session(region_name="us-east-1", aws_access_key_id="t",  # noqa: E731
-                                     aws_secret_access_key="t").client("dynamodb", endpoint_url=raw.endpoint_url)
+        make = lambda: boto3.Session(
+            region_name="us-east-1",
+            aws_access_key_id="t",  # noqa: E731
+            aws_secret_access_key="t",
+        ).client("dynamodb", endpoint_url=raw.endpoint_url)
         _table(make(), "race-unlocked")
         clients = [make() for _ in range(THREADS)]
         winners = _race(100, clients, _put_attempt("race-unlocked"), stop_at_first_duplicate=True)
@@ -168,12 +177,22 @@ def test_transact_write_race_has_exactly_one_winner(aws_client) -> None:
         try:
             client.transact_write_items(
                 TransactItems=[
-                    {"Put": {"TableName": "txn", "Item": {"pk": {"S": f"CLAIM#{r}"}, "owner": {"N": str(index)}},
-                             "ConditionExpression": "attribute_not_exists(pk)"}},
-                    {"Update": {"TableName": "txn", "Key": {"pk": {"S": "HEAD"}},
-                                "UpdateExpression": "SET n = n + :one",
-                                "ConditionExpression": "n = :expected",
-                                "ExpressionAttributeValues": {":one": {"N": "1"}, ":expected": {"N": str(r)}}}},
+                    {
+                        "Put": {
+                            "TableName": "txn",
+                            "Item": {"pk": {"S": f"CLAIM#{r}"}, "owner": {"N": str(index)}},
+                            "ConditionExpression": "attribute_not_exists(pk)",
+                        }
+                    },
+                    {
+                        "Update": {
+                            "TableName": "txn",
+                            "Key": {"pk": {"S": "HEAD"}},
+                            "UpdateExpression": "SET n = n + :one",
+                            "ConditionExpression": "n = :expected",
+                            "ExpressionAttributeValues": {":one": {"N": "1"}, ":expected": {"N": str(r)}},
+                        }
+                    },
                 ]
             )
             return True
@@ -239,8 +258,9 @@ def test_concurrent_receives_never_hand_out_the_same_message(aws_client) -> None
     url = sqs.create_queue(QueueName="fanout", Attributes={"VisibilityTimeout": "60"})["QueueUrl"]
     total = 40
     for start in range(0, total, 10):
-        sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": f"m{i}"}
-                                                      for i in range(start, start + 10)])
+        sqs.send_message_batch(
+            QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": f"m{i}"} for i in range(start, start + 10)]
+        )
     seen: Counter[str] = Counter()
     lock = threading.Lock()
     clients = [aws_client("sqs") for _ in range(6)]
@@ -248,7 +268,9 @@ def test_concurrent_receives_never_hand_out_the_same_message(aws_client) -> None
     def drain(client: Any) -> None:
         empty = 0
         while empty < 2:
-            messages = client.receive_message(QueueUrl=url, MaxNumberOfMessages=3, WaitTimeSeconds=0).get("Messages", [])
+            messages = client.receive_message(QueueUrl=url, MaxNumberOfMessages=3, WaitTimeSeconds=0).get(
+                "Messages", []
+            )
             if not messages:
                 empty += 1
                 continue
@@ -287,8 +309,14 @@ def test_aws_env_fixture_points_plain_boto3_at_moto(aws_env: dict[str, str]) -> 
 
 SECRETS = {
     "trigger-signing": "signing-key-1",
-    "smtp": {"host": "127.0.0.1", "port": 2525, "tls_mode": "none", "username": "u", "password": "p",
-             "from_address": "p4review@example.test"},
+    "smtp": {
+        "host": "127.0.0.1",
+        "port": 2525,
+        "tls_mode": "none",
+        "username": "u",
+        "password": "p",
+        "from_address": "p4review@example.test",
+    },
     "llm": {"provider": "offline", "api_key": "unused"},
     "p4": {"P4PORT": "ssl:perforce:1666", "P4USER": "review", "P4TICKET": "t"},
 }
@@ -334,8 +362,9 @@ def _check_resources(res: LocalResources, clients: dict[str, Any], env_name: str
 
 
 def test_provision_creates_everything_from_the_definition(boto_session, moto_endpoint, aws_clients) -> None:
-    res = provision(boto_session, "itest", secret_values=SECRETS, endpoint_url=moto_endpoint,
-                    visibility_timeouts={"fetch": 2})
+    res = provision(
+        boto_session, "itest", secret_values=SECRETS, endpoint_url=moto_endpoint, visibility_timeouts={"fetch": 2}
+    )
     _check_resources(res, aws_clients, "itest")
     assert res.queues["fetch"].visibility_timeout_seconds == 2
     assert res.queues["review"].visibility_timeout_seconds == spec.REVIEW_QUEUE.visibility_timeout_seconds
@@ -360,8 +389,9 @@ def test_provision_is_idempotent(aws_clients) -> None:
     changed = dict(SECRETS, **{"trigger-signing": "signing-key-2"})
     second = provision(aws_clients, "idem", secret_values=changed, visibility_timeouts={"notify": 3})
     assert first.tables == second.tables and first.buckets == second.buckets and first.secrets == second.secrets
-    assert {k: (q.url, q.arn, q.dlq_url) for k, q in first.queues.items()} == \
-        {k: (q.url, q.arn, q.dlq_url) for k, q in second.queues.items()}
+    assert {k: (q.url, q.arn, q.dlq_url) for k, q in first.queues.items()} == {
+        k: (q.url, q.arn, q.dlq_url) for k, q in second.queues.items()
+    }
     sqs, sm = aws_clients["sqs"], aws_clients["secretsmanager"]
     assert len(sqs.list_queues(QueueNamePrefix="p4review-idem-")["QueueUrls"]) == 2 * len(spec.QUEUES)
     attrs = sqs.get_queue_attributes(QueueUrl=second.queues["notify"].url, AttributeNames=["VisibilityTimeout"])

@@ -10,15 +10,21 @@ from botocore.exceptions import ClientError
 @pytest.fixture
 def table(aws_reset, aws_client):
     dynamodb = aws_client("dynamodb")
-    dynamodb.create_table(TableName="t", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-                          AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                          BillingMode="PAY_PER_REQUEST")
+    dynamodb.create_table(
+        TableName="t",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
     return dynamodb
 
 
 def _put(pk: str, value: str, condition: str | None = "attribute_not_exists(pk)") -> dict:
-    put = {"TableName": "t", "Item": {"pk": {"S": pk}, "v": {"S": value}},
-           "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
+    put = {
+        "TableName": "t",
+        "Item": {"pk": {"S": pk}, "v": {"S": value}},
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }
     if condition:
         put["ConditionExpression"] = condition
     return {"Put": put}
@@ -55,9 +61,14 @@ def test_two_operations_on_one_item_are_refused(table):
 
 def test_a_write_failing_half_way_is_undone(table):
     table.put_item(TableName="t", Item={"pk": {"S": "b"}, "v": {"S": "old"}})
-    bad_update = {"Update": {"TableName": "t", "Key": {"pk": {"S": "c"}},
-                             "UpdateExpression": "SET v = v + :one",  # v is missing: fails when applied
-                             "ExpressionAttributeValues": {":one": {"N": "1"}}}}
+    bad_update = {
+        "Update": {
+            "TableName": "t",
+            "Key": {"pk": {"S": "c"}},
+            "UpdateExpression": "SET v = v + :one",  # v is missing: fails when applied
+            "ExpressionAttributeValues": {":one": {"N": "1"}},
+        }
+    }
     with pytest.raises(ClientError):
         table.transact_write_items(TransactItems=[_put("a", "1"), _put("b", "new", condition=None), bad_update])
     assert _items(table) == {"b": "old"}

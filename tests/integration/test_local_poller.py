@@ -45,9 +45,14 @@ def _counts(sqs: Any, url: str) -> tuple[int, int]:
 def test_builds_lambda_sqs_events_and_deletes_handled_messages(aws_client) -> None:
     sqs = aws_client("sqs")
     url, arn, _ = _queue(sqs, "events", visibility=30)
-    sqs.send_message(QueueUrl=url, MessageBody=json.dumps({"job_id": "j1"}),
-                     MessageAttributes={"kind": {"DataType": "String", "StringValue": "fetch"},
-                                        "blob": {"DataType": "Binary", "BinaryValue": b"\x01\x02"}})
+    sqs.send_message(
+        QueueUrl=url,
+        MessageBody=json.dumps({"job_id": "j1"}),
+        MessageAttributes={
+            "kind": {"DataType": "String", "StringValue": "fetch"},
+            "blob": {"DataType": "Binary", "BinaryValue": b"\x01\x02"},
+        },
+    )
     events: list[dict[str, Any]] = []
     contexts: list[Any] = []
 
@@ -56,8 +61,9 @@ def test_builds_lambda_sqs_events_and_deletes_handled_messages(aws_client) -> No
         contexts.append(context)
         return {"batchItemFailures": []}
 
-    poller = SqsPoller(lambda: aws_client("sqs"), url, arn, handler, function_name="fetch", wait_seconds=1,
-                       idle_polls=1)
+    poller = SqsPoller(
+        lambda: aws_client("sqs"), url, arn, handler, function_name="fetch", wait_seconds=1, idle_polls=1
+    )
     with poller:
         assert _wait(lambda: poller.deleted == 1, 10)
         assert poller.wait_idle(10)
@@ -129,9 +135,14 @@ def test_malformed_partial_response_fails_whole_batch(aws_client) -> None:
     sqs = aws_client("sqs")
     url, arn, _ = _queue(sqs, "malformed", visibility=30)
     sqs.send_message(QueueUrl=url, MessageBody="x")
-    poller = SqsPoller(lambda: aws_client("sqs"), url, arn,
-                       lambda e, c: {"batchItemFailures": [{"itemIdentifier": "not-in-batch"}]},
-                       concurrency=1, wait_seconds=1)
+    poller = SqsPoller(
+        lambda: aws_client("sqs"),
+        url,
+        arn,
+        lambda e, c: {"batchItemFailures": [{"itemIdentifier": "not-in-batch"}]},
+        concurrency=1,
+        wait_seconds=1,
+    )
     with poller:
         assert _wait(lambda: poller.errors == 1, 10)
     assert poller.deleted == 0 and poller.failed_items == 1
@@ -143,8 +154,9 @@ def test_concurrency_bounds_parallel_invocations(aws_client) -> None:
     url, arn, _ = _queue(sqs, "bounded", visibility=30)
     total = 24
     for start in range(0, total, 10):
-        sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": f"b{i}"}
-                                                      for i in range(start, min(start + 10, total))])
+        sqs.send_message_batch(
+            QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": f"b{i}"} for i in range(start, min(start + 10, total))]
+        )
     active = 0
     peak = 0
     bodies: Counter[str] = Counter()
@@ -179,8 +191,9 @@ def test_always_failing_message_is_redriven_to_the_dlq(aws_client) -> None:
 
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         receives.update(r["body"] for r in event["Records"])
-        return {"batchItemFailures": [{"itemIdentifier": r["messageId"]}
-                                      for r in event["Records"] if r["body"] == "poison"]}
+        return {
+            "batchItemFailures": [{"itemIdentifier": r["messageId"]} for r in event["Records"] if r["body"] == "poison"]
+        }
 
     poller = SqsPoller(lambda: aws_client("sqs"), url, arn, handler, batch_size=5, concurrency=2, wait_seconds=1)
     with poller:
@@ -194,8 +207,9 @@ def test_always_failing_message_is_redriven_to_the_dlq(aws_client) -> None:
 def test_stop_joins_workers_promptly(aws_client) -> None:
     sqs = aws_client("sqs")
     url, arn, _ = _queue(sqs, "quiet", visibility=30)
-    poller = SqsPoller(lambda: aws_client("sqs"), url, arn, lambda e, c: None, concurrency=3, wait_seconds=1,
-                       idle_polls=1)
+    poller = SqsPoller(
+        lambda: aws_client("sqs"), url, arn, lambda e, c: None, concurrency=3, wait_seconds=1, idle_polls=1
+    )
     poller.start()
     assert not poller.idle() or poller.running
     assert poller.wait_idle(10)

@@ -156,6 +156,7 @@ def test_concurrent_senders(mail: LocalMailServer) -> None:
 
 # -- the delivery lookup extension (XP4RLOOKUP) -----------------------------------------------
 
+
 def test_lookup_extension_is_advertised_and_answers_found_or_not_found(mail: LocalMailServer) -> None:
     msg = _message()
     _send(mail, msg)
@@ -190,8 +191,16 @@ def test_sender_lookup_outcomes(tmp_path: Path) -> None:
     from p4review.models.outbox import LookupOutcome
 
     def sender(server: LocalMailServer, password: str = "pw") -> SmtpSender:
-        return SmtpSender(SmtpSettings(host=server.host, port=server.port, tls_mode="none", username="relay",
-                                       password=password, from_address="p4review@example.test"))
+        return SmtpSender(
+            SmtpSettings(
+                host=server.host,
+                port=server.port,
+                tls_mode="none",
+                username="relay",
+                password=password,
+                from_address="p4review@example.test",
+            )
+        )
 
     with LocalMailServer(tmp_path / "a", username="relay", password="pw") as server:
         msg = _message()
@@ -204,6 +213,7 @@ def test_sender_lookup_outcomes(tmp_path: Path) -> None:
         port = server.port
     with LocalMailServer(tmp_path / "b", username="relay", password="pw", lookup_enabled=False) as plain:
         assert sender(plain).lookup("<x@y>").outcome == LookupOutcome.UNSUPPORTED
-    stopped = SmtpSender(SmtpSettings(host="127.0.0.1", port=port, tls_mode="none", from_address="a@b.c",
-                                      timeout_seconds=2))
+    stopped = SmtpSender(
+        SmtpSettings(host="127.0.0.1", port=port, tls_mode="none", from_address="a@b.c", timeout_seconds=2)
+    )
     assert stopped.lookup("<x@y>").outcome == LookupOutcome.UNAVAILABLE

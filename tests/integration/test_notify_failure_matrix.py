@@ -67,6 +67,7 @@ def plain_relay(tmp_path):
 
 # ---- a process killed between every pair of steps ---------------------------------------------
 
+
 class ProcessKilled(BaseException):
     """SIGKILL: not an Exception, so nothing in the runtime catches it, releases or dead-letters."""
 
@@ -98,7 +99,9 @@ class StepJournal:
                     result = value(*args, **kwargs)
                     journal.completed(step)
                     return result
+
                 return call
+
         return Journaled()
 
     def completed(self, step: str) -> None:
@@ -118,8 +121,9 @@ def _journaled_run(job, journal: StepJournal, monkeypatch, worker: str):
 
     monkeypatch.setattr(notify_module, "EmailTransport", JournaledTransport)
     try:
-        return run_notify(job, worker, work=notify_work(journal.wrap("outbox", dal.outbox)),
-                          jobs=journal.wrap("jobs", dal.jobs))
+        return run_notify(
+            job, worker, work=notify_work(journal.wrap("outbox", dal.outbox)), jobs=journal.wrap("jobs", dal.jobs)
+        )
     finally:
         monkeypatch.undo()
 
@@ -128,10 +132,12 @@ def _lease_runs_out(service, job):
     """What time does to a dead worker's lease, without waiting for it. Its send locks are left
     as they are: the next claim of the stage outranks them."""
     service.client("dynamodb").update_item(
-        TableName=service.resources.tables["jobs"], Key={"pk": {"S": job_pk(job.job_id)}},
+        TableName=service.resources.tables["jobs"],
+        Key={"pk": {"S": job_pk(job.job_id)}},
         UpdateExpression="SET stages.#stage.lease_expires_at = :past",
         ExpressionAttributeNames={"#stage": StageName.NOTIFY.value},
-        ExpressionAttributeValues={":past": {"S": "2000-01-01T00:00:00.000000Z"}})
+        ExpressionAttributeValues={":past": {"S": "2000-01-01T00:00:00.000000Z"}},
+    )
 
 
 def _steps_of_a_clean_run(moto_endpoint, mail, monkeypatch, extra_env):
@@ -172,23 +178,27 @@ def _kill_then_recover(moto_endpoint, local_aws_server, mail, monkeypatch, extra
 
 
 def test_a_worker_killed_between_any_two_steps_leaves_every_recipient_emailed_exactly_once(
-        moto_endpoint, local_aws_server, aws_reset, mail, monkeypatch):
+    moto_endpoint, local_aws_server, aws_reset, mail, monkeypatch
+):
     """The mailbox answers lookups (as the local stack's does): no kill point duplicates or
     loses an email."""
-    steps, outcomes = _kill_then_recover(moto_endpoint, local_aws_server, mail, monkeypatch, TWO_RECIPIENTS,
-                                         [OWNER, REVIEWER])
+    steps, outcomes = _kill_then_recover(
+        moto_endpoint, local_aws_server, mail, monkeypatch, TWO_RECIPIENTS, [OWNER, REVIEWER]
+    )
     per_recipient = ["outbox.ensure_row", "outbox.record_attempt", "provider.send", "outbox.mark_sent"]
     assert steps[1:-2] == per_recipient * 2 and len(outcomes) == len(steps)
     assert {point: copies for point, copies in outcomes.items() if set(copies.values()) != {1}} == {}
 
 
 def test_with_a_relay_that_cannot_look_up_only_a_kill_between_send_and_mark_duplicates(
-        moto_endpoint, local_aws_server, aws_reset, plain_relay, monkeypatch):
+    moto_endpoint, local_aws_server, aws_reset, plain_relay, monkeypatch
+):
     """The documented SMTP policy (resend an unconfirmed attempt with the same Message-ID):
     the one window that can duplicate is "the relay took the message, the outbox does not say
     so yet"; every other kill point delivers exactly once."""
-    steps, outcomes = _kill_then_recover(moto_endpoint, local_aws_server, plain_relay, monkeypatch, TWO_RECIPIENTS,
-                                         [OWNER, REVIEWER])
+    steps, outcomes = _kill_then_recover(
+        moto_endpoint, local_aws_server, plain_relay, monkeypatch, TWO_RECIPIENTS, [OWNER, REVIEWER]
+    )
     duplicated = {point for point, copies in outcomes.items() if max(copies.values()) > 1}
     assert all(min(copies.values()) == 1 for copies in outcomes.values())  # nothing lost
     between_send_and_mark = {f"{i + 1}:{step}" for i, step in enumerate(steps) if step == "provider.send"}
@@ -196,6 +206,7 @@ def test_with_a_relay_that_cannot_look_up_only_a_kill_between_send_and_mark_dupl
 
 
 # ---- concurrent workers on the same row -------------------------------------------------------
+
 
 def test_workers_racing_for_the_same_notify_message_send_each_email_once(moto_endpoint, aws_reset, mail):
     """SQS delivered the message to four workers at once (real threads, the serialized moto
@@ -208,6 +219,7 @@ def test_workers_racing_for_the_same_notify_message_send_each_email_once(moto_en
         def worker(name):
             start.wait()
             dispositions.append(run_notify(job, name))
+
         threads = [threading.Thread(target=worker, args=(f"w{i}",)) for i in range(4)]
         for thread in threads:
             thread.start()
@@ -236,8 +248,7 @@ class GatedOutbox:
 
 def _as_worker(job, worker_id):
     """The job as the notify stage's claimant `worker_id` sees it (who holds the send lock)."""
-    stages = {**job.stages, StageName.NOTIFY: job.stages[StageName.NOTIFY].model_copy(
-        update={"claimed_by": worker_id})}
+    stages = {**job.stages, StageName.NOTIFY: job.stages[StageName.NOTIFY].model_copy(update={"claimed_by": worker_id})}
     return job.model_copy(update={"stages": stages})
 
 
@@ -260,13 +271,15 @@ def test_two_workers_that_read_the_same_row_together_only_one_sends(moto_endpoin
                 outcomes[name] = "sent"
             except RetryableError as exc:
                 outcomes[name] = exc
+
         threads = [threading.Thread(target=worker, args=(name,)) for name in ("a", "b")]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join(60)
         assert sorted(str(v) for v in outcomes.values()) == sorted(
-            ["sent", "another worker is delivering to this recipient"])
+            ["sent", "another worker is delivering to this recipient"]
+        )
         assert mail.count() == 1
         (row,) = outbox_rows(job)
         assert row.attempts == 1 and row.status == DeliveryStatus.SENT and row.locked_by is None
@@ -329,7 +342,8 @@ def test_a_worker_arriving_while_another_is_mid_send_does_not_send(moto_endpoint
 
 
 def test_a_worker_whose_lease_ends_during_a_slow_smtp_conversation_does_not_hand_the_message_over(
-        moto_endpoint, aws_reset, mail):
+    moto_endpoint, aws_reset, mail
+):
     """Its heartbeat is dead (the lease is never renewed). The relay is slow to answer RCPT;
     by the time DATA would start, less than the minimum is left before the lease's acting end,
     so the worker abandons the conversation: nothing reaches the mailbox. The next owner then
@@ -350,8 +364,10 @@ def test_a_worker_whose_lease_ends_during_a_slow_smtp_conversation_does_not_hand
 
 # ---- never failed before reconciliation -------------------------------------------------------
 
+
 def test_a_row_whose_earlier_attempt_may_have_arrived_is_reconciled_before_it_can_be_failed(
-        moto_endpoint, aws_reset, mail):
+    moto_endpoint, aws_reset, mail
+):
     """The relay stored the first attempt but its reply was lost; it would refuse the next DATA
     with a permanent 550. The retry asks first, finds the message and backfills the row, so the
     550 that would have failed it permanently is never provoked."""
@@ -368,18 +384,21 @@ def test_a_row_whose_earlier_attempt_may_have_arrived_is_reconciled_before_it_ca
 
 # ---- SMTP password rotation mid-run -----------------------------------------------------------
 
+
 def _rotate(service, mail, new_password):
     """Secrets Manager rotation as the alternating-password runbook does it: AWSCURRENT moves to
     the new value, and the relay then accepts only the new password."""
     service.client("secretsmanager").put_secret_value(
         SecretId=get_settings().require("smtp_secret_id"),
         SecretString=f'{{"host": "127.0.0.1", "port": {mail.port}, "tls_mode": "none", '
-                     f'"username": "{RELAY_USER}", "password": "{new_password}", "from_address": "{FROM_ADDRESS}"}}')
+        f'"username": "{RELAY_USER}", "password": "{new_password}", "from_address": "{FROM_ADDRESS}"}}',
+    )
     mail.password = new_password
 
 
 def test_smtp_password_rotated_between_two_recipients_is_picked_up_without_a_lost_or_extra_email(
-        moto_endpoint, aws_reset, mail, monkeypatch):
+    moto_endpoint, aws_reset, mail, monkeypatch
+):
     """The secret is cached (300 s, as in Lambda). After the first recipient's email the
     password is rotated; the second send is refused, notify re-reads the secret, finds a new
     version and sends with it, in the same run. A later job uses the new password directly."""
@@ -400,6 +419,7 @@ def test_smtp_password_rotated_between_two_recipients_is_picked_up_without_a_los
                         if mail.count() == 1 and mail.password == RELAY_PASSWORD:
                             _rotate(service, mail, "rotated-password-2")
                         return result
+
                 return RotateAfterFirstEmail(), from_address
 
         monkeypatch.setattr(notify_module, "EmailTransport", RotatingTransport)
@@ -415,11 +435,11 @@ def test_smtp_password_rotated_between_two_recipients_is_picked_up_without_a_los
         assert notify_dead_letters(service) == []
 
 
-def test_a_wrong_password_that_no_rotation_explains_still_dead_letters_as_auth_denied(
-        moto_endpoint, aws_reset, mail):
+def test_a_wrong_password_that_no_rotation_explains_still_dead_letters_as_auth_denied(moto_endpoint, aws_reset, mail):
     """Re-reading the secret finds nothing new: the credentials are wrong, an operator must act."""
-    with notify_service(moto_endpoint, mail, password="wrong",
-                        extra_env={"P4REVIEW_SECRET_CACHE_SECONDS": "300"}) as service:
+    with notify_service(
+        moto_endpoint, mail, password="wrong", extra_env={"P4REVIEW_SECRET_CACHE_SECONDS": "300"}
+    ) as service:
         job = reviewed_job(service)
         assert run_notify(job).ack
         (envelope,) = notify_dead_letters(service)

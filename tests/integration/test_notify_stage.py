@@ -27,7 +27,6 @@ from tests.support.notify import (
 )
 
 
-
 @pytest.fixture
 def mail(tmp_path):
     server = LocalMailServer(tmp_path / "mailbox", username="relay", password="relay-password")
@@ -71,7 +70,8 @@ def test_a_row_marked_sent_is_never_sent_again(moto_endpoint, aws_reset, mail):
         dal = get_data_access()
         # Even if the stage's work ran again (a bug, an operator rerun), the outbox says no.
         NotifyWork(get_settings(), dal.redacted_artifacts, dal.outbox, dal.secrets).run(
-            job, Lease(to_iso(utc_now() + timedelta(minutes=5))))
+            job, Lease(to_iso(utc_now() + timedelta(minutes=5)))
+        )
         assert mail.count() == 1
 
 
@@ -104,8 +104,7 @@ def test_permanent_refusal_fails_the_row_and_dead_letters_without_the_address(mo
         assert mail.count() == 0
 
 
-def test_refused_smtp_credentials_dead_letter_as_auth_without_failing_the_recipient(moto_endpoint, aws_reset,
-                                                                                  mail):
+def test_refused_smtp_credentials_dead_letter_as_auth_without_failing_the_recipient(moto_endpoint, aws_reset, mail):
     with _service(moto_endpoint, mail, password="wrong") as service:
         job = _reviewed_job(service)
         assert _notify(job).ack
@@ -141,8 +140,7 @@ def test_earlier_attempt_that_never_arrived_is_sent_after_the_lookup(moto_endpoi
         assert row.status == DeliveryStatus.SENT and row.attempts == 2 and row.notification_id == stored.queue_id
 
 
-def test_relay_without_lookup_resends_an_unconfirmed_attempt_with_the_same_message_id(moto_endpoint, aws_reset,
-                                                                                       mail):
+def test_relay_without_lookup_resends_an_unconfirmed_attempt_with_the_same_message_id(moto_endpoint, aws_reset, mail):
     """A plain SMTP relay cannot say whether it accepted a message: the documented policy resends
     with the same deterministic Message-ID, so the receiving side can collapse the copy."""
     mail.lookup_enabled = False
@@ -159,19 +157,26 @@ def test_relay_without_lookup_resends_an_unconfirmed_attempt_with_the_same_messa
 
 
 def test_reviewers_configured_per_prefix_get_the_email_exactly_once_each(moto_endpoint, aws_reset, mail):
-    env = _reviewers(("//depot/engine/...", ["Net-Lead@northwind-games.example",
-                                             "dariusz.kowalski@NORTHWIND-GAMES.example"]),  # the owner again
-                     ("//depot/engine/main/src/net/",
-                      ["net-lead@northwind-games.example", "qa@northwind-games.example"]),
-                     ("//depot/game/...", ["ui-lead@northwind-games.example"]))  # no file of 48213 there
+    env = _reviewers(
+        (
+            "//depot/engine/...",
+            ["Net-Lead@northwind-games.example", "dariusz.kowalski@NORTHWIND-GAMES.example"],
+        ),  # the owner again
+        ("//depot/engine/main/src/net/", ["net-lead@northwind-games.example", "qa@northwind-games.example"]),
+        ("//depot/game/...", ["ui-lead@northwind-games.example"]),
+    )  # no file of 48213 there
     with _service(moto_endpoint, mail, extra_env=env) as service:
         job = _reviewed_job(service)
         assert _notify(job).ack
         dal = get_data_access()
         NotifyWork(get_settings(), dal.redacted_artifacts, dal.outbox, dal.secrets).run(
-            job, Lease(to_iso(utc_now() + timedelta(minutes=5))))  # a rerun sends nothing more
-        expected = ["dariusz.kowalski@northwind-games.example", "net-lead@northwind-games.example",
-                    "qa@northwind-games.example"]
+            job, Lease(to_iso(utc_now() + timedelta(minutes=5)))
+        )  # a rerun sends nothing more
+        expected = [
+            "dariusz.kowalski@northwind-games.example",
+            "net-lead@northwind-games.example",
+            "qa@northwind-games.example",
+        ]
         assert sorted(r for m in mail.messages() for r in m.recipients) == sorted(expected)
         rows = _rows(job)
         assert sorted(row.recipient for row in rows) == sorted(expected)
@@ -182,7 +187,8 @@ def test_reviewers_configured_per_prefix_get_the_email_exactly_once_each(moto_en
 
 
 def test_owner_with_perforces_default_address_gets_a_failed_row_while_reviewers_get_theirs(
-        moto_endpoint, aws_reset, mail):
+    moto_endpoint, aws_reset, mail
+):
     """48261's owner jbeaulieu has p4's default Email `jbeaulieu@jbeaulieu-mtl-ws` (user@client)."""
     env = _reviewers(("//depot/game/main/ui/...", ["ui-lead@northwind-games.example"]))
     with _service(moto_endpoint, mail, extra_env=env) as service:
@@ -194,7 +200,10 @@ def test_owner_with_perforces_default_address_gets_a_failed_row_while_reviewers_
         assert set(rows) == {"jbeaulieu@jbeaulieu-mtl-ws", "ui-lead@northwind-games.example"}
         unverified = rows["jbeaulieu@jbeaulieu-mtl-ws"]
         assert (unverified.status, unverified.last_error, unverified.attempts) == (
-            DeliveryStatus.FAILED, "unverified_address", 0)
+            DeliveryStatus.FAILED,
+            "unverified_address",
+            0,
+        )
         assert rows["ui-lead@northwind-games.example"].status == DeliveryStatus.SENT
         finished = get_data_access().jobs.get_job(job.job_id)
         assert finished.status == JobStatus.SUCCEEDED  # the rejected owner is not a required recipient
@@ -222,14 +231,17 @@ def test_invalid_reviewer_address_gets_a_failed_row_and_does_not_crash(moto_endp
         rows = {row.recipient: row for row in _rows(job)}
         assert {key: (row.status, row.last_error) for key, row in rows.items() if key != stored.recipients[0]} == {
             "not an address": (DeliveryStatus.FAILED, "invalid_address"),
-            "badbcc: x@evil.example": (DeliveryStatus.FAILED, "invalid_address")}
+            "badbcc: x@evil.example": (DeliveryStatus.FAILED, "invalid_address"),
+        }
         assert get_data_access().jobs.get_job(job.job_id).status == JobStatus.SUCCEEDED
 
 
 def test_skip_policy_sends_nothing_for_a_review_without_findings(moto_endpoint, aws_reset, mail):
-    env = {"P4REVIEW_NO_FINDINGS_POLICY": "skip",
-           "P4REVIEW_NOISE_POLICY": json.dumps([{"prefix": "//depot/...", "max_findings": 0}]),
-           **_reviewers(("//depot/engine/...", ["net-lead@northwind-games.example"]))}
+    env = {
+        "P4REVIEW_NO_FINDINGS_POLICY": "skip",
+        "P4REVIEW_NOISE_POLICY": json.dumps([{"prefix": "//depot/...", "max_findings": 0}]),
+        **_reviewers(("//depot/engine/...", ["net-lead@northwind-games.example"])),
+    }
     with _service(moto_endpoint, mail, extra_env=env) as service:
         job = _reviewed_job(service)
         assert _notify(job).ack
@@ -251,19 +263,33 @@ def test_default_policy_sends_an_all_clear_for_a_review_without_findings(moto_en
 def test_ses_transport_sends_once_and_marks_with_the_ses_message_id(moto_endpoint, aws_reset, mail):
     from moto.backends import get_backend
 
-    with _service(moto_endpoint, mail, extra_env={"P4REVIEW_EMAIL_PROVIDER": "ses",
-                                                  "P4REVIEW_EMAIL_FROM": "p4review@example.test"}) as service:
+    with _service(
+        moto_endpoint,
+        mail,
+        extra_env={"P4REVIEW_EMAIL_PROVIDER": "ses", "P4REVIEW_EMAIL_FROM": "p4review@example.test"},
+    ) as service:
         service.client("ses").verify_email_identity(EmailAddress="p4review@example.test")
         job = _reviewed_job(service)
         assert _notify(job).ack
         (row,) = _rows(job)
-        sent = [m for m in get_backend("ses")["123456789012"]["us-east-1"].sent_messages
-                if "p4review@example.test" in str(getattr(m, "source", ""))]
+        sent = [
+            m
+            for m in get_backend("ses")["123456789012"]["us-east-1"].sent_messages
+            if "p4review@example.test" in str(getattr(m, "source", ""))
+        ]
         assert row.status == DeliveryStatus.SENT and row.notification_id == sent[-1].id
         assert len(sent) == 1 and mail.messages() == []  # SES, not the SMTP relay
         assert _notify(job).ack  # a redelivery sends nothing more
-        assert len([m for m in get_backend("ses")["123456789012"]["us-east-1"].sent_messages
-                    if "p4review@example.test" in str(getattr(m, "source", ""))]) == 1
+        assert (
+            len(
+                [
+                    m
+                    for m in get_backend("ses")["123456789012"]["us-east-1"].sent_messages
+                    if "p4review@example.test" in str(getattr(m, "source", ""))
+                ]
+            )
+            == 1
+        )
 
 
 def _mark_sent_without_evidence(service, job, recipient):
@@ -274,15 +300,24 @@ def _mark_sent_without_evidence(service, job, recipient):
     from p4review.models.outbox import OutboxRow
 
     now = to_iso(utc_now())
-    get_data_access().outbox.ensure_row(OutboxRow(
-        changelist_id=job.changelist_id, recipient=recipient, review_version=job.review_version, job_id=job.job_id,
-        provider_token=delivery_token(job.changelist_id, recipient, job.review_version), created_at=now,
-        updated_at=now))
+    get_data_access().outbox.ensure_row(
+        OutboxRow(
+            changelist_id=job.changelist_id,
+            recipient=recipient,
+            review_version=job.review_version,
+            job_id=job.job_id,
+            provider_token=delivery_token(job.changelist_id, recipient, job.review_version),
+            created_at=now,
+            updated_at=now,
+        )
+    )
     service.client("dynamodb").update_item(
         TableName=service.resources.tables["outbox"],
         Key=outbox_key(job.changelist_id, recipient, job.review_version),
-        UpdateExpression="SET #s = :sent, notified_at = :now", ExpressionAttributeNames={"#s": "status"},
-        ExpressionAttributeValues={":sent": {"S": "sent"}, ":now": {"S": now}})
+        UpdateExpression="SET #s = :sent, notified_at = :now",
+        ExpressionAttributeNames={"#s": "status"},
+        ExpressionAttributeValues={":sent": {"S": "sent"}, ":now": {"S": now}},
+    )
 
 
 OWNER_48213 = "dariusz.kowalski@northwind-games.example"

@@ -22,12 +22,23 @@ LEAKED = "AKIAZZZZZZZZZZZZZZZZ"
 
 def _fetched_job(changelist_id: int):
     dal = get_data_access()
-    job = create_review(CreateReviewRequest(idempotency_key=f"boundary-{changelist_id}", changelist_id=changelist_id,
-                                            review_version=1, kind="submitted"),
-                        jobs=dal.jobs, queues=dal.queues, request_id=None).job
+    job = create_review(
+        CreateReviewRequest(
+            idempotency_key=f"boundary-{changelist_id}", changelist_id=changelist_id, review_version=1, kind="submitted"
+        ),
+        jobs=dal.jobs,
+        queues=dal.queues,
+        request_id=None,
+    ).job
     fetch = FetchWork(get_settings(), dal.raw_artifacts, dal.redacted_artifacts, dal.secrets)
-    assert run_stage(StageMessage(job_id=job.job_id, stage=StageName.FETCH), fetch, jobs=dal.jobs, queues=dal.queues,
-                     worker_id="fetcher", lease_seconds=60).ack
+    assert run_stage(
+        StageMessage(job_id=job.job_id, stage=StageName.FETCH),
+        fetch,
+        jobs=dal.jobs,
+        queues=dal.queues,
+        worker_id="fetcher",
+        lease_seconds=60,
+    ).ack
     return dal.jobs.get_job(job.job_id)
 
 
@@ -48,17 +59,25 @@ def test_review_dead_letters_a_job_whose_redacted_artifact_still_holds_a_secret(
         dal = get_data_access()
         artifact = dal.redacted_artifacts.get_json(job.artifacts.change_key)
         fetched = next(diff for diff in artifact["snapshot"]["diffs"] if diff["status"] == "fetched")
-        fetched["unified_diff"] += f"+KEY = \"{LEAKED}\"\n"  # redaction bypassed upstream
+        fetched["unified_diff"] += f'+KEY = "{LEAKED}"\n'  # redaction bypassed upstream
         dal.redacted_artifacts.put_json(job.artifacts.change_key, artifact)
         review = build_review_work(get_settings(), dal)
-        disposition = run_stage(StageMessage(job_id=job.job_id, stage=StageName.REVIEW), review, jobs=dal.jobs,
-                                queues=dal.queues, worker_id="reviewer", lease_seconds=60)
+        disposition = run_stage(
+            StageMessage(job_id=job.job_id, stage=StageName.REVIEW),
+            review,
+            jobs=dal.jobs,
+            queues=dal.queues,
+            worker_id="reviewer",
+            lease_seconds=60,
+        )
         assert disposition.ack  # not retried: a non-retryable class
         stored = dal.jobs.get_job(job.job_id)
         assert stored.status == JobStatus.DEAD_LETTERED
         assert stored.stages[StageName.REVIEW].last_error_class == "POLICY_DENIED"
         assert stored.artifacts.result_key is None  # nothing was reviewed
-        (envelope,) = [json.loads(m["Body"]) for m in
-                       drain(service.client("sqs"), service.resources.queue_for_stage(StageName.REVIEW).dlq_url)]
+        (envelope,) = [
+            json.loads(m["Body"])
+            for m in drain(service.client("sqs"), service.resources.queue_for_stage(StageName.REVIEW).dlq_url)
+        ]
         assert envelope["error_class"] == "POLICY_DENIED" and "RedactionError" in envelope["last_stack"]
         assert LEAKED not in json.dumps(envelope) and LEAKED not in stored.model_dump_json()

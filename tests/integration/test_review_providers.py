@@ -37,30 +37,67 @@ ROTATED = "sk-test-rotated-9876543210"
 def _fetch_then_answer(stable_version: str = "1.2.0") -> tuple[Any, dict[str, Any]]:
     """Fetch the change; return the job and a model answer with one finding on a real added line."""
     dal = get_data_access()
-    job = create_review(CreateReviewRequest(idempotency_key=f"providers-{CHANGE}", changelist_id=CHANGE,
-                                            review_version=1, kind="submitted"),
-                        jobs=dal.jobs, queues=dal.queues, request_id=None).job
+    job = create_review(
+        CreateReviewRequest(
+            idempotency_key=f"providers-{CHANGE}", changelist_id=CHANGE, review_version=1, kind="submitted"
+        ),
+        jobs=dal.jobs,
+        queues=dal.queues,
+        request_id=None,
+    ).job
     fetch = FetchWork(get_settings(), dal.raw_artifacts, dal.redacted_artifacts, dal.secrets)
-    assert run_stage(StageMessage(job_id=job.job_id, stage=StageName.FETCH), fetch, jobs=dal.jobs,
-                     queues=dal.queues, worker_id="fetcher", lease_seconds=60).ack
+    assert run_stage(
+        StageMessage(job_id=job.job_id, stage=StageName.FETCH),
+        fetch,
+        jobs=dal.jobs,
+        queues=dal.queues,
+        worker_id="fetcher",
+        lease_seconds=60,
+    ).ack
     job = dal.jobs.get_job(job.job_id)
     snapshot = dal.redacted_artifacts.get_json(job.artifacts.change_key)["snapshot"]
     diff = next(d for d in snapshot["diffs"] if d["status"] == "fetched")
     added = next(iter_added_lines(diff["unified_diff"]))
-    answer = {"schema_version": "1.0", "prompt_version": stable_version, "summary": "One problem.",
-              "findings": [{"id": "F1", "severity": "high", "category": "correctness", "title": "Real problem",
-                            "file": diff["depot_path"], "line": added.line, "message": "Explained.",
-                            "confidence": "high"},
-                           {"id": "F2", "severity": "low", "category": "style", "title": "Invented line",
-                            "file": diff["depot_path"], "line": added.line + 400, "message": "Off the diff."}]}
+    answer = {
+        "schema_version": "1.0",
+        "prompt_version": stable_version,
+        "summary": "One problem.",
+        "findings": [
+            {
+                "id": "F1",
+                "severity": "high",
+                "category": "correctness",
+                "title": "Real problem",
+                "file": diff["depot_path"],
+                "line": added.line,
+                "message": "Explained.",
+                "confidence": "high",
+            },
+            {
+                "id": "F2",
+                "severity": "low",
+                "category": "style",
+                "title": "Invented line",
+                "file": diff["depot_path"],
+                "line": added.line + 400,
+                "message": "Off the diff.",
+            },
+        ],
+    }
     return job, answer
 
 
 def _review(job) -> tuple[Any, StoredReview]:
     dal = get_data_access()
     work = build_review_work(get_settings(), dal)
-    disposition = run_stage(StageMessage(job_id=job.job_id, stage=StageName.REVIEW), work, jobs=dal.jobs,
-                            queues=dal.queues, worker_id="reviewer", lease_seconds=60)
+    disposition = run_stage(
+        StageMessage(job_id=job.job_id, stage=StageName.REVIEW),
+        work,
+        jobs=dal.jobs,
+        queues=dal.queues,
+        worker_id="reviewer",
+        lease_seconds=60,
+    )
     assert disposition.ack, disposition
     job = dal.jobs.get_job(job.job_id)
     return job, StoredReview.model_validate(dal.redacted_artifacts.get_json(job.artifacts.result_key))
@@ -75,21 +112,43 @@ def _assert_reviewed(job, stored: StoredReview, provider: str, input_tokens: int
     assert [f.id for f in stored.result.findings] == ["F1"]  # F2 is off the changed lines
     assert any(d.reason == "line_outside_diff" for d in stored.diagnostics)
     assert (stored.usage.provider, stored.usage.input_tokens, stored.usage.output_tokens) == (
-        provider, input_tokens, output_tokens)
+        provider,
+        input_tokens,
+        output_tokens,
+    )
     assert job.summary.provider == provider and job.summary.input_tokens == input_tokens
     assert job.stages[StageName.REVIEW].status.value == "completed"
 
 
 def test_openai_compatible_server(moto_endpoint, aws_reset, server):
-    with provisioned_service(moto_endpoint, extra_env={
-            "P4REVIEW_LLM_PROVIDER": "openai", "P4REVIEW_LLM_MODEL": "qwen-coder",
-            "P4REVIEW_LLM_BASE_URL": server.base_url}) as service:
+    with provisioned_service(
+        moto_endpoint,
+        extra_env={
+            "P4REVIEW_LLM_PROVIDER": "openai",
+            "P4REVIEW_LLM_MODEL": "qwen-coder",
+            "P4REVIEW_LLM_BASE_URL": server.base_url,
+        },
+    ) as service:
         _set_llm_key(service, KEY)
         job, answer = _fetch_then_answer()
-        server.script(Reply(body={"id": "c1", "object": "chat.completion", "created": 1, "model": "qwen-coder",
-                                  "choices": [{"index": 0, "finish_reason": "stop", "message": {
-                                      "role": "assistant", "content": json.dumps(answer)}}],
-                                  "usage": {"prompt_tokens": 1234, "completion_tokens": 56, "total_tokens": 1290}}))
+        server.script(
+            Reply(
+                body={
+                    "id": "c1",
+                    "object": "chat.completion",
+                    "created": 1,
+                    "model": "qwen-coder",
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": json.dumps(answer)},
+                        }
+                    ],
+                    "usage": {"prompt_tokens": 1234, "completion_tokens": 56, "total_tokens": 1290},
+                }
+            )
+        )
         job, stored = _review(job)
         _assert_reviewed(job, stored, "openai", 1234, 56)
         (request,) = server.requests
@@ -100,9 +159,15 @@ def test_openai_compatible_server(moto_endpoint, aws_reset, server):
 
 
 def test_anthropic_after_a_key_rotation(moto_endpoint, aws_reset, server):
-    with provisioned_service(moto_endpoint, extra_env={
-            "P4REVIEW_LLM_PROVIDER": "anthropic", "P4REVIEW_LLM_MODEL": "claude-test",
-            "P4REVIEW_LLM_BASE_URL": server.root_url, "P4REVIEW_SECRET_CACHE_SECONDS": "300"}) as service:
+    with provisioned_service(
+        moto_endpoint,
+        extra_env={
+            "P4REVIEW_LLM_PROVIDER": "anthropic",
+            "P4REVIEW_LLM_MODEL": "claude-test",
+            "P4REVIEW_LLM_BASE_URL": server.root_url,
+            "P4REVIEW_SECRET_CACHE_SECONDS": "300",
+        },
+    ) as service:
         _set_llm_key(service, KEY)
         job, answer = _fetch_then_answer()
         get_data_access().llm_credentials.api_key()  # warm the cache with the old key ...
@@ -110,10 +175,19 @@ def test_anthropic_after_a_key_rotation(moto_endpoint, aws_reset, server):
         work_dal = get_data_access()
         server.script(
             Reply(status=401, body={"type": "error", "error": {"type": "authentication_error", "message": "bad key"}}),
-            Reply(body={"id": "m1", "type": "message", "role": "assistant", "model": "claude-test",
-                        "content": [{"type": "tool_use", "id": "t1", "name": RESULT_TOOL_NAME, "input": answer}],
-                        "stop_reason": "tool_use", "stop_sequence": None,
-                        "usage": {"input_tokens": 2000, "output_tokens": 80}}))
+            Reply(
+                body={
+                    "id": "m1",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "claude-test",
+                    "content": [{"type": "tool_use", "id": "t1", "name": RESULT_TOOL_NAME, "input": answer}],
+                    "stop_reason": "tool_use",
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 2000, "output_tokens": 80},
+                }
+            ),
+        )
         assert work_dal is get_data_access()
         job, stored = _review(job)
         _assert_reviewed(job, stored, "anthropic", 2000, 80)
@@ -123,20 +197,38 @@ def test_anthropic_after_a_key_rotation(moto_endpoint, aws_reset, server):
 
 
 def test_bedrock_converse(moto_endpoint, aws_reset, monkeypatch):
-    client = boto3.client("bedrock-runtime", region_name="us-east-1", aws_access_key_id="testing",
-                          aws_secret_access_key="testing")
+    client = boto3.client(
+        "bedrock-runtime", region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing"
+    )
     monkeypatch.setattr(bedrock_provider, "make_bedrock_client", lambda region, timeout: client)
-    with provisioned_service(moto_endpoint, extra_env={
-            "P4REVIEW_LLM_PROVIDER": "bedrock", "P4REVIEW_LLM_MODEL": "anthropic.claude-test-v1:0"}):
+    with provisioned_service(
+        moto_endpoint,
+        extra_env={"P4REVIEW_LLM_PROVIDER": "bedrock", "P4REVIEW_LLM_MODEL": "anthropic.claude-test-v1:0"},
+    ):
         job, answer = _fetch_then_answer()
         with Stubber(client) as stubber:
-            stubber.add_response("converse", {
-                "output": {"message": {"role": "assistant", "content": [
-                    {"toolUse": {"toolUseId": "t1", "name": RESULT_TOOL_NAME, "input": answer}}]}},
-                "stopReason": "tool_use", "usage": {"inputTokens": 3000, "outputTokens": 90, "totalTokens": 3090},
-                "metrics": {"latencyMs": 10}},
-                {"modelId": "anthropic.claude-test-v1:0", "system": ANY, "messages": ANY, "inferenceConfig": ANY,
-                 "toolConfig": ANY, "requestMetadata": ANY})
+            stubber.add_response(
+                "converse",
+                {
+                    "output": {
+                        "message": {
+                            "role": "assistant",
+                            "content": [{"toolUse": {"toolUseId": "t1", "name": RESULT_TOOL_NAME, "input": answer}}],
+                        }
+                    },
+                    "stopReason": "tool_use",
+                    "usage": {"inputTokens": 3000, "outputTokens": 90, "totalTokens": 3090},
+                    "metrics": {"latencyMs": 10},
+                },
+                {
+                    "modelId": "anthropic.claude-test-v1:0",
+                    "system": ANY,
+                    "messages": ANY,
+                    "inferenceConfig": ANY,
+                    "toolConfig": ANY,
+                    "requestMetadata": ANY,
+                },
+            )
             job, stored = _review(job)
             stubber.assert_no_pending_responses()
         _assert_reviewed(job, stored, "bedrock", 3000, 90)

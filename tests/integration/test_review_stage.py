@@ -37,8 +37,13 @@ class ScriptedProvider:
     name = "scripted"
     model = "scripted-1"
 
-    def __init__(self, script: dict[int, object] | None = None, *, wrong_line: bool = False,
-                 too_long_over_files: int | None = None):
+    def __init__(
+        self,
+        script: dict[int, object] | None = None,
+        *,
+        wrong_line: bool = False,
+        too_long_over_files: int | None = None,
+    ):
         self.script = script or {}
         self.requests: list[LlmRequest] = []
         self.wrong_line = wrong_line
@@ -53,14 +58,39 @@ class ScriptedProvider:
         if self.too_long_over_files is not None and len(files) > self.too_long_over_files:
             raise ContextTooLong("scripted: prompt is too long")
         version = re.search(r"prompt_version: (\S+)", request.system)[1]
-        findings = [{"id": f"F{i}", "severity": "high", "category": "correctness", "title": f"Check {path}",
-                     "file": path, "line": (line + 500 if self.wrong_line else line), "message": "m",
-                     "confidence": "high"}
-                    for i, (path, line) in enumerate(files.items()) if line]
-        text = scripted if isinstance(scripted, str) else json.dumps(
-            {"schema_version": "1.0", "prompt_version": version, "summary": f"{len(files)} files", "findings": findings})
-        return LlmResponse(text=text, input_tokens=len(request.user) // 4, output_tokens=len(text) // 4,
-                           provider=self.name, model=self.model)
+        findings = [
+            {
+                "id": f"F{i}",
+                "severity": "high",
+                "category": "correctness",
+                "title": f"Check {path}",
+                "file": path,
+                "line": (line + 500 if self.wrong_line else line),
+                "message": "m",
+                "confidence": "high",
+            }
+            for i, (path, line) in enumerate(files.items())
+            if line
+        ]
+        text = (
+            scripted
+            if isinstance(scripted, str)
+            else json.dumps(
+                {
+                    "schema_version": "1.0",
+                    "prompt_version": version,
+                    "summary": f"{len(files)} files",
+                    "findings": findings,
+                }
+            )
+        )
+        return LlmResponse(
+            text=text,
+            input_tokens=len(request.user) // 4,
+            output_tokens=len(text) // 4,
+            provider=self.name,
+            model=self.model,
+        )
 
 
 def _first_added_lines(user_message: str) -> dict[str, int | None]:
@@ -77,20 +107,40 @@ def _first_added_lines(user_message: str) -> dict[str, int | None]:
 
 def _fetched_job(changelist_id: int, key: str):
     dal = get_data_access()
-    job = create_review(CreateReviewRequest(idempotency_key=key, changelist_id=changelist_id, review_version=1,
-                                            kind="submitted"), jobs=dal.jobs, queues=dal.queues, request_id=None).job
+    job = create_review(
+        CreateReviewRequest(idempotency_key=key, changelist_id=changelist_id, review_version=1, kind="submitted"),
+        jobs=dal.jobs,
+        queues=dal.queues,
+        request_id=None,
+    ).job
     fetch = FetchWork(get_settings(), dal.raw_artifacts, dal.redacted_artifacts, dal.secrets)
-    assert run_stage(StageMessage(job_id=job.job_id, stage=StageName.FETCH), fetch, jobs=dal.jobs, queues=dal.queues,
-                     worker_id="fetcher", lease_seconds=60).ack
+    assert run_stage(
+        StageMessage(job_id=job.job_id, stage=StageName.FETCH),
+        fetch,
+        jobs=dal.jobs,
+        queues=dal.queues,
+        worker_id="fetcher",
+        lease_seconds=60,
+    ).ack
     return dal.jobs.get_job(job.job_id)
 
 
 def _review(job, provider, **config):
     dal = get_data_access()
-    work = ReviewWork(dal.redacted_artifacts, get_settings().redaction_policy(), ProviderReviewer(provider),
-                      ReviewConfig(registry=config.pop("registry", load_registry()), **config))
-    disposition = run_stage(StageMessage(job_id=job.job_id, stage=StageName.REVIEW), work, jobs=dal.jobs,
-                            queues=dal.queues, worker_id="reviewer", lease_seconds=60)
+    work = ReviewWork(
+        dal.redacted_artifacts,
+        get_settings().redaction_policy(),
+        ProviderReviewer(provider),
+        ReviewConfig(registry=config.pop("registry", load_registry()), **config),
+    )
+    disposition = run_stage(
+        StageMessage(job_id=job.job_id, stage=StageName.REVIEW),
+        work,
+        jobs=dal.jobs,
+        queues=dal.queues,
+        worker_id="reviewer",
+        lease_seconds=60,
+    )
     return disposition, dal.jobs.get_job(job.job_id)
 
 
@@ -191,8 +241,12 @@ def test_noise_controls_and_the_canary_track(moto_endpoint, aws_reset, capsys):
         registry = load_registry().with_overrides(stable="1.2.0", canary="1.3.0", canary_percent=100)
         provider = ScriptedProvider()
         capsys.readouterr()
-        disposition, job = _review(job, provider, registry=registry,
-                                   noise_rules=parse_noise_policy('[{"prefix": "//depot/", "max_findings": 1}]'))
+        disposition, job = _review(
+            job,
+            provider,
+            registry=registry,
+            noise_rules=parse_noise_policy('[{"prefix": "//depot/", "max_findings": 1}]'),
+        )
         assert disposition.ack
         assert "prompt_version: 1.3.0" in provider.requests[0].system
         stored = _stored(job)
@@ -203,7 +257,8 @@ def test_noise_controls_and_the_canary_track(moto_endpoint, aws_reset, capsys):
         by_track = [doc for doc in emitted if doc.get("PromptTrack") == "canary"]
         by_version = [doc for doc in emitted if doc.get("PromptVersion") == "1.3.0"]
         assert by_track and by_version
-        values = {name: sum(v if isinstance(v, list) else [v]) for name, v in by_track[0].items()
-                  if name.startswith("Review")}
+        values = {
+            name: sum(v if isinstance(v, list) else [v]) for name, v in by_track[0].items() if name.startswith("Review")
+        }
         assert values["ReviewJobsReviewed"] == 1 and values["ReviewValidFindings"] == 4
         assert values["ReviewInputTokens"] == job.summary.input_tokens > 0

@@ -99,8 +99,7 @@ def test_unverified_sender_is_failed(moto_ses: Any) -> None:
 
 @pytest.fixture
 def stubbed() -> Iterator[tuple[Any, Stubber]]:
-    client = boto3.client("sesv2", region_name=REGION, aws_access_key_id="testing",
-                          aws_secret_access_key="testing")
+    client = boto3.client("sesv2", region_name=REGION, aws_access_key_id="testing", aws_secret_access_key="testing")
     with Stubber(client) as stubber:
         yield client, stubber
         stubber.assert_no_pending_responses()
@@ -108,8 +107,9 @@ def stubbed() -> Iterator[tuple[Any, Stubber]]:
 
 def test_request_shape_and_message_id(stubbed: tuple[Any, Stubber]) -> None:
     client, stubber = stubbed
-    stubber.add_response("send_email", {"MessageId": "0100018f-ses-id"},
-                         _expected_params(ConfigurationSetName="p4review-events"))
+    stubber.add_response(
+        "send_email", {"MessageId": "0100018f-ses-id"}, _expected_params(ConfigurationSetName="p4review-events")
+    )
 
     result = _send(client, configuration_set="p4review-events")
 
@@ -126,29 +126,37 @@ def test_no_tag_without_our_message_id(stubbed: tuple[Any, Stubber]) -> None:
     assert _send(client, message=foreign).outcome == SendOutcome.SENT
 
 
-@pytest.mark.parametrize("code, status, outcome, error_code", [
-    ("TooManyRequestsException", 429, SendOutcome.RETRYABLE, "TooManyRequestsException"),
-    ("LimitExceededException", 400, SendOutcome.RETRYABLE, "LimitExceededException"),
-    ("ThrottlingException", 400, SendOutcome.RETRYABLE, "ThrottlingException"),
-    ("InternalFailure", 500, SendOutcome.RETRYABLE, "InternalFailure"),
-    ("ServiceUnavailable", 503, SendOutcome.RETRYABLE, "ServiceUnavailable"),
-    ("MessageRejected", 400, SendOutcome.FAILED, "MessageRejected"),
-    ("MailFromDomainNotVerifiedException", 400, SendOutcome.FAILED, "MailFromDomainNotVerifiedException"),
-    ("AccountSuspendedException", 400, SendOutcome.FAILED, "AccountSuspendedException"),
-    ("SendingPausedException", 400, SendOutcome.FAILED, "SendingPausedException"),
-    ("NotFoundException", 404, SendOutcome.FAILED, "NotFoundException"),
-    ("BadRequestException", 400, SendOutcome.FAILED, "BadRequestException"),
-    ("AccessDeniedException", 403, SendOutcome.FAILED, "auth_failed"),
-    ("UnrecognizedClientException", 400, SendOutcome.FAILED, "auth_failed"),
-    ("InvalidSignatureException", 403, SendOutcome.FAILED, "auth_failed"),
-])
-def test_client_errors_are_mapped(stubbed: tuple[Any, Stubber], code: str, status: int,
-                                  outcome: SendOutcome, error_code: str) -> None:
+@pytest.mark.parametrize(
+    "code, status, outcome, error_code",
+    [
+        ("TooManyRequestsException", 429, SendOutcome.RETRYABLE, "TooManyRequestsException"),
+        ("LimitExceededException", 400, SendOutcome.RETRYABLE, "LimitExceededException"),
+        ("ThrottlingException", 400, SendOutcome.RETRYABLE, "ThrottlingException"),
+        ("InternalFailure", 500, SendOutcome.RETRYABLE, "InternalFailure"),
+        ("ServiceUnavailable", 503, SendOutcome.RETRYABLE, "ServiceUnavailable"),
+        ("MessageRejected", 400, SendOutcome.FAILED, "MessageRejected"),
+        ("MailFromDomainNotVerifiedException", 400, SendOutcome.FAILED, "MailFromDomainNotVerifiedException"),
+        ("AccountSuspendedException", 400, SendOutcome.FAILED, "AccountSuspendedException"),
+        ("SendingPausedException", 400, SendOutcome.FAILED, "SendingPausedException"),
+        ("NotFoundException", 404, SendOutcome.FAILED, "NotFoundException"),
+        ("BadRequestException", 400, SendOutcome.FAILED, "BadRequestException"),
+        ("AccessDeniedException", 403, SendOutcome.FAILED, "auth_failed"),
+        ("UnrecognizedClientException", 400, SendOutcome.FAILED, "auth_failed"),
+        ("InvalidSignatureException", 403, SendOutcome.FAILED, "auth_failed"),
+    ],
+)
+def test_client_errors_are_mapped(
+    stubbed: tuple[Any, Stubber], code: str, status: int, outcome: SendOutcome, error_code: str
+) -> None:
     client, stubber = stubbed
     # SES messages can name the addresses involved: none of it may reach the result.
-    stubber.add_client_error("send_email", service_error_code=code, http_status_code=status,
-                             service_message=f"Email address is not verified: {RECIPIENT} BODY-MARKER-7f3a",
-                             expected_params=_expected_params())
+    stubber.add_client_error(
+        "send_email",
+        service_error_code=code,
+        http_status_code=status,
+        service_message=f"Email address is not verified: {RECIPIENT} BODY-MARKER-7f3a",
+        expected_params=_expected_params(),
+    )
 
     result = _send(client)
 
@@ -160,9 +168,13 @@ def test_client_errors_are_mapped(stubbed: tuple[Any, Stubber], code: str, statu
 
 def test_throttling_carries_retry_after(stubbed: tuple[Any, Stubber]) -> None:
     client, stubber = stubbed
-    stubber.add_client_error("send_email", service_error_code="TooManyRequestsException",
-                             http_status_code=429, expected_params=_expected_params(),
-                             response_meta={"HTTPHeaders": {"retry-after": "7"}})
+    stubber.add_client_error(
+        "send_email",
+        service_error_code="TooManyRequestsException",
+        http_status_code=429,
+        expected_params=_expected_params(),
+        response_meta={"HTTPHeaders": {"retry-after": "7"}},
+    )
 
     result = _send(client)
 
@@ -177,13 +189,19 @@ class _FailingClient:
         raise self.error
 
 
-@pytest.mark.parametrize("error, outcome, error_code", [
-    (ReadTimeoutError(endpoint_url="https://email.us-east-1.amazonaws.com"), SendOutcome.RETRYABLE, "timeout"),
-    (ConnectTimeoutError(endpoint_url="https://email.us-east-1.amazonaws.com"), SendOutcome.RETRYABLE, "timeout"),
-    (EndpointConnectionError(endpoint_url="https://email.us-east-1.amazonaws.com"), SendOutcome.RETRYABLE,
-     "connect_failed"),
-    (NoCredentialsError(), SendOutcome.FAILED, "auth_failed"),
-])
+@pytest.mark.parametrize(
+    "error, outcome, error_code",
+    [
+        (ReadTimeoutError(endpoint_url="https://email.us-east-1.amazonaws.com"), SendOutcome.RETRYABLE, "timeout"),
+        (ConnectTimeoutError(endpoint_url="https://email.us-east-1.amazonaws.com"), SendOutcome.RETRYABLE, "timeout"),
+        (
+            EndpointConnectionError(endpoint_url="https://email.us-east-1.amazonaws.com"),
+            SendOutcome.RETRYABLE,
+            "connect_failed",
+        ),
+        (NoCredentialsError(), SendOutcome.FAILED, "auth_failed"),
+    ],
+)
 def test_transport_errors_are_mapped(error: Exception, outcome: SendOutcome, error_code: str) -> None:
     result = _send(_FailingClient(error))
 

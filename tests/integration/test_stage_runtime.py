@@ -10,13 +10,13 @@ import pytest
 
 from p4review.dal.factory import get_data_access
 from p4review.errors import AuthError, ErrorClass, RetryableError
+from p4review.local.lambda_context import FakeLambdaContext
+from p4review.local.stack import load_function, repo_root
 from p4review.logic.ingest_service import create_review
 from p4review.models.api import CreateReviewRequest
 from p4review.models.job import JobStatus, StageName, StageStatus
 from p4review.models.messages import StageMessage
 from p4review.runtime.stage_runner import MAX_ATTEMPTS_PER_STAGE, StageOutput, run_stage
-from p4review.local.lambda_context import FakeLambdaContext
-from p4review.local.stack import load_function, repo_root
 from tests.support.harness import drain, provisioned_service
 
 
@@ -46,16 +46,26 @@ def service(moto_endpoint, aws_reset):
 
 def _new_job(service, key="k1"):
     dal = get_data_access()
-    answer = create_review(CreateReviewRequest(idempotency_key=key, changelist_id=48213, review_version=1,
-                                               kind="submitted"), jobs=dal.jobs, queues=dal.queues, request_id="r")
+    answer = create_review(
+        CreateReviewRequest(idempotency_key=key, changelist_id=48213, review_version=1, kind="submitted"),
+        jobs=dal.jobs,
+        queues=dal.queues,
+        request_id="r",
+    )
     drain(service.sqs, service.resources.queue_for_stage(StageName.FETCH).url)
     return answer.job
 
 
 def _run(work, job, worker="w1"):
     dal = get_data_access()
-    return run_stage(StageMessage(job_id=job.job_id, stage=work.stage), work, jobs=dal.jobs, queues=dal.queues,
-                     worker_id=worker, lease_seconds=60)
+    return run_stage(
+        StageMessage(job_id=job.job_id, stage=work.stage),
+        work,
+        jobs=dal.jobs,
+        queues=dal.queues,
+        worker_id=worker,
+        lease_seconds=60,
+    )
 
 
 def _queue(service, stage):
@@ -119,8 +129,9 @@ def test_retryable_failure_releases_the_lease_and_backs_off(service):
 
 def test_exhausted_budget_dead_letters_with_a_sanitized_envelope(service):
     job = _new_job(service)
-    failure = RetryableError("timeout talking to ssl:perforce:1666 password=hunter2",
-                             error_class=ErrorClass.NETWORK_TIMEOUT)
+    failure = RetryableError(
+        "timeout talking to ssl:perforce:1666 password=hunter2", error_class=ErrorClass.NETWORK_TIMEOUT
+    )
     dispositions = [_run(ScriptedWork(failure), job, worker=f"w{n}") for n in range(MAX_ATTEMPTS_PER_STAGE)]
     assert [d.ack for d in dispositions] == [False] * (MAX_ATTEMPTS_PER_STAGE - 1) + [True]
     stored = get_data_access().jobs.get_job(job.job_id)
@@ -156,8 +167,9 @@ def test_a_bug_in_a_stage_is_dead_lettered_not_retried_forever(service):
 def test_handler_dead_letters_unknown_jobs_and_malformed_messages_without_content(service):
     handler = load_function("fetch").lambda_handler
     event = json.loads((repo_root() / "events" / "sqs" / "fetch-batch.json").read_text())
-    event["Records"].append({**event["Records"][0], "messageId": "malformed",
-                             "body": "{\"job_id\": \"x\", \"diff\": \"+password=hunter2\"}"})
+    event["Records"].append(
+        {**event["Records"][0], "messageId": "malformed", "body": '{"job_id": "x", "diff": "+password=hunter2"}'}
+    )
     answer = handler(event, FakeLambdaContext("p4review-test-fetch"))
     assert answer == {"batchItemFailures": []}
     envelopes = _dlq(service, StageName.FETCH)
@@ -180,7 +192,10 @@ def test_a_stage_that_keeps_crashing_is_dead_lettered_when_its_budget_is_spent(s
     jobs = get_data_access().jobs
     for attempt in range(MAX_ATTEMPTS_PER_STAGE):
         # Each claim "crashes": its lease lapses at once and nobody reports back.
-        assert jobs.claim_stage(job.job_id, StageName.FETCH, f"crashed-{attempt}", lease_seconds=0).state.value == "claimed"
+        assert (
+            jobs.claim_stage(job.job_id, StageName.FETCH, f"crashed-{attempt}", lease_seconds=0).state.value
+            == "claimed"
+        )
     work = ScriptedWork("ok")
     assert _run(work, job, worker="sixth").ack
     assert work.calls == 0

@@ -29,9 +29,17 @@ def service(moto_endpoint, aws_reset):
 
 def _jobs(service, count, prefix="sweep"):
     dal = get_data_access()
-    created = [create_review(CreateReviewRequest(idempotency_key=f"{prefix}-{index}", changelist_id=9000 + index,
-                                                 review_version=1, kind="submitted"),
-                             jobs=dal.jobs, queues=dal.queues, request_id=None).job for index in range(count)]
+    created = [
+        create_review(
+            CreateReviewRequest(
+                idempotency_key=f"{prefix}-{index}", changelist_id=9000 + index, review_version=1, kind="submitted"
+            ),
+            jobs=dal.jobs,
+            queues=dal.queues,
+            request_id=None,
+        ).job
+        for index in range(count)
+    ]
     drain(service.sqs, service.resources.queue_for_stage(StageName.FETCH).url)
     return created
 
@@ -131,7 +139,9 @@ def test_a_stranded_hand_off_is_resent_once_per_stranded_period_even_by_racing_s
 
 def test_scheduled_handler_reports_the_backlog(service):
     _jobs(service, 3)
-    answer = load_function("sweeper").lambda_handler({"source": "aws.events"}, FakeLambdaContext("p4review-test-sweeper"))
+    answer = load_function("sweeper").lambda_handler(
+        {"source": "aws.events"}, FakeLambdaContext("p4review-test-sweeper")
+    )
     assert answer["active_jobs"] == 3
     assert answer["pending"]["fetch"] == 3
     assert answer["expired_requeued"] == 0

@@ -38,10 +38,12 @@ trigger = load_trigger()
 HELD_SEND_TIMEOUT = "60"
 
 
-def run(config: Path, *args: str, python: str = sys.executable, timeout: float = 60,
-        **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([python, str(TRIGGER_FILE), "-c", str(config), *args], capture_output=True, text=True,
-                          timeout=timeout, **kwargs)
+def run(
+    config: Path, *args: str, python: str = sys.executable, timeout: float = 60, **kwargs
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [python, str(TRIGGER_FILE), "-c", str(config), *args], capture_output=True, text=True, timeout=timeout, **kwargs
+    )
 
 
 def wait_until(condition, timeout: float = 60.0, what: str = "condition") -> None:
@@ -90,8 +92,11 @@ def log_text(config: Path) -> str:
 # --- the file: standard library, Python 3.8 ---------------------------------------------------------------
 def test_vermin_finds_nothing_newer_than_python_3_8():
     vermin = Path(sys.executable).parent / "vermin"
-    result = subprocess.run([str(vermin), "-t=3.8-", "--violations", "--no-tips", "--eval-annotations",
-                             str(TRIGGER_FILE)], capture_output=True, text=True)
+    result = subprocess.run(
+        [str(vermin), "-t=3.8-", "--violations", "--no-tips", "--eval-annotations", str(TRIGGER_FILE)],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -115,8 +120,7 @@ def test_the_trigger_runs_on_python_3_8(config, api):
 # --- trigger mode as a process -----------------------------------------------------------------------------
 def test_the_trigger_detaches_its_sender_and_exits_at_once(tmp_path, api, p4):
     write_secret(tmp_path / "signing.secret", api.secret)
-    config = write_config(tmp_path, API_URL=api.url, P4=str(p4), SEND_MODE="background",
-                          SEND_TIMEOUT=HELD_SEND_TIMEOUT)
+    config = write_config(tmp_path, API_URL=api.url, P4=str(p4), SEND_MODE="background", SEND_TIMEOUT=HELD_SEND_TIMEOUT)
     api.door.hold_answers.set()  # the API acts, its answer waits at the door
     try:
         result = run(config, "-t", "change-commit", "-v", "48213", "-w", "48213")
@@ -159,9 +163,12 @@ def test_a_trigger_killed_between_write_and_rename_loses_nothing(config, api):
         "        os.kill(os.getpid(), signal.SIGKILL)\n"
         "    return real_replace(source, target)\n"
         "trigger.os.replace = replace\n"
-        "sys.exit(trigger.main(sys.argv[1:]))\n")
-    killed = subprocess.run([sys.executable, str(killer), "-c", str(config), "-t", "change-commit", "-v", "48213",
-                             "-w", "48213"], capture_output=True)
+        "sys.exit(trigger.main(sys.argv[1:]))\n"
+    )
+    killed = subprocess.run(
+        [sys.executable, str(killer), "-c", str(config), "-t", "change-commit", "-v", "48213", "-w", "48213"],
+        capture_output=True,
+    )
     assert killed.returncode == -signal.SIGKILL
     [orphan] = (spool(config) / "tmp").iterdir()
     assert list((spool(config) / "pending").iterdir()) == []
@@ -181,8 +188,11 @@ def test_a_drain_killed_mid_send_sends_nothing_twice(config, api):
     for change in ("48213", "48220"):
         assert run(config, "-t", "change-commit", "-v", change, "-w", change).returncode == 0
     api.door.hold_answers.set()  # the API acts, its answer waits at the door
-    drain = subprocess.Popen([sys.executable, str(TRIGGER_FILE), "-c", str(config), "--drain"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    drain = subprocess.Popen(
+        [sys.executable, str(TRIGGER_FILE), "-c", str(config), "--drain"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_until(lambda: api.job("p4-submitted-48213-v1") is not None, what="the first request to reach the API")
         drain.send_signal(signal.SIGKILL)  # the drain dies before hearing the 201
@@ -236,8 +246,14 @@ def test_ten_hosts_reshelving_one_change_at_once_get_ten_distinct_increasing_ver
         write_secret(home / "signing.secret", api.secret)
         configs.append(write_config(home, API_URL=api.url, P4=str(wrapper)))
         assert run(configs[-1], "-t", "shelve-commit", "-v", "48240").returncode == 0
-    drains = [subprocess.Popen([sys.executable, str(TRIGGER_FILE), "-c", str(c), "--drain"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for c in configs]
+    drains = [
+        subprocess.Popen(
+            [sys.executable, str(TRIGGER_FILE), "-c", str(c), "--drain"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for c in configs
+    ]
     assert [d.wait(timeout=120) for d in drains] == [0] * 10
     answered = [(spool_files(spool(c), "done") + spool_files(spool(c), "rejected"))[0] for c in configs]
     requests = [event["request"] for event in answered]
@@ -271,9 +287,14 @@ def test_shelve_twice_then_submit_renumbered_is_the_next_version(tmp_path, api):
     assert run(config, "-t", "change-commit", "-v", "48277", "-w", "48240").returncode == 0
     assert run(config, "--drain").returncode == 0
     submit = [e for e in spool_files(spool(config), "done") if e["trigger"] == "change-commit"][0]["request"]
-    assert submit == {"changelist_id": 48277, "review_version": 3, "kind": "submitted", "rerun": True,
-                      "idempotency_key": "p4-submitted-48277-v3",
-                      "follows_shelf": {"changelist_id": 48240, "review_version": 2}}
+    assert submit == {
+        "changelist_id": 48277,
+        "review_version": 3,
+        "kind": "submitted",
+        "rerun": True,
+        "idempotency_key": "p4-submitted-48277-v3",
+        "follows_shelf": {"changelist_id": 48240, "review_version": 2},
+    }
     assert api.job("p4-submitted-48277-v3")["follows_shelf"] == {"changelist_id": 48240, "review_version": 2}
 
 
@@ -300,8 +321,15 @@ def test_catch_up_finds_submits_that_never_reached_the_spool(config, api, p4):
 def test_ping_passes_when_everything_is_right(config, api):
     result = run(config, "--ping")
     assert result.returncode == 0, result.stdout
-    for line in ("ok    config", "ok    secret", "ok    spool", "ok    p4 ", "ok    p4 keys", "ok    api",
-                 "ok    clock"):
+    for line in (
+        "ok    config",
+        "ok    secret",
+        "ok    spool",
+        "ok    p4 ",
+        "ok    p4 keys",
+        "ok    api",
+        "ok    clock",
+    ):
         assert line in result.stdout, result.stdout
     assert api.secret not in result.stdout + result.stderr
 
@@ -322,8 +350,10 @@ def test_ping_warns_about_the_previous_secret(config, api):
 def test_ping_says_the_api_is_unreachable(tmp_path, p4):
     config = write_config(tmp_path, API_URL="http://127.0.0.1:9/prod", P4=str(p4))
     result = run(config, "--ping")
-    assert result.returncode == 1 and "FAIL  api        http://127.0.0.1:9/prod unreachable: connection refused" \
-        in result.stdout
+    assert (
+        result.returncode == 1
+        and "FAIL  api        http://127.0.0.1:9/prod unreachable: connection refused" in result.stdout
+    )
 
 
 def test_ping_says_the_clock_is_off(config, api):
@@ -334,7 +364,8 @@ def test_ping_says_the_clock_is_off(config, api):
         "real = time.time\n"
         "time.time = lambda: real() - 3600\n"  # an hour slow
         "from tests.support.trigger import load_trigger\n"
-        "sys.exit(load_trigger().main(sys.argv[1:]))\n")
+        "sys.exit(load_trigger().main(sys.argv[1:]))\n"
+    )
     result = subprocess.run([sys.executable, str(skewed), "-c", str(config), "--ping"], capture_output=True, text=True)
     assert result.returncode == 1 and "FAIL  clock" in result.stdout
     # The API's clock comes in whole seconds, so the measured offset is the injected hour give or take one.
@@ -375,13 +406,19 @@ def test_shell_metacharacters_in_config_values_stay_literal(tmp_path, api):
     marker = tmp_path / "pwned"
     wrapper = fake_p4_wrapper(tmp_path, tmp_path / "p4state", P4FAKE_LOG=str(tmp_path / "p4.log"))
     write_secret(tmp_path / "signing.secret", api.secret)
-    config = write_config(tmp_path, API_URL=api.url, P4=str(wrapper), P4PORT=f"ssl:perforce:1666;touch {marker}",
-                          P4USER=f"$(touch {marker})")
+    config = write_config(
+        tmp_path,
+        API_URL=api.url,
+        P4=str(wrapper),
+        P4PORT=f"ssl:perforce:1666;touch {marker}",
+        P4USER=f"$(touch {marker})",
+    )
     assert run(config, "-t", "change-commit", "-v", "48213", "-w", "48213").returncode == 0
     assert run(config, "--drain").returncode == 0
     calls = [json.loads(line)["argv"] for line in (tmp_path / "p4.log").read_text().splitlines()]
-    assert all(["-p", f"ssl:perforce:1666;touch {marker}"] == call[call.index("-p"):call.index("-p") + 2]
-               for call in calls)
+    assert all(
+        ["-p", f"ssl:perforce:1666;touch {marker}"] == call[call.index("-p") : call.index("-p") + 2] for call in calls
+    )
     assert all(f"$(touch {marker})" in call for call in calls)
     assert not marker.exists() and api.job_keys() == ["p4-submitted-48213-v1"]
 
@@ -423,7 +460,10 @@ def test_a_spool_on_a_full_disk_never_fails_the_command(tmp_path, config):
     def no_room() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))  # every write to a file fails (EFBIG)
 
-    result = subprocess.run([sys.executable, str(TRIGGER_FILE), "-c", str(config), "-t", "change-commit",
-                             "-v", "48213"], capture_output=True, preexec_fn=no_room)
+    result = subprocess.run(
+        [sys.executable, str(TRIGGER_FILE), "-c", str(config), "-t", "change-commit", "-v", "48213"],
+        capture_output=True,
+        preexec_fn=no_room,
+    )
     assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
     assert list((spool(config) / "pending").iterdir()) == [] and list((spool(config) / "tmp").iterdir()) == []

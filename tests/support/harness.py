@@ -28,27 +28,38 @@ class Provisioned:
     endpoint: str
 
     def client(self, service: str) -> Any:
-        return boto3.Session(region_name=REGION, aws_access_key_id="testing",
-                             aws_secret_access_key="testing").client(service, endpoint_url=self.endpoint)
+        return boto3.Session(region_name=REGION, aws_access_key_id="testing", aws_secret_access_key="testing").client(
+            service, endpoint_url=self.endpoint
+        )
 
 
 @contextmanager
-def provisioned_service(endpoint: str, *, environment: str = "test", smtp: dict | None = None,
-                        extra_env: dict[str, str] | None = None) -> Iterator[Provisioned]:
+def provisioned_service(
+    endpoint: str, *, environment: str = "test", smtp: dict | None = None, extra_env: dict[str, str] | None = None
+) -> Iterator[Provisioned]:
     """Provision every resource, export the functions' environment, restore it afterwards."""
     signing_secret = secrets.token_urlsafe(24)
     session = boto3.Session(region_name=REGION, aws_access_key_id="testing", aws_secret_access_key="testing")
-    resources = provision(session, environment, endpoint_url=endpoint, region=REGION, secret_values={
-        spec.SIGNING_SECRET.key: signing_secret,
-        spec.SMTP_SECRET.key: smtp or {"host": "127.0.0.1", "port": 1, "tls_mode": "none",
-                                       "from_address": "p4review@example.test"},
-        spec.LLM_SECRET.key: {"provider": "offline"},
-        spec.P4_SECRET.key: {"P4PORT": "ssl:perforce.test:1666", "P4USER": "p4review-bot", "P4TICKET": "T" * 32},
-    })
+    resources = provision(
+        session,
+        environment,
+        endpoint_url=endpoint,
+        region=REGION,
+        secret_values={
+            spec.SIGNING_SECRET.key: signing_secret,
+            spec.SMTP_SECRET.key: smtp
+            or {"host": "127.0.0.1", "port": 1, "tls_mode": "none", "from_address": "p4review@example.test"},
+            spec.LLM_SECRET.key: {"provider": "offline"},
+            spec.P4_SECRET.key: {"P4PORT": "ssl:perforce.test:1666", "P4USER": "p4review-bot", "P4TICKET": "T" * 32},
+        },
+    )
     env = {
         **resources.env(),
-        "AWS_ENDPOINT_URL": endpoint, "AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION,
-        "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": REGION,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
         "P4REVIEW_P4_EXECUTABLE": str(repo_root() / "events" / "bin" / "p4"),
         "P4REVIEW_SECRET_CACHE_SECONDS": "0",
         **(extra_env or {}),

@@ -25,22 +25,44 @@ FROM_ADDRESS = "p4review@example.test"
 
 def notify_service(moto_endpoint, mail, password=RELAY_PASSWORD, extra_env=None):
     """provisioned_service() whose SMTP secret names `mail` (a LocalMailServer)."""
-    return provisioned_service(moto_endpoint, smtp={
-        "host": "127.0.0.1", "port": mail.port, "tls_mode": "none", "username": RELAY_USER, "password": password,
-        "from_address": FROM_ADDRESS}, extra_env=extra_env)
+    return provisioned_service(
+        moto_endpoint,
+        smtp={
+            "host": "127.0.0.1",
+            "port": mail.port,
+            "tls_mode": "none",
+            "username": RELAY_USER,
+            "password": password,
+            "from_address": FROM_ADDRESS,
+        },
+        extra_env=extra_env,
+    )
 
 
 def reviewed_job(service, changelist_id=48213):
     """A job whose fetch and review stages completed (default: change 48213, owner dkowalski)."""
     dal = get_data_access()
-    answer = create_review(CreateReviewRequest(idempotency_key="notify-test", changelist_id=changelist_id,
-                                               review_version=1, kind="submitted"),
-                           jobs=dal.jobs, queues=dal.queues, request_id=None)
+    answer = create_review(
+        CreateReviewRequest(
+            idempotency_key="notify-test", changelist_id=changelist_id, review_version=1, kind="submitted"
+        ),
+        jobs=dal.jobs,
+        queues=dal.queues,
+        request_id=None,
+    )
     settings = get_settings()
-    for work in (FetchWork(settings, dal.raw_artifacts, dal.redacted_artifacts, dal.secrets),
-                 build_review_work(settings, dal)):
-        disposition = run_stage(StageMessage(job_id=answer.job.job_id, stage=work.stage), work, jobs=dal.jobs,
-                                queues=dal.queues, worker_id="setup", lease_seconds=60)
+    for work in (
+        FetchWork(settings, dal.raw_artifacts, dal.redacted_artifacts, dal.secrets),
+        build_review_work(settings, dal),
+    ):
+        disposition = run_stage(
+            StageMessage(job_id=answer.job.job_id, stage=work.stage),
+            work,
+            jobs=dal.jobs,
+            queues=dal.queues,
+            worker_id="setup",
+            lease_seconds=60,
+        )
         assert disposition.ack
     sqs = service.client("sqs")
     for stage in StageName:
@@ -55,8 +77,14 @@ def notify_work(outbox=None) -> NotifyWork:
 
 def run_notify(job, worker="notifier", *, work=None, jobs=None, lease_seconds=60) -> Disposition:
     dal = get_data_access()
-    return run_stage(StageMessage(job_id=job.job_id, stage=StageName.NOTIFY), work or notify_work(),
-                     jobs=jobs or dal.jobs, queues=dal.queues, worker_id=worker, lease_seconds=lease_seconds)
+    return run_stage(
+        StageMessage(job_id=job.job_id, stage=StageName.NOTIFY),
+        work or notify_work(),
+        jobs=jobs or dal.jobs,
+        queues=dal.queues,
+        worker_id=worker,
+        lease_seconds=lease_seconds,
+    )
 
 
 def outbox_rows(job) -> list[OutboxRow]:
@@ -70,5 +98,8 @@ def notify_dead_letters(service) -> list[dict]:
 
 def reviewers_env(*rules) -> dict[str, str]:
     """P4REVIEW_REVIEWERS from (prefix, [addresses]) pairs."""
-    return {"P4REVIEW_REVIEWERS": json.dumps([{"prefix": prefix, "reviewers": list(reviewers)}
-                                              for prefix, reviewers in rules])}
+    return {
+        "P4REVIEW_REVIEWERS": json.dumps(
+            [{"prefix": prefix, "reviewers": list(reviewers)} for prefix, reviewers in rules]
+        )
+    }

@@ -145,8 +145,9 @@ class FakeApi:
         return self.trigger.Answer(status, {k.lower(): v for k, v in (headers or {}).items()}, body, raw)
 
     def error(self, status: int, code: str, headers: dict[str, str] | None = None, details: Any = None) -> Any:
-        return self.answer(status, {"error": {"code": code, "message": code.replace("_", " "), "details": details}},
-                           headers)
+        return self.answer(
+            status, {"error": {"code": code, "message": code.replace("_", " "), "details": details}}, headers
+        )
 
     def post_review(self, request: dict[str, Any]) -> Any:
         self.requests.append(dict(request))
@@ -200,4 +201,5 @@ class TriggerApi:
 
     def rotate_secret(self, new_value: str) -> None:
         self.service.client("secretsmanager").put_secret_value(
-            SecretId=self.service.resources.secrets["trigger-signing"], SecretString=new_value)
+            SecretId=self.service.resources.secrets["trigger-signing"], SecretString=new_value
+        )

@@ -24,9 +24,15 @@ def test_envelope_carries_ids_and_classes_but_no_secrets():
         raise AuthError("password=hunter2 refused for alice@example.com token: abc123")
     except AuthError as exc:
         caught = exc
-    envelope = dead_letter.envelope(job=None, job_id="j-1", stage=StageName.FETCH,
-                                    error_class=ErrorClass.AUTH_DENIED, exc=caught, request_id="r-1",
-                                    message_id="m-1")
+    envelope = dead_letter.envelope(
+        job=None,
+        job_id="j-1",
+        stage=StageName.FETCH,
+        error_class=ErrorClass.AUTH_DENIED,
+        exc=caught,
+        request_id="r-1",
+        message_id="m-1",
+    )
     text = repr(envelope)
     assert envelope["error_class"] == "AUTH_DENIED"
     assert envelope["stage"] == "fetch"
@@ -68,8 +74,13 @@ def test_aws_throttling_passes_on_retry_after():
 
     def throttled(retry_after: str | None) -> StorageError:
         headers = {} if retry_after is None else {"retry-after": retry_after}
-        error = ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow down"},
-                             "ResponseMetadata": {"HTTPStatusCode": 400, "HTTPHeaders": headers}}, "PutItem")
+        error = ClientError(
+            {
+                "Error": {"Code": "ThrottlingException", "Message": "slow down"},
+                "ResponseMetadata": {"HTTPStatusCode": 400, "HTTPHeaders": headers},
+            },
+            "PutItem",
+        )
         with pytest.raises(StorageError) as raised:
             translate(error, "write job")
         return raised.value

@@ -10,7 +10,8 @@ from benchmarks.cost import BENCHMARK, SERVICE, CallCounter, counting_dal_client
 
 def _client(service: str):
     return botocore.session.get_session().create_client(
-        service, region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+        service, region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
 
 
 def _stubbed(counter: CallCounter, service: str, origin: str = SERVICE):
@@ -31,13 +32,17 @@ def test_counts_per_service_and_operation_and_transaction_items():
 
     dynamodb.get_item(TableName="t", Key={"pk": {"S": "a"}})
     dynamodb.get_item(TableName="t", Key={"pk": {"S": "b"}})
-    dynamodb.transact_write_items(TransactItems=[
-        {"Put": {"TableName": "t", "Item": {"pk": {"S": str(n)}}}} for n in range(3)])
+    dynamodb.transact_write_items(
+        TransactItems=[{"Put": {"TableName": "t", "Item": {"pk": {"S": str(n)}}}} for n in range(3)]
+    )
     sqs.send_message(QueueUrl="https://sqs.us-east-1.amazonaws.com/1/q", MessageBody="{}")
 
     counts = counter.snapshot(SERVICE)
-    assert counts.calls == {("dynamodb", "GetItem"): 2, ("dynamodb", "TransactWriteItems"): 1,
-                            ("sqs", "SendMessage"): 1}
+    assert counts.calls == {
+        ("dynamodb", "GetItem"): 2,
+        ("dynamodb", "TransactWriteItems"): 1,
+        ("sqs", "SendMessage"): 1,
+    }
     assert counts.item_total("dynamodb", ("TransactWriteItems",)) == 3
     assert counts.total("dynamodb", ("GetItem", "Query")) == 2
     ddb_stub.assert_no_pending_responses()

@@ -17,22 +17,31 @@ PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA1234567890abcdefghijklmn
 DIFF = (
     "@@ -1,2 +1,6 @@\n"
     " import os\n"
-    f"+AWS_KEY = \"{AWS_KEY}\"\n"
-    "+password = \"correct-horse-battery\"\n"
-    + "".join(f"+{line}\n" for line in PEM.split("\n"))
-    + " print(os.name)\n"
+    f'+AWS_KEY = "{AWS_KEY}"\n'
+    '+password = "correct-horse-battery"\n' + "".join(f"+{line}\n" for line in PEM.split("\n")) + " print(os.name)\n"
 )
 
 
 def _snapshot(diff: str = DIFF, description: str = "deploy: rotate keys") -> ChangeSnapshot:
-    files = [ChangedFile(depot_path="//depot/main/deploy.py", action="edit", file_type="text", revision=3),
-             ChangedFile(depot_path="//depot/main/logo.png", action="add", file_type="binary", revision=1)]
+    files = [
+        ChangedFile(depot_path="//depot/main/deploy.py", action="edit", file_type="text", revision=3),
+        ChangedFile(depot_path="//depot/main/logo.png", action="add", file_type="binary", revision=1),
+    ]
     return ChangeSnapshot(
-        description=ChangeDescription(changelist_id=4711, kind="submitted", owner="ana", client="ana-ws",
-                                      status="submitted", description=description, files=files),
-        diffs=[FileDiff(depot_path=files[0].depot_path, action="edit", status=DiffStatus.FETCHED, unified_diff=diff),
-               FileDiff(depot_path=files[1].depot_path, action="add", status=DiffStatus.SKIPPED,
-                        skip_reason="binary")])
+        description=ChangeDescription(
+            changelist_id=4711,
+            kind="submitted",
+            owner="ana",
+            client="ana-ws",
+            status="submitted",
+            description=description,
+            files=files,
+        ),
+        diffs=[
+            FileDiff(depot_path=files[0].depot_path, action="edit", status=DiffStatus.FETCHED, unified_diff=diff),
+            FileDiff(depot_path=files[1].depot_path, action="add", status=DiffStatus.SKIPPED, skip_reason="binary"),
+        ],
+    )
 
 
 def test_every_text_of_the_change_is_redacted_and_counted_with_lines_intact():
@@ -59,7 +68,7 @@ def test_the_guard_builds_the_review_input_from_a_clean_redacted_artifact():
 
 def test_the_guard_blocks_an_artifact_that_still_holds_a_secret_without_echoing_it():
     artifact = redact_change(_snapshot()).artifact()
-    artifact["snapshot"]["diffs"][0]["unified_diff"] += f"+LEAK = \"{AWS_KEY}\"\n"  # a bypass upstream
+    artifact["snapshot"]["diffs"][0]["unified_diff"] += f'+LEAK = "{AWS_KEY}"\n'  # a bypass upstream
     with pytest.raises(RedactionError) as caught:
         prepare_review_input(artifact)
     assert AWS_KEY not in str(caught.value)
@@ -67,11 +76,14 @@ def test_the_guard_blocks_an_artifact_that_still_holds_a_secret_without_echoing_
     assert caught.value.error_class == ErrorClass.POLICY_DENIED and not caught.value.retryable
 
 
-@pytest.mark.parametrize("artifact", [
-    _snapshot().model_dump(mode="json"),  # a raw snapshot: never went through redaction
-    {"artifact_version": "0", "snapshot": {}},
-    "not a document",
-])
+@pytest.mark.parametrize(
+    "artifact",
+    [
+        _snapshot().model_dump(mode="json"),  # a raw snapshot: never went through redaction
+        {"artifact_version": "0", "snapshot": {}},
+        "not a document",
+    ],
+)
 def test_the_guard_refuses_anything_but_a_redacted_change_document(artifact):
     with pytest.raises(RedactionError):
         prepare_review_input(artifact)

@@ -45,8 +45,15 @@ Differences ...
 
 
 def finding(id: str = "F1", file: str = BUFFER, line: Any = 11) -> dict[str, Any]:
-    return {"id": id, "severity": "high", "category": "security", "title": "Unbounded copy", "file": file,
-            "line": line, "message": "strcpy can overflow."}
+    return {
+        "id": id,
+        "severity": "high",
+        "category": "security",
+        "title": "Unbounded copy",
+        "file": file,
+        "line": line,
+        "message": "strcpy can overflow.",
+    }
 
 
 def answer(findings: list[Any], prompt_version: str = "2.1.0") -> bytes:
@@ -73,8 +80,15 @@ def test_accepted_answer(files):
     assert out["rejected"] is False
     jsonschema.validate(out["result"], REVIEW_RESULT_SCHEMA)
     assert [(f["id"], f["file"]) for f in out["result"]["findings"]] == [("F1", BUFFER), ("F2", STRINGS)]
-    assert out["diagnostics"] == [{"field": "file", "finding_id": "F2", "kind": "coercion_applied",
-                                   "new_value": STRINGS, "old_value": "strings.c"}]
+    assert out["diagnostics"] == [
+        {
+            "field": "file",
+            "finding_id": "F2",
+            "kind": "coercion_applied",
+            "new_value": STRINGS,
+            "old_value": "strings.c",
+        }
+    ]
 
 
 def test_output_is_sorted_and_indented(files):
@@ -110,7 +124,8 @@ def test_line_outside_diff_with_diff(files):
     assert status == 0
     assert [f["id"] for f in out["result"]["findings"]] == ["near", "other"]
     assert [(d["kind"], d["reason"], d["finding_id"], d["line"]) for d in out["diagnostics"]] == [
-        ("finding_dropped", "line_outside_diff", "far", 40)]
+        ("finding_dropped", "line_outside_diff", "far", 40)
+    ]
 
     status, out = run([*base, "--line-policy", "flag"], answer(findings))
     assert status == 0
@@ -122,10 +137,13 @@ def test_line_outside_diff_with_diff(files):
 def test_diff_sections_reconcile_to_changed_files(files, tmp_path, capsys):
     # A `---`/`+++` diff with git-style relative names still applies to the depot paths.
     diff = tmp_path / "git.diff"
-    diff.write_text("--- a/main/src/net/buffer.c\n+++ b/main/src/net/buffer.c\n@@ -1 +1 @@\n-a\n+b\n"
-                    "--- a/other.c\n+++ b/other.c\n@@ -1 +1 @@\n-a\n+b\n")
-    status, out = run(["--changed-files", files["files.txt"], "--diff", str(diff)],
-                      answer([finding(line=30), finding("F2", line=2)]))
+    diff.write_text(
+        "--- a/main/src/net/buffer.c\n+++ b/main/src/net/buffer.c\n@@ -1 +1 @@\n-a\n+b\n"
+        "--- a/other.c\n+++ b/other.c\n@@ -1 +1 @@\n-a\n+b\n"
+    )
+    status, out = run(
+        ["--changed-files", files["files.txt"], "--diff", str(diff)], answer([finding(line=30), finding("F2", line=2)])
+    )
     assert status == 0
     assert [f["id"] for f in out["result"]["findings"]] == ["F2"]
     assert capsys.readouterr().err == "note: --diff section other.c matches no single changed file\n"
@@ -136,8 +154,9 @@ def test_unreadable_file_is_a_usage_error(files, tmp_path, capsys, which):
     argv = {"--changed-files": files["files.txt"], "--diff": files["change.diff"]}
     argv[which] = str(tmp_path / "missing.txt")
     stdout = io.StringIO()
-    status = check_result.main([arg for pair in argv.items() for arg in pair], stdin=io.BytesIO(answer([])),
-                               stdout=stdout)
+    status = check_result.main(
+        [arg for pair in argv.items() for arg in pair], stdin=io.BytesIO(answer([])), stdout=stdout
+    )
     assert status == 2 and stdout.getvalue() == ""
     err = capsys.readouterr().err
     assert err.startswith(f"error: cannot read {which}") and "missing.txt" in err and err.count("\n") == 1

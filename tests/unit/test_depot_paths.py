@@ -28,8 +28,9 @@ ALLOW = DepotAllowList(["//depot/ok/...", "//depot/libs/security/..."])
 
 
 # --- entries ------------------------------------------------------------------------------------
-@pytest.mark.parametrize("entry", ["//depot/...", "//depot/projectA/...", "//Proj-x.1/a b/c_d/...",
-                                   "  //depot/ok/...  "])
+@pytest.mark.parametrize(
+    "entry", ["//depot/...", "//depot/projectA/...", "//Proj-x.1/a b/c_d/...", "  //depot/ok/...  "]
+)
 def test_valid_entries_are_kept_in_canonical_form(entry):
     assert validate_allow_list_entry(entry) == entry.strip()
 
@@ -38,30 +39,33 @@ def test_entries_are_stored_nfc():
     assert validate_allow_list_entry("//depot/cafe\u0301/...") == "//depot/caf\u00e9/..."
 
 
-@pytest.mark.parametrize(("entry", "problem"), [
-    ("//...", "names no depot"),
-    ("///...", "names no depot"),
-    ("//depot", "must have the form"),
-    ("//depot/proj", "must have the form"),
-    ("depot/proj/...", "must have the form"),
-    ("/depot/...", "must have the form"),
-    ("//depot/.../...", "wildcard"),
-    ("//depot/proj.../...", "wildcard"),
-    ("//depot/*/...", "wildcard"),
-    ("//depot/proj/*", "must have the form"),
-    ("//depot/%%1/...", "%%n"),
-    ("//depot/proj@48000/...", "revision specifier"),
-    ("//depot/proj#head/...", "revision specifier"),
-    ("//depot/a%40b/...", "escape"),
-    ("//depot//proj/...", "empty"),
-    ("//depot/../secret/...", "'..'"),
-    ("//depot/./proj/...", "'.'"),
-    ("//depot/proj\u2215x/...", "lookalike character"),
-    ("//depot/proj\uff0fx/...", "lookalike character"),
-    ("//depot/\u202eproj/...", "invisible character"),
-    ("//depot/pr\u200boj/...", "invisible character"),
-    ("//depot/proj\x1b[2J/...", "control character"),
-])
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        ("//...", "names no depot"),
+        ("///...", "names no depot"),
+        ("//depot", "must have the form"),
+        ("//depot/proj", "must have the form"),
+        ("depot/proj/...", "must have the form"),
+        ("/depot/...", "must have the form"),
+        ("//depot/.../...", "wildcard"),
+        ("//depot/proj.../...", "wildcard"),
+        ("//depot/*/...", "wildcard"),
+        ("//depot/proj/*", "must have the form"),
+        ("//depot/%%1/...", "%%n"),
+        ("//depot/proj@48000/...", "revision specifier"),
+        ("//depot/proj#head/...", "revision specifier"),
+        ("//depot/a%40b/...", "escape"),
+        ("//depot//proj/...", "empty"),
+        ("//depot/../secret/...", "'..'"),
+        ("//depot/./proj/...", "'.'"),
+        ("//depot/proj\u2215x/...", "lookalike character"),
+        ("//depot/proj\uff0fx/...", "lookalike character"),
+        ("//depot/\u202eproj/...", "invisible character"),
+        ("//depot/pr\u200boj/...", "invisible character"),
+        ("//depot/proj\x1b[2J/...", "control character"),
+    ],
+)
 def test_invalid_entries_are_a_config_error_naming_the_entry(entry, problem):
     with pytest.raises(ConfigError) as caught:
         parse_allow_list(["//depot/ok/...", entry])
@@ -77,26 +81,38 @@ def test_config_error_shows_control_characters_escaped():
     assert "//depot/a\\x1b[31m\\u202e/..." in caught.value.message
 
 
-@pytest.mark.parametrize(("raw", "expected"), [
-    ('["//depot/a/...", "//depot/b/..."]', ("//depot/a/...", "//depot/b/...")),
-    ("//depot/a/...,//depot/b/...", ("//depot/a/...", "//depot/b/...")),
-    ("//depot/a/...\n//depot/b/...\n", ("//depot/a/...", "//depot/b/...")),
-    ("//depot/a/...\r\n//depot/b/...", ("//depot/a/...", "//depot/b/...")),
-    (" //depot/a/... , //depot/b/... ", ("//depot/a/...", "//depot/b/...")),
-    ("//depot/a/...,//depot/a/...", ("//depot/a/...",)),
-    ('["//depot/a,b/..."]', ("//depot/a,b/...",)),
-    (["//depot/a/..."], ("//depot/a/...",)),
-])
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ('["//depot/a/...", "//depot/b/..."]', ("//depot/a/...", "//depot/b/...")),
+        ("//depot/a/...,//depot/b/...", ("//depot/a/...", "//depot/b/...")),
+        ("//depot/a/...\n//depot/b/...\n", ("//depot/a/...", "//depot/b/...")),
+        ("//depot/a/...\r\n//depot/b/...", ("//depot/a/...", "//depot/b/...")),
+        (" //depot/a/... , //depot/b/... ", ("//depot/a/...", "//depot/b/...")),
+        ("//depot/a/...,//depot/a/...", ("//depot/a/...",)),
+        ('["//depot/a,b/..."]', ("//depot/a,b/...",)),
+        (["//depot/a/..."], ("//depot/a/...",)),
+    ],
+)
 def test_allow_list_formats(raw, expected):
     assert parse_allow_list(raw) == expected
 
 
-@pytest.mark.parametrize(("raw", "problem"), [
-    ("", "is empty"), ("   \n", "is empty"), ("[]", "is empty"), ([], "is empty"),
-    (",", "entry #1 is empty"), ("//depot/a/...,,//depot/b/...", "entry #2 is empty"),
-    ('["//depot/a/...", ""]', "entry #2 is empty"), ('["//depot/a/...", 5]', "entry #2 is not a string"),
-    ("[//depot/a/...]", "not a valid JSON array"), ('["//depot/a/..."', "not a valid JSON array"),
-])
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        ("", "is empty"),
+        ("   \n", "is empty"),
+        ("[]", "is empty"),
+        ([], "is empty"),
+        (",", "entry #1 is empty"),
+        ("//depot/a/...,,//depot/b/...", "entry #2 is empty"),
+        ('["//depot/a/...", ""]', "entry #2 is empty"),
+        ('["//depot/a/...", 5]', "entry #2 is not a string"),
+        ("[//depot/a/...]", "not a valid JSON array"),
+        ('["//depot/a/..."', "not a valid JSON array"),
+    ],
+)
 def test_bad_lists_are_config_errors(raw, problem):
     with pytest.raises(ConfigError) as caught:
         parse_allow_list(raw)
@@ -117,9 +133,14 @@ P4_FUNCTION = {"P4REVIEW_P4_EXECUTABLE": "/opt/bin/p4"}
 
 
 def test_settings_parse_the_list_and_the_case_setting():
-    settings = Settings.model_validate({**P4_FUNCTION, "P4REVIEW_ENV": "prod",
-                                        "P4REVIEW_DEPOT_ALLOW_LIST": '["//depot/a/...", "//depot/b/..."]',
-                                        "P4REVIEW_P4_CASE_INSENSITIVE": "true"})
+    settings = Settings.model_validate(
+        {
+            **P4_FUNCTION,
+            "P4REVIEW_ENV": "prod",
+            "P4REVIEW_DEPOT_ALLOW_LIST": '["//depot/a/...", "//depot/b/..."]',
+            "P4REVIEW_P4_CASE_INSENSITIVE": "true",
+        }
+    )
     assert settings.depot_prefixes() == ("//depot/a/...", "//depot/b/...") and settings.p4_case_insensitive
     assert Settings.model_validate({}).p4_case_insensitive is False
 
@@ -153,54 +174,60 @@ def test_cold_start_fails_on_a_bad_list(monkeypatch):
 
 
 # --- normalization ------------------------------------------------------------------------------------
-@pytest.mark.parametrize(("path", "normalized"), [
-    ("//depot/ok/a.c", "//depot/ok/a.c"),
-    ("//depot/ok/./a.c", "//depot/ok/a.c"),
-    ("//depot/ok//a.c", "//depot/ok/a.c"),
-    ("//depot/ok/x/../a.c", "//depot/ok/a.c"),
-    ("//depot/ok/%2E%2E/a.c", "//depot/a.c"),
-    ("//depot/ok/icon%402x.png", "//depot/ok/icon@2x.png"),
-    ("//depot/ok/100%25.txt", "//depot/ok/100%.txt"),
-    ("//depot/ok/%2540", "//depot/ok/%40"),  # decoded once, like p4
-    ("//depot/ok/cafe\u0301", "//depot/ok/caf\u00e9"),
-])
+@pytest.mark.parametrize(
+    ("path", "normalized"),
+    [
+        ("//depot/ok/a.c", "//depot/ok/a.c"),
+        ("//depot/ok/./a.c", "//depot/ok/a.c"),
+        ("//depot/ok//a.c", "//depot/ok/a.c"),
+        ("//depot/ok/x/../a.c", "//depot/ok/a.c"),
+        ("//depot/ok/%2E%2E/a.c", "//depot/a.c"),
+        ("//depot/ok/icon%402x.png", "//depot/ok/icon@2x.png"),
+        ("//depot/ok/100%25.txt", "//depot/ok/100%.txt"),
+        ("//depot/ok/%2540", "//depot/ok/%40"),  # decoded once, like p4
+        ("//depot/ok/cafe\u0301", "//depot/ok/caf\u00e9"),
+    ],
+)
 def test_normalize(path, normalized):
     assert normalize_depot_path(path) == normalized
 
 
-@pytest.mark.parametrize(("path", "reason"), [
-    ("", DenialReason.NOT_DEPOT_SYNTAX),
-    ("depot/a.c", DenialReason.NOT_DEPOT_SYNTAX),
-    ("-p evil:1666", DenialReason.NOT_DEPOT_SYNTAX),
-    ("//", DenialReason.NOT_DEPOT_SYNTAX),
-    ("//depot/..", DenialReason.CLIMBS_ABOVE_ROOT),
-    ("//depot/ok/../../etc/passwd", DenialReason.CLIMBS_ABOVE_ROOT),
-    ("//depot/ok/%2e%2e/%2E%2E/x", DenialReason.CLIMBS_ABOVE_ROOT),
-    ("//depot/a.c#1", DenialReason.REVISION_SPECIFIER),
-    ("//depot/a.c@=48240", DenialReason.REVISION_SPECIFIER),
-    ("//depot/*.c", DenialReason.WILDCARD),
-    ("//depot/ok/...", DenialReason.WILDCARD),
-    ("//depot/%%1/a.c", DenialReason.WILDCARD),
-    ("//depot/100%.txt", DenialReason.BAD_ESCAPE),
-    ("//depot/a%4", DenialReason.BAD_ESCAPE),
-    ("//depot/a\nb", DenialReason.CONTROL_CHARACTER),
-    ("//depot/a\x00b", DenialReason.CONTROL_CHARACTER),
-    ("//depot/a\x85b", DenialReason.CONTROL_CHARACTER),
-    ("//depot/a\u2028b", DenialReason.CONTROL_CHARACTER),
-    ("//depot/a%0Ab", DenialReason.CONTROL_CHARACTER),
-    ("//depot/ok\uff0f..\uff0fsecret", DenialReason.LOOKALIKE_CHARACTER),  # fullwidth solidus
-    ("//depot/ok\u2215..\u2215secret", DenialReason.LOOKALIKE_CHARACTER),  # division slash
-    ("//depot/ok\u2044secret", DenialReason.LOOKALIKE_CHARACTER),  # fraction slash
-    ("//depot/ok/\u2025/x", DenialReason.LOOKALIKE_CHARACTER),  # two dot leader
-    ("//depot/ok/\uff0e\uff0e/x", DenialReason.LOOKALIKE_CHARACTER),  # fullwidth full stops
-    ("//depot/ok/a\uff20b", DenialReason.LOOKALIKE_CHARACTER),  # fullwidth commercial at
-    ("//depot/ok/a\u200bb", DenialReason.INVISIBLE_CHARACTER),  # zero-width space
-    ("//depot/ok/a\u200db", DenialReason.INVISIBLE_CHARACTER),  # zero-width joiner
-    ("//depot/ok/\u202egnp.exe", DenialReason.INVISIBLE_CHARACTER),  # right-to-left override
-    ("//depot/ok/\u2066x\u2069", DenialReason.INVISIBLE_CHARACTER),  # bidi isolates
-    ("//depot/ok/\ufeffx", DenialReason.INVISIBLE_CHARACTER),
-    ("//depot/ok/\u3164x", DenialReason.INVISIBLE_CHARACTER),  # Hangul filler
-])
+@pytest.mark.parametrize(
+    ("path", "reason"),
+    [
+        ("", DenialReason.NOT_DEPOT_SYNTAX),
+        ("depot/a.c", DenialReason.NOT_DEPOT_SYNTAX),
+        ("-p evil:1666", DenialReason.NOT_DEPOT_SYNTAX),
+        ("//", DenialReason.NOT_DEPOT_SYNTAX),
+        ("//depot/..", DenialReason.CLIMBS_ABOVE_ROOT),
+        ("//depot/ok/../../etc/passwd", DenialReason.CLIMBS_ABOVE_ROOT),
+        ("//depot/ok/%2e%2e/%2E%2E/x", DenialReason.CLIMBS_ABOVE_ROOT),
+        ("//depot/a.c#1", DenialReason.REVISION_SPECIFIER),
+        ("//depot/a.c@=48240", DenialReason.REVISION_SPECIFIER),
+        ("//depot/*.c", DenialReason.WILDCARD),
+        ("//depot/ok/...", DenialReason.WILDCARD),
+        ("//depot/%%1/a.c", DenialReason.WILDCARD),
+        ("//depot/100%.txt", DenialReason.BAD_ESCAPE),
+        ("//depot/a%4", DenialReason.BAD_ESCAPE),
+        ("//depot/a\nb", DenialReason.CONTROL_CHARACTER),
+        ("//depot/a\x00b", DenialReason.CONTROL_CHARACTER),
+        ("//depot/a\x85b", DenialReason.CONTROL_CHARACTER),
+        ("//depot/a\u2028b", DenialReason.CONTROL_CHARACTER),
+        ("//depot/a%0Ab", DenialReason.CONTROL_CHARACTER),
+        ("//depot/ok\uff0f..\uff0fsecret", DenialReason.LOOKALIKE_CHARACTER),  # fullwidth solidus
+        ("//depot/ok\u2215..\u2215secret", DenialReason.LOOKALIKE_CHARACTER),  # division slash
+        ("//depot/ok\u2044secret", DenialReason.LOOKALIKE_CHARACTER),  # fraction slash
+        ("//depot/ok/\u2025/x", DenialReason.LOOKALIKE_CHARACTER),  # two dot leader
+        ("//depot/ok/\uff0e\uff0e/x", DenialReason.LOOKALIKE_CHARACTER),  # fullwidth full stops
+        ("//depot/ok/a\uff20b", DenialReason.LOOKALIKE_CHARACTER),  # fullwidth commercial at
+        ("//depot/ok/a\u200bb", DenialReason.INVISIBLE_CHARACTER),  # zero-width space
+        ("//depot/ok/a\u200db", DenialReason.INVISIBLE_CHARACTER),  # zero-width joiner
+        ("//depot/ok/\u202egnp.exe", DenialReason.INVISIBLE_CHARACTER),  # right-to-left override
+        ("//depot/ok/\u2066x\u2069", DenialReason.INVISIBLE_CHARACTER),  # bidi isolates
+        ("//depot/ok/\ufeffx", DenialReason.INVISIBLE_CHARACTER),
+        ("//depot/ok/\u3164x", DenialReason.INVISIBLE_CHARACTER),  # Hangul filler
+    ],
+)
 def test_normalize_rejects(path, reason):
     with pytest.raises(PathRejected) as caught:
         normalize_depot_path(path)
@@ -209,33 +236,45 @@ def test_normalize_rejects(path, reason):
 
 
 # --- decisions ----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("path", [
-    "//depot/ok/a.c", "//depot/ok/deep/er/a.c", "//depot/libs/security/x.h", "//depot/ok/icon%402x.png",
-    "//depot/ok/a b;c|d$(e)`f`.c", "//depot/ok/caf\u00e9.txt", "//depot/ok/cafe\u0301.txt", "//depot/ok/-x",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "//depot/ok/a.c",
+        "//depot/ok/deep/er/a.c",
+        "//depot/libs/security/x.h",
+        "//depot/ok/icon%402x.png",
+        "//depot/ok/a b;c|d$(e)`f`.c",
+        "//depot/ok/caf\u00e9.txt",
+        "//depot/ok/cafe\u0301.txt",
+        "//depot/ok/-x",
+    ],
+)
 def test_allowed(path):
     decision = ALLOW.check(path)
     assert decision.allowed and decision.reason is None and ALLOW.allows(path)
 
 
-@pytest.mark.parametrize(("path", "reason"), [
-    ("//depot/other/a.c", DenialReason.OUTSIDE_ALLOW_LIST),
-    ("//depot/okay/a.c", DenialReason.OUTSIDE_ALLOW_LIST),  # a prefix of the name is not a prefix of the path
-    ("//depot/ok", DenialReason.OUTSIDE_ALLOW_LIST),
-    ("//depot/OK/a.c", DenialReason.OUTSIDE_ALLOW_LIST),  # case-sensitive by default
-    ("//Depot/ok/a.c", DenialReason.OUTSIDE_ALLOW_LIST),
-    ("//other/ok/a.c", DenialReason.OUTSIDE_ALLOW_LIST),
-    ("//depot/ok/../secret/a.c", DenialReason.OUTSIDE_ALLOW_LIST),
-    ("//depot/libs/../secret/a.c", DenialReason.OUTSIDE_ALLOW_LIST),
-    # Inside once normalized, but p4 reads the raw spelling as another file: refused.
-    ("//depot/secret/../ok/a.c", DenialReason.NON_CANONICAL),
-    ("//depot/secret/%2E%2E/ok/a.c", DenialReason.NON_CANONICAL),
-    ("//depot/ok/x/../a.c", DenialReason.NON_CANONICAL),
-    ("//depot/ok//a.c", DenialReason.NON_CANONICAL),
-    ("//depot/ok/./a.c", DenialReason.NON_CANONICAL),
-    ("//depot/o%6B/a.c", DenialReason.NON_CANONICAL),  # %6B is "k" to us, literal text to p4
-    ("//depot/ok%2Fa.c", DenialReason.NON_CANONICAL),
-])
+@pytest.mark.parametrize(
+    ("path", "reason"),
+    [
+        ("//depot/other/a.c", DenialReason.OUTSIDE_ALLOW_LIST),
+        ("//depot/okay/a.c", DenialReason.OUTSIDE_ALLOW_LIST),  # a prefix of the name is not a prefix of the path
+        ("//depot/ok", DenialReason.OUTSIDE_ALLOW_LIST),
+        ("//depot/OK/a.c", DenialReason.OUTSIDE_ALLOW_LIST),  # case-sensitive by default
+        ("//Depot/ok/a.c", DenialReason.OUTSIDE_ALLOW_LIST),
+        ("//other/ok/a.c", DenialReason.OUTSIDE_ALLOW_LIST),
+        ("//depot/ok/../secret/a.c", DenialReason.OUTSIDE_ALLOW_LIST),
+        ("//depot/libs/../secret/a.c", DenialReason.OUTSIDE_ALLOW_LIST),
+        # Inside once normalized, but p4 reads the raw spelling as another file: refused.
+        ("//depot/secret/../ok/a.c", DenialReason.NON_CANONICAL),
+        ("//depot/secret/%2E%2E/ok/a.c", DenialReason.NON_CANONICAL),
+        ("//depot/ok/x/../a.c", DenialReason.NON_CANONICAL),
+        ("//depot/ok//a.c", DenialReason.NON_CANONICAL),
+        ("//depot/ok/./a.c", DenialReason.NON_CANONICAL),
+        ("//depot/o%6B/a.c", DenialReason.NON_CANONICAL),  # %6B is "k" to us, literal text to p4
+        ("//depot/ok%2Fa.c", DenialReason.NON_CANONICAL),
+    ],
+)
 def test_denied(path, reason):
     decision = ALLOW.check(path)
     assert not decision.allowed and decision.reason is reason

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 
-
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -41,14 +40,17 @@ def _driver(tmp_path: Path, body: str) -> subprocess.Popen:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl(PR_SET_PDEATHSIG) is Linux-only")
 def test_a_driver_killed_with_sigkill_takes_its_children_with_it(tmp_path):
-    driver = _driver(tmp_path, """
+    driver = _driver(
+        tmp_path,
+        """
         import subprocess, sys, time
         from pathlib import Path
         from p4review.local.stack_process import die_with_parent
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], preexec_fn=die_with_parent())
         Path(sys.argv[1], "child.pid").write_text(str(child.pid))
         time.sleep(120)
-    """)
+    """,
+    )
     child_pid = int(_wait_for(tmp_path / "child.pid"))
     assert _alive(child_pid)
     driver.send_signal(signal.SIGKILL)
@@ -60,7 +62,9 @@ def test_a_driver_killed_with_sigkill_takes_its_children_with_it(tmp_path):
 
 
 def test_sigterm_runs_a_drivers_cleanup(tmp_path):
-    driver = _driver(tmp_path, """
+    driver = _driver(
+        tmp_path,
+        """
         import sys, time
         from pathlib import Path
         from p4review.local.stack_process import exit_on_sigterm
@@ -70,9 +74,9 @@ def test_sigterm_runs_a_drivers_cleanup(tmp_path):
             time.sleep(120)
         finally:
             Path(sys.argv[1], "cleaned-up").write_text("yes")
-    """)
+    """,
+    )
     _wait_for(tmp_path / "ready")
     driver.send_signal(signal.SIGTERM)
     assert driver.wait(10) == 128 + signal.SIGTERM
     assert (tmp_path / "cleaned-up").read_text() == "yes"
-

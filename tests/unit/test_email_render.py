@@ -51,11 +51,25 @@ def result(findings: list[Finding] | None = None) -> ReviewResult:
     if findings is None:
         findings = [
             make_finding(),
-            make_finding(id="F2", severity="info", category="style", title="Debug output", line=40,
-                         message="printf left in.", suggestion=None),
-            make_finding(id="F3", severity="medium", category="reliability", title="Unchecked return",
-                         file="//depot/main/tools/deploy.py", line=3, end_line=5,
-                         message="<script>alert('x')</script> & friends"),
+            make_finding(
+                id="F2",
+                severity="info",
+                category="style",
+                title="Debug output",
+                line=40,
+                message="printf left in.",
+                suggestion=None,
+            ),
+            make_finding(
+                id="F3",
+                severity="medium",
+                category="reliability",
+                title="Unchecked return",
+                file="//depot/main/tools/deploy.py",
+                line=3,
+                end_line=5,
+                message="<script>alert('x')</script> & friends",
+            ),
         ]
     return ReviewResult(schema_version="1.0", prompt_version="1.0.0", summary="Three issues.", findings=findings)
 
@@ -76,7 +90,9 @@ COVERAGE = [
     FileDiff(depot_path="//depot/main/tools/deploy.py", action="edit", status=DiffStatus.FETCHED, unified_diff="@@"),
     FileDiff(depot_path="//depot/main/assets/logo.png", action="add", status=DiffStatus.SKIPPED, skip_reason="binary"),
     FileDiff(depot_path="//depot/main/old/legacy.c", action="delete", status=DiffStatus.SKIPPED, skip_reason="deleted"),
-    FileDiff(depot_path="//depot/main/data/huge.sql", action="edit", status=DiffStatus.SKIPPED, skip_reason="too_large"),
+    FileDiff(
+        depot_path="//depot/main/data/huge.sql", action="edit", status=DiffStatus.SKIPPED, skip_reason="too_large"
+    ),
 ]
 
 
@@ -210,8 +226,13 @@ def test_header_injection_is_refused() -> None:
 def test_a_submit_that_follows_a_shelf_says_which_version() -> None:
     from p4review.models.job import ShelfRef
 
-    submit = job(changelist_id=48277, review_version=3, kind=ChangeKind.SUBMITTED, rerun=True,
-                 follows_shelf=ShelfRef(changelist_id=48240, review_version=2))
+    submit = job(
+        changelist_id=48277,
+        review_version=3,
+        kind=ChangeKind.SUBMITTED,
+        rerun=True,
+        follows_shelf=ShelfRef(changelist_id=48240, review_version=2),
+    )
     text, html_body = bodies(render(job=submit))
     assert "Review:      v3\r\nFollows:     shelf v2 of CL 48240\r\n" in text
     assert '<tr><th align="left">Follows</th><td>shelf v2 of CL 48240</td></tr>' in html_body

@@ -22,8 +22,10 @@ class FakeProvider:
 
 def test_each_call_is_counted_once_with_outcome_and_latency():
     metrics.clear_metrics()
-    inner = FakeProvider(SendResult(outcome=SendOutcome.RETRYABLE, error_code="421"),
-                         SendResult(outcome=SendOutcome.SENT, notification_id="q1"))
+    inner = FakeProvider(
+        SendResult(outcome=SendOutcome.RETRYABLE, error_code="421"),
+        SendResult(outcome=SendOutcome.SENT, notification_id="q1"),
+    )
     sender = TimedSender(inner, "smtp")
     for _ in range(2):
         sender.send(sender="a@example.com", recipient="b@example.com", message=b"x")

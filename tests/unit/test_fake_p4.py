@@ -26,7 +26,7 @@ def records(stdout: bytes) -> list[dict]:
     out, rest = [], stdout
     while rest:
         out.append(marshal.loads(rest))
-        rest = rest[len(marshal.dumps(out[-1], 0)):]
+        rest = rest[len(marshal.dumps(out[-1], 0)) :]
     return out
 
 
@@ -100,8 +100,22 @@ def test_unknown_change_without_G_goes_to_stderr_and_exit_1():
 
 
 def test_global_options_are_accepted_and_ignored():
-    result = p4("-p", "ssl:perforce:1666", "-u", "svc-p4review", "-c", "ws", "-P", "TICKET", "-z", "tag",
-                "-G", "describe", "-s", "48213")
+    result = p4(
+        "-p",
+        "ssl:perforce:1666",
+        "-u",
+        "svc-p4review",
+        "-c",
+        "ws",
+        "-P",
+        "TICKET",
+        "-z",
+        "tag",
+        "-G",
+        "describe",
+        "-s",
+        "48213",
+    )
     assert result.returncode == 0 and records(result.stdout)[0][b"change"] == b"48213"
 
 
@@ -180,8 +194,10 @@ def test_large_change_has_300_files():
 def test_fault_injection_connect_auth_and_hang():
     connect = p4("-G", "describe", "-s", "48213", P4FAKE_FAIL="connect")
     assert connect.returncode == 1 and connect.stdout == b""
-    assert connect.stderr == (b"Perforce client error:\n\tConnect to server failed; check $P4PORT.\n"
-                              b"\tTCP connect to perforce:1666 failed.\n\tconnect: 127.0.0.1:1666: Connection refused\n")
+    assert connect.stderr == (
+        b"Perforce client error:\n\tConnect to server failed; check $P4PORT.\n"
+        b"\tTCP connect to perforce:1666 failed.\n\tconnect: 127.0.0.1:1666: Connection refused\n"
+    )
     auth = p4("print", "-q", "//depot/x#1", P4FAKE_FAIL="auth")
     assert (auth.returncode, auth.stderr) == (1, b"Perforce password (P4PASSWD) invalid or unset.\n")
     [auth_record] = records(p4("-G", "describe", "-s", "48213", P4FAKE_FAIL="auth").stdout)
@@ -260,10 +276,16 @@ def test_counters_are_separate_from_keys(state):
     assert key("n", state=state, tagged=False).stdout == b"0\n"
 
 
-@pytest.mark.parametrize("args, message", [
-    (("-i", "text"), b"not numeric"), (("-x", "k"), b"Invalid option: -x."), ((), b"Usage:"),
-    (("a", "b", "c"), b"Usage:"), (("--from=1", "k"), b"Usage:"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("-i", "text"), b"not numeric"),
+        (("-x", "k"), b"Invalid option: -x."),
+        ((), b"Usage:"),
+        (("a", "b", "c"), b"Usage:"),
+        (("--from=1", "k"), b"Usage:"),
+    ],
+)
 def test_key_errors_are_error_records(state, args, message):
     key("text", "abc", state=state)
     result = key(*args, state=state)
@@ -282,17 +304,27 @@ def test_list_access_reads_keys_but_cannot_set_them(state):
 
 
 def test_ten_processes_incrementing_one_key_get_one_to_ten(state):
-    children = [subprocess.Popen([str(FAKE_P4), "key", "-i", "version"], stdout=subprocess.PIPE,
-                                 env={"PATH": os.environ["PATH"], **state}) for _ in range(10)]
+    children = [
+        subprocess.Popen(
+            [str(FAKE_P4), "key", "-i", "version"], stdout=subprocess.PIPE, env={"PATH": os.environ["PATH"], **state}
+        )
+        for _ in range(10)
+    ]
     values = sorted(int(child.communicate(timeout=60)[0]) for child in children)
     assert values == list(range(1, 11))
 
 
 def test_ten_processes_compare_and_set_from_one_value_one_wins(state):
     key("mark", "1", state=state)
-    children = [subprocess.Popen([str(FAKE_P4), "key", "--from=1", f"--to={10 + n}", "mark"],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                 env={"PATH": os.environ["PATH"], **state}) for n in range(10)]
+    children = [
+        subprocess.Popen(
+            [str(FAKE_P4), "key", "--from=1", f"--to={10 + n}", "mark"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={"PATH": os.environ["PATH"], **state},
+        )
+        for n in range(10)
+    ]
     codes = [child.wait(timeout=60) for child in children]
     assert codes.count(0) == 1
     assert int(key("mark", state=state, tagged=False).stdout) == 10 + codes.index(0)
@@ -305,8 +337,10 @@ def test_changes_lists_submitted_changes_newest_first_with_filters():
     assert numbers(p4("-G", "changes", "-s", "submitted")) == submitted
     assert numbers(p4("-G", "changes", "-s", "submitted", "-e", "48255")) == [n for n in submitted if n >= 48255]
     assert numbers(p4("-G", "changes", "-s", "submitted", "-m", "2")) == submitted[:2]
-    assert numbers(p4("-G", "changes", "-s", "submitted", "//depot/tools/...", "//depot/game/*/ui/...")) == \
-        [48261, 48220]
+    assert numbers(p4("-G", "changes", "-s", "submitted", "//depot/tools/...", "//depot/game/*/ui/...")) == [
+        48261,
+        48220,
+    ]
     assert numbers(p4("-G", "changes", "-s", "submitted", "//depot/game/*/menus/...")) == []  # * stops at /
     assert numbers(p4("-G", "changes", "-s", "shelved")) == [48240]
     assert numbers(p4("-G", "changes", "-s", "pending", "//depot/services/...")) == [48240]

@@ -30,25 +30,31 @@ def _env(spec: str, environment: str | None = "test") -> dict[str, str]:
 
 def test_parses_points_probabilities_and_seed():
     plan = faults.parse("after_claim=0.1, before_handoff=0.05,provider_transient=0.2;seed=42")
-    assert plan.probabilities == {FaultPoint.AFTER_CLAIM: 0.1, FaultPoint.BEFORE_HANDOFF: 0.05,
-                                  FaultPoint.PROVIDER_TRANSIENT: 0.2}
+    assert plan.probabilities == {
+        FaultPoint.AFTER_CLAIM: 0.1,
+        FaultPoint.BEFORE_HANDOFF: 0.05,
+        FaultPoint.PROVIDER_TRANSIENT: 0.2,
+    }
     assert plan.seed == 42
     assert faults.parse("p4_timeout=1").seed == 0
     assert faults.parse("   ") is None
 
 
-@pytest.mark.parametrize("spec, offending", [
-    ("after_clam=0.1", "after_clam=0.1"),
-    ("after_claim=0.1,boom=1", "boom=1"),
-    ("after_claim=1.5", "after_claim=1.5"),
-    ("after_claim=-0.1", "after_claim=-0.1"),
-    ("after_claim=nan", "after_claim=nan"),
-    ("after_claim=lots", "after_claim=lots"),
-    ("after_claim", "after_claim"),
-    ("after_claim=0.1,after_claim=0.2", "after_claim=0.2"),
-    ("after_claim=0.1;seed=x", "seed=x"),
-    ("after_claim=0.1;speed=3", "speed=3"),
-])
+@pytest.mark.parametrize(
+    "spec, offending",
+    [
+        ("after_clam=0.1", "after_clam=0.1"),
+        ("after_claim=0.1,boom=1", "boom=1"),
+        ("after_claim=1.5", "after_claim=1.5"),
+        ("after_claim=-0.1", "after_claim=-0.1"),
+        ("after_claim=nan", "after_claim=nan"),
+        ("after_claim=lots", "after_claim=lots"),
+        ("after_claim", "after_claim"),
+        ("after_claim=0.1,after_claim=0.2", "after_claim=0.2"),
+        ("after_claim=0.1;seed=x", "seed=x"),
+        ("after_claim=0.1;speed=3", "speed=3"),
+    ],
+)
 def test_rejects_bad_tokens_naming_only_the_offending_token(spec, offending):
     with pytest.raises(ConfigError) as caught:
         faults.load(_env(spec))
@@ -160,9 +166,13 @@ def test_injected_provider_answers_look_like_real_smtp_replies():
 
 
 def test_infra_never_sets_p4review_faults():
-    sources = [path for path in (REPO / "infra").rglob("*")
-               if path.is_file() and "cdk.out" not in path.parts and path.suffix in {".py", ".json", ".yaml", ".yml",
-                                                                                    ".ts", ".txt", ".toml"}]
+    sources = [
+        path
+        for path in (REPO / "infra").rglob("*")
+        if path.is_file()
+        and "cdk.out" not in path.parts
+        and path.suffix in {".py", ".json", ".yaml", ".yml", ".ts", ".txt", ".toml"}
+    ]
     assert sources, "infra sources not found"
     offenders = [str(path) for path in sources if "P4REVIEW_FAULTS" in path.read_text(errors="replace")]
     assert offenders == []

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-
 import json
 import logging
 import re
@@ -63,26 +62,66 @@ HOSTILE = {
     "//depot/ok/%%1": "wildcard",
 }
 # Fragments that appear in no allowed path: none may show up in a p4 argv.
-HOSTILE_FRAGMENTS = ("secret", "evil", "relative", "\n", "\x00", "\x1b", "\u2215", "\uff0f", "\u2044", "\u202e",
-                     "\u200b", "x.c#", "x.c@", "*", "...", "%%", "//x.c")
+HOSTILE_FRAGMENTS = (
+    "secret",
+    "evil",
+    "relative",
+    "\n",
+    "\x00",
+    "\x1b",
+    "\u2215",
+    "\uff0f",
+    "\u2044",
+    "\u202e",
+    "\u200b",
+    "x.c#",
+    "x.c@",
+    "*",
+    "...",
+    "%%",
+    "//x.c",
+)
 
 
 # --- a hostile server ---------------------------------------------------------------------------------
 def _write_depot(root: Path) -> None:
-    files = [{"depotFile": "//depot/ok/a.c", "action": "add", "type": "text", "rev": 1},
-             {"depotFile": SHELL_FILE, "action": "add", "type": "text", "rev": 1}]
+    files = [
+        {"depotFile": "//depot/ok/a.c", "action": "add", "type": "text", "rev": 1},
+        {"depotFile": SHELL_FILE, "action": "add", "type": "text", "rev": 1},
+    ]
     files += [{"depotFile": path, "action": "add", "type": "text", "rev": 1} for path in HOSTILE]
     (root / "changes").mkdir(parents=True)
-    (root / "changes" / "1.json").write_text(json.dumps({
-        "change": 1, "user": "mallory", "client": "c", "time": 1715594551, "status": "submitted",
-        "desc": "hostile", "files": files,
-    }))
-    shelf = [{"depotFile": "//depot/ok/b.c", "action": "add", "type": "text", "rev": 1},
-             {"depotFile": "//secret/b.c", "action": "add", "type": "text", "rev": 1}]
-    (root / "changes" / "2.json").write_text(json.dumps({
-        "change": 2, "user": "mallory", "client": "c", "time": 1715594551, "status": "pending",
-        "desc": "hostile shelf", "files": [], "shelf_versions": [{"version": 1, "time": 1715594600, "files": shelf}],
-    }))
+    (root / "changes" / "1.json").write_text(
+        json.dumps(
+            {
+                "change": 1,
+                "user": "mallory",
+                "client": "c",
+                "time": 1715594551,
+                "status": "submitted",
+                "desc": "hostile",
+                "files": files,
+            }
+        )
+    )
+    shelf = [
+        {"depotFile": "//depot/ok/b.c", "action": "add", "type": "text", "rev": 1},
+        {"depotFile": "//secret/b.c", "action": "add", "type": "text", "rev": 1},
+    ]
+    (root / "changes" / "2.json").write_text(
+        json.dumps(
+            {
+                "change": 2,
+                "user": "mallory",
+                "client": "c",
+                "time": 1715594551,
+                "status": "pending",
+                "desc": "hostile shelf",
+                "files": [],
+                "shelf_versions": [{"version": 1, "time": 1715594600, "files": shelf}],
+            }
+        )
+    )
     revisions = {f"{path}#1": f"content of {path}\n" for path in ["//depot/ok/a.c", SHELL_FILE, *HOSTILE]}
     (root / "archive" / "packs").mkdir(parents=True)
     (root / "archive" / "packs" / "1.json").write_text(json.dumps({"revisions": revisions}))
@@ -137,8 +176,11 @@ def security_events(caplog) -> list[logging.LogRecord]:
 def test_hostile_server_paths_are_skipped_and_never_reach_p4(depot, log_file, recorded_metrics):
     snapshot = hostile_fetcher(depot, log_file).fetch(1, ChangeKind.SUBMITTED, job_id="job-1")
     result = {diff.depot_path: (diff.status.value, diff.skip_reason) for diff in snapshot.diffs}
-    assert result == {"//depot/ok/a.c": ("fetched", None), SHELL_FILE: ("fetched", None),
-                      **{path: ("skipped", "outside_allow_list") for path in HOSTILE}}
+    assert result == {
+        "//depot/ok/a.c": ("fetched", None),
+        SHELL_FILE: ("fetched", None),
+        **{path: ("skipped", "outside_allow_list") for path in HOSTILE},
+    }
     assert snapshot.changed_files == [diff.depot_path for diff in snapshot.diffs]  # coverage lists every file
     argvs = [entry["argv"] for entry in logged(log_file)]
     assert argvs[0] == ["-G", "describe", "-s", "1"]
@@ -150,10 +192,14 @@ def test_hostile_server_paths_are_skipped_and_never_reach_p4(depot, log_file, re
 
 def test_shelved_change_denies_the_same_way(depot, log_file, recorded_metrics):
     snapshot = hostile_fetcher(depot, log_file).fetch(2, ChangeKind.SHELVED)
-    assert [(d.depot_path, d.skip_reason) for d in snapshot.diffs] == [("//depot/ok/b.c", None),
-                                                                      ("//secret/b.c", "outside_allow_list")]
-    assert [entry["argv"] for entry in logged(log_file)] == [["-G", "describe", "-s", "-S", "2"],
-                                                             ["print", "-q", "//depot/ok/b.c@=2"]]
+    assert [(d.depot_path, d.skip_reason) for d in snapshot.diffs] == [
+        ("//depot/ok/b.c", None),
+        ("//secret/b.c", "outside_allow_list"),
+    ]
+    assert [entry["argv"] for entry in logged(log_file)] == [
+        ["-G", "describe", "-s", "-S", "2"],
+        ["print", "-q", "//depot/ok/b.c@=2"],
+    ]
 
 
 def test_each_denial_is_one_sanitized_security_event(depot, log_file, recorded_metrics, caplog):
@@ -215,10 +261,26 @@ def test_popen_gets_an_argument_list_shell_false_and_a_minimal_env(depot, log_fi
 
 
 # --- ids, names and operands from requests ---------------------------------------------------------------
-@pytest.mark.parametrize("changelist_id", [
-    "-x", "-p evil:1666", "48213", "1; rm -rf /", "$(id)", "`id`", "1|cat", "1\n2", "1\x00", "../1",
-    0, -1, True, 1.5, None,
-])
+@pytest.mark.parametrize(
+    "changelist_id",
+    [
+        "-x",
+        "-p evil:1666",
+        "48213",
+        "1; rm -rf /",
+        "$(id)",
+        "`id`",
+        "1|cat",
+        "1\n2",
+        "1\x00",
+        "../1",
+        0,
+        -1,
+        True,
+        1.5,
+        None,
+    ],
+)
 def test_hostile_changelist_ids_never_start_p4(depot, log_file, changelist_id):
     with pytest.raises(P4ArgumentError):
         hostile_fetcher(depot, log_file).describe(changelist_id, ChangeKind.SUBMITTED)
@@ -237,11 +299,20 @@ def test_a_user_name_with_shell_syntax_is_one_literal_token(depot, log_file):
     assert logged(log_file)[0]["argv"] == ["-G", "user", "-o", "$(id);`id`|x"]
 
 
-@pytest.mark.parametrize("args", [
-    ["print", "-q", "-p evil:1666"], ["print", "-p", "evil:1666", "//depot/ok/a.c"], ["diff2", "-du", "-x", "//a"],
-    ["describe", "-s", "-x"], ["describe", "-s", "-G", "1"], ["print", "-q", "//depot/ok/a\nb"],
-    ["print", "-q", "//depot/ok/a\x00b"], ["print", "-q", "//depot/ok/a\x9bb"], ["-G", "describe", "-s", "1"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["print", "-q", "-p evil:1666"],
+        ["print", "-p", "evil:1666", "//depot/ok/a.c"],
+        ["diff2", "-du", "-x", "//a"],
+        ["describe", "-s", "-x"],
+        ["describe", "-s", "-G", "1"],
+        ["print", "-q", "//depot/ok/a\nb"],
+        ["print", "-q", "//depot/ok/a\x00b"],
+        ["print", "-q", "//depot/ok/a\x9bb"],
+        ["-G", "describe", "-s", "1"],
+    ],
+)
 def test_runner_refuses_option_injection_and_control_characters(depot, log_file, args):
     runner = P4Runner(FAKE_P4, timeout_seconds=30, env={"P4FAKE_DEPOT": str(depot), "P4FAKE_LOG": str(log_file)})
     with pytest.raises(P4ArgumentError):
@@ -251,39 +322,107 @@ def test_runner_refuses_option_injection_and_control_characters(depot, log_file,
 
 def test_no_shell_mediated_execution_anywhere_in_the_package():
     banned = re.compile(r"shell\s*=\s*True|os\.system\(|os\.popen\(|getoutput\(|getstatusoutput\(|os\.exec\w*\(")
-    offenders = [str(path.relative_to(ROOT)) for path in (ROOT / "layers" / "p4review").rglob("*.py")
-                 if banned.search(path.read_text("utf-8"))]
+    offenders = [
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "layers" / "p4review").rglob("*.py")
+        if banned.search(path.read_text("utf-8"))
+    ]
     assert offenders == []
 
 
 # --- properties -------------------------------------------------------------------------------------------
 PROPERTY_LIST = DepotAllowList(["//depot/ok/...", "//depot/libs/security/..."])
-_PLAIN_PIECES = ["/", "ok", "ok/", "a.c", "e", "depot", "libs/security/", "secret/", ".", "..", "../", "./", "%2E%2E/",
-                 "-", " ", ";", "|", "$(", "`", "%40", "%23", "%25", "%2A", "%2E", "%2F", "%6B", "\u00e9", "e\u0301"]
-_HOSTILE_PIECES = ["//", "...", "%", "%2e", "%%1", "@", "#", "*", "\n", "\x00", "\x1b", "\x85", "\u2215", "\uff0f",
-                   "\u2044", "\u2025", "\u200b", "\u202e", "\u0301", "\u212a", "OK"]
+_PLAIN_PIECES = [
+    "/",
+    "ok",
+    "ok/",
+    "a.c",
+    "e",
+    "depot",
+    "libs/security/",
+    "secret/",
+    ".",
+    "..",
+    "../",
+    "./",
+    "%2E%2E/",
+    "-",
+    " ",
+    ";",
+    "|",
+    "$(",
+    "`",
+    "%40",
+    "%23",
+    "%25",
+    "%2A",
+    "%2E",
+    "%2F",
+    "%6B",
+    "\u00e9",
+    "e\u0301",
+]
+_HOSTILE_PIECES = [
+    "//",
+    "...",
+    "%",
+    "%2e",
+    "%%1",
+    "@",
+    "#",
+    "*",
+    "\n",
+    "\x00",
+    "\x1b",
+    "\x85",
+    "\u2215",
+    "\uff0f",
+    "\u2044",
+    "\u2025",
+    "\u200b",
+    "\u202e",
+    "\u0301",
+    "\u212a",
+    "OK",
+]
 _plain_text = st.lists(st.sampled_from(_PLAIN_PIECES), max_size=10).map("".join)
 # Mostly plausible paths, some with one hostile piece: a single bad piece must be enough to deny.
 _path_text = st.one_of(
     _plain_text,
-    st.builds(lambda before, bad, after: before + bad + after,
-              _plain_text, st.sampled_from(_HOSTILE_PIECES), _plain_text),
+    st.builds(
+        lambda before, bad, after: before + bad + after, _plain_text, st.sampled_from(_HOSTILE_PIECES), _plain_text
+    ),
 )
 # Climbing out of one directory into another, spelled in the ways p4 and we might read differently.
 _traversals = st.builds(
     lambda start, climb, target: start + climb + target,
     st.sampled_from(["//depot/secret/", "//depot/ok/", "//depot/ok/x/", "//depot/", "//other/"]),
-    st.lists(st.sampled_from(["../", "%2E%2E/", "%2e%2e/", "./", "/", "x/", "..%2F", "%2E%2E%2F"]), min_size=1,
-             max_size=4).map("".join),
+    st.lists(
+        st.sampled_from(["../", "%2E%2E/", "%2e%2e/", "./", "/", "x/", "..%2F", "%2E%2E%2F"]), min_size=1, max_size=4
+    ).map("".join),
     st.sampled_from(["ok/a.c", "libs/security/a.c", "secret/a.c", "depot/ok/a.c", "a.c"]),
 )
 hostile_paths = st.one_of(
     st.text(max_size=40),
     _traversals,
-    st.builds(lambda head, tail: head + tail,
-              st.sampled_from(["//depot/ok/", "//depot/ok", "//depot/", "//depot/libs/security/", "//Depot/OK/",
-                               "//depot/okay/", "//depot/secret/", "//depot/o", "-p ", ""]),
-              st.one_of(_path_text, st.text(max_size=20))),
+    st.builds(
+        lambda head, tail: head + tail,
+        st.sampled_from(
+            [
+                "//depot/ok/",
+                "//depot/ok",
+                "//depot/",
+                "//depot/libs/security/",
+                "//Depot/OK/",
+                "//depot/okay/",
+                "//depot/secret/",
+                "//depot/o",
+                "-p ",
+                "",
+            ]
+        ),
+        st.one_of(_path_text, st.text(max_size=20)),
+    ),
 )
 
 
@@ -346,8 +485,16 @@ class RecordingRunner:
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(hostile_paths, st.sampled_from(["add", "edit", "integrate", "branch", "delete"]),
-                          st.sampled_from([ChangeKind.SUBMITTED, ChangeKind.SHELVED])), max_size=8))
+@given(
+    st.lists(
+        st.tuples(
+            hostile_paths,
+            st.sampled_from(["add", "edit", "integrate", "branch", "delete"]),
+            st.sampled_from([ChangeKind.SUBMITTED, ChangeKind.SHELVED]),
+        ),
+        max_size=8,
+    )
+)
 def test_fetcher_names_only_allowed_paths_to_p4(files):
     runner = RecordingRunner()
     fetcher = ChangeFetcher(runner, allow_list=PROPERTY_LIST)  # type: ignore[arg-type]
@@ -400,29 +547,44 @@ def test_fetch_stage_enforces_the_configured_list_with_credentials_only_in_env(t
     log_file = tmp_path / "argv.jsonl"
     # The runner passes only the secret's p4 variables, so a wrapper points the fake at its log.
     wrapper = tmp_path / "p4"
-    wrapper.write_text(f"#!/bin/sh\nP4FAKE_LOG='{log_file}' P4FAKE_TICKET='{ticket}' "
-                       f"exec '{sys.executable}' '{FAKE_P4}' \"$@\"\n")
+    wrapper.write_text(
+        f"#!/bin/sh\nP4FAKE_LOG='{log_file}' P4FAKE_TICKET='{ticket}' exec '{sys.executable}' '{FAKE_P4}' \"$@\"\n"
+    )
     wrapper.chmod(0o755)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "parent-secret")
     monkeypatch.setattr(p4_fetcher, "metrics", MetricsRecorder())
     caplog.set_level(logging.INFO, logger="p4review")
-    settings_ = Settings.model_validate({
-        "P4REVIEW_ENV": "prod", "P4REVIEW_P4_EXECUTABLE": str(wrapper), "P4REVIEW_P4_SECRET_ID": "p4-secret",
-        "P4REVIEW_DEPOT_ALLOW_LIST": '["//depot/services/telemetry/main/uploader/..."]',
-    })
+    settings_ = Settings.model_validate(
+        {
+            "P4REVIEW_ENV": "prod",
+            "P4REVIEW_P4_EXECUTABLE": str(wrapper),
+            "P4REVIEW_P4_SECRET_ID": "p4-secret",
+            "P4REVIEW_DEPOT_ALLOW_LIST": '["//depot/services/telemetry/main/uploader/..."]',
+        }
+    )
     raw, redacted = Artifacts(), Artifacts()
     secret = {"P4PORT": "ssl:perforce:1666", "P4USER": "svc-p4review", "P4TICKET": ticket}
-    job = ReviewJob(job_id="job-42", idempotency_key="k", request_fingerprint="f", changelist_id=48234,
-                    review_version=1, kind=ChangeKind.SUBMITTED, created_at="2026-11-22T10:00:00.000Z",
-                    updated_at="2026-11-22T10:00:00.000Z")
+    job = ReviewJob(
+        job_id="job-42",
+        idempotency_key="k",
+        request_fingerprint="f",
+        changelist_id=48234,
+        review_version=1,
+        kind=ChangeKind.SUBMITTED,
+        created_at="2026-11-22T10:00:00.000Z",
+        updated_at="2026-11-22T10:00:00.000Z",
+    )
     FetchWork(settings_, raw, redacted, Secrets(secret)).run(job, OpenLease())  # type: ignore[arg-type]
 
     [document] = raw.stored.values()
     [redacted_document] = redacted.stored.values()
     assert redacted_document["snapshot"]["description"]["changelist_id"] == 48234
     reasons = {d["depot_path"].rsplit("/", 1)[1]: d["skip_reason"] for d in document["diffs"]}
-    assert reasons == {"uploader-staging.key": "outside_allow_list", "staging.ini": "outside_allow_list",
-                       "settings.py": None}
+    assert reasons == {
+        "uploader-staging.key": "outside_allow_list",
+        "staging.ini": "outside_allow_list",
+        "settings.py": None,
+    }
     entries = logged(log_file)
     assert [entry["argv"][:2] for entry in entries] == [["-G", "describe"], ["diff2", "-du"]]
     for entry in entries:

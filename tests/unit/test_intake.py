@@ -1,5 +1,5 @@
-from p4review.dal.ports import CreateConflict, CreateOutcome
 from p4review.api.errors import INTAKE_STATUS, intake_headers
+from p4review.dal.ports import CreateConflict, CreateOutcome
 from p4review.logic.intake import IntakeOutcome, Replay, decide, new_job
 from p4review.models.api import CreateReviewRequest
 from p4review.models.job import JobStatus, job_id_for
@@ -9,8 +9,7 @@ LATER = "2026-11-21T10:05:00.000000Z"
 
 
 def _request(**overrides):
-    fields = {"idempotency_key": "p4-submitted-100-v1", "changelist_id": 100, "review_version": 1,
-              "kind": "submitted"}
+    fields = {"idempotency_key": "p4-submitted-100-v1", "changelist_id": 100, "review_version": 1, "kind": "submitted"}
     fields.update(overrides)
     return CreateReviewRequest.model_validate(fields)
 
@@ -33,8 +32,9 @@ def test_job_id_is_derived_from_the_idempotency_key():
 def test_repeated_key_with_same_body_is_a_replay():
     request = _request()
     existing = new_job(request, NOW, "ingest")
-    answer = decide(request, CreateOutcome(created=False, conflict=CreateConflict.IDEMPOTENCY_KEY,
-                                           existing_job=existing), NOW)
+    answer = decide(
+        request, CreateOutcome(created=False, conflict=CreateConflict.IDEMPOTENCY_KEY, existing_job=existing), NOW
+    )
     assert answer.outcome is IntakeOutcome.REPLAYED
     assert answer.job.job_id == existing.job_id
     assert answer.replay is Replay.IDEMPOTENCY_KEY
@@ -44,15 +44,19 @@ def test_repeated_key_with_same_body_is_a_replay():
 def test_replay_of_a_stranded_job_re_enqueues_fetch():
     request = _request()
     existing = new_job(request, NOW, "ingest")
-    answer = decide(request, CreateOutcome(created=False, conflict=CreateConflict.IDEMPOTENCY_KEY,
-                                           existing_job=existing), LATER)
+    answer = decide(
+        request, CreateOutcome(created=False, conflict=CreateConflict.IDEMPOTENCY_KEY, existing_job=existing), LATER
+    )
     assert answer.enqueue_fetch
 
 
 def test_repeated_key_with_different_body_is_422_naming_the_fields():
     existing = new_job(_request(), NOW, "ingest")
-    answer = decide(_request(changelist_id=101), CreateOutcome(
-        created=False, conflict=CreateConflict.IDEMPOTENCY_KEY, existing_job=existing), NOW)
+    answer = decide(
+        _request(changelist_id=101),
+        CreateOutcome(created=False, conflict=CreateConflict.IDEMPOTENCY_KEY, existing_job=existing),
+        NOW,
+    )
     assert answer.outcome is IntakeOutcome.KEY_REUSED
     assert answer.error_code == "idempotency_key_reused"
     assert answer.details["differing_fields"] == ["changelist_id"]
@@ -60,8 +64,11 @@ def test_repeated_key_with_different_body_is_422_naming_the_fields():
 
 def test_same_version_after_success_returns_prior_result():
     existing = new_job(_request(), NOW, "ingest").model_copy(update={"status": JobStatus.SUCCEEDED})
-    answer = decide(_request(idempotency_key="other-key"), CreateOutcome(
-        created=False, conflict=CreateConflict.CHANGELIST_VERSION, existing_job=existing), NOW)
+    answer = decide(
+        _request(idempotency_key="other-key"),
+        CreateOutcome(created=False, conflict=CreateConflict.CHANGELIST_VERSION, existing_job=existing),
+        NOW,
+    )
     assert answer.outcome is IntakeOutcome.REPLAYED
     assert answer.job.status == JobStatus.SUCCEEDED
     assert answer.replay is Replay.SAME_VERSION
@@ -69,15 +76,21 @@ def test_same_version_after_success_returns_prior_result():
 
 
 def test_higher_version_without_rerun_is_409():
-    answer = decide(_request(review_version=2), CreateOutcome(
-        created=False, conflict=CreateConflict.CHANGELIST_HEAD, head_latest_version=1), NOW)
+    answer = decide(
+        _request(review_version=2),
+        CreateOutcome(created=False, conflict=CreateConflict.CHANGELIST_HEAD, head_latest_version=1),
+        NOW,
+    )
     assert answer.error_code == "rerun_not_requested"
     assert answer.details["latest_version"] == 1
 
 
 def test_lower_version_rerun_is_stale_409():
-    answer = decide(_request(review_version=2, rerun=True), CreateOutcome(
-        created=False, conflict=CreateConflict.CHANGELIST_HEAD, head_latest_version=3), NOW)
+    answer = decide(
+        _request(review_version=2, rerun=True),
+        CreateOutcome(created=False, conflict=CreateConflict.CHANGELIST_HEAD, head_latest_version=3),
+        NOW,
+    )
     assert answer.error_code == "stale_review_version"
 
 
@@ -102,12 +115,18 @@ def test_api_maps_every_intake_outcome_to_one_status_and_its_headers():
     job = new_job(request, NOW, "ingest")
     created = decide(request, CreateOutcome(created=True, job=job), NOW)
     assert (INTAKE_STATUS[created.outcome], intake_headers(created)) == (201, {"Location": f"/v1/reviews/{job.job_id}"})
-    replayed = decide(request, CreateOutcome(created=False, conflict=CreateConflict.IDEMPOTENCY_KEY,
-                                             existing_job=job), NOW)
-    assert (INTAKE_STATUS[replayed.outcome], intake_headers(replayed)) == (200, {"X-P4Review-Replay": "idempotency-key"})
-    stale = decide(_request(review_version=2, rerun=True), CreateOutcome(
-        created=False, conflict=CreateConflict.CHANGELIST_HEAD, head_latest_version=3), NOW)
+    replayed = decide(
+        request, CreateOutcome(created=False, conflict=CreateConflict.IDEMPOTENCY_KEY, existing_job=job), NOW
+    )
+    assert (INTAKE_STATUS[replayed.outcome], intake_headers(replayed)) == (
+        200,
+        {"X-P4Review-Replay": "idempotency-key"},
+    )
+    stale = decide(
+        _request(review_version=2, rerun=True),
+        CreateOutcome(created=False, conflict=CreateConflict.CHANGELIST_HEAD, head_latest_version=3),
+        NOW,
+    )
     assert (INTAKE_STATUS[stale.outcome], intake_headers(stale)) == (409, {})
     assert INTAKE_STATUS[IntakeOutcome.KEY_REUSED] == 422
     assert INTAKE_STATUS[IntakeOutcome.STORAGE_INCONSISTENT] == 503
-

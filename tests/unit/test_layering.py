@@ -11,8 +11,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 # What a handler may import: the stage or API it serves, the stage runtime, observability,
 # configuration and the DAL factory (never a DAL implementation, an adapter or logic directly).
-HANDLER_MAY_IMPORT = ("p4review.stages.", "p4review.runtime.", "p4review.api.", "p4review.observability",
-                      "p4review.config", "p4review.dal.factory")
+HANDLER_MAY_IMPORT = (
+    "p4review.stages.",
+    "p4review.runtime.",
+    "p4review.api.",
+    "p4review.observability",
+    "p4review.config",
+    "p4review.dal.factory",
+)
 
 
 def _p4review_imports(path: Path) -> list[str]:
@@ -34,8 +40,13 @@ def test_handlers_import_only_stages_runtime_observability_config_and_the_dal_fa
 
 
 def test_the_logic_contract_lists_every_dal_implementation():
-    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"]
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"][
+        "contracts"
+    ]
     forbidden = next(contract for contract in contracts if contract["source_modules"] == ["p4review.logic"])
-    implementations = {f"p4review.dal.{path.stem}" for path in (ROOT / "layers/p4review/dal").glob("*.py")
-                       if path.stem not in ("__init__", "ports")}
+    implementations = {
+        f"p4review.dal.{path.stem}"
+        for path in (ROOT / "layers/p4review/dal").glob("*.py")
+        if path.stem not in ("__init__", "ports")
+    }
     assert implementations <= set(forbidden["forbidden_modules"])

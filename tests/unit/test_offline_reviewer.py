@@ -63,13 +63,16 @@ PY_DIFF = """\
 +    model.eval()
 """ % {"password": PASSWORD_VALUE, "aws": AWS_KEY, "api": API_KEY_VALUE}
 
-PEM_DIFF = """\
+PEM_DIFF = (
+    """\
 @@ -0,0 +1,4 @@
 +-----BEGIN RSA PRIVATE KEY-----
 +%s
 +Zm9vYmFyYmF6cXV4
 +-----END RSA PRIVATE KEY-----
-""" % PEM_BODY
+"""
+    % PEM_BODY
+)
 
 TEST_DIFF = """\
 @@ -1,2 +1,3 @@
@@ -103,9 +106,7 @@ def snapshot(diffs: list[FileDiff] | None = None) -> ChangeSnapshot:
             FileDiff(depot_path=JS_PATH, action="edit", status=DiffStatus.FETCHED, unified_diff=JS_DIFF),
             FileDiff(depot_path=DELETED_PATH, action="delete", status=DiffStatus.SKIPPED, skip_reason="deleted"),
         ]
-    files = [
-        ChangedFile(depot_path=d.depot_path, action=d.action, file_type="text", revision=2) for d in diffs
-    ]
+    files = [ChangedFile(depot_path=d.depot_path, action=d.action, file_type="text", revision=2) for d in diffs]
     description = ChangeDescription(
         changelist_id=12345,
         kind="submitted",
@@ -259,7 +260,9 @@ def test_findings_are_capped_keeping_the_most_severe() -> None:
 
 
 def test_no_fetched_diffs_gives_an_honest_empty_answer() -> None:
-    snap = snapshot([FileDiff(depot_path=DELETED_PATH, action="delete", status=DiffStatus.SKIPPED, skip_reason="deleted")])
+    snap = snapshot(
+        [FileDiff(depot_path=DELETED_PATH, action="delete", status=DiffStatus.SKIPPED, skip_reason="deleted")]
+    )
     document = json.loads(review_change(snap))
     assert document["findings"] == []
     assert document["meta"]["files_reviewed"] == 0

@@ -120,8 +120,9 @@ def test_shell_metacharacters_are_one_literal_token(log_file, tmp_path, monkeypa
     assert not (tmp_path / "pwned").exists() and not (tmp_path / "out.c").exists()
 
 
-@pytest.mark.parametrize("bad", ["//depot/a\nb.c", "//depot/a\x00b.c", "//depot/a\rb", "//depot/\x1b[31mred",
-                                 "//depot/a\x85b.c"])
+@pytest.mark.parametrize(
+    "bad", ["//depot/a\nb.c", "//depot/a\x00b.c", "//depot/a\rb", "//depot/\x1b[31mred", "//depot/a\x85b.c"]
+)
 def test_control_characters_are_refused_before_running(log_file, bad):
     runner = make_runner(log_file)
     with pytest.raises(P4ArgumentError):
@@ -133,14 +134,17 @@ def test_control_characters_are_refused_before_running(log_file, bad):
     assert [entry["argv"][1] for entry in logged(log_file)] == ["describe"]  # nothing else ran
 
 
-@pytest.mark.parametrize("args", [
-    ["print", "-x", "//depot/a#1"],
-    ["print", "-q", "-o", "/tmp/x", "//depot/a#1"],
-    ["describe", "-s", "-du", "48213"],
-    ["obliterate", "-y", "//depot/..."],
-    ["user", "-d", "victim"],
-    [],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["print", "-x", "//depot/a#1"],
+        ["print", "-q", "-o", "/tmp/x", "//depot/a#1"],
+        ["describe", "-s", "-du", "48213"],
+        ["obliterate", "-y", "//depot/..."],
+        ["user", "-d", "victim"],
+        [],
+    ],
+)
 def test_runner_refuses_commands_and_options_outside_the_allow_list(log_file, args):
     with pytest.raises(P4ArgumentError):
         make_runner(log_file).run_text(args)
@@ -202,8 +206,9 @@ def test_credentials_go_in_the_child_env_never_argv(log_file, monkeypatch):
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "parent-secret")
     monkeypatch.setenv("AWS_SESSION_TOKEN", "parent-token")
     monkeypatch.setenv("P4CONFIG", ".p4config")
-    runner = make_runner(log_file, P4PORT="ssl:perforce:1666", P4USER="svc-p4review", P4PASSWD=TICKET,
-                         P4FAKE_TICKET=TICKET)  # the fake refuses unless P4PASSWD carries the ticket
+    runner = make_runner(
+        log_file, P4PORT="ssl:perforce:1666", P4USER="svc-p4review", P4PASSWD=TICKET, P4FAKE_TICKET=TICKET
+    )  # the fake refuses unless P4PASSWD carries the ticket
     assert fetcher_for(runner).user("pnair").email == "priya.nair@northwind-games.example"
     [entry] = logged(log_file)
     assert {"P4PORT", "P4USER", "P4PASSWD", "PATH", "HOME", "LANG", "P4ENVIRO"} <= set(entry["env"])
@@ -214,8 +219,14 @@ def test_credentials_go_in_the_child_env_never_argv(log_file, monkeypatch):
 
 def test_p4_secret_becomes_p4_environment_with_the_ticket_in_p4passwd():
     # p4 reads no P4TICKET variable; a ticket is accepted in P4PASSWD.
-    secret = {"P4PORT": "ssl:perforce:1666", "P4USER": "svc", "P4TICKET": TICKET, "P4CONFIG": ".p4config",
-              "AWS_SECRET_ACCESS_KEY": "x", "P4CLIENT": ""}
+    secret = {
+        "P4PORT": "ssl:perforce:1666",
+        "P4USER": "svc",
+        "P4TICKET": TICKET,
+        "P4CONFIG": ".p4config",
+        "AWS_SECRET_ACCESS_KEY": "x",
+        "P4CLIENT": "",
+    }
     assert p4_environment(secret) == {"P4PORT": "ssl:perforce:1666", "P4USER": "svc", "P4PASSWD": TICKET}
     assert p4_environment({"P4PASSWD": "pw"}) == {"P4PASSWD": "pw"}
 
@@ -281,25 +292,30 @@ def test_busy_server_is_retryable_and_unknown_failures_are_not():
         assert not caught.value.retryable
 
 
-@pytest.mark.parametrize(("message", "error_type"), [
-    ("TCP connect to perforce:1666 failed.\nconnect: 10.0.0.5:1666: Connection timed out", P4TimeoutError),
-    ("TCP receive exceeded maximum configured duration of 60 seconds.", P4TimeoutError),
-    ("Connect to server failed; check $P4PORT.\nconnect: 127.0.0.1:1666: Connection refused", P4ConnectionError),
-    ("Access for user 'svc' has not been enabled by 'p4 protect'.", P4AuthError),
-    ("Password must be set before access can be granted.", P4AuthError),
-    ("Your session has expired, please login again.", P4AuthError),
-    ("Change 77 unknown.", P4NotFoundError),
-    ("Usage: describe [-d<flags> -m -s -S -f -O -I] changelist# ...", P4CommandError),
-])
+@pytest.mark.parametrize(
+    ("message", "error_type"),
+    [
+        ("TCP connect to perforce:1666 failed.\nconnect: 10.0.0.5:1666: Connection timed out", P4TimeoutError),
+        ("TCP receive exceeded maximum configured duration of 60 seconds.", P4TimeoutError),
+        ("Connect to server failed; check $P4PORT.\nconnect: 127.0.0.1:1666: Connection refused", P4ConnectionError),
+        ("Access for user 'svc' has not been enabled by 'p4 protect'.", P4AuthError),
+        ("Password must be set before access can be granted.", P4AuthError),
+        ("Your session has expired, please login again.", P4AuthError),
+        ("Change 77 unknown.", P4NotFoundError),
+        ("Usage: describe [-d<flags> -m -s -S -f -O -I] changelist# ...", P4CommandError),
+    ],
+)
 def test_error_classification(message, error_type):
     assert type(make_runner()._error("describe", message)) is error_type
 
 
 def test_error_dict_with_exit_status_zero_still_raises(tmp_path):
     script = tmp_path / "p4"
-    script.write_text("#!/usr/bin/env python3\nimport marshal, sys\n"
-                      "sys.stdout.buffer.write(marshal.dumps({b'code': b'error', b'data': b'Change 5 unknown.\\n',"
-                      " b'severity': 3, b'generic': 17}, 0))\n")
+    script.write_text(
+        "#!/usr/bin/env python3\nimport marshal, sys\n"
+        "sys.stdout.buffer.write(marshal.dumps({b'code': b'error', b'data': b'Change 5 unknown.\\n',"
+        " b'severity': 3, b'generic': 17}, 0))\n"
+    )
     script.chmod(0o755)
     with pytest.raises(P4NotFoundError):
         P4Runner(str(script), timeout_seconds=10).run_marshal(["describe", "-s", "5"])
@@ -329,20 +345,35 @@ def test_logs_carry_only_sanitized_metadata(caplog):
 # --- fetching every fixture ---------------------------------------------------------------------------------
 EXPECTED = {
     48213: {
-        "net_overlay_icons.png": ("skipped", "binary"), "conn_stats.cpp": ("fetched", None),
-        "conn_stats.h": ("fetched", None), "legacy_codec.cpp": ("skipped", "deleted"),
-        "packet.cpp": ("fetched", None), "packet.h": ("fetched", None),
+        "net_overlay_icons.png": ("skipped", "binary"),
+        "conn_stats.cpp": ("fetched", None),
+        "conn_stats.h": ("fetched", None),
+        "legacy_codec.cpp": ("skipped", "deleted"),
+        "packet.cpp": ("fetched", None),
+        "packet.h": ("fetched", None),
     },
     48220: {
-        "build_index.py": ("fetched", None), "paths.py": ("fetched", None),
-        "pathutil.py": ("skipped", "deleted"), "validate_manifest.py": ("fetched", None),
+        "build_index.py": ("fetched", None),
+        "paths.py": ("fetched", None),
+        "pathutil.py": ("skipped", "deleted"),
+        "validate_manifest.py": ("fetched", None),
     },
-    48234: {"uploader-staging.key": ("fetched", None), "staging.ini": ("fetched", None), "settings.py": ("fetched", None)},
+    48234: {
+        "uploader-staging.key": ("fetched", None),
+        "staging.ini": ("fetched", None),
+        "settings.py": ("fetched", None),
+    },
     48240: {"main.go": ("fetched", None), "bucket.go": ("fetched", None), "bucket_test.go": ("fetched", None)},
-    48261: {"cafe_menu.cpp": ("fetched", None), "fr_FR.txt": ("fetched", None), "cafe_menu_bg.dds": ("skipped", "binary")},
+    48261: {
+        "cafe_menu.cpp": ("fetched", None),
+        "fr_FR.txt": ("fetched", None),
+        "cafe_menu_bg.dds": ("skipped", "binary"),
+    },
     48270: {
-        "conn_stats.cpp": ("fetched", None), "conn_stats.h": ("fetched", None),
-        "packet.cpp": ("fetched", None), "packet.h": ("skipped", "identical"),
+        "conn_stats.cpp": ("fetched", None),
+        "conn_stats.h": ("fetched", None),
+        "packet.cpp": ("fetched", None),
+        "packet.h": ("skipped", "identical"),
     },
     48277: {"bucket.go": ("fetched", None), "bucket_test.go": ("fetched", None)},  # 48240, renumbered on submit
 }
@@ -374,12 +405,16 @@ def test_fetch_fixture_statuses(snapshots, number):
 
 def test_cpp_change_content(snapshots):
     diffs = {d.depot_path.rsplit("/", 1)[1]: d.unified_diff for d in snapshots[48213].diffs}
-    assert diffs["packet.cpp"].startswith("--- a/depot/engine/main/src/net/packet.cpp\n+++ b/depot/engine/main/src/net/packet.cpp\n")
+    assert diffs["packet.cpp"].startswith(
+        "--- a/depot/engine/main/src/net/packet.cpp\n+++ b/depot/engine/main/src/net/packet.cpp\n"
+    )
     assert "+    strcpy(peerName_, name);" in diffs["packet.cpp"] and "+    sprintf(buf" in diffs["packet.cpp"]
     assert "TODO(dkowalski)" in diffs["packet.cpp"] and "====" not in diffs["packet.cpp"]
     added = diffs["conn_stats.cpp"].split("\n")
     assert added[:2] == ["--- /dev/null", "+++ b/depot/engine/main/src/net/conn_stats.cpp"]
-    line_count = len((ROOT / "events/depot/archive/depot/engine/main/src/net/conn_stats.cpp,d/1").read_text().splitlines())
+    line_count = len(
+        (ROOT / "events/depot/archive/depot/engine/main/src/net/conn_stats.cpp,d/1").read_text().splitlines()
+    )
     assert added[2] == f"@@ -0,0 +1,{line_count} @@" and all(line.startswith("+") for line in added[3:-1])
 
 
@@ -433,8 +468,15 @@ class StubRunner:
         self.text_calls: list[list[str]] = []
 
     def run_marshal(self, args, *, changelist_id=None):
-        record = {b"code": b"stat", b"change": b"9", b"status": b"submitted", b"user": b"u", b"client": b"c",
-                  b"desc": b"d", b"time": b"1"}
+        record = {
+            b"code": b"stat",
+            b"change": b"9",
+            b"status": b"submitted",
+            b"user": b"u",
+            b"client": b"c",
+            b"desc": b"d",
+            b"time": b"1",
+        }
         for index, path in enumerate(self.paths):
             record[b"depotFile%d" % index] = path.encode()
             record[b"action%d" % index], record[b"type%d" % index], record[b"rev%d" % index] = b"edit", b"text", b"2"
@@ -476,12 +518,14 @@ def test_one_file_per_command_and_no_p4_call_for_skipped_files(log_file):
     argvs = [entry["argv"] for entry in logged(log_file)]
     assert argvs[0] == ["-G", "describe", "-s", "48213"]
     base = "//depot/engine/main/src/net/"
-    assert sorted(argvs[1:]) == sorted([
-        ["print", "-q", f"{base}conn_stats.cpp#1"],
-        ["print", "-q", f"{base}conn_stats.h#1"],
-        ["diff2", "-du", f"{base}packet.cpp#6", f"{base}packet.cpp#7"],
-        ["diff2", "-du", f"{base}packet.h#3", f"{base}packet.h#4"],
-    ])
+    assert sorted(argvs[1:]) == sorted(
+        [
+            ["print", "-q", f"{base}conn_stats.cpp#1"],
+            ["print", "-q", f"{base}conn_stats.h#1"],
+            ["diff2", "-du", f"{base}packet.cpp#6", f"{base}packet.cpp#7"],
+            ["diff2", "-du", f"{base}packet.h#3", f"{base}packet.h#4"],
+        ]
+    )
 
 
 def test_shelved_commands_use_at_equals(log_file):
@@ -505,8 +549,11 @@ def test_too_large_uses_describe_file_size_before_fetching(log_file):
 def test_files_outside_the_allow_list_are_skipped_before_any_p4_command(log_file):
     fetcher = fetcher_for(make_runner(log_file), allow_list=["//depot/services/telemetry/main/uploader/..."])
     result = statuses(fetcher.fetch(48234, ChangeKind.SUBMITTED))
-    assert result == {"uploader-staging.key": ("skipped", "outside_allow_list"),
-                      "staging.ini": ("skipped", "outside_allow_list"), "settings.py": ("fetched", None)}
+    assert result == {
+        "uploader-staging.key": ("skipped", "outside_allow_list"),
+        "staging.ini": ("skipped", "outside_allow_list"),
+        "settings.py": ("fetched", None),
+    }
     argvs = [entry["argv"] for entry in logged(log_file)]
     assert argvs[0] == ["-G", "describe", "-s", "48234"] and len(argvs) == 2
     assert argvs[1][:2] == ["diff2", "-du"] and all("uploader/settings.py" in arg for arg in argvs[1][2:])
@@ -530,11 +577,24 @@ def test_user_lookup_and_default_email_form():
 
 
 # --- pure helpers ---------------------------------------------------------------------------------------------
-@pytest.mark.parametrize(("file_type", "binary"), [
-    ("binary", True), ("binary+l", True), ("binary+Fl", True), ("ubinary", True), ("apple", True),
-    ("resource", True), ("xbinary", True), ("text", False), ("text+x", False), ("text+ko", False),
-    ("utf8", False), ("unicode", False), ("symlink", False),
-])
+@pytest.mark.parametrize(
+    ("file_type", "binary"),
+    [
+        ("binary", True),
+        ("binary+l", True),
+        ("binary+Fl", True),
+        ("ubinary", True),
+        ("apple", True),
+        ("resource", True),
+        ("xbinary", True),
+        ("text", False),
+        ("text+x", False),
+        ("text+ko", False),
+        ("utf8", False),
+        ("unicode", False),
+        ("symlink", False),
+    ],
+)
 def test_binary_types(file_type, binary):
     assert is_binary_type(file_type) is binary
 
@@ -542,8 +602,11 @@ def test_binary_types(file_type, binary):
 def test_added_file_diff_edge_cases():
     assert added_file_diff("//depot/a.txt", b"") == "--- /dev/null\n+++ b/depot/a.txt\n"
     assert added_file_diff("//depot/a.txt", b"x\ny") == (
-        "--- /dev/null\n+++ b/depot/a.txt\n@@ -0,0 +1,2 @@\n+x\n+y\n\\ No newline at end of file\n")
-    assert added_file_diff("//depot/a.txt", b"a\x0cb\n") == "--- /dev/null\n+++ b/depot/a.txt\n@@ -0,0 +1,1 @@\n+a\x0cb\n"
+        "--- /dev/null\n+++ b/depot/a.txt\n@@ -0,0 +1,2 @@\n+x\n+y\n\\ No newline at end of file\n"
+    )
+    assert (
+        added_file_diff("//depot/a.txt", b"a\x0cb\n") == "--- /dev/null\n+++ b/depot/a.txt\n@@ -0,0 +1,1 @@\n+a\x0cb\n"
+    )
 
 
 def test_normalize_diff2_with_and_without_p4_file_headers():

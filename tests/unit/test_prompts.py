@@ -26,8 +26,12 @@ def rule_violations(text: str, version: str, schema_version: str) -> list[str]:
     """Which of the seven construction rules `text` breaks (empty: all satisfied)."""
     broken = []
     # 1. current prompt_version and required schema_version literals
-    if f"prompt_version: {version}" not in text or f'"{version}"' not in text \
-            or f"schema_version: {schema_version}" not in text or f'"{schema_version}"' not in text:
+    if (
+        f"prompt_version: {version}" not in text
+        or f'"{version}"' not in text
+        or f"schema_version: {schema_version}" not in text
+        or f'"{schema_version}"' not in text
+    ):
         broken.append("1-version-literals")
     # 2. required vs optional fields and the enum sets restated
     required_top = REVIEW_RESULT_SCHEMA["required"]
@@ -35,9 +39,12 @@ def rule_violations(text: str, version: str, schema_version: str) -> list[str]:
     required = FINDING["required"]
     optional = [k for k in FINDING["properties"] if k not in required]
     enums = [*(s.value for s in Severity), *(c.value for c in Category), *(c.value for c in Confidence)]
-    if "Required fields" not in text or "Optional fields" not in text \
-            or any(f'"{name}"' not in text for name in [*required_top, *optional_top, *required, *optional]) \
-            or any(f'"{value}"' not in text for value in enums):
+    if (
+        "Required fields" not in text
+        or "Optional fields" not in text
+        or any(f'"{name}"' not in text for name in [*required_top, *optional_top, *required, *optional])
+        or any(f'"{value}"' not in text for value in enums)
+    ):
         broken.append("2-fields-and-enums")
     # 3. only files in changed_files
     if not re.search(r"[Oo]nly report findings whose \"file\" is one of the paths listed under changed_files", text):
@@ -49,12 +56,18 @@ def rule_violations(text: str, version: str, schema_version: str) -> list[str]:
     if "exactly one JSON object" not in text or "no prose" not in text or "no code fences" not in text:
         broken.append("5-strict-json")
     # 6. deterministic field names, no undocumented keys
-    if "No other top-level keys are allowed" not in text or "Do not add any other keys" not in text \
-            or "do not rename these fields" not in text:
+    if (
+        "No other top-level keys are allowed" not in text
+        or "Do not add any other keys" not in text
+        or "do not rename these fields" not in text
+    ):
         broken.append("6-no-undocumented-keys")
     # 7. unknown enum values cause drops / rejection
-    if not re.search(r"Values outside the listed enum sets .* not accepted: such a finding is dropped, "
-                     r"and a wrong top-level value rejects the whole answer", text):
+    if not re.search(
+        r"Values outside the listed enum sets .* not accepted: such a finding is dropped, "
+        r"and a wrong top-level value rejects the whole answer",
+        text,
+    ):
         broken.append("7-unknown-enums")
     return broken
 
@@ -65,16 +78,19 @@ def test_every_shipped_template_satisfies_the_seven_rules(template):
     assert rule_violations(template.text, template.version, template.schema_version) == []
 
 
-@pytest.mark.parametrize("needle, rule", [
-    ("prompt_version: ", "1-version-literals"),
-    ('"confidence"', "2-fields-and-enums"),
-    ('"maintainability"', "2-fields-and-enums"),
-    ("listed under changed_files", "3-changed-files-only"),
-    ("Omit any finding", "4-omit-uncertain"),
-    ("no code fences", "5-strict-json"),
-    ("Do not add any other keys", "6-no-undocumented-keys"),
-    ("such a finding is dropped", "7-unknown-enums"),
-])
+@pytest.mark.parametrize(
+    "needle, rule",
+    [
+        ("prompt_version: ", "1-version-literals"),
+        ('"confidence"', "2-fields-and-enums"),
+        ('"maintainability"', "2-fields-and-enums"),
+        ("listed under changed_files", "3-changed-files-only"),
+        ("Omit any finding", "4-omit-uncertain"),
+        ("no code fences", "5-strict-json"),
+        ("Do not add any other keys", "6-no-undocumented-keys"),
+        ("such a finding is dropped", "7-unknown-enums"),
+    ],
+)
 def test_the_rule_checks_catch_a_template_that_breaks_them(needle, rule):
     template = REGISTRY.template(REGISTRY.stable)
     assert needle in template.text
@@ -91,14 +107,25 @@ def test_registry_refuses_unknown_versions_and_bad_percentages():
     with pytest.raises(ConfigError):
         REGISTRY.with_overrides(stable="7.7.7", canary=None, canary_percent=None)
     with pytest.raises(ConfigError):
-        parse_registry({"schema_version": "1.0", "prompts": [{"version": "1.2", "file": "x", "schema_version": "1.0"}],
-                        "rollout": {"stable": "1.2"}}, read_text=lambda name: "")
+        parse_registry(
+            {
+                "schema_version": "1.0",
+                "prompts": [{"version": "1.2", "file": "x", "schema_version": "1.0"}],
+                "rollout": {"stable": "1.2"},
+            },
+            read_text=lambda name: "",
+        )
     with pytest.raises(ConfigError):
         parse_registry({"schema_version": "1.0", "prompts": [], "rollout": {"stable": "1.0.0"}})
     with pytest.raises(ConfigError):
-        parse_registry({"schema_version": "1.0",
-                        "prompts": [{"version": "1.0.0", "file": "f", "schema_version": "1.0"}],
-                        "rollout": {"stable": "1.0.0", "canary_percent": 101}}, read_text=lambda name: "")
+        parse_registry(
+            {
+                "schema_version": "1.0",
+                "prompts": [{"version": "1.0.0", "file": "f", "schema_version": "1.0"}],
+                "rollout": {"stable": "1.0.0", "canary_percent": 101},
+            },
+            read_text=lambda name: "",
+        )
 
 
 DIFF = """==== //depot/main/a.c#3 (text) ====
@@ -131,8 +158,13 @@ def test_new_side_lines_are_numbered_and_removed_lines_are_not():
 
 
 def test_user_message_lists_only_the_chunks_files():
-    message = render_user_message(changelist_id=7, owner="alice", description="Fix it\n",
-                                  changed_files=["//depot/main/a.c"], file_sections=["=== FILE //depot/main/a.c ==="])
+    message = render_user_message(
+        changelist_id=7,
+        owner="alice",
+        description="Fix it\n",
+        changed_files=["//depot/main/a.c"],
+        file_sections=["=== FILE //depot/main/a.c ==="],
+    )
     assert "- //depot/main/a.c" in message and "Changelist 7 by alice" in message
 
 

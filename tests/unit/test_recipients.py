@@ -3,8 +3,14 @@ import json
 import pytest
 
 from p4review.errors import ConfigError
-from p4review.logic.recipients import (INVALID_ADDRESS, MISSING_ADDRESS, UNVERIFIED_ADDRESS, Rejection,
-                                       parse_reviewer_policy, plan_recipients)
+from p4review.logic.recipients import (
+    INVALID_ADDRESS,
+    MISSING_ADDRESS,
+    UNVERIFIED_ADDRESS,
+    Rejection,
+    parse_reviewer_policy,
+    plan_recipients,
+)
 
 FILES = ["//depot/engine/main/src/net/packet.cpp", "//depot/game/main/ui/menus/cafe_menu.cpp"]
 
@@ -23,17 +29,22 @@ def test_owner_address_is_normalized():
 
 
 def test_owner_first_then_reviewers_in_rule_order_deduplicated_case_insensitively():
-    rules = _rules(("//depot/game/...", ["UI-Lead@Example.test", "dev@example.test"]),
-                   ("//depot/engine/main/", ["net@example.test", "ui-lead@EXAMPLE.test"]))
+    rules = _rules(
+        ("//depot/game/...", ["UI-Lead@Example.test", "dev@example.test"]),
+        ("//depot/engine/main/", ["net@example.test", "ui-lead@EXAMPLE.test"]),
+    )
     plan = _plan(rules=rules)
     assert plan.deliverable == ["dev@example.test", "ui-lead@example.test", "net@example.test"]
     assert plan.rejected == []
 
 
 def test_a_rule_applies_only_when_a_changed_file_is_under_its_prefix():
-    rules = _rules(("//depot/engine/...", ["engine@example.test"]), ("//depot/tools/...", ["tools@example.test"]),
-                   ("//depot/game/main/ui/menus/", ["menus@example.test"]),
-                   ("//depot/game/main/ui/menus2/", ["not-a-sibling@example.test"]))
+    rules = _rules(
+        ("//depot/engine/...", ["engine@example.test"]),
+        ("//depot/tools/...", ["tools@example.test"]),
+        ("//depot/game/main/ui/menus/", ["menus@example.test"]),
+        ("//depot/game/main/ui/menus2/", ["not-a-sibling@example.test"]),
+    )
     assert _plan(rules=rules).deliverable == ["dev@example.test", "engine@example.test", "menus@example.test"]
     assert _plan(rules=rules, files=[]).deliverable == ["dev@example.test"]
 
@@ -71,8 +82,10 @@ def test_invalid_addresses_are_rejected_with_a_printable_bounded_key():
     plan = _plan("<Dev> dev@example.test", rules=rules)
     assert plan.deliverable == ["ok@example.test"]
     assert [(r.address, r.reason) for r in plan.rejected] == [
-        ("<Dev> dev@example.test", INVALID_ADDRESS), ("not an address", INVALID_ADDRESS),
-        ("bad\r\nBcc: x@evil.test", INVALID_ADDRESS)]
+        ("<Dev> dev@example.test", INVALID_ADDRESS),
+        ("not an address", INVALID_ADDRESS),
+        ("bad\r\nBcc: x@evil.test", INVALID_ADDRESS),
+    ]
     assert plan.rejected[2].row_key == "badbcc: x@evil.test"
     assert len(Rejection("x" * 1000, INVALID_ADDRESS).row_key) == 254
 
@@ -97,15 +110,18 @@ def test_empty_policy_is_no_rules():
     assert parse_reviewer_policy("") == () and parse_reviewer_policy("  ") == ()
 
 
-@pytest.mark.parametrize("value", [
-    "{not json",
-    '{"prefix": "//depot/...", "reviewers": ["a@example.test"]}',  # not an array
-    '[{"prefix": "depot/...", "reviewers": ["a@example.test"]}]',  # not a depot path
-    '[{"prefix": "//depot/main", "reviewers": ["a@example.test"]}]',  # not a directory prefix
-    '[{"prefix": "//depot/...", "reviewers": []}]',
-    '[{"prefix": "//depot/...", "reviewers": "a@example.test"}]',
-    '[{"prefix": "//depot/...", "reviewers": ["a@example.test"], "cc": []}]',
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "{not json",
+        '{"prefix": "//depot/...", "reviewers": ["a@example.test"]}',  # not an array
+        '[{"prefix": "depot/...", "reviewers": ["a@example.test"]}]',  # not a depot path
+        '[{"prefix": "//depot/main", "reviewers": ["a@example.test"]}]',  # not a directory prefix
+        '[{"prefix": "//depot/...", "reviewers": []}]',
+        '[{"prefix": "//depot/...", "reviewers": "a@example.test"}]',
+        '[{"prefix": "//depot/...", "reviewers": ["a@example.test"], "cc": []}]',
+    ],
+)
 def test_invalid_reviewer_policy_is_a_config_error(value):
     with pytest.raises(ConfigError, match="P4REVIEW_REVIEWERS"):
         parse_reviewer_policy(value)

@@ -37,7 +37,7 @@ def test_hunk_headers_count_their_lines(corpus: Corpus):
         if header is None:
             continue
         body = []
-        for following in lines[number + 1:]:
+        for following in lines[number + 1 :]:
             if following.startswith(("@@ -", "--- a/")) or not following:
                 break  # the next hunk, the next file, the end
             body.append(following)
@@ -47,10 +47,15 @@ def test_hunk_headers_count_their_lines(corpus: Corpus):
 
 def test_scoring_runs_on_a_prefix(corpus: Corpus):
     corpus = prefix(corpus, SIZE // 2)
-    score, document = score_pipeline(corpus, RedactionPolicy(deidentify_emails=True,
-                                                             confidential_host_suffixes=(".corp.example",),
-                                                             confidential_cidrs=("10.0.0.0/8", "192.168.0.0/16")),
-                                     repeats=1)
+    score, document = score_pipeline(
+        corpus,
+        RedactionPolicy(
+            deidentify_emails=True,
+            confidential_host_suffixes=(".corp.example",),
+            confidential_cidrs=("10.0.0.0/8", "192.168.0.0/16"),
+        ),
+        repeats=1,
+    )
     assert sum(score.planted.values()) == len(corpus.plants) > 0
     assert 0.0 <= score.catch_rate(POLICY_CLASSES) <= 1.0 and 0.0 <= score.false_positive_rate <= 1.0
     assert len(document.text.split("\n")) == len(corpus.text.split("\n"))

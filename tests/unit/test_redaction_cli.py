@@ -30,11 +30,24 @@ def test_redacts_stdin_to_stdout_keeping_crlf_and_undecodable_bytes():
 
 def test_policy_options_and_stats_on_stderr(capsys):
     data = b"+owner: a.b@example.com\n+host: ci.corp.example\n+ip: 10.1.2.3\n+lo: 127.0.0.1\n"
-    status, out = run(["--secrets-only", "--deidentify-emails", "--confidential-host-suffix", ".corp.example",
-                       "--confidential-cidr", "10.0.0.0/8", "--confidential-cidr", "192.168.0.0/16", "--stats"], data)
+    status, out = run(
+        [
+            "--secrets-only",
+            "--deidentify-emails",
+            "--confidential-host-suffix",
+            ".corp.example",
+            "--confidential-cidr",
+            "10.0.0.0/8",
+            "--confidential-cidr",
+            "192.168.0.0/16",
+            "--stats",
+        ],
+        data,
+    )
     assert status == 0
-    assert out == (b"+owner: [REDACTED:email]\n+host: [REDACTED:internal_host]\n+ip: [REDACTED:internal_ip]\n"
-                   b"+lo: 127.0.0.1\n")
+    assert out == (
+        b"+owner: [REDACTED:email]\n+host: [REDACTED:internal_host]\n+ip: [REDACTED:internal_ip]\n+lo: 127.0.0.1\n"
+    )
     stats = json.loads(capsys.readouterr().err)
     assert stats["counts"] == {"email": 1, "internal_host": 1, "internal_ip": 1}
     assert stats["ruleset_version"].startswith("redaction-rules/") and len(stats["sha256"]) == 64
@@ -42,8 +55,10 @@ def test_policy_options_and_stats_on_stderr(capsys):
 
 def test_by_default_the_service_policy_redacts_emails_internal_names_and_private_addresses():
     data = b"+owner: a.b@example.com\n+ip: 10.1.2.3\n+host: db01.prod.internal\n+dns: 8.8.8.8\n"
-    assert run([], data) == (0, b"+owner: [REDACTED:email]\n+ip: [REDACTED:internal_ip]\n"
-                                b"+host: [REDACTED:internal_host]\n+dns: 8.8.8.8\n")
+    assert run([], data) == (
+        0,
+        b"+owner: [REDACTED:email]\n+ip: [REDACTED:internal_ip]\n+host: [REDACTED:internal_host]\n+dns: 8.8.8.8\n",
+    )
 
 
 def test_secrets_only_keeps_policy_classes():

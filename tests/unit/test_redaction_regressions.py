@@ -38,15 +38,16 @@ def _policy(value: str) -> RedactionPolicy:
         elif item == "service":  # the service's secure default (Settings().redaction_policy())
             service = True
         elif item.startswith("host="):
-            hosts.append(item[len("host="):])
+            hosts.append(item[len("host=") :])
         elif item.startswith("cidr="):
-            cidrs.append(item[len("cidr="):])
+            cidrs.append(item[len("cidr=") :])
         else:
             raise ValueError(f"unknown policy item {item!r}")
     if service:
         return service_policy(host_suffixes=tuple(hosts), cidrs=tuple(cidrs))
-    return RedactionPolicy(deidentify_emails=emails, confidential_host_suffixes=tuple(hosts),
-                           confidential_cidrs=tuple(cidrs))
+    return RedactionPolicy(
+        deidentify_emails=emails, confidential_host_suffixes=tuple(hosts), confidential_cidrs=tuple(cidrs)
+    )
 
 
 def load_cases(path: Path = CASES_FILE) -> list[Case]:
@@ -55,7 +56,7 @@ def load_cases(path: Path = CASES_FILE) -> list[Case]:
     in_directives = False
     for line in path.read_text(encoding="utf-8").split("\n"):
         if line.startswith("## case:"):
-            current = Case(line[len("## case:"):].strip())
+            current = Case(line[len("## case:") :].strip())
             cases.append(current)
             in_directives = True
             continue

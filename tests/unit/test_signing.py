@@ -6,8 +6,16 @@ BODY = b'{"idempotency_key":"k"}'
 
 
 def _verify(secrets, timestamp, signature, *, now=1_700_000_000, path="/v1/reviews", method="POST", body=BODY):
-    return verify(secrets=secrets, timestamp=timestamp, signature=signature, method=method, path=path, body=body,
-           now=now, max_age_seconds=300)
+    return verify(
+        secrets=secrets,
+        timestamp=timestamp,
+        signature=signature,
+        method=method,
+        path=path,
+        body=body,
+        now=now,
+        max_age_seconds=300,
+    )
 
 
 def test_current_secret_verifies():
@@ -51,8 +59,13 @@ def test_a_wrong_signature_reveals_nothing():
 @pytest.mark.parametrize("change", ["body", "path", "method"])
 def test_signature_binds_body_path_and_method(change):
     signature = sign("current", "1700000000", "POST", "/v1/reviews", BODY)
-    kwargs = {"body": BODY + b" "} if change == "body" else {"path": "/v1/reviews/x"} if change == "path" else {
-        "method": "GET"}
+    kwargs = (
+        {"body": BODY + b" "}
+        if change == "body"
+        else {"path": "/v1/reviews/x"}
+        if change == "path"
+        else {"method": "GET"}
+    )
     with pytest.raises(SignatureProblem):
         _verify(["current"], "1700000000", signature, **kwargs)
 
@@ -64,7 +77,9 @@ def test_missing_headers_are_refused(timestamp, signature):
     assert problem.value.code == "signature_missing"
 
 
-@pytest.mark.parametrize("timestamp", ["17e8", "17\u00b2", "\u00b9\u00b2\u00b3", "\u0661\u0667\u0660\u0660", " 1700000000", "+1700000000"])
+@pytest.mark.parametrize(
+    "timestamp", ["17e8", "17\u00b2", "\u00b9\u00b2\u00b3", "\u0661\u0667\u0660\u0660", " 1700000000", "+1700000000"]
+)
 def test_a_timestamp_that_is_not_ascii_digits_is_signature_invalid(timestamp):
     """Superscripts and other Unicode digits pass str.isdigit() but not int(): they must be a
     401 signature_invalid, not a 500."""

@@ -99,12 +99,15 @@ def test_the_trigger_path_imports_almost_nothing():
 # --- configuration ------------------------------------------------------------------------------------
 def test_config_search_order(tmp_path):
     beside = str(tmp_path / "scripts")
-    assert trigger.config_candidates("/x/given.conf", {"P4REVIEW_TRIGGER_CONFIG": "/y/env.conf"}, beside) == \
-        ["/x/given.conf"]
+    assert trigger.config_candidates("/x/given.conf", {"P4REVIEW_TRIGGER_CONFIG": "/y/env.conf"}, beside) == [
+        "/x/given.conf"
+    ]
     assert trigger.config_candidates(None, {"P4REVIEW_TRIGGER_CONFIG": "/y/env.conf"}, beside) == ["/y/env.conf"]
     assert trigger.config_candidates(None, {}, beside) == [
-        "/etc/perforce/p4review-trigger.conf", "/opt/perforce/etc/p4review-trigger.conf",
-        os.path.join(beside, "p4review-trigger.conf")]
+        "/etc/perforce/p4review-trigger.conf",
+        "/opt/perforce/etc/p4review-trigger.conf",
+        os.path.join(beside, "p4review-trigger.conf"),
+    ]
 
 
 def test_config_beside_the_script_is_found_and_an_explicit_file_must_exist(tmp_path):
@@ -118,8 +121,10 @@ def test_config_beside_the_script_is_found_and_an_explicit_file_must_exist(tmp_p
 
 
 def test_config_values_comments_quotes_and_defaults(tmp_path):
-    text = ("# comment\n\nAPI_URL = \"https://api.example.test/prod\"\nSPOOL_DIR='/var/spool/x'\n"
-            "P4=/usr/bin/p4; rm -rf /\nPATHS=//depot/a/... -//depot/a/secret/...\n")
+    text = (
+        "# comment\n\nAPI_URL = \"https://api.example.test/prod\"\nSPOOL_DIR='/var/spool/x'\n"
+        "P4=/usr/bin/p4; rm -rf /\nPATHS=//depot/a/... -//depot/a/secret/...\n"
+    )
     config = trigger.parse_config_text(text, "t.conf")
     assert config["API_URL"] == "https://api.example.test/prod"
     assert config.spool_dir == "/var/spool/x"
@@ -130,21 +135,24 @@ def test_config_values_comments_quotes_and_defaults(tmp_path):
     assert config.number("SEND_TIMEOUT") == 5
 
 
-@pytest.mark.parametrize("text, problem", [
-    ("API_URL\n", "expected KEY=value"),
-    ("API_KEY=x\n", "unknown key API_KEY"),
-    ("P4=p4\nP4=/usr/bin/p4\n", "P4 is set twice"),
-    ("P4PORT=ssl:host:1666\x07\n", "control characters"),
-    ("SEND_TIMEOUT=5s\n", "SEND_TIMEOUT must be a whole number"),
-    ("SEND_TIMEOUT=0\n", "SEND_TIMEOUT must be a whole number from 1"),
-    ("API_URL=http://api.example.test/prod\n", "must use https"),
-    ("API_URL=https://user:pw@api.example.test/prod\n", "API_URL must look like"),
-    ("SPOOL_DIR=relative/spool\n", "SPOOL_DIR must be an absolute path"),
-    ("SECRET_FILE=secret.txt\n", "SECRET_FILE must be an absolute path"),
-    ("PATHS=depot/...\n", "PATHS entry depot/..."),
-    ("SEND_MODE=later\n", "SEND_MODE must be"),
-    ("KEY_PREFIX=p4 review\n", "KEY_PREFIX"),
-])
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("API_URL\n", "expected KEY=value"),
+        ("API_KEY=x\n", "unknown key API_KEY"),
+        ("P4=p4\nP4=/usr/bin/p4\n", "P4 is set twice"),
+        ("P4PORT=ssl:host:1666\x07\n", "control characters"),
+        ("SEND_TIMEOUT=5s\n", "SEND_TIMEOUT must be a whole number"),
+        ("SEND_TIMEOUT=0\n", "SEND_TIMEOUT must be a whole number from 1"),
+        ("API_URL=http://api.example.test/prod\n", "must use https"),
+        ("API_URL=https://user:pw@api.example.test/prod\n", "API_URL must look like"),
+        ("SPOOL_DIR=relative/spool\n", "SPOOL_DIR must be an absolute path"),
+        ("SECRET_FILE=secret.txt\n", "SECRET_FILE must be an absolute path"),
+        ("PATHS=depot/...\n", "PATHS entry depot/..."),
+        ("SEND_MODE=later\n", "SEND_MODE must be"),
+        ("KEY_PREFIX=p4 review\n", "KEY_PREFIX"),
+    ],
+)
 def test_bad_config_is_refused_with_the_line_and_the_reason(text, problem):
     with pytest.raises(trigger.ConfigError, match=problem):
         trigger.parse_config_text(text, "t.conf")
@@ -173,11 +181,14 @@ def test_secret_file_readable_by_others_is_refused(tmp_path):
     assert trigger.read_private_file(str(secret), "SECRET_FILE") == "test-signing-secret-0123456789"
 
 
-@pytest.mark.parametrize("setup, problem", [
-    (lambda p: None, "No such file"),
-    (lambda p: (p.write_text("  \n"), p.chmod(0o600)), "is empty"),
-    (lambda p: p.mkdir(), "not a regular file"),
-])
+@pytest.mark.parametrize(
+    "setup, problem",
+    [
+        (lambda p: None, "No such file"),
+        (lambda p: (p.write_text("  \n"), p.chmod(0o600)), "is empty"),
+        (lambda p: p.mkdir(), "not a regular file"),
+    ],
+)
 def test_missing_empty_or_odd_secret_files_are_refused(tmp_path, setup, problem):
     path = tmp_path / "secret"
     setup(path)
@@ -187,16 +198,25 @@ def test_missing_empty_or_odd_secret_files_are_refused(tmp_path, setup, problem)
 
 # --- the trigger table ---------------------------------------------------------------------------------
 def test_trigger_table_lines(tmp_path):
-    text = trigger.trigger_table("/etc/perforce/p4review-trigger.conf", ["//depot/a/...", "//depot/my path/..."],
-                                 script="/opt/p4review/p4review-trigger.py", python="/usr/bin/python3")
+    text = trigger.trigger_table(
+        "/etc/perforce/p4review-trigger.conf",
+        ["//depot/a/...", "//depot/my path/..."],
+        script="/opt/p4review/p4review-trigger.py",
+        python="/usr/bin/python3",
+    )
     lines = text.splitlines()
     assert len(lines) == 6
-    command = ('"%quote%/usr/bin/python3%quote% %quote%/opt/p4review/p4review-trigger.py%quote% '
-               '-c %quote%/etc/perforce/p4review-trigger.conf%quote%')
-    assert lines[0] == f"\tp4review.commit change-commit //depot/a/... {command} -t change-commit -v %change% -w %oldchangelist%\""
+    command = (
+        '"%quote%/usr/bin/python3%quote% %quote%/opt/p4review/p4review-trigger.py%quote% '
+        "-c %quote%/etc/perforce/p4review-trigger.conf%quote%"
+    )
+    assert (
+        lines[0]
+        == f'\tp4review.commit change-commit //depot/a/... {command} -t change-commit -v %change% -w %oldchangelist%"'
+    )
     assert lines[1].startswith('\tp4review.commit change-commit "//depot/my path/..." ')
-    assert lines[2] == f"\tp4review.shelve shelve-commit //depot/a/... {command} -t shelve-commit -v %change%\""
-    assert lines[4] == f"\tp4review.shelvedel shelve-delete //depot/a/... {command} -t shelve-delete -v %change%\""
+    assert lines[2] == f'\tp4review.shelve shelve-commit //depot/a/... {command} -t shelve-commit -v %change%"'
+    assert lines[4] == f'\tp4review.shelvedel shelve-delete //depot/a/... {command} -t shelve-delete -v %change%"'
 
 
 def test_trigger_table_never_contains_the_secret(tmp_path, capsys, config_file):
@@ -224,8 +244,21 @@ def test_joined_options_and_an_unexpanded_oldchangelist(config_file, config):
     assert event["change"] == 48220 and event["old_change"] is None
 
 
-@pytest.mark.parametrize("value", ["48213; rm -rf /", "$(touch /tmp/pwned)", "0", "-5", "", "99999999999",
-                                   "2147483648", "4821\u0663", "48213\n", "`id`"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "48213; rm -rf /",
+        "$(touch /tmp/pwned)",
+        "0",
+        "-5",
+        "",
+        "99999999999",
+        "2147483648",
+        "4821\u0663",
+        "48213\n",
+        "`id`",
+    ],
+)
 def test_bad_change_numbers_spool_nothing_log_clearly_and_return_zero(config_file, config, capsys, value):
     assert trigger.main(["-c", str(config_file), "-t", "change-commit", "-v", value]) == 0
     assert spool_files(Path(config.spool_dir), "pending") == []
@@ -296,8 +329,13 @@ def shelf(*digests: str) -> list[tuple[str, str, str, str]]:
 def test_a_submit_never_shelved_is_version_1_and_writes_no_key(p4):
     keys = trigger.Keys("p4review")
     request = trigger.resolve_submit(p4, keys, 48213, 48213)
-    assert request == {"changelist_id": 48213, "review_version": 1, "kind": "submitted", "rerun": False,
-                       "idempotency_key": "p4-submitted-48213-v1"}
+    assert request == {
+        "changelist_id": 48213,
+        "review_version": 1,
+        "kind": "submitted",
+        "rerun": False,
+        "idempotency_key": "p4-submitted-48213-v1",
+    }
     assert p4.keys == {} and p4.increments == 0
 
 
@@ -321,7 +359,8 @@ def test_shelf_versions_count_up_and_an_identical_reshelve_creates_none(p4):
 
 def test_a_shelve_with_no_files_left_needs_no_review(p4):
     assert trigger.resolve_shelve(p4, trigger.Keys("p4review"), 48240) == {
-        "skip": "no shelved files (deleted or submitted since)"}
+        "skip": "no shelved files (deleted or submitted since)"
+    }
     assert p4.increments == 0
 
 
@@ -333,9 +372,14 @@ def test_submit_after_shelve_takes_the_next_version_once_and_says_what_it_follow
         request = trigger.resolve_shelve(p4, keys, 48240)
         trigger.record_shelf(p4, keys, 48240, request["review_version"], request["fingerprint"])
     submit = trigger.resolve_submit(p4, keys, 48240, 48240)
-    assert submit == {"changelist_id": 48240, "review_version": 3, "kind": "submitted", "rerun": True,
-                      "idempotency_key": "p4-submitted-48240-v3",
-                      "follows_shelf": {"changelist_id": 48240, "review_version": 2}}
+    assert submit == {
+        "changelist_id": 48240,
+        "review_version": 3,
+        "kind": "submitted",
+        "rerun": True,
+        "idempotency_key": "p4-submitted-48240-v3",
+        "follows_shelf": {"changelist_id": 48240, "review_version": 2},
+    }
     # A re-fired trigger or --catch-up gets the same version: the same idempotency key.
     assert trigger.resolve_submit(p4, keys, 48240, None) == submit
     assert p4.keys["p4review-version-48240"] == "3"
@@ -367,7 +411,7 @@ def test_after_a_shelve_delete_an_identical_shelve_is_a_new_version(p4):
 
 def test_a_change_keeps_one_digest_key(p4):
     keys = trigger.Keys("p4review")
-    for version, digest in enumerate(("AA", "BB", "CC"), start=1):
+    for _version, digest in enumerate(("AA", "BB", "CC"), start=1):
         p4.shelves[48240] = shelf(digest)
         request = trigger.resolve_shelve(p4, keys, 48240)
         trigger.record_shelf(p4, keys, 48240, request["review_version"], request["fingerprint"])
@@ -393,12 +437,20 @@ def test_a_spooled_submit_is_resolved_posted_and_moved_to_done(config, log, cloc
     spool_event(config, log, clock, "change-commit", 48213, 48213)
     result = trigger.drain(config, log, clock=clock, sender=sender)
     assert (result["done"], result["left"], result["stopped"]) == (1, 0, None)
-    assert api.requests == [{"changelist_id": 48213, "review_version": 1, "kind": "submitted", "rerun": False,
-                             "idempotency_key": "p4-submitted-48213-v1"}]
+    assert api.requests == [
+        {
+            "changelist_id": 48213,
+            "review_version": 1,
+            "kind": "submitted",
+            "rerun": False,
+            "idempotency_key": "p4-submitted-48213-v1",
+        }
+    ]
     [done] = spool_files(Path(config.spool_dir), "done")
     assert done["outcome"]["status"] == 201 and done["outcome"]["job_id"] == "job-1" and done["attempts"] == 1
-    assert any("review_requested change=48213 version=1" in line and "job_id=job-1" in line
-               for line in log_lines(config))
+    assert any(
+        "review_requested change=48213 version=1" in line and "job_id=job-1" in line for line in log_lines(config)
+    )
 
 
 def test_events_are_sent_oldest_first(config, log, clock, sender, api, p4):
@@ -432,11 +484,17 @@ def test_the_version_is_recorded_before_the_post_so_a_resend_reuses_it(config, l
     assert spool_files(Path(config.spool_dir), "done")[0]["attempts"] == 2
 
 
-@pytest.mark.parametrize("status, code", [(400, "invalid_request"), (409, "rerun_not_requested"),
-                                          (409, "stale_review_version"), (413, "body_too_large"),
-                                          (422, "idempotency_key_reused")])
-def test_an_answer_the_api_will_never_accept_moves_the_event_to_rejected(config, log, clock, sender, api,
-                                                                        status, code):
+@pytest.mark.parametrize(
+    "status, code",
+    [
+        (400, "invalid_request"),
+        (409, "rerun_not_requested"),
+        (409, "stale_review_version"),
+        (413, "body_too_large"),
+        (422, "idempotency_key_reused"),
+    ],
+)
+def test_an_answer_the_api_will_never_accept_moves_the_event_to_rejected(config, log, clock, sender, api, status, code):
     spool_event(config, log, clock, "change-commit", 48213, 48213)
     spool_event(config, log, clock, "change-commit", 48220, 48220)
     api.script = [api.error(status, code, details={"latest_version": 2})]
@@ -450,17 +508,20 @@ def test_an_answer_the_api_will_never_accept_moves_the_event_to_rejected(config,
     assert f"code={code}" in line and "moved to rejected/" in line
 
 
-@pytest.mark.parametrize("answer", [
-    lambda api: api.error(401, "signature_invalid"),
-    lambda api: api.error(408, "timeout"),
-    lambda api: api.error(429, "throttled"),
-    lambda api: api.error(503, "service_unavailable"),
-    lambda api: api.answer(502, None),
-    lambda api: api.answer(403, {"message": "Missing Authentication Token"}),  # API Gateway: wrong URL
-    lambda api: api.answer(404, None),
-    lambda api: api.error(404, "route_not_found"),
-    lambda api: api.answer(301, None, {"Location": "https://elsewhere"}),
-])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda api: api.error(401, "signature_invalid"),
+        lambda api: api.error(408, "timeout"),
+        lambda api: api.error(429, "throttled"),
+        lambda api: api.error(503, "service_unavailable"),
+        lambda api: api.answer(502, None),
+        lambda api: api.answer(403, {"message": "Missing Authentication Token"}),  # API Gateway: wrong URL
+        lambda api: api.answer(404, None),
+        lambda api: api.error(404, "route_not_found"),
+        lambda api: api.answer(301, None, {"Location": "https://elsewhere"}),
+    ],
+)
 def test_answers_that_are_not_about_the_event_keep_it_spooled(config, log, clock, sender, api, answer):
     spool_event(config, log, clock, "change-commit", 48213, 48213)
     spool_event(config, log, clock, "change-commit", 48220, 48220)
@@ -473,12 +534,19 @@ def test_answers_that_are_not_about_the_event_keep_it_spooled(config, log, clock
 def test_a_401_says_secret_or_clock(config, log, clock, sender, api):
     spool_event(config, log, clock, "change-commit", 48213, 48213)
     api.script = [api.error(401, "signature_invalid")]
-    assert "SECRET_FILE does not hold the current signing secret" in trigger.drain(
-        config, log, clock=clock, sender=sender, scheduled=False)["stopped"]
-    api.script = [api.error(401, "signature_expired", details={"server_time": int(clock.now) - 400,
-                                                               "max_signature_age_seconds": 300})]
-    assert "this host's clock is +400 s off" in trigger.drain(config, log, clock=clock, sender=sender,
-                                                             scheduled=False)["stopped"]
+    assert (
+        "SECRET_FILE does not hold the current signing secret"
+        in trigger.drain(config, log, clock=clock, sender=sender, scheduled=False)["stopped"]
+    )
+    api.script = [
+        api.error(
+            401, "signature_expired", details={"server_time": int(clock.now) - 400, "max_signature_age_seconds": 300}
+        )
+    ]
+    assert (
+        "this host's clock is +400 s off"
+        in trigger.drain(config, log, clock=clock, sender=sender, scheduled=False)["stopped"]
+    )
     api.script = [api.answer(401, {"error": "Unauthorized"})]  # not p4review's shape: still no crash
     assert "SECRET_FILE" in trigger.drain(config, log, clock=clock, sender=sender, scheduled=False)["stopped"]
 
@@ -515,14 +583,17 @@ def test_retry_after_is_honoured_and_a_sender_run_sets_no_backoff(config, log, c
     assert spool.load_state()["next_attempt_at"] == clock.now + 120
 
 
-@pytest.mark.parametrize("failures, rng, expected", [(1, 1.0, 30), (2, 1.0, 60), (5, 1.0, 480), (6, 1.0, 600),
-                                                     (30, 1.0, 600), (3, 0.0, 0), (3, 0.25, 30)])
+@pytest.mark.parametrize(
+    "failures, rng, expected",
+    [(1, 1.0, 30), (2, 1.0, 60), (5, 1.0, 480), (6, 1.0, 600), (30, 1.0, 600), (3, 0.0, 0), (3, 0.25, 30)],
+)
 def test_backoff_delay_is_full_jitter_capped(failures, rng, expected):
     assert trigger.backoff_delay(failures, 30, 600, lambda: rng) == expected
 
 
-def test_p4_unreachable_keeps_the_event_and_a_change_that_no_longer_exists_is_rejected(config, log, clock, sender,
-                                                                                       p4, api):
+def test_p4_unreachable_keeps_the_event_and_a_change_that_no_longer_exists_is_rejected(
+    config, log, clock, sender, p4, api
+):
     spool_event(config, log, clock, "change-commit", 48213, None)
     p4.fail = trigger.P4Error("p4 describe: Perforce password (P4PASSWD) invalid or unset.", unreachable=True)
     assert "P4PASSWD" in trigger.drain(config, log, clock=clock, sender=sender)["stopped"]
@@ -557,8 +628,18 @@ def test_an_orphan_of_a_writer_killed_before_its_rename_is_recovered_once(config
     spool = trigger.Spool(config.spool_dir, clock)
     spool.ensure()
     whole = Path(config.spool_dir) / "tmp" / "20260101T000000000000Z-1-aaaaaa-change-commit-48213.json"
-    whole.write_bytes(trigger._encode_flat({"format": 1, "trigger": "change-commit", "change": 48213,
-                                            "old_change": None, "received_at": "x", "host": "h"}))
+    whole.write_bytes(
+        trigger._encode_flat(
+            {
+                "format": 1,
+                "trigger": "change-commit",
+                "change": 48213,
+                "old_change": None,
+                "received_at": "x",
+                "host": "h",
+            }
+        )
+    )
     torn = Path(config.spool_dir) / "tmp" / "20260101T000000000001Z-1-bbbbbb-change-commit-48220.json"
     torn.write_bytes(b'{"format": 1, "trig')
     young = Path(config.spool_dir) / "tmp" / "20260101T000000000002Z-1-cccccc-change-commit-48234.json"
@@ -610,26 +691,57 @@ def test_done_events_are_pruned_after_the_retention(config, log, clock, sender):
 
 
 # --- signing ------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("method, route, body", [("POST", "/v1/reviews", b'{"a": 1}'), ("GET", "/v1/ping", b""),
-                                                 ("post", "/v1/reviews", "caf\u00e9 \u2603".encode())])
+@pytest.mark.parametrize(
+    "method, route, body",
+    [
+        ("POST", "/v1/reviews", b'{"a": 1}'),
+        ("GET", "/v1/ping", b""),
+        ("post", "/v1/reviews", "caf\u00e9 \u2603".encode()),
+    ],
+)
 def test_the_trigger_signs_exactly_as_the_api_verifies(method, route, body):
     secret = "s3cr3t-\u00e9"
     signature = trigger.sign(secret, "1790000000", method, route, body)
     assert signature == signing.sign(secret, "1790000000", method, route, body)
-    signing.verify(secrets=["other", secret], timestamp="1790000000", signature=signature, method=method,
-                   path=route, body=body, now=1_790_000_010, max_age_seconds=300)
+    signing.verify(
+        secrets=["other", secret],
+        timestamp="1790000000",
+        signature=signature,
+        method=method,
+        path=route,
+        body=body,
+        now=1_790_000_010,
+        max_age_seconds=300,
+    )
 
 
 def test_the_post_body_carries_only_the_api_fields(config):
     captured = {}
     client = trigger.ApiClient(config, "s", clock=lambda: 0)
     client.call = lambda method, route, body=b"": captured.update(method=method, route=route, body=json.loads(body))
-    client.post_review({"changelist_id": 48277, "review_version": 3, "kind": "submitted", "rerun": True,
-                        "idempotency_key": "p4-submitted-48277-v3", "fingerprint": "x",
-                        "follows_shelf": {"changelist_id": 48240, "review_version": 2}})
-    assert captured == {"method": "POST", "route": "/v1/reviews", "body": {
-        "changelist_id": 48277, "review_version": 3, "kind": "submitted", "rerun": True,
-        "idempotency_key": "p4-submitted-48277-v3", "follows_shelf": {"changelist_id": 48240, "review_version": 2}}}
+    client.post_review(
+        {
+            "changelist_id": 48277,
+            "review_version": 3,
+            "kind": "submitted",
+            "rerun": True,
+            "idempotency_key": "p4-submitted-48277-v3",
+            "fingerprint": "x",
+            "follows_shelf": {"changelist_id": 48240, "review_version": 2},
+        }
+    )
+    assert captured == {
+        "method": "POST",
+        "route": "/v1/reviews",
+        "body": {
+            "changelist_id": 48277,
+            "review_version": 3,
+            "kind": "submitted",
+            "rerun": True,
+            "idempotency_key": "p4-submitted-48277-v3",
+            "follows_shelf": {"changelist_id": 48240, "review_version": 2},
+        },
+    }
 
 
 # --- catch-up -----------------------------------------------------------------------------------------------
@@ -669,6 +781,7 @@ def test_catch_up_never_moves_the_mark_backwards(config, log, clock, sender, p4,
     def another_host_moves_it(request):
         p4.keys["p4review-catchup-mark"] = "500"  # another trigger host's catch-up went further meanwhile
         return original_post(request)
+
     api.post_review = another_host_moves_it
     trigger.catch_up(config, log, clock=clock, sender=sender)
     assert p4.keys["p4review-catchup-mark"] == "500"
@@ -692,14 +805,12 @@ def test_catch_up_since_backfills(config, log, clock, sender, p4, api):
 
 
 def test_catch_up_of_a_shelved_then_submitted_change_follows_its_shelf(config, log, clock, sender, p4, api):
-    p4.keys.update({"p4review-catchup-mark": "48270", "p4review-version-48240": "2",
-                    "p4review-shelf-48240-v2": "abc"})
+    p4.keys.update({"p4review-catchup-mark": "48270", "p4review-version-48240": "2", "p4review-shelf-48240-v2": "abc"})
     p4.old_changes[48277] = 48240
     p4.changes = [(48277, 1000)]
     trigger.catch_up(config, log, clock=clock, sender=sender)
     [request] = api.requests
-    assert request["review_version"] == 3 and request["follows_shelf"] == {"changelist_id": 48240,
-                                                                          "review_version": 2}
+    assert request["review_version"] == 3 and request["follows_shelf"] == {"changelist_id": 48240, "review_version": 2}
 
 
 def test_on_windows_the_trigger_only_spools_and_the_timer_sends(tmp_path, monkeypatch, capsys):
@@ -743,6 +854,7 @@ def test_catch_up_takes_the_oldest_changes_first_when_there_are_more_than_a_run_
         if args[0] == "changes":  # p4 answers newest first
             return [{b"change": str(n).encode(), b"time": b"1"} for n in (105, 104, 103, 102, 101)]
         return [{b"code": b"stat", b"value": b"100"}]
+
     p4.run = run
     p4.key_compare_and_set = lambda name, old, new: True
     result = trigger.catch_up(config, log, clock=clock, sender=trigger.Sender(config, log, clock, p4=p4, api=api))
@@ -758,8 +870,11 @@ def test_catch_up_respects_excluded_paths(tmp_path, clock, p4, api):
     listed = []
     p4.keys["p4review-catchup-mark"] = "100"
     p4.changes = [(101, 1), (102, 2), (103, 3)]
-    p4.submitted_files = {101: ["//depot/secret/keys.txt"], 102: ["//depot/secret/a", "//depot/app/main.c"],
-                          103: ["//depot/secret/x/y"]}
+    p4.submitted_files = {
+        101: ["//depot/secret/keys.txt"],
+        102: ["//depot/secret/a", "//depot/app/main.c"],
+        103: ["//depot/secret/x/y"],
+    }
     original = p4.submitted_changes
     p4.submitted_changes = lambda since, paths, limit: listed.append(paths) or original(since, paths, limit)
     result = trigger.catch_up(config, log, clock=clock, sender=trigger.Sender(config, log, clock, p4=p4, api=api))
@@ -782,6 +897,7 @@ def test_an_unreadable_secret_file_is_refused_with_the_reason(tmp_path, monkeypa
         if str(path) == str(secret):
             raise PermissionError(13, "Permission denied", str(path))
         return real_open(path, *args, **kwargs)
+
     monkeypatch.setattr("builtins.open", refusing_open)
     with pytest.raises(trigger.ConfigError, match="cannot read SECRET_FILE .*Permission denied"):
         trigger.read_private_file(str(secret), "SECRET_FILE")

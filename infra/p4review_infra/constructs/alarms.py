@@ -10,6 +10,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
+
 from p4review.metric_names import NAMESPACE as METRICS_NAMESPACE
 from p4review.metric_names import SERVICE, MetricName
 
@@ -36,28 +37,40 @@ class Alarms(Construct):
         # A replay that failed again the same non-retryable way (runtime/stage_runner._fail):
         # the remediation did not work, so an engineer has to look.
         self.escalated = self._on_runtime_metric(
-            MetricName.DEAD_LETTER_ESCALATED, "dead-letter-escalated", Duration.minutes(5),
-            "A replayed job failed again with the same error class; see docs/runbook.md.")
+            MetricName.DEAD_LETTER_ESCALATED,
+            "dead-letter-escalated",
+            Duration.minutes(5),
+            "A replayed job failed again with the same error class; see docs/runbook.md.",
+        )
         # The sweeper's TTL verification (runtime/retention.py): an artifact day older than its
         # bucket's expiration plus one grace day means lifecycle expiry is not happening.
         self.artifact_ttl = self._on_runtime_metric(
-            MetricName.ARTIFACT_TTL_VIOLATIONS, "artifact-ttl-violation", Duration.hours(1),
+            MetricName.ARTIFACT_TTL_VIOLATIONS,
+            "artifact-ttl-violation",
+            Duration.hours(1),
             "An artifact outlived its bucket's TTL (+1 day grace): check the bucket's lifecycle rule; "
-            "the sweeper's log names the bucket, prefix and day.")
+            "the sweeper's log names the bucket, prefix and day.",
+        )
         # Notify found a delivery row marked sent without provider evidence (stages/notify.py:
         # _reconcile_unevidenced): the send-then-mark ordering contract was violated somewhere.
         self.sent_without_evidence = self._on_runtime_metric(
-            MetricName.SENT_WITHOUT_EVIDENCE, "sent-without-evidence", Duration.minutes(5),
+            MetricName.SENT_WITHOUT_EVIDENCE,
+            "sent-without-evidence",
+            Duration.minutes(5),
             "A delivery row was marked sent without provider evidence (ordering contract violated); notify "
-            "reconciled it: see docs/runbook.md, Deliveries.")
+            "reconciled it: see docs/runbook.md, Deliveries.",
+        )
         # Notify resent an attempt the provider could not confirm (plain SMTP, SES): each is a
         # possible duplicate email. Expected far below 0.01% of sends (docs/notify.md); 1% in an
         # hour means lost relay replies or notify dying mid-send.
         self.possible_duplicates = self._possible_duplicate_rate(threshold_percent=1.0)
         # A check that cannot run (e.g. lost ListBucket permission) would otherwise never alarm.
         self.artifact_ttl_check = self._on_runtime_metric(
-            MetricName.ARTIFACT_TTL_CHECK_FAILED, "artifact-ttl-check-failed", Duration.hours(1),
-            "The sweeper could not verify artifact TTLs (see its log for the error class).")
+            MetricName.ARTIFACT_TTL_CHECK_FAILED,
+            "artifact-ttl-check-failed",
+            Duration.hours(1),
+            "The sweeper could not verify artifact TTLs (see its log for the error class).",
+        )
 
     def _on_runtime_metric(self, metric_name: str, suffix: str, period: Duration, description: str) -> cloudwatch.Alarm:
         """An alarm on one of the service's own metrics (Sum over `period` > 0), sent to the topic."""
@@ -66,9 +79,13 @@ class Alarms(Construct):
             metric_name,
             alarm_name=f"p4review-{self._environment}-{suffix}",
             alarm_description=description,
-            metric=cloudwatch.Metric(namespace=METRICS_NAMESPACE, metric_name=metric_name,
-                                     dimensions_map=SERVICE_DIMENSION, period=period,
-                                     statistic=cloudwatch.Stats.SUM),
+            metric=cloudwatch.Metric(
+                namespace=METRICS_NAMESPACE,
+                metric_name=metric_name,
+                dimensions_map=SERVICE_DIMENSION,
+                period=period,
+                statistic=cloudwatch.Stats.SUM,
+            ),
             threshold=0,
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
             evaluation_periods=1,
@@ -79,21 +96,32 @@ class Alarms(Construct):
 
     def _possible_duplicate_rate(self, *, threshold_percent: float) -> cloudwatch.Alarm:
         def metric(name: str) -> cloudwatch.Metric:
-            return cloudwatch.Metric(namespace=METRICS_NAMESPACE, metric_name=name, dimensions_map=SERVICE_DIMENSION,
-                                     period=Duration.hours(1), statistic=cloudwatch.Stats.SUM)
+            return cloudwatch.Metric(
+                namespace=METRICS_NAMESPACE,
+                metric_name=name,
+                dimensions_map=SERVICE_DIMENSION,
+                period=Duration.hours(1),
+                statistic=cloudwatch.Stats.SUM,
+            )
 
         alarm = cloudwatch.Alarm(
             self,
             "PossibleDuplicateEmails",
             alarm_name=f"p4review-{self._environment}-possible-duplicate-emails",
-            alarm_description=(f"Over {threshold_percent}% of emails in an hour were resends of an unconfirmed "
-                               "attempt (UnconfirmedDeliveryRetried / EmailSent): check the relay's connection "
-                               "resets and notify's timeouts; see docs/notify.md."),
+            alarm_description=(
+                f"Over {threshold_percent}% of emails in an hour were resends of an unconfirmed "
+                "attempt (UnconfirmedDeliveryRetried / EmailSent): check the relay's connection "
+                "resets and notify's timeouts; see docs/notify.md."
+            ),
             metric=cloudwatch.MathExpression(
                 expression="IF(sent > 0, 100 * FILL(resent, 0) / sent, 0)",
-                using_metrics={"resent": metric(MetricName.UNCONFIRMED_DELIVERY_RETRIED),
-                               "sent": metric(MetricName.EMAIL_SENT)},
-                period=Duration.hours(1), label="unconfirmed resends, % of emails sent"),
+                using_metrics={
+                    "resent": metric(MetricName.UNCONFIRMED_DELIVERY_RETRIED),
+                    "sent": metric(MetricName.EMAIL_SENT),
+                },
+                period=Duration.hours(1),
+                label="unconfirmed resends, % of emails sent",
+            ),
             threshold=threshold_percent,
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
             evaluation_periods=1,

@@ -12,8 +12,8 @@ from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
-from p4review.resources import physical_name
 
+from p4review.resources import physical_name
 from p4review_infra.nag import acknowledge
 
 THROTTLE_RATE_LIMIT = 50

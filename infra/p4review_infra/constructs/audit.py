@@ -13,8 +13,8 @@ from aws_cdk import Duration
 from aws_cdk import aws_cloudtrail as cloudtrail
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
-from p4review.resources import physical_name
 
+from p4review.resources import physical_name
 from p4review_infra.constructs.storage import ArtifactStorage, secure_bucket_defaults
 
 AUDIT_LOG_RETENTION_DAYS = 365

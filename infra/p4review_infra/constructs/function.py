@@ -9,8 +9,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
-from p4review.resources import physical_name
 
+from p4review.resources import physical_name
 from p4review_infra.constructs.secrets import ProvisionedSecret
 from p4review_infra.constructs.stage_queue import StageQueue
 from p4review_infra.constructs.storage import ArtifactBucket, ArtifactStorage, ProvisionedTable
@@ -141,9 +141,12 @@ class P4ReviewFunction(Construct):
     def invokes_bedrock_model(self, model: str) -> None:
         """`bedrock:InvokeModel` (all Converse needs) on `model` only; no secret: the role is the credential."""
         stack = Stack.of(self)
-        resources = bedrock_invoke_resources(model, partition=stack.partition, region=stack.region,
-                                             account=stack.account)
-        self.function.add_to_role_policy(iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=list(resources)))
+        resources = bedrock_invoke_resources(
+            model, partition=stack.partition, region=stack.region, account=stack.account
+        )
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=list(resources))
+        )
         any_region = [arn for arn in resources if "*" in arn]
         if any_region:
             acknowledge(
@@ -158,9 +161,12 @@ class P4ReviewFunction(Construct):
     def sends_email_with_ses(self, config) -> None:  # config: p4review_infra.notify_config.NotifyConfig
         """SES v2 SendEmail (raw content) from the configured identity only."""
         stack = Stack.of(self)
-        self.function.add_to_role_policy(iam.PolicyStatement(
-            actions=["ses:SendEmail", "ses:SendRawEmail"],
-            resources=config.ses_resources(partition=stack.partition, region=stack.region, account=stack.account)))
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["ses:SendEmail", "ses:SendRawEmail"],
+                resources=config.ses_resources(partition=stack.partition, region=stack.region, account=stack.account),
+            )
+        )
 
     def uses_bucket(
         self, artifacts: ArtifactBucket, *, read: tuple[str, ...] = (), write: tuple[str, ...] = ()

@@ -11,8 +11,8 @@ from __future__ import annotations
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
-from p4review.logic import review_metrics as m
 
+from p4review.logic import review_metrics as m
 from p4review_infra.constructs.alarms import METRICS_NAMESPACE, SERVICE_DIMENSION, Alarms
 
 PERIOD = Duration.minutes(5)
@@ -71,11 +71,15 @@ class RolloutAlarms(Construct):
         floor = STABLE_REJECTION_RATE_FLOOR
         baseline = f"IF(FILL(stable_rate, 0) > {floor}, FILL(stable_rate, 0), {floor})"
         self.canary_rejections = self._alarm(
-            alarms, "CanaryRejections", f"p4review-{environment}-prompt-canary-rejections",
+            alarms,
+            "CanaryRejections",
+            f"p4review-{environment}-prompt-canary-rejections",
             cloudwatch.MathExpression(
                 expression=f"canary_rate / {baseline}",
-                using_metrics={"canary_rate": rejection_rate(m.TRACK_CANARY),
-                               "stable_rate": rejection_rate(m.TRACK_STABLE)},
+                using_metrics={
+                    "canary_rate": rejection_rate(m.TRACK_CANARY),
+                    "stable_rate": rejection_rate(m.TRACK_STABLE),
+                },
                 period=PERIOD,
                 label="canary rejection rate / stable rejection rate",
             ),
@@ -83,28 +87,47 @@ class RolloutAlarms(Construct):
             comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
             periods=CANARY_PERIODS,
             description=f"The canary prompt's answers were rejected at more than {REJECTION_RATE_MULTIPLE}x the "
-                        f"stable rate (stable floor {floor:.0%}) for 30 minutes: roll the canary back; see {RUNBOOK}.",
+            f"stable rate (stable floor {floor:.0%}) for 30 minutes: roll the canary back; see {RUNBOOK}.",
         )
         self.findings_slo = self._findings_alarm(
-            alarms, m.TRACK_CANARY, f"p4review-{environment}-prompt-findings-slo", findings_per_job_slo,
-            "roll the canary back")
+            alarms,
+            m.TRACK_CANARY,
+            f"p4review-{environment}-prompt-findings-slo",
+            findings_per_job_slo,
+            "roll the canary back",
+        )
         self.findings_slo_stable = self._findings_alarm(
-            alarms, m.TRACK_STABLE, f"p4review-{environment}-prompt-findings-slo-stable", findings_per_job_slo,
-            "the steady-state SLO is missed")
+            alarms,
+            m.TRACK_STABLE,
+            f"p4review-{environment}-prompt-findings-slo-stable",
+            findings_per_job_slo,
+            "the steady-state SLO is missed",
+        )
 
     def _findings_alarm(self, alarms: Alarms, track: str, name: str, slo: float, action: str) -> cloudwatch.Alarm:
         return self._alarm(
-            alarms, f"FindingsSlo{track.capitalize()}", name, findings_per_job(track),
+            alarms,
+            f"FindingsSlo{track.capitalize()}",
+            name,
+            findings_per_job(track),
             threshold=slo,
             comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
             periods=1,
             description=f"The {track} prompt produced fewer than {slo:g} valid findings per reviewed job over "
-                        f"30 minutes: {action}; see {RUNBOOK}.",
+            f"30 minutes: {action}; see {RUNBOOK}.",
         )
 
     def _alarm(
-        self, alarms: Alarms, construct_id: str, name: str, expression: cloudwatch.MathExpression, *,
-        threshold: float, comparison: cloudwatch.ComparisonOperator, periods: int, description: str,
+        self,
+        alarms: Alarms,
+        construct_id: str,
+        name: str,
+        expression: cloudwatch.MathExpression,
+        *,
+        threshold: float,
+        comparison: cloudwatch.ComparisonOperator,
+        periods: int,
+        description: str,
     ) -> cloudwatch.Alarm:
         alarm = cloudwatch.Alarm(
             self,

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
-from p4review.resources import LLM_SECRET, P4_SECRET, SIGNING_SECRET, SMTP_SECRET, SecretSpec
 
+from p4review.resources import LLM_SECRET, P4_SECRET, SIGNING_SECRET, SMTP_SECRET, SecretSpec
 from p4review_infra.nag import acknowledge
 
 # spec key -> (JSON template of non-secret placeholder fields, key of the generated value).

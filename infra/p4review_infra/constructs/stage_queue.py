@@ -6,6 +6,7 @@ from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
+
 from p4review.resources import QueueSpec, dlq_key, physical_name
 
 # SQS caps message retention at 14 days.

@@ -12,6 +12,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
+
 from p4review.resources import BucketSpec, TableSpec, physical_name
 
 ACCESS_LOG_RETENTION_DAYS = 90
@@ -77,12 +78,13 @@ class ArtifactBucket:
     * `grant_list`: s3:ListBucket restricted to the given prefixes; no object action, no KMS.
 
     The KMS statements are exactly what S3 calls on the caller's behalf for SSE-KMS (PutObject:
-    GenerateDataKey; multipart completion and GetObject: Decrypt), and only through S3 (`kms:ViaService`) for this bucket
-    (`kms:EncryptionContext:aws:s3:arn`: the bucket ARN, which is the context while the S3 Bucket
-    Key is on, or an object ARN under the granted prefix if a writer ever turns it off). So the
-    one shared key does not let a function decrypt another bucket's objects, and a function with
-    no s3:GetObject on an object cannot read it whatever its KMS permissions (fetch can decrypt
-    through S3 for its own uploads, but has no s3:GetObject on either bucket)."""
+    GenerateDataKey; multipart completion and GetObject: Decrypt), and only through S3
+    (`kms:ViaService`) for this bucket (`kms:EncryptionContext:aws:s3:arn`: the bucket ARN, which
+    is the context while the S3 Bucket Key is on, or an object ARN under the granted prefix if a
+    writer ever turns it off). So the one shared key does not let a function decrypt another
+    bucket's objects, and a function with no s3:GetObject on an object cannot read it whatever its
+    KMS permissions (fetch can decrypt through S3 for its own uploads, but has no s3:GetObject on
+    either bucket)."""
 
     def __init__(self, spec: BucketSpec, bucket: s3.Bucket, key: kms.IKey) -> None:
         self.spec = spec

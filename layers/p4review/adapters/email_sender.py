@@ -22,8 +22,7 @@ from p4review.observability import metrics
 
 
 class EmailSender(Protocol):
-    def send(self, *, sender: str, recipient: str, message: bytes,
-             commit_by: datetime | None = None) -> SendResult: ...
+    def send(self, *, sender: str, recipient: str, message: bytes, commit_by: datetime | None = None) -> SendResult: ...
 
     def lookup(self, message_id: str) -> LookupResult: ...
 
@@ -33,13 +32,15 @@ class TimedSender:
         self._inner = inner
         self.provider = provider
 
-    def send(self, *, sender: str, recipient: str, message: bytes,
-             commit_by: datetime | None = None) -> SendResult:
+    def send(self, *, sender: str, recipient: str, message: bytes, commit_by: datetime | None = None) -> SendResult:
         started = time.perf_counter()
         result = self._inner.send(sender=sender, recipient=recipient, message=message, commit_by=commit_by)
         metrics.add_metric(name=MetricName.EMAIL_PROVIDER_CALLS, unit="Count", value=1)
-        metrics.add_metric(name=MetricName.EMAIL_PROVIDER_LATENCY, unit="Milliseconds",
-                           value=round((time.perf_counter() - started) * 1000, 1))
+        metrics.add_metric(
+            name=MetricName.EMAIL_PROVIDER_LATENCY,
+            unit="Milliseconds",
+            value=round((time.perf_counter() - started) * 1000, 1),
+        )
         metrics.add_metric(name=f"EmailOutcome_{result.outcome.value}", unit="Count", value=1)
         return result
 

@@ -16,12 +16,14 @@ from typing import Any
 from botocore.exceptions import (
     BotoCoreError,
     ClientError,
-    ConnectionError as BotoConnectionError,
     ConnectTimeoutError,
     NoCredentialsError,
     ParamValidationError,
     PartialCredentialsError,
     ReadTimeoutError,
+)
+from botocore.exceptions import (
+    ConnectionError as BotoConnectionError,
 )
 
 from p4review.errors import ConfigError, clamp_retry_after
@@ -35,13 +37,25 @@ DELIVERY_TAG = "p4review-delivery"
 # logic.delivery.message_id_for: "<p4r.{first 32 hex chars of the delivery token}@domain>".
 _TOKEN_IN_MESSAGE_ID = re.compile(r"<p4r\.([0-9a-f]{32})@")
 
-_THROTTLED = frozenset({"TooManyRequestsException", "LimitExceededException", "ThrottlingException",
-                        "Throttling", "RequestLimitExceeded"})
-_UNAVAILABLE = frozenset({"InternalFailure", "InternalServerError", "ServiceUnavailable",
-                          "ServiceUnavailableException"})
-_AUTH = frozenset({"AccessDenied", "AccessDeniedException", "UnrecognizedClientException",
-                   "InvalidClientTokenId", "InvalidSignatureException", "SignatureDoesNotMatch",
-                   "ExpiredToken", "ExpiredTokenException", "MissingAuthenticationToken"})
+_THROTTLED = frozenset(
+    {"TooManyRequestsException", "LimitExceededException", "ThrottlingException", "Throttling", "RequestLimitExceeded"}
+)
+_UNAVAILABLE = frozenset(
+    {"InternalFailure", "InternalServerError", "ServiceUnavailable", "ServiceUnavailableException"}
+)
+_AUTH = frozenset(
+    {
+        "AccessDenied",
+        "AccessDeniedException",
+        "UnrecognizedClientException",
+        "InvalidClientTokenId",
+        "InvalidSignatureException",
+        "SignatureDoesNotMatch",
+        "ExpiredToken",
+        "ExpiredTokenException",
+        "MissingAuthenticationToken",
+    }
+)
 
 
 def make_ses_client(region: str | None) -> Any:
@@ -51,8 +65,11 @@ def make_ses_client(region: str | None) -> Any:
     from botocore.config import Config
     from botocore.exceptions import NoRegionError
 
-    config = Config(retries={"total_max_attempts": 1, "mode": "standard"},
-                    connect_timeout=CONNECT_TIMEOUT_SECONDS, read_timeout=READ_TIMEOUT_SECONDS)
+    config = Config(
+        retries={"total_max_attempts": 1, "mode": "standard"},
+        connect_timeout=CONNECT_TIMEOUT_SECONDS,
+        read_timeout=READ_TIMEOUT_SECONDS,
+    )
     try:
         return boto3.session.Session().client("sesv2", region_name=region, config=config)
     except NoRegionError:
@@ -64,12 +81,12 @@ class SesSender:
         self._client = client
         self._configuration_set = configuration_set
 
-    def send(self, *, sender: str, recipient: str, message: bytes,
-             commit_by: datetime | None = None) -> SendResult:
+    def send(self, *, sender: str, recipient: str, message: bytes, commit_by: datetime | None = None) -> SendResult:
         # One API call, bounded by the client's timeouts: start it only if it can end before
         # commit_by (see EmailSender).
         if commit_by is not None and (commit_by - datetime.now(UTC)).total_seconds() < (
-                CONNECT_TIMEOUT_SECONDS + READ_TIMEOUT_SECONDS):
+            CONNECT_TIMEOUT_SECONDS + READ_TIMEOUT_SECONDS
+        ):
             return _retryable("ownership_ending", "not enough lease left to hand the message over")
         arguments: dict[str, Any] = {
             "FromEmailAddress": sender,
@@ -124,8 +141,12 @@ def _from_client_error(exc: ClientError) -> SendResult:
         return _failed("auth_failed", text)
     if code in _THROTTLED or status == 429:
         headers = metadata.get("HTTPHeaders") or {}
-        return SendResult(outcome=SendOutcome.RETRYABLE, error_code=code, error_message=text,
-                          retry_after=clamp_retry_after(headers.get("retry-after")))
+        return SendResult(
+            outcome=SendOutcome.RETRYABLE,
+            error_code=code,
+            error_message=text,
+            retry_after=clamp_retry_after(headers.get("retry-after")),
+        )
     if code in _UNAVAILABLE or status >= 500:
         return _retryable(code, text)
     # MessageRejected, MailFromDomainNotVerifiedException, AccountSuspendedException,

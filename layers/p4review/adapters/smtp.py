@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 import smtplib
-import socket
 import ssl
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -55,8 +54,7 @@ class SmtpSender:
     def __init__(self, settings: SmtpSettings):
         self._settings = settings
 
-    def send(self, *, sender: str, recipient: str, message: bytes,
-             commit_by: datetime | None = None) -> SendResult:
+    def send(self, *, sender: str, recipient: str, message: bytes, commit_by: datetime | None = None) -> SendResult:
         settings = self._settings
         # Injected provider answers go through the same mapping as a real 451 / 550 reply.
         if faults.fires(FaultPoint.PROVIDER_TRANSIENT):
@@ -72,8 +70,11 @@ class SmtpSender:
                 try:
                     client.login(settings.username, settings.password.get_secret_value())
                 except smtplib.SMTPAuthenticationError as exc:
-                    return SendResult(outcome=SendOutcome.FAILED, error_code="auth_failed",
-                                      error_message=f"SMTP {exc.smtp_code} authentication refused")
+                    return SendResult(
+                        outcome=SendOutcome.FAILED,
+                        error_code="auth_failed",
+                        error_message=f"SMTP {exc.smtp_code} authentication refused",
+                    )
             code, reply = client.mail(sender)
             if code != 250:
                 return _from_reply("mail_from_refused", code, reply)
@@ -95,7 +96,7 @@ class SmtpSender:
             match = _QUEUE_ID.search(reply)
             queue_id = match.group(1).decode() if match else None
             return SendResult(outcome=SendOutcome.SENT, notification_id=queue_id)
-        except (socket.timeout, TimeoutError):
+        except TimeoutError:
             return _transient("timeout", "SMTP conversation timed out")
         except smtplib.SMTPServerDisconnected:
             return _transient("disconnected", "server closed the connection")
@@ -124,7 +125,9 @@ class SmtpSender:
                     return LookupResult(outcome=LookupOutcome.UNAVAILABLE, error_code="auth_failed")
             code, reply = client.docmd(LOOKUP_EXTENSION, message_id)
             if code == 250:
-                return LookupResult(outcome=LookupOutcome.FOUND, notification_id=reply.decode("ascii", "replace").strip())
+                return LookupResult(
+                    outcome=LookupOutcome.FOUND, notification_id=reply.decode("ascii", "replace").strip()
+                )
             if code == 550:
                 return LookupResult(outcome=LookupOutcome.NOT_FOUND)
             return LookupResult(outcome=LookupOutcome.UNAVAILABLE, error_code=f"lookup_{code}")
@@ -139,8 +142,9 @@ class SmtpSender:
     def _connect(self) -> smtplib.SMTP:
         settings = self._settings
         if settings.tls_mode == TlsMode.TLS:
-            return smtplib.SMTP_SSL(settings.host, settings.port, timeout=settings.timeout_seconds,
-                                    context=ssl.create_default_context())
+            return smtplib.SMTP_SSL(
+                settings.host, settings.port, timeout=settings.timeout_seconds, context=ssl.create_default_context()
+            )
         client = smtplib.SMTP(settings.host, settings.port, timeout=settings.timeout_seconds)
         client.ehlo()
         if settings.tls_mode == TlsMode.STARTTLS:

@@ -27,8 +27,9 @@ def intake_headers(answer: IntakeAnswer) -> dict[str, str]:
 
 
 class ApiError(Exception):
-    def __init__(self, status_code: int, code: str, message: str, details: Any = None,
-                 headers: dict[str, str] | None = None):
+    def __init__(
+        self, status_code: int, code: str, message: str, details: Any = None, headers: dict[str, str] | None = None
+    ):
         super().__init__(message)
         self.status_code = status_code
         self.code = code

@@ -37,12 +37,17 @@ _ROUTE_METHODS = (
 
 
 def _json_response(status_code: int, payload: Any, headers: dict[str, str] | None = None) -> Response:
-    return Response(status_code=status_code, content_type="application/json",
-                    body=json.dumps(payload, sort_keys=True), headers=headers or {})
+    return Response(
+        status_code=status_code,
+        content_type="application/json",
+        body=json.dumps(payload, sort_keys=True),
+        headers=headers or {},
+    )
 
 
-def _error_response(status_code: int, code: str, message: str, details: Any = None,
-                    headers: dict[str, str] | None = None) -> Response:
+def _error_response(
+    status_code: int, code: str, message: str, details: Any = None, headers: dict[str, str] | None = None
+) -> Response:
     body = ErrorResponse(error=ErrorBody(code=code, message=message, details=details))
     return _json_response(status_code, body.model_dump(mode="json"), headers)
 
@@ -112,19 +117,26 @@ def post_review() -> Response:
     _authenticate(raw_body)
     request = _parse_create_request(raw_body)
     dal = get_data_access()
-    answer = create_review(request, jobs=dal.jobs, queues=dal.queues,
-                           request_id=app.current_event.request_context.request_id)
+    answer = create_review(
+        request, jobs=dal.jobs, queues=dal.queues, request_id=app.current_event.request_context.request_id
+    )
     status_code, headers = INTAKE_STATUS[answer.outcome], intake_headers(answer)
-    logger.info("review request answered", extra={
-        "status_code": status_code, "changelist_id": request.changelist_id,
-        "review_version": request.review_version, "job_id": answer.job.job_id if answer.job else None,
-        "reason_code": answer.error_code})
+    logger.info(
+        "review request answered",
+        extra={
+            "status_code": status_code,
+            "changelist_id": request.changelist_id,
+            "review_version": request.review_version,
+            "job_id": answer.job.job_id if answer.job else None,
+            "reason_code": answer.error_code,
+        },
+    )
     metrics.add_metric(name=f"Ingest{status_code}", unit="Count", value=1)
     if answer.error_code or answer.job is None:
-        return _error_response(status_code, answer.error_code or answer.outcome.value, answer.message,
-                               answer.details, headers)
-    return _json_response(status_code, JobView.from_job(answer.job).model_dump(mode="json", exclude_none=True),
-                          headers)
+        return _error_response(
+            status_code, answer.error_code or answer.outcome.value, answer.message, answer.details, headers
+        )
+    return _json_response(status_code, JobView.from_job(answer.job).model_dump(mode="json", exclude_none=True), headers)
 
 
 @app.get("/v1/ping")
@@ -132,8 +144,11 @@ def ping() -> Response:
     """The trigger's signed self-test: a 200 proves URL, secret and clock; touches no table."""
     signed_with = _authenticate(_raw_body())
     metrics.add_metric(name=MetricName.INGEST_PING, unit="Count", value=1)
-    answer = PingResponse(server_time=int(time.time()), signed_with="current" if signed_with == 0 else "previous",
-                          max_signature_age_seconds=get_settings().signature_max_age_seconds)
+    answer = PingResponse(
+        server_time=int(time.time()),
+        signed_with="current" if signed_with == 0 else "previous",
+        max_signature_age_seconds=get_settings().signature_max_age_seconds,
+    )
     return _json_response(200, answer.model_dump(mode="json"))
 
 
@@ -152,8 +167,12 @@ def route_not_found(_: Exception) -> Response:
     path = app.current_event.path or ""
     for pattern, methods in _ROUTE_METHODS:
         if pattern.match(path):
-            return _error_response(405, "method_not_allowed", f"this route answers {', '.join(methods)} only",
-                                   headers={"Allow": ", ".join(methods)})
+            return _error_response(
+                405,
+                "method_not_allowed",
+                f"this route answers {', '.join(methods)} only",
+                headers={"Allow": ", ".join(methods)},
+            )
     return _error_response(404, "route_not_found", "no such route")
 
 
@@ -181,8 +200,13 @@ def handle_domain_error(exc: P4ReviewError) -> Response:
     # A job may already be committed with its hand-off lost; a replay re-enqueues it once it is
     # older than STRANDED_AFTER, so ask the trigger to wait at least that long.
     headers = {"Retry-After": str(int(STRANDED_AFTER.total_seconds()))} if exc.retryable else {}
-    return _error_response(status, "service_unavailable" if exc.retryable else "internal_error",
-                           "the request could not be processed; retry with the same idempotency_key", None, headers)
+    return _error_response(
+        status,
+        "service_unavailable" if exc.retryable else "internal_error",
+        "the request could not be processed; retry with the same idempotency_key",
+        None,
+        headers,
+    )
 
 
 @app.exception_handler(Exception)

@@ -34,8 +34,10 @@ class ReviewApiClient:
         url = self._base_url + path
         # The route path is signed, not the URL's: API Gateway strips the stage (or a custom
         # domain's base path) before the function sees the request.
-        headers = {"Content-Type": "application/json",
-                   **signed_headers(self._secret, int(time.time()), method, path, body)}
+        headers = {
+            "Content-Type": "application/json",
+            **signed_headers(self._secret, int(time.time()), method, path, body),
+        }
         request = urllib.request.Request(url, data=body if method != "GET" else None, method=method, headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=self._timeout) as response:
@@ -43,10 +45,22 @@ class ReviewApiClient:
         except urllib.error.HTTPError as error:
             return _answer(error.code, dict(error.headers), error.read())
 
-    def submit(self, *, changelist_id: int, review_version: int, kind: str, idempotency_key: str,
-               rerun: bool = False, follows_shelf: dict[str, int] | None = None) -> ApiAnswer:
-        payload: dict[str, Any] = {"idempotency_key": idempotency_key, "changelist_id": changelist_id,
-                                   "review_version": review_version, "kind": kind}
+    def submit(
+        self,
+        *,
+        changelist_id: int,
+        review_version: int,
+        kind: str,
+        idempotency_key: str,
+        rerun: bool = False,
+        follows_shelf: dict[str, int] | None = None,
+    ) -> ApiAnswer:
+        payload: dict[str, Any] = {
+            "idempotency_key": idempotency_key,
+            "changelist_id": changelist_id,
+            "review_version": review_version,
+            "kind": kind,
+        }
         if rerun:
             payload["rerun"] = True
         if follows_shelf:

@@ -111,26 +111,45 @@ def cmd_check_result(args: argparse.Namespace, stdin: BinaryIO | None = None, st
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--changed-files", required=True, metavar="FILE",
-                        help="the change's depot paths: one per line (# comments) or a JSON array")
+    parser.add_argument(
+        "--changed-files",
+        required=True,
+        metavar="FILE",
+        help="the change's depot paths: one per line (# comments) or a JSON array",
+    )
     parser.add_argument("--diff", metavar="FILE", help="the change's diff (p4 describe -du / p4 diff2 -du)")
-    parser.add_argument("--prompt-version", metavar="X.Y.Z",
-                        type=_version(r"[0-9]+\.[0-9]+(\.[0-9]+)?", "--prompt-version"),
-                        help="expected prompt_version (default: accept the answer's own)")
-    parser.add_argument("--schema-version", metavar="X.Y", default=SCHEMA_VERSION,
-                        type=_version(r"[0-9]+\.[0-9]+", "--schema-version"),
-                        help=f"expected schema_version (default: {SCHEMA_VERSION})")
-    parser.add_argument("--allow-patch-drift", action="store_true",
-                        help="accept another patch level of --prompt-version")
-    parser.add_argument("--line-policy", choices=LINE_POLICIES, default="drop",
-                        help="findings away from the diff's changed lines: drop (default) or flag")
+    parser.add_argument(
+        "--prompt-version",
+        metavar="X.Y.Z",
+        type=_version(r"[0-9]+\.[0-9]+(\.[0-9]+)?", "--prompt-version"),
+        help="expected prompt_version (default: accept the answer's own)",
+    )
+    parser.add_argument(
+        "--schema-version",
+        metavar="X.Y",
+        default=SCHEMA_VERSION,
+        type=_version(r"[0-9]+\.[0-9]+", "--schema-version"),
+        help=f"expected schema_version (default: {SCHEMA_VERSION})",
+    )
+    parser.add_argument(
+        "--allow-patch-drift", action="store_true", help="accept another patch level of --prompt-version"
+    )
+    parser.add_argument(
+        "--line-policy",
+        choices=LINE_POLICIES,
+        default="drop",
+        help="findings away from the diff's changed lines: drop (default) or flag",
+    )
     parser.set_defaults(func=cmd_check_result)
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add `check-result` to a `p4review` sub-command parser set."""
-    parser = subparsers.add_parser("check-result", help="validate a model answer (stdin) like the review stage",
-                                   description=__doc__.split("\n\n", 1)[0])
+    parser = subparsers.add_parser(
+        "check-result",
+        help="validate a model answer (stdin) like the review stage",
+        description=__doc__.split("\n\n", 1)[0],
+    )
     add_arguments(parser)
     return parser
 

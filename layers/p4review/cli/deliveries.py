@@ -44,15 +44,24 @@ _HEADERS = ["CHANGE", "VERSION", "RECIPIENT", "STATUS", "ATTEMPTS", "LAST ERROR"
 def _table_row(row: OutboxRow) -> list[str]:
     error = " ".join((row.last_error or "-").split())  # one line per row
     if len(error) > _ERROR_WIDTH:
-        error = error[:_ERROR_WIDTH - 3] + "..."
-    return [str(row.changelist_id), str(row.review_version), row.recipient, row.status.value, str(row.attempts),
-            error, row.updated_at]
+        error = error[: _ERROR_WIDTH - 3] + "..."
+    return [
+        str(row.changelist_id),
+        str(row.review_version),
+        row.recipient,
+        row.status.value,
+        str(row.attempts),
+        error,
+        row.updated_at,
+    ]
 
 
 def format_table(rows: list[OutboxRow]) -> str:
     lines = [_HEADERS] + [_table_row(row) for row in rows]
     widths = [max(len(line[column]) for line in lines) for column in range(len(_HEADERS))]
-    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in lines)
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip() for line in lines
+    )
 
 
 def _find_row(outbox, args: argparse.Namespace) -> OutboxRow:
@@ -62,14 +71,20 @@ def _find_row(outbox, args: argparse.Namespace) -> OutboxRow:
         row = outbox.get_row(args.change, candidate, args.version)
         if row is not None:
             return row
-    raise NotFoundError(f"no delivery row for change {args.change} version {args.version} recipient {recipient} "
-                        "(see `p4review deliveries list`)")
+    raise NotFoundError(
+        f"no delivery row for change {args.change} version {args.version} recipient {recipient} "
+        "(see `p4review deliveries list`)"
+    )
 
 
 def _is_resumable(row: OutboxRow) -> bool:
     """A retry whose row write landed but whose job hand-off may not have."""
-    return (row.status == DeliveryStatus.PENDING and not row.notified_at and bool(row.audit)
-            and row.audit[-1].action == DeliveryAction.RETRY)
+    return (
+        row.status == DeliveryStatus.PENDING
+        and not row.notified_at
+        and bool(row.audit)
+        and row.audit[-1].action == DeliveryAction.RETRY
+    )
 
 
 def retry_delivery(dal, row: OutboxRow, *, actor: str, ticket: str, note: str, dry_run: bool) -> dict[str, Any]:
@@ -78,17 +93,26 @@ def retry_delivery(dal, row: OutboxRow, *, actor: str, ticket: str, note: str, d
     if job is None:
         raise NotFoundError(f"job {row.job_id} of this delivery row not found")
     if job.status in _CLOSED_JOBS:
-        raise IllegalTransitionError(f"job {job.job_id} is {job.status.value}: its notify stage will not run "
-                                     "again, so the row would never be sent (a new delivery needs a versioned rerun)")
+        raise IllegalTransitionError(
+            f"job {job.job_id} is {job.status.value}: its notify stage will not run "
+            "again, so the row would never be sent (a new delivery needs a versioned rerun)"
+        )
     resumed = _is_resumable(row)
     if not resumed and (row.status != DeliveryStatus.FAILED or row.notified_at):
         # The conditional write refuses this too; saying so first keeps a dry run truthful.
         state = row.status.value + (" (delivered)" if row.notified_at else "")
-        raise IllegalTransitionError(f"retry delivery: refused, the row is {state}: only a failed row that was "
-                                     "never delivered can be retried")
+        raise IllegalTransitionError(
+            f"retry delivery: refused, the row is {state}: only a failed row that was never delivered can be retried"
+        )
     plan, done = ("replay", "replayed") if job.status == JobStatus.DEAD_LETTERED else ("enqueue", "enqueued")
-    summary: dict[str, Any] = {"action": "retry", "dry_run": dry_run, "resumed": resumed, **_ids(row),
-                               "job_id": job.job_id, "job_status": job.status.value}
+    summary: dict[str, Any] = {
+        "action": "retry",
+        "dry_run": dry_run,
+        "resumed": resumed,
+        **_ids(row),
+        "job_id": job.job_id,
+        "job_status": job.status.value,
+    }
     if dry_run:
         return {**summary, "row_status": row.status.value, "notify": f"would_{plan}"}
     if not resumed:
@@ -97,12 +121,15 @@ def retry_delivery(dal, row: OutboxRow, *, actor: str, ticket: str, note: str, d
         if plan == "replay":
             # The DLQ replay path (dead_lettered -> in_progress, notify pending with a fresh budget,
             # audit `replayed` with ticket and note), then the message, then `replay_enqueued`.
-            job = dal.job_replay.replay_stage(job.job_id, StageName.NOTIFY, actor=actor, ticket=ticket, note=note,
-                                              from_start=False)
+            job = dal.job_replay.replay_stage(
+                job.job_id, StageName.NOTIFY, actor=actor, ticket=ticket, note=note, from_start=False
+            )
         dal.queues.send(StageMessage(job_id=job.job_id, stage=StageName.NOTIFY))
     except P4ReviewError as exc:
-        raise P4ReviewError(f"the row is pending again, but the hand-off to notify did not complete "
-                            f"({exc.message}); run the same retry again") from None
+        raise P4ReviewError(
+            f"the row is pending again, but the hand-off to notify did not complete "
+            f"({exc.message}); run the same retry again"
+        ) from None
     if plan == "replay":
         try:
             dal.job_replay.confirm_enqueued(job, actor=actor, stage=StageName.NOTIFY)
@@ -122,12 +149,12 @@ def _evidence(args: argparse.Namespace) -> tuple[str, str] | None:
 
 # ---- commands -------------------------------------------------------------------------------
 
+
 def cmd_list(args: argparse.Namespace) -> int:
     if args.limit < 1:
         return fail("--limit must be at least 1")
     try:
-        listing = data_access(args).outbox.list_rows(DeliveryStatus(args.status) if args.status else None,
-                                                     args.limit)
+        listing = data_access(args).outbox.list_rows(DeliveryStatus(args.status) if args.status else None, args.limit)
     except P4ReviewError as exc:
         return fail(exc.message)
     rows = listing.rows
@@ -139,8 +166,11 @@ def cmd_list(args: argparse.Namespace) -> int:
         print("no delivery rows" + (f" with status {args.status}" if args.status else ""), file=sys.stderr)
     for bad in listing.unreadable:
         # Named, so it can be found and fixed; the good rows above are still shown.
-        print(f"unreadable outbox item pk={sanitize_for_log(bad.pk)} sk={sanitize_for_log(bad.sk)}: "
-              f"invalid {', '.join(sanitize_for_log(field) for field in bad.fields)}", file=sys.stderr)
+        print(
+            f"unreadable outbox item pk={sanitize_for_log(bad.pk)} sk={sanitize_for_log(bad.sk)}: "
+            f"invalid {', '.join(sanitize_for_log(field) for field in bad.fields)}",
+            file=sys.stderr,
+        )
     return 1 if listing.unreadable else 0
 
 
@@ -151,8 +181,9 @@ def cmd_retry(args: argparse.Namespace) -> int:
     try:
         dal = data_access(args)
         row = _find_row(dal.outbox, args)
-        summary = retry_delivery(dal, row, actor=args.actor or default_actor(), ticket=evidence[0],
-                                 note=evidence[1], dry_run=args.dry_run)
+        summary = retry_delivery(
+            dal, row, actor=args.actor or default_actor(), ticket=evidence[0], note=evidence[1], dry_run=args.dry_run
+        )
     except P4ReviewError as exc:
         return fail(exc.message)
     print(json.dumps(summary, indent=2, sort_keys=True))
@@ -169,12 +200,24 @@ def cmd_skip(args: argparse.Namespace) -> int:
         skipped = dal.outbox.skip_row(row, args.actor or default_actor(), *evidence)
     except P4ReviewError as exc:
         return fail(exc.message)
-    print(json.dumps({"action": "skip", **_ids(skipped), "job_id": skipped.job_id,
-                      "from_status": row.status.value, "row_status": skipped.status.value}, indent=2, sort_keys=True))
+    print(
+        json.dumps(
+            {
+                "action": "skip",
+                **_ids(skipped),
+                "job_id": skipped.job_id,
+                "from_status": row.status.value,
+                "row_status": skipped.status.value,
+            },
+            indent=2,
+            sort_keys=True,
+        )
+    )
     return 0
 
 
 # ---- parser ---------------------------------------------------------------------------------
+
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add `deliveries list|retry|skip` to a `p4review` sub-command parser set."""
@@ -182,8 +225,9 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     commands = deliveries.add_subparsers(dest="deliveries_command", required=True)
 
     def env(parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--env-file", help="load KEY=VALUE environment lines first "
-                                               "(default: <state-dir>/stack.env when present)")
+        parser.add_argument(
+            "--env-file", help="load KEY=VALUE environment lines first (default: <state-dir>/stack.env when present)"
+        )
 
     def decision(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--change", type=int, required=True, help="changelist number")

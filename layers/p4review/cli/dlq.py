@@ -37,12 +37,15 @@ def _stages(args: argparse.Namespace, dal) -> list[StageName]:
         return [StageName(args.stage)]
     stages = [stage for stage in StageName if getattr(dal.settings, f"{stage.value}_dlq_url")]
     if not stages:
-        raise ConfigError("no dead-letter queue URL is configured (P4REVIEW_<STAGE>_DLQ_URL): "
-                          "pass --env-file or export the service's environment")
+        raise ConfigError(
+            "no dead-letter queue URL is configured (P4REVIEW_<STAGE>_DLQ_URL): "
+            "pass --env-file or export the service's environment"
+        )
     return stages
 
 
 # ---- rendering (envelope fields only) -------------------------------------------------------
+
 
 def shown(value: Any) -> Any:
     """`value` fit for an operator's terminal: every string redacted, then escaped."""
@@ -76,8 +79,9 @@ def _describe(letter) -> dict[str, Any]:
         row["envelope"] = {name: letter.body[name] for name in ENVELOPE_FIELDS if name in letter.body}
     else:
         row["message"] = {name: letter.body[name] for name in BARE_FIELDS if name in letter.body}
-    row.update(job_id=target.job_id, stage=target.stage.value, error_class=target.error_class,
-               escalated=target.escalated)
+    row.update(
+        job_id=target.job_id, stage=target.stage.value, error_class=target.error_class, escalated=target.escalated
+    )
     return row
 
 
@@ -98,8 +102,12 @@ def _table_row(letter) -> list[str]:
     else:
         error_class = info.get("error_class") or "-"
     return [
-        info["message_id"], stage, error_class, info.get("job_id") or "-",
-        str(context.get("changelist_id", "-")), attempts_text,
+        info["message_id"],
+        stage,
+        error_class,
+        info.get("job_id") or "-",
+        str(context.get("changelist_id", "-")),
+        attempts_text,
         str(envelope.get("last_failure_at") or info.get("sent_at") or "-"),
         "yes" if info.get("escalated") else "no",
     ]
@@ -111,10 +119,13 @@ _HEADERS = ["MESSAGE ID", "STAGE", "ERROR CLASS", "JOB ID", "CHANGE", "ATTEMPTS"
 def format_table(letters: list) -> str:
     rows = [_HEADERS] + [_table_row(letter) for letter in letters]
     widths = [max(len(row[column]) for row in rows) for column in range(len(_HEADERS))]
-    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
+    )
 
 
 # ---- commands -------------------------------------------------------------------------------
+
 
 def cmd_dlq_list(args: argparse.Namespace) -> int:
     try:
@@ -144,8 +155,10 @@ def cmd_dlq_show(args: argparse.Namespace) -> int:
     except P4ReviewError as exc:
         return fail(exc.message)
     if letter is None:
-        return fail(f"message {args.message_id} is not in the dead-letter queue "
-                     "(or another operator holds it: retry in 5 minutes)")
+        return fail(
+            f"message {args.message_id} is not in the dead-letter queue "
+            "(or another operator holds it: retry in 5 minutes)"
+        )
     print(json.dumps(describe(letter), indent=2, sort_keys=True))
     return 0
 
@@ -154,15 +167,16 @@ def cmd_dlq_redrive(args: argparse.Namespace) -> int:
     if bool(args.message_id) == bool(args.all):
         return fail("give one MESSAGE_ID or --all")
     if not args.dry_run and not ((args.ticket or "").strip() and (args.note or "").strip()):
-        return fail("a redrive records remediation evidence: --ticket and --note are required "
-                     "(or use --dry-run)")
+        return fail("a redrive records remediation evidence: --ticket and --note are required (or use --dry-run)")
     try:
         dal = data_access(args)
         if args.message_id:
             letter = dal.dead_letters.find(args.message_id, _stages(args, dal))
             if letter is None:
-                return fail(f"message {args.message_id} is not in the dead-letter queue "
-                             "(or another operator holds it: retry in 5 minutes)")
+                return fail(
+                    f"message {args.message_id} is not in the dead-letter queue "
+                    "(or another operator holds it: retry in 5 minutes)"
+                )
             letters = [letter]
         else:
             letters = []
@@ -170,10 +184,18 @@ def cmd_dlq_redrive(args: argparse.Namespace) -> int:
                 letters.extend(dal.dead_letters.take_all(stage, max(0, args.limit - len(letters))))
                 if len(letters) >= args.limit:
                     break
-        summary = redrive(letters, jobs_replay=dal.job_replay, queues=dal.queues, dead_letters=dal.dead_letters,
-                          ticket=args.ticket, note=args.note, from_start=args.from_start, dry_run=args.dry_run,
-                          actor=args.actor or default_actor(),
-                          progress=lambda line: print(line, file=sys.stderr, flush=True))
+        summary = redrive(
+            letters,
+            jobs_replay=dal.job_replay,
+            queues=dal.queues,
+            dead_letters=dal.dead_letters,
+            ticket=args.ticket,
+            note=args.note,
+            from_start=args.from_start,
+            dry_run=args.dry_run,
+            actor=args.actor or default_actor(),
+            progress=lambda line: print(line, file=sys.stderr, flush=True),
+        )
     except P4ReviewError as exc:
         return fail(exc.message)
     print(json.dumps({"dry_run": args.dry_run, **summary.as_dict()}, indent=2, sort_keys=True))
@@ -182,6 +204,7 @@ def cmd_dlq_redrive(args: argparse.Namespace) -> int:
 
 # ---- parser ---------------------------------------------------------------------------------
 
+
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add `dlq list|show|redrive` to a `p4review` sub-command parser set."""
     dlq = subparsers.add_parser("dlq", help="dead-letter queues: triage and operator replay")
@@ -189,8 +212,9 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
     def common(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--stage", choices=STAGES, help="only this stage's DLQ (default: all)")
-        parser.add_argument("--env-file", help="load KEY=VALUE environment lines first "
-                                               "(default: <state-dir>/stack.env when present)")
+        parser.add_argument(
+            "--env-file", help="load KEY=VALUE environment lines first (default: <state-dir>/stack.env when present)"
+        )
 
     listing = commands.add_parser("list", help="list dead-lettered messages (non-destructive)")
     common(listing)

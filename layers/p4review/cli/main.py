@@ -32,9 +32,13 @@ def _client(args: argparse.Namespace) -> ReviewApiClient:
         raise SystemExit("no API URL: pass --api or start `p4review local up` first")
     secret = os.environ.get("P4REVIEW_SIGNING_SECRET")
     if not secret:
-        secret_file = Path(args.secret_file or state.get("signing_secret_file") or Path(args.state_dir) / "signing-secret")
+        secret_file = Path(
+            args.secret_file or state.get("signing_secret_file") or Path(args.state_dir) / "signing-secret"
+        )
         if not secret_file.exists():
-            raise SystemExit(f"no signing secret: set P4REVIEW_SIGNING_SECRET or pass --secret-file ({secret_file} missing)")
+            raise SystemExit(
+                f"no signing secret: set P4REVIEW_SIGNING_SECRET or pass --secret-file ({secret_file} missing)"
+            )
         secret = secret_file.read_text().strip()
     return ReviewApiClient(api, secret)
 
@@ -55,22 +59,32 @@ def cmd_local_up(args: argparse.Namespace) -> int:
     from p4review.local.stack import LocalStack
 
     settings = dict(_key_value(item) for item in args.set or [])
-    visibility = {stage: args.visibility_seconds for stage in ("fetch", "review", "notify")} \
-        if args.visibility_seconds else None
-    stack = LocalStack(args.state_dir, api_port=args.port, workers=not args.no_workers,
-                       lease_seconds=args.lease_seconds, visibility_timeouts=visibility,
-                       sweep_interval_seconds=args.sweep_interval, extra_env=settings)
+    visibility = (
+        {stage: args.visibility_seconds for stage in ("fetch", "review", "notify")} if args.visibility_seconds else None
+    )
+    stack = LocalStack(
+        args.state_dir,
+        api_port=args.port,
+        workers=not args.no_workers,
+        lease_seconds=args.lease_seconds,
+        visibility_timeouts=visibility,
+        sweep_interval_seconds=args.sweep_interval,
+        extra_env=settings,
+    )
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     # `kill -USR1 <pid>` prints every thread's stack to stderr: for diagnosing a stuck stack.
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     info = stack.start()
-    print(f"p4review local stack is up\n"
-          f"  API URL:         {info.api_url}\n"
-          f"  mailbox folder:  {info.mailbox_dir}\n"
-          f"  signing secret:  {info.signing_secret_file}\n"
-          f"  AWS (moto):      {info.aws_endpoint}\n"
-          f"Press Ctrl-C to stop.", flush=True)
+    print(
+        f"p4review local stack is up\n"
+        f"  API URL:         {info.api_url}\n"
+        f"  mailbox folder:  {info.mailbox_dir}\n"
+        f"  signing secret:  {info.signing_secret_file}\n"
+        f"  AWS (moto):      {info.aws_endpoint}\n"
+        f"Press Ctrl-C to stop.",
+        flush=True,
+    )
     try:
         while not stopping.wait(0.5):
             pass
@@ -91,8 +105,9 @@ def cmd_local_worker(args: argparse.Namespace) -> int:
 
 def cmd_submit(args: argparse.Namespace) -> int:
     key = args.key or default_idempotency_key(args.kind, args.change, args.version)
-    answer = _client(args).submit(changelist_id=args.change, review_version=args.version, kind=args.kind,
-                                  idempotency_key=key, rerun=args.rerun)
+    answer = _client(args).submit(
+        changelist_id=args.change, review_version=args.version, kind=args.kind, idempotency_key=key, rerun=args.rerun
+    )
     return _print_answer(answer)
 
 
@@ -121,21 +136,27 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="p4review", description="Automated code review for Perforce changelists.")
-    parser.add_argument("--state-dir", default=str(DEFAULT_STATE_DIR),
-                        help="where the local stack keeps its state (default: .local)")
+    parser.add_argument(
+        "--state-dir", default=str(DEFAULT_STATE_DIR), help="where the local stack keeps its state (default: .local)"
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
-    local = commands.add_parser("local", help="the embedded local stack").add_subparsers(dest="local_command",
-                                                                                          required=True)
+    local = commands.add_parser("local", help="the embedded local stack").add_subparsers(
+        dest="local_command", required=True
+    )
     up = local.add_parser("up", help="run the stack in the foreground")
     up.add_argument("--port", type=int, default=8787, help="API port on 127.0.0.1 (0 = any free port)")
-    up.add_argument("--no-workers", action="store_true",
-                    help="start no stage pollers; run `p4review local worker` processes instead")
+    up.add_argument(
+        "--no-workers",
+        action="store_true",
+        help="start no stage pollers; run `p4review local worker` processes instead",
+    )
     up.add_argument("--lease-seconds", type=int, help="stage lease (default: function timeout + 30 s)")
     up.add_argument("--visibility-seconds", type=int, help="every stage queue's visibility timeout")
     up.add_argument("--sweep-interval", type=float, default=30.0, help="seconds between sweeper runs")
-    up.add_argument("--set", action="append", metavar="P4REVIEW_NAME=VALUE",
-                    help="a function setting for this stack (repeatable)")
+    up.add_argument(
+        "--set", action="append", metavar="P4REVIEW_NAME=VALUE", help="a function setting for this stack (repeatable)"
+    )
     up.set_defaults(func=cmd_local_up)
     worker = local.add_parser("worker", help="poll one stage's queue in this process (stack started first)")
     worker.add_argument("--stage", required=True, choices=["fetch", "review", "notify"])

@@ -32,8 +32,9 @@ def policy_from_args(args: argparse.Namespace) -> RedactionPolicy:
     suffixes, cidrs = tuple(args.confidential_host_suffix or ()), tuple(args.confidential_cidr or ())
     if not args.secrets_only:
         return service_policy(host_suffixes=suffixes, cidrs=cidrs)
-    return RedactionPolicy(deidentify_emails=args.deidentify_emails, confidential_host_suffixes=suffixes,
-                           confidential_cidrs=cidrs)
+    return RedactionPolicy(
+        deidentify_emails=args.deidentify_emails, confidential_host_suffixes=suffixes, confidential_cidrs=cidrs
+    )
 
 
 def cmd_redact(args: argparse.Namespace, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> int:
@@ -53,24 +54,48 @@ def cmd_redact(args: argparse.Namespace, stdin: BinaryIO | None = None, stdout: 
     stdout.write(document.text.encode("utf-8", "surrogateescape"))
     stdout.flush()
     if args.stats:
-        print(json.dumps({"counts": dict(document.counts), "ruleset_version": document.ruleset_version,
-                          "sha256": document.sha256}, sort_keys=True), file=sys.stderr)
+        print(
+            json.dumps(
+                {
+                    "counts": dict(document.counts),
+                    "ruleset_version": document.ruleset_version,
+                    "sha256": document.sha256,
+                },
+                sort_keys=True,
+            ),
+            file=sys.stderr,
+        )
     return 0
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add `redact` to a `p4review` sub-command parser set."""
-    parser = subparsers.add_parser("redact", help="redact secrets from a diff on stdin (to stdout)",
-                                   description=__doc__.split("\n\n", 1)[0])
-    parser.add_argument("--secrets-only", action="store_true",
-                        help="redact secrets only: not e-mail addresses, internal host names and private "
-                             "addresses (the service's default redacts them; P4REVIEW_REDACT_PRIVATE_BY_DEFAULT=false)")
-    parser.add_argument("--deidentify-emails", action="store_true", help="with --secrets-only: also redact e-mail addresses")
-    parser.add_argument("--confidential-host-suffix", action="append", metavar="SUFFIX",
-                        help="redact host names under SUFFIX, e.g. .corp.example (repeatable)")
-    parser.add_argument("--confidential-cidr", action="append", metavar="CIDR",
-                        help="redact IP addresses in CIDR, e.g. 10.0.0.0/8 (repeatable)")
-    parser.add_argument("--stats", action="store_true",
-                        help="print counts per class, ruleset version and output hash as JSON on stderr")
+    parser = subparsers.add_parser(
+        "redact", help="redact secrets from a diff on stdin (to stdout)", description=__doc__.split("\n\n", 1)[0]
+    )
+    parser.add_argument(
+        "--secrets-only",
+        action="store_true",
+        help="redact secrets only: not e-mail addresses, internal host names and private "
+        "addresses (the service's default redacts them; P4REVIEW_REDACT_PRIVATE_BY_DEFAULT=false)",
+    )
+    parser.add_argument(
+        "--deidentify-emails", action="store_true", help="with --secrets-only: also redact e-mail addresses"
+    )
+    parser.add_argument(
+        "--confidential-host-suffix",
+        action="append",
+        metavar="SUFFIX",
+        help="redact host names under SUFFIX, e.g. .corp.example (repeatable)",
+    )
+    parser.add_argument(
+        "--confidential-cidr",
+        action="append",
+        metavar="CIDR",
+        help="redact IP addresses in CIDR, e.g. 10.0.0.0/8 (repeatable)",
+    )
+    parser.add_argument(
+        "--stats", action="store_true", help="print counts per class, ruleset version and output hash as JSON on stderr"
+    )
     parser.set_defaults(func=cmd_redact)
     return parser

@@ -43,8 +43,9 @@ _DESCRIPTION = ChangeDescription(
     ),
     time=1715594551,
     files=[
-        ChangedFile(depot_path=f"{_ROOT}/assets/ui/net_overlay_icons.png", action="edit", file_type="binary+F",
-                    revision=2),
+        ChangedFile(
+            depot_path=f"{_ROOT}/assets/ui/net_overlay_icons.png", action="edit", file_type="binary+F", revision=2
+        ),
         ChangedFile(depot_path=f"{_ROOT}/src/net/conn_stats.cpp", action="add", file_type="text", revision=1),
         ChangedFile(depot_path=f"{_ROOT}/src/net/conn_stats.h", action="add", file_type="text", revision=1),
         ChangedFile(depot_path=f"{_ROOT}/src/net/legacy_codec.cpp", action="delete", file_type="text", revision=3),
@@ -83,36 +84,75 @@ def _coverage(*extra_skipped: SkippedFile) -> Coverage:
 def _with_findings() -> StoredReview:
     packet_cpp, packet_h, stats_h = (f"{_ROOT}/src/net/{name}" for name in ("packet.cpp", "packet.h", "conn_stats.h"))
     findings = [
-        Finding(id="F1", severity="critical", category="security", title="Header copied before the length check",
-                file=packet_cpp, line=88, end_line=91, confidence="high",
-                message="readHeader() memcpy()s `len` bytes into the fixed 4 KiB header buffer and only then "
-                        "compares `len` with kMaxPacketSize, so an oversized header still overflows the buffer.",
-                suggestion="Move the kMaxPacketSize check before the memcpy and return kErrTooLarge."),
-        Finding(id="F2", severity="high", category="correctness", title="Negative lengths pass the new check",
-                file=packet_h, line=42, confidence="medium",
-                message="PacketHeader::length is int32_t: a negative value read from the wire is not "
-                        "rejected by `len > kMaxPacketSize` and later converts to a huge size_t.",
-                suggestion="Make length uint32_t, or reject len < 0 explicitly."),
-        Finding(id="F3", severity="medium", category="reliability", title="Counters shared across threads",
-                file=stats_h, line=27, end_line=33,
-                message="ConnStats fields are plain uint64_t: the network thread increments them while the "
-                        "overlay reads them on the render thread (a data race).",
-                suggestion="Use std::atomic<uint64_t> with relaxed ordering."),
-        Finding(id="F4", severity="low", category="test", title="No test at the size boundary", file=packet_cpp,
-                line=95,
-                message="Nothing exercises a header of exactly kMaxPacketSize or kMaxPacketSize + 1 bytes."),
-        Finding(id="F5", severity="info", category="style", title="Include guard instead of #pragma once",
-                file=stats_h, line=1, message="The other headers in src/net use #pragma once."),
+        Finding(
+            id="F1",
+            severity="critical",
+            category="security",
+            title="Header copied before the length check",
+            file=packet_cpp,
+            line=88,
+            end_line=91,
+            confidence="high",
+            message="readHeader() memcpy()s `len` bytes into the fixed 4 KiB header buffer and only then "
+            "compares `len` with kMaxPacketSize, so an oversized header still overflows the buffer.",
+            suggestion="Move the kMaxPacketSize check before the memcpy and return kErrTooLarge.",
+        ),
+        Finding(
+            id="F2",
+            severity="high",
+            category="correctness",
+            title="Negative lengths pass the new check",
+            file=packet_h,
+            line=42,
+            confidence="medium",
+            message="PacketHeader::length is int32_t: a negative value read from the wire is not "
+            "rejected by `len > kMaxPacketSize` and later converts to a huge size_t.",
+            suggestion="Make length uint32_t, or reject len < 0 explicitly.",
+        ),
+        Finding(
+            id="F3",
+            severity="medium",
+            category="reliability",
+            title="Counters shared across threads",
+            file=stats_h,
+            line=27,
+            end_line=33,
+            message="ConnStats fields are plain uint64_t: the network thread increments them while the "
+            "overlay reads them on the render thread (a data race).",
+            suggestion="Use std::atomic<uint64_t> with relaxed ordering.",
+        ),
+        Finding(
+            id="F4",
+            severity="low",
+            category="test",
+            title="No test at the size boundary",
+            file=packet_cpp,
+            line=95,
+            message="Nothing exercises a header of exactly kMaxPacketSize or kMaxPacketSize + 1 bytes.",
+        ),
+        Finding(
+            id="F5",
+            severity="info",
+            category="style",
+            title="Include guard instead of #pragma once",
+            file=stats_h,
+            line=1,
+            message="The other headers in src/net use #pragma once.",
+        ),
     ]
-    result = ReviewResult(schema_version="1.0", prompt_version="1.0.0", findings=findings,
-                          summary="Header parsing is hardened, but the new length check comes too late "
-                                  "and misses negative lengths.")
+    result = ReviewResult(
+        schema_version="1.0",
+        prompt_version="1.0.0",
+        findings=findings,
+        summary="Header parsing is hardened, but the new length check comes too late and misses negative lengths.",
+    )
     return StoredReview(result=result, coverage=_coverage(SkippedFile(file=HOSTILE_PATH, reason="outside_allow_list")))
 
 
 def _all_clear() -> StoredReview:
-    result = ReviewResult(schema_version="1.0", prompt_version="1.0.0", findings=[],
-                          summary="No issues found in the reviewed files.")
+    result = ReviewResult(
+        schema_version="1.0", prompt_version="1.0.0", findings=[], summary="No issues found in the reviewed files."
+    )
     return StoredReview(result=result, coverage=_coverage())
 
 
@@ -120,9 +160,15 @@ def _parts(review: StoredReview) -> tuple[str, str]:
     """(html, text) of the message the notify stage would send for `review`."""
     job = _job()
     raw = render_review_email(
-        job=job, result=review.result, coverage=review.coverage or Coverage(), description=_DESCRIPTION,
-        recipient=RECIPIENT, from_address=FROM_ADDRESS, swarm_url=SWARM_URL,
-        message_id=message_id_for(delivery_token(job.changelist_id, RECIPIENT, job.review_version), FROM_ADDRESS))
+        job=job,
+        result=review.result,
+        coverage=review.coverage or Coverage(),
+        description=_DESCRIPTION,
+        recipient=RECIPIENT,
+        from_address=FROM_ADDRESS,
+        swarm_url=SWARM_URL,
+        message_id=message_id_for(delivery_token(job.changelist_id, RECIPIENT, job.review_version), FROM_ADDRESS),
+    )
     message = message_from_bytes(raw, policy=default_policy)
     html_part, text_part = message.get_body(("html",)), message.get_body(("plain",))
     assert html_part is not None and text_part is not None

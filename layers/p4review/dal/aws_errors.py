@@ -22,10 +22,20 @@ _THROTTLING = {
     "TooManyRequestsException",
     "SlowDown",
 }
-_AUTH = {"AccessDenied", "AccessDeniedException", "UnrecognizedClientException", "InvalidSignatureException",
-         "ExpiredTokenException", "KMS.AccessDeniedException"}
-_MISSING_RESOURCE = {"ResourceNotFoundException", "NoSuchBucket", "AWS.SimpleQueueService.NonExistentQueue",
-                     "QueueDoesNotExist"}
+_AUTH = {
+    "AccessDenied",
+    "AccessDeniedException",
+    "UnrecognizedClientException",
+    "InvalidSignatureException",
+    "ExpiredTokenException",
+    "KMS.AccessDeniedException",
+}
+_MISSING_RESOURCE = {
+    "ResourceNotFoundException",
+    "NoSuchBucket",
+    "AWS.SimpleQueueService.NonExistentQueue",
+    "QueueDoesNotExist",
+}
 _NOT_FOUND = {"NoSuchKey", "404"}
 
 
@@ -56,8 +66,9 @@ def translate(exc: Exception, operation: str) -> NoReturn:
         status = metadata.get("HTTPStatusCode", 0)
         if code in _THROTTLING or status == 429:
             retry_after = clamp_retry_after(metadata.get("HTTPHeaders", {}).get("retry-after"))
-            raise StorageError(f"{operation}: throttled ({code})", error_class=ErrorClass.RATE_LIMITED,
-                               retry_after=retry_after) from None
+            raise StorageError(
+                f"{operation}: throttled ({code})", error_class=ErrorClass.RATE_LIMITED, retry_after=retry_after
+            ) from None
         if code in _AUTH or status == 403:
             raise AuthError(f"{operation}: access denied ({code})") from None
         if code in _MISSING_RESOURCE:

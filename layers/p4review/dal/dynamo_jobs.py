@@ -67,8 +67,9 @@ class DynamoJobRepository:
     # ---- creation -------------------------------------------------------------------
     def create_job(self, job: ReviewJob) -> CreateOutcome:
         # Unset fields are left out, not stored as NULL, so if_not_exists() can fill them later.
-        job_item = to_item({"pk": job_pk(job.job_id), "record_type": "job",
-                            **job.model_dump(mode="json", exclude_none=True)})
+        job_item = to_item(
+            {"pk": job_pk(job.job_id), "record_type": "job", **job.model_dump(mode="json", exclude_none=True)}
+        )
         version_item = to_item(
             {
                 "pk": version_pk(job.changelist_id, job.review_version),
@@ -98,11 +99,22 @@ class DynamoJobRepository:
         else:
             head_put["ConditionExpression"] = "attribute_not_exists(pk)"
         items = [
-            {"Put": {"TableName": self._table, "Item": job_item, "ConditionExpression": "attribute_not_exists(pk)",
-                     "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}},
-            {"Put": {"TableName": self._table, "Item": version_item,
-                     "ConditionExpression": "attribute_not_exists(pk)",
-                     "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}},
+            {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": job_item,
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                }
+            },
+            {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": version_item,
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                }
+            },
             {"Put": head_put},
         ]
         for attempt in range(_CONFLICT_RETRIES):
@@ -123,25 +135,37 @@ class DynamoJobRepository:
         job_reason, version_reason, head_reason = (reasons + [{}, {}, {}])[:3]
         if job_reason.get("Code") == "ConditionalCheckFailed":
             existing = job_from_item(job_reason["Item"]) if job_reason.get("Item") else None
-            return CreateOutcome(created=False, conflict=CreateConflict.IDEMPOTENCY_KEY, existing_job=existing,
-                                 existing_job_id=existing.job_id if existing else None)
+            return CreateOutcome(
+                created=False,
+                conflict=CreateConflict.IDEMPOTENCY_KEY,
+                existing_job=existing,
+                existing_job_id=existing.job_id if existing else None,
+            )
         if version_reason.get("Code") == "ConditionalCheckFailed":
             winner_id = from_item(version_reason.get("Item", {})).get("job_id")
             existing = self.get_job(winner_id) if winner_id else None
-            return CreateOutcome(created=False, conflict=CreateConflict.CHANGELIST_VERSION, existing_job=existing,
-                                 existing_job_id=winner_id)
+            return CreateOutcome(
+                created=False,
+                conflict=CreateConflict.CHANGELIST_VERSION,
+                existing_job=existing,
+                existing_job_id=winner_id,
+            )
         if head_reason.get("Code") == "ConditionalCheckFailed":
             head = from_item(head_reason.get("Item", {}))
-            return CreateOutcome(created=False, conflict=CreateConflict.CHANGELIST_HEAD,
-                                 existing_job_id=head.get("latest_job_id"),
-                                 head_latest_version=head.get("latest_version"))
+            return CreateOutcome(
+                created=False,
+                conflict=CreateConflict.CHANGELIST_HEAD,
+                existing_job_id=head.get("latest_job_id"),
+                head_latest_version=head.get("latest_version"),
+            )
         raise StorageError("create job: transaction cancelled without a failed condition")
 
     # ---- reads ----------------------------------------------------------------------
     def get_job(self, job_id: str) -> ReviewJob | None:
         try:
-            answer = self._client.get_item(TableName=self._table, Key={"pk": to_value(job_pk(job_id))},
-                                           ConsistentRead=True)
+            answer = self._client.get_item(
+                TableName=self._table, Key={"pk": to_value(job_pk(job_id))}, ConsistentRead=True
+            )
         except Exception as exc:  # noqa: BLE001
             translate(exc, "get job")
         item = answer.get("Item")
@@ -157,12 +181,18 @@ class DynamoJobRepository:
         placeholders = {f":from{index}": to_value(status.value) for index, status in enumerate(allowed_from)}
         try:
             attributes = conditional_update(
-                self._client, table=self._table, key={"pk": to_value(job_pk(job_id))},
+                self._client,
+                table=self._table,
+                key={"pk": to_value(job_pk(job_id))},
                 update="SET #status = :target, updated_at = :now, audit = list_append(audit, :event)",
                 condition=f"attribute_exists(pk) AND #status IN ({', '.join(placeholders)})",
                 names={"#status": "status"},
-                values={":target": to_value(target.value), ":now": to_value(event.at),
-                        ":event": audit_value(event), **placeholders},
+                values={
+                    ":target": to_value(target.value),
+                    ":now": to_value(event.at),
+                    ":event": audit_value(event),
+                    **placeholders,
+                },
                 operation="transition job",
             )
         except ConditionFailed as refused:
@@ -189,8 +219,15 @@ class DynamoJobRepository:
         detail = f"worker={worker_id}"
         if state.status == StageStatus.RUNNING:
             detail += f" took over expired lease of {state.claimed_by}"
-        event = AuditEvent(at=now_text, actor=worker_id, event="stage_claimed", stage=stage,
-                           from_status=job.status, to_status=JobStatus.IN_PROGRESS, detail=detail)
+        event = AuditEvent(
+            at=now_text,
+            actor=worker_id,
+            event="stage_claimed",
+            stage=stage,
+            from_status=job.status,
+            to_status=JobStatus.IN_PROGRESS,
+            detail=detail,
+        )
         names = {"#stage": stage.value, "#st": "status", "#job_status": "status"}
         values = {
             ":running": to_value(StageStatus.RUNNING.value),
@@ -215,14 +252,20 @@ class DynamoJobRepository:
             condition += " AND stages.#previous.#st = :completed"
         try:
             attributes = conditional_update(
-                self._client, table=self._table, key={"pk": to_value(job_pk(job_id))},
-                update=("SET stages.#stage.#st = :running, stages.#stage.claimed_by = :worker, "
+                self._client,
+                table=self._table,
+                key={"pk": to_value(job_pk(job_id))},
+                update=(
+                    "SET stages.#stage.#st = :running, stages.#stage.claimed_by = :worker, "
                     "stages.#stage.lease_expires_at = :expires, stages.#stage.started_at = :now, "
                     "stages.#stage.heartbeat_at = :null, "
                     "stages.#stage.attempts = stages.#stage.attempts + :one, #job_status = :in_progress, "
                     "updated_at = :now, audit = list_append(audit, :event)"
                 ),
-                condition=condition, names=names, values=values, operation="claim stage",
+                condition=condition,
+                names=names,
+                values=values,
+                operation="claim stage",
             )
         except ConditionFailed as refused:
             if not refused.old_item:
@@ -247,7 +290,9 @@ class DynamoJobRepository:
         expires = to_iso(now + timedelta(seconds=lease_seconds))
         try:
             conditional_update(
-                self._client, table=self._table, key={"pk": to_value(job_pk(job_id))},
+                self._client,
+                table=self._table,
+                key={"pk": to_value(job_pk(job_id))},
                 update="SET stages.#stage.lease_expires_at = :expires, stages.#stage.heartbeat_at = :now",
                 condition=_OWNER_PREDICATE,
                 names={"#stage": stage.value, "#st": "status", "#job_status": "status"},
@@ -258,7 +303,8 @@ class DynamoJobRepository:
                     ":worker": to_value(worker_id),
                     ":in_progress": to_value(JobStatus.IN_PROGRESS.value),
                 },
-                operation="renew lease", return_new=False,
+                operation="renew lease",
+                return_new=False,
             )
         except ConditionFailed:
             raise LeaseLostError(f"renew lease: {stage.value} of {job_id} is no longer owned by this worker") from None
@@ -274,8 +320,14 @@ class DynamoJobRepository:
         finish_job: JobStatus | None = None,
     ) -> ReviewJob:
         now_text = now_iso()
-        event = AuditEvent(at=now_text, actor=worker_id, event="stage_completed", stage=stage,
-                           from_status=JobStatus.IN_PROGRESS if finish_job else None, to_status=finish_job)
+        event = AuditEvent(
+            at=now_text,
+            actor=worker_id,
+            event="stage_completed",
+            stage=stage,
+            from_status=JobStatus.IN_PROGRESS if finish_job else None,
+            to_status=finish_job,
+        )
         assignments = [
             "stages.#stage.#st = :completed",
             "stages.#stage.completed_at = :now",
@@ -304,7 +356,11 @@ class DynamoJobRepository:
             values[":finish"] = to_value(finish_job.value)
             assignments.append("#job_status = :finish")
         return self._owner_update(
-            job_id, "complete stage", "SET " + ", ".join(assignments), names, values,
+            job_id,
+            "complete stage",
+            "SET " + ", ".join(assignments),
+            names,
+            values,
         )
 
     def release_stage(
@@ -320,8 +376,15 @@ class DynamoJobRepository:
     ) -> ReviewJob:
         check_transition(JobStatus.IN_PROGRESS, job_status)
         now_text = now_iso()
-        event = AuditEvent(at=now_text, actor=worker_id, event=f"stage_{stage_status.value}", stage=stage,
-                           from_status=JobStatus.IN_PROGRESS, to_status=job_status, detail=error_class)
+        event = AuditEvent(
+            at=now_text,
+            actor=worker_id,
+            event=f"stage_{stage_status.value}",
+            stage=stage,
+            from_status=JobStatus.IN_PROGRESS,
+            to_status=job_status,
+            detail=error_class,
+        )
         names = {"#stage": stage.value, "#st": "status", "#job_status": "status"}
         values = {
             ":stage_status": to_value(stage_status.value),
@@ -349,13 +412,20 @@ class DynamoJobRepository:
             expression += ", stages.#stage.last_dead_letter_class = :error_class"
         return self._owner_update(job_id, "release stage", expression, names, values)
 
-    def _owner_update(self, job_id: str, operation: str, expression: str, names: dict[str, str],
-                      values: dict[str, Any]) -> ReviewJob:
+    def _owner_update(
+        self, job_id: str, operation: str, expression: str, names: dict[str, str], values: dict[str, Any]
+    ) -> ReviewJob:
         """Finalize writes carry the owner predicate: id + claimed_by + status = running."""
         try:
             attributes = conditional_update(
-                self._client, table=self._table, key={"pk": to_value(job_pk(job_id))}, update=expression,
-                condition=_OWNER_PREDICATE, names=names, values=values, operation=operation,
+                self._client,
+                table=self._table,
+                key={"pk": to_value(job_pk(job_id))},
+                update=expression,
+                condition=_OWNER_PREDICATE,
+                names=names,
+                values=values,
+                operation=operation,
             )
         except ConditionFailed:
             raise StaleWriteError(f"{operation}: lease lost") from None
@@ -363,9 +433,7 @@ class DynamoJobRepository:
 
 
 # Owner-only writes (heartbeat, complete, fail): id + claimed_by + status = running.
-_OWNER_PREDICATE = (
-    "stages.#stage.#st = :running AND stages.#stage.claimed_by = :worker AND #job_status = :in_progress"
-)
+_OWNER_PREDICATE = "stages.#stage.#st = :running AND stages.#stage.claimed_by = :worker AND #job_status = :in_progress"
 
 
 def _claim_verdict(job: ReviewJob, stage: StageName) -> ClaimState | None:

@@ -37,8 +37,10 @@ _NO_EVIDENCE = "(attribute_not_exists(notification_id) OR attribute_type(notific
 _WORKER_GUARD = "attribute_exists(pk) AND #status <> :sent AND #status <> :skipped"
 # No live send lock of another claim: none (absent or NULL), run out, this worker's own, or
 # taken under an earlier claim of the notify stage (whose owner can no longer be acting).
-_UNLOCKED = ("(attribute_not_exists(locked_until) OR attribute_type(locked_until, :null_type) "
-             "OR locked_until < :now OR locked_by = :owner OR lock_fence < :fence)")
+_UNLOCKED = (
+    "(attribute_not_exists(locked_until) OR attribute_type(locked_until, :null_type) "
+    "OR locked_until < :now OR locked_by = :owner OR lock_fence < :fence)"
+)
 # Every write that records an attempt's outcome releases the send lock.
 _RELEASE = " REMOVE locked_by, locked_until, lock_fence"
 
@@ -62,6 +64,7 @@ def _row_from_item(item: dict[str, Any]) -> OutboxRow:
     data.pop("sk", None)
     return OutboxRow.model_validate(data)
 
+
 class DynamoOutboxRepository:
     def __init__(self, client: Any, table_name: str):
         self._client = client
@@ -74,8 +77,12 @@ class DynamoOutboxRepository:
         """Create the delivery intent once; an existing row (the winner) is returned as is."""
         item = {**self._key(row), **to_item(row.model_dump(mode="json"))}
         try:
-            self._client.put_item(TableName=self._table, Item=item, ConditionExpression="attribute_not_exists(pk)",
-                                  ReturnValuesOnConditionCheckFailure="ALL_OLD")
+            self._client.put_item(
+                TableName=self._table,
+                Item=item,
+                ConditionExpression="attribute_not_exists(pk)",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
         except Exception as exc:  # noqa: BLE001
             old = condition_failed_item(exc)
             if old is None:
@@ -85,9 +92,9 @@ class DynamoOutboxRepository:
 
     def get_row(self, changelist_id: int, recipient: str, review_version: int) -> OutboxRow | None:
         try:
-            answer = self._client.get_item(TableName=self._table, Key=outbox_key(changelist_id, recipient,
-                                                                                   review_version),
-                                           ConsistentRead=True)
+            answer = self._client.get_item(
+                TableName=self._table, Key=outbox_key(changelist_id, recipient, review_version), ConsistentRead=True
+            )
         except Exception as exc:  # noqa: BLE001
             translate(exc, "get outbox row")
         item = answer.get("Item")
@@ -105,15 +112,25 @@ class DynamoOutboxRepository:
         now = now_iso()
         try:
             attributes = conditional_update(
-                self._client, table=self._table, key=self._key(row),
+                self._client,
+                table=self._table,
+                key=self._key(row),
                 update="SET attempts = attempts + :one, updated_at = :now, locked_by = :owner, "
-                       "locked_until = :until, lock_fence = :fence",
+                "locked_until = :until, lock_fence = :fence",
                 condition=f"{_WORKER_GUARD} AND attempts = :seen AND {_UNLOCKED}",
                 names={"#status": "status"},
-                values={":one": to_value(1), ":now": to_value(now), ":owner": to_value(owner), ":fence": to_value(fence),
-                        ":until": to_value(locked_until), ":seen": to_value(row.attempts),
-                        ":null_type": to_value("NULL"), **_guard_values()},
-                operation="record delivery attempt")
+                values={
+                    ":one": to_value(1),
+                    ":now": to_value(now),
+                    ":owner": to_value(owner),
+                    ":fence": to_value(fence),
+                    ":until": to_value(locked_until),
+                    ":seen": to_value(row.attempts),
+                    ":null_type": to_value("NULL"),
+                    **_guard_values(),
+                },
+                operation="record delivery attempt",
+            )
         except ConditionFailed as refused:
             if refused.old_item:
                 current = _row_from_item(refused.old_item)
@@ -126,30 +143,45 @@ class DynamoOutboxRepository:
         """The single write after a provider success: notification_id, notified_at, status sent."""
         now = now_iso()
         return self._update(
-            row, "mark delivery sent",
+            row,
+            "mark delivery sent",
             "SET notification_id = :nid, notified_at = :now, #status = :sent, updated_at = :now, last_error = :null"
             + _RELEASE,
-            {":nid": to_value(notification_id), ":now": to_value(now), ":sent": to_value(DeliveryStatus.SENT.value),
-             ":null": to_value(None)},
+            {
+                ":nid": to_value(notification_id),
+                ":now": to_value(now),
+                ":sent": to_value(DeliveryStatus.SENT.value),
+                ":null": to_value(None),
+            },
             condition="attribute_exists(pk) AND #status <> :sent",
         )
 
     def mark_failed(self, row: OutboxRow, error: str) -> OutboxRow:
         return self._update(
-            row, "mark delivery failed",
+            row,
+            "mark delivery failed",
             "SET #status = :failed, last_error = :error, updated_at = :now" + _RELEASE,
-            {":failed": to_value(DeliveryStatus.FAILED.value), ":error": to_value(error[:500]),
-             ":now": to_value(now_iso()), **_guard_values()},
+            {
+                ":failed": to_value(DeliveryStatus.FAILED.value),
+                ":error": to_value(error[:500]),
+                ":now": to_value(now_iso()),
+                **_guard_values(),
+            },
             condition=_WORKER_GUARD,
         )
 
     def backfill_evidence(self, row: OutboxRow, notification_id: str) -> OutboxRow:
         """A row marked sent without a notification_id, which the provider confirms: record its id."""
         return self._update(
-            row, "backfill delivery evidence",
+            row,
+            "backfill delivery evidence",
             "SET notification_id = :nid, updated_at = :now",
-            {":nid": to_value(notification_id), ":now": to_value(now_iso()), ":sent": to_value(DeliveryStatus.SENT.value),
-             ":null_type": to_value("NULL")},
+            {
+                ":nid": to_value(notification_id),
+                ":now": to_value(now_iso()),
+                ":sent": to_value(DeliveryStatus.SENT.value),
+                ":null_type": to_value("NULL"),
+            },
             condition=f"#status = :sent AND {_NO_EVIDENCE}",
         )
 
@@ -157,22 +189,37 @@ class DynamoOutboxRepository:
         """sent -> pending for a row marked sent without provider evidence that the provider has no
         record of (the ordering contract was violated): markers cleared, audit appended, in one
         conditional write on the notified_at that was seen, so it happens once."""
-        event = _audit(DeliveryAction.RECONCILE, actor, "none", "marked sent without provider evidence; "
-                       "the provider has no record", DeliveryStatus.SENT, DeliveryStatus.PENDING)
+        event = _audit(
+            DeliveryAction.RECONCILE,
+            actor,
+            "none",
+            "marked sent without provider evidence; the provider has no record",
+            DeliveryStatus.SENT,
+            DeliveryStatus.PENDING,
+        )
         return self._update(
-            row, "reopen unconfirmed delivery",
+            row,
+            "reopen unconfirmed delivery",
             "SET #status = :pending, notified_at = :null, last_error = :why, updated_at = :now, "
             "audit = list_append(if_not_exists(audit, :empty), :event)",
-            {":pending": to_value(DeliveryStatus.PENDING.value), ":null": to_value(None),
-             ":why": to_value("reopened: marked sent without provider evidence"), ":now": to_value(event.at),
-             ":empty": to_value([]), ":event": _event_value(event), ":sent": to_value(DeliveryStatus.SENT.value),
-             ":seen": to_value(row.notified_at), ":null_type": to_value("NULL")},
+            {
+                ":pending": to_value(DeliveryStatus.PENDING.value),
+                ":null": to_value(None),
+                ":why": to_value("reopened: marked sent without provider evidence"),
+                ":now": to_value(event.at),
+                ":empty": to_value([]),
+                ":event": _event_value(event),
+                ":sent": to_value(DeliveryStatus.SENT.value),
+                ":seen": to_value(row.notified_at),
+                ":null_type": to_value("NULL"),
+            },
             condition=f"#status = :sent AND notified_at = :seen AND {_NO_EVIDENCE}",
         )
 
     def note_error(self, row: OutboxRow, error: str) -> OutboxRow:
         return self._update(
-            row, "note delivery error",
+            row,
+            "note delivery error",
             "SET last_error = :error, updated_at = :now" + _RELEASE,
             {":error": to_value(error[:500]), ":now": to_value(now_iso()), **_guard_values()},
             condition=_WORKER_GUARD,
@@ -206,8 +253,11 @@ class DynamoOutboxRepository:
         Sorting needs every match, so the scan always runs to the end."""
         kwargs: dict[str, Any] = {"TableName": self._table, "ConsistentRead": True}
         if status is not None:
-            kwargs.update(FilterExpression="#status = :status", ExpressionAttributeNames={"#status": "status"},
-                          ExpressionAttributeValues={":status": to_value(status.value)})
+            kwargs.update(
+                FilterExpression="#status = :status",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues={":status": to_value(status.value)},
+            )
         rows: list[OutboxRow] = []
         unreadable: list[UnreadableRow] = []
         try:
@@ -224,7 +274,7 @@ class DynamoOutboxRepository:
         except Exception as exc:  # noqa: BLE001
             translate(exc, "scan outbox rows")
         rows.sort(key=lambda row: row.updated_at, reverse=True)  # ISO-8601 UTC strings sort as times
-        return OutboxListing(rows=rows[:max(0, limit)], unreadable=unreadable)
+        return OutboxListing(rows=rows[: max(0, limit)], unreadable=unreadable)
 
     def retry_row(self, row: OutboxRow, actor: str, ticket: str, note: str) -> OutboxRow:
         """failed -> pending, in one conditional write, for a row that was never delivered.
@@ -234,12 +284,19 @@ class DynamoOutboxRepository:
         earlier attempt of unknown outcome before making that one."""
         event = _audit(DeliveryAction.RETRY, actor, ticket, note, DeliveryStatus.FAILED, DeliveryStatus.PENDING)
         return self._operator_update(
-            row, "retry delivery", "only a failed row that was never delivered can be retried",
+            row,
+            "retry delivery",
+            "only a failed row that was never delivered can be retried",
             "SET #status = :pending, attempts = :zero, last_error = :null, updated_at = :now, "
             "audit = list_append(if_not_exists(audit, :empty), :event)",
-            {":pending": to_value(DeliveryStatus.PENDING.value), ":zero": to_value(0), ":null": to_value(None),
-             ":now": to_value(event.at), ":event": _event_value(event),
-             ":failed": to_value(DeliveryStatus.FAILED.value)},
+            {
+                ":pending": to_value(DeliveryStatus.PENDING.value),
+                ":zero": to_value(0),
+                ":null": to_value(None),
+                ":now": to_value(event.at),
+                ":event": _event_value(event),
+                ":failed": to_value(DeliveryStatus.FAILED.value),
+            },
             condition="#status = :failed",
         )
 
@@ -250,23 +307,36 @@ class DynamoOutboxRepository:
         the write replaced."""
         event = _audit(DeliveryAction.SKIP, actor, ticket, note, row.status, DeliveryStatus.SKIPPED)
         return self._operator_update(
-            row, "skip delivery", "only a failed or pending row that was never delivered can be skipped",
+            row,
+            "skip delivery",
+            "only a failed or pending row that was never delivered can be skipped",
             "SET #status = :skipped, updated_at = :now, audit = list_append(if_not_exists(audit, :empty), :event)",
-            {":skipped": to_value(DeliveryStatus.SKIPPED.value), ":now": to_value(event.at),
-             ":event": _event_value(event), ":observed": to_value(row.status.value),
-             ":failed": to_value(DeliveryStatus.FAILED.value), ":pending": to_value(DeliveryStatus.PENDING.value)},
+            {
+                ":skipped": to_value(DeliveryStatus.SKIPPED.value),
+                ":now": to_value(event.at),
+                ":event": _event_value(event),
+                ":observed": to_value(row.status.value),
+                ":failed": to_value(DeliveryStatus.FAILED.value),
+                ":pending": to_value(DeliveryStatus.PENDING.value),
+            },
             condition="#status = :observed AND #status IN (:failed, :pending)",
         )
 
-    def _operator_update(self, row: OutboxRow, operation: str, rule: str, expression: str,
-                         values: dict[str, Any], *, condition: str) -> OutboxRow:
+    def _operator_update(
+        self, row: OutboxRow, operation: str, rule: str, expression: str, values: dict[str, Any], *, condition: str
+    ) -> OutboxRow:
         """An operator's conditional write; a lost condition names the row's current status."""
         values = {**values, ":empty": to_value([]), ":null_type": to_value("NULL")}
         try:
             attributes = conditional_update(
-                self._client, table=self._table, key=self._key(row), update=expression,
+                self._client,
+                table=self._table,
+                key=self._key(row),
+                update=expression,
                 condition=f"attribute_exists(pk) AND {condition} AND {_NOT_NOTIFIED}",
-                names={"#status": "status"}, values=values, operation=operation,
+                names={"#status": "status"},
+                values=values,
+                operation=operation,
             )
         except ConditionFailed as refused:
             if not refused.old_item:
@@ -276,13 +346,20 @@ class DynamoOutboxRepository:
             raise StaleWriteError(f"{operation}: refused, the row is {state}: {rule}") from None
         return _row_from_item(attributes)
 
-    def _update(self, row: OutboxRow, operation: str, expression: str, values: dict[str, Any], *,
-                condition: str) -> OutboxRow:
+    def _update(
+        self, row: OutboxRow, operation: str, expression: str, values: dict[str, Any], *, condition: str
+    ) -> OutboxRow:
         names = {"#status": "status"}
         try:
             attributes = conditional_update(
-                self._client, table=self._table, key=self._key(row), update=expression, condition=condition,
-                names=names, values=values, operation=operation,
+                self._client,
+                table=self._table,
+                key=self._key(row),
+                update=expression,
+                condition=condition,
+                names=names,
+                values=values,
+                operation=operation,
             )
         except ConditionFailed:
             raise StaleWriteError(f"{operation}: row already sent, skipped or missing") from None
@@ -293,10 +370,18 @@ def _guard_values() -> dict[str, Any]:
     return {":sent": to_value(DeliveryStatus.SENT.value), ":skipped": to_value(DeliveryStatus.SKIPPED.value)}
 
 
-def _audit(action: DeliveryAction, actor: str, ticket: str, note: str, from_status: DeliveryStatus,
-           to_status: DeliveryStatus) -> DeliveryAuditEvent:
-    return DeliveryAuditEvent(at=now_iso(), actor=actor, action=action, ticket=ticket[:TICKET_LIMIT],
-                              note=note[:NOTE_LIMIT], from_status=from_status, to_status=to_status)
+def _audit(
+    action: DeliveryAction, actor: str, ticket: str, note: str, from_status: DeliveryStatus, to_status: DeliveryStatus
+) -> DeliveryAuditEvent:
+    return DeliveryAuditEvent(
+        at=now_iso(),
+        actor=actor,
+        action=action,
+        ticket=ticket[:TICKET_LIMIT],
+        note=note[:NOTE_LIMIT],
+        from_status=from_status,
+        to_status=to_status,
+    )
 
 
 def _event_value(event: DeliveryAuditEvent) -> dict[str, Any]:

@@ -22,7 +22,6 @@ from p4review.dal.dynamo_codec import to_value
 from p4review.dal.dynamo_jobs import audit_value, job_from_item, job_pk
 from p4review.dal.dynamo_writes import ConditionFailed, conditional_update
 from p4review.errors import IllegalTransitionError, NotFoundError
-from p4review.models.job import STAGE_ORDER, AuditEvent, JobStatus, ReviewJob, StageName, StageStatus
 from p4review.logic.replay import (
     REPLAY_ENQUEUED_EVENT,
     audit_detail,
@@ -30,6 +29,7 @@ from p4review.logic.replay import (
     replay_refusal,
     reset_stages,
 )
+from p4review.models.job import STAGE_ORDER, AuditEvent, JobStatus, ReviewJob, StageName, StageStatus
 
 
 def replay_stage(
@@ -45,8 +45,9 @@ def replay_stage(
 ) -> ReviewJob:
     """Move a dead_lettered job back to in_progress at `stage` (or at fetch, `from_start`)."""
     try:
-        return _update(client, table, job_id, stage, actor=actor, ticket=ticket, note=note, from_start=from_start,
-                       observed=None)
+        return _update(
+            client, table, job_id, stage, actor=actor, ticket=ticket, note=note, from_start=from_start, observed=None
+        )
     except _Refused as refused:
         current = refused.current
     if current is None:
@@ -59,8 +60,9 @@ def replay_stage(
         # operator runs the redrive again.
         raise IllegalTransitionError(f"job {job_id} changed concurrently; run the redrive again")
     try:
-        return _update(client, table, job_id, stage, actor=actor, ticket=ticket, note=note, from_start=from_start,
-                       observed=current)
+        return _update(
+            client, table, job_id, stage, actor=actor, ticket=ticket, note=note, from_start=from_start, observed=current
+        )
     except _Refused as refused:
         status = refused.current.status.value if refused.current else "missing"
         raise IllegalTransitionError(f"job is {status}, not dead_lettered (it changed during the redrive)") from None
@@ -70,17 +72,24 @@ def confirm_enqueued(client: Any, table: str, job: ReviewJob, *, actor: str, sta
     """Append `replay_enqueued` when the job still ends with the replay's own audit event (the
     hand-off is confirmed, so a duplicate DLQ message for this job is refused from now on). False
     when something else was appended first (a worker already claimed it): nothing to do."""
-    event = AuditEvent(at=now_iso(), actor=actor, event=REPLAY_ENQUEUED_EVENT, stage=stage,
-                       detail=f"enqueued {stage.value}")
+    event = AuditEvent(
+        at=now_iso(), actor=actor, event=REPLAY_ENQUEUED_EVENT, stage=stage, detail=f"enqueued {stage.value}"
+    )
     try:
         conditional_update(
-            client, table=table, key={"pk": to_value(job_pk(job.job_id))},
+            client,
+            table=table,
+            key={"pk": to_value(job_pk(job.job_id))},
             update="SET audit = list_append(audit, :event)",
             condition="size(audit) = :length AND #status = :in_progress",
             names={"#status": "status"},
-            values={":event": audit_value(event), ":length": to_value(len(job.audit)),
-                    ":in_progress": to_value(JobStatus.IN_PROGRESS.value)},
-            operation="confirm replay", return_new=False,
+            values={
+                ":event": audit_value(event),
+                ":length": to_value(len(job.audit)),
+                ":in_progress": to_value(JobStatus.IN_PROGRESS.value),
+            },
+            operation="confirm replay",
+            return_new=False,
         )
     except ConditionFailed:
         return False
@@ -93,13 +102,29 @@ class _Refused(Exception):
         self.current = current
 
 
-def _update(client: Any, table: str, job_id: str, stage: StageName, *, actor: str, ticket: str | None,
-            note: str | None, from_start: bool, observed: ReviewJob | None) -> ReviewJob:
+def _update(
+    client: Any,
+    table: str,
+    job_id: str,
+    stage: StageName,
+    *,
+    actor: str,
+    ticket: str | None,
+    note: str | None,
+    from_start: bool,
+    observed: ReviewJob | None,
+) -> ReviewJob:
     now = now_iso()
     from_status = observed.status if observed is not None else JobStatus.DEAD_LETTERED
-    event = AuditEvent(at=now, actor=actor, event="replayed" if observed is None else "replay_resumed",
-                       stage=stage, from_status=from_status, to_status=JobStatus.IN_PROGRESS,
-                       detail=audit_detail(ticket, note, from_start))
+    event = AuditEvent(
+        at=now,
+        actor=actor,
+        event="replayed" if observed is None else "replay_resumed",
+        stage=stage,
+        from_status=from_status,
+        to_status=JobStatus.IN_PROGRESS,
+        detail=audit_detail(ticket, note, from_start),
+    )
     names: dict[str, str] = {"#status": "status", "#st": "status", "#failed_stage": stage.value}
     values: dict[str, Any] = {
         ":in_progress": to_value(JobStatus.IN_PROGRESS.value),
@@ -114,8 +139,7 @@ def _update(client: Any, table: str, job_id: str, stage: StageName, *, actor: st
         "updated_at = :now",
         "audit = list_append(audit, :event)",
         # Keep the class the stage was dead-lettered with, for the runtime's escalation check.
-        "stages.#failed_stage.last_dead_letter_class = "
-        "if_not_exists(stages.#failed_stage.last_error_class, :null)",
+        "stages.#failed_stage.last_dead_letter_class = if_not_exists(stages.#failed_stage.last_error_class, :null)",
     ]
     if observed is None:
         values[":one"] = to_value(1)
@@ -123,10 +147,17 @@ def _update(client: Any, table: str, job_id: str, stage: StageName, *, actor: st
     for index, name in enumerate(reset_stages(stage, from_start)):
         alias = f"#s{index}"
         names[alias] = name.value
-        for attribute, value in (("#st", ":pending"), ("attempts", ":zero"), ("claimed_by", ":null"),
-                                 ("lease_expires_at", ":null"), ("heartbeat_at", ":null"),
-                                 ("started_at", ":null"), ("completed_at", ":null"), ("last_error", ":null"),
-                                 ("first_failure_at", ":null")):
+        for attribute, value in (
+            ("#st", ":pending"),
+            ("attempts", ":zero"),
+            ("claimed_by", ":null"),
+            ("lease_expires_at", ":null"),
+            ("heartbeat_at", ":null"),
+            ("started_at", ":null"),
+            ("completed_at", ":null"),
+            ("last_error", ":null"),
+            ("first_failure_at", ":null"),
+        ):
             assignments.append(f"stages.{alias}.{attribute} = {value}")
     if observed is None:
         values[":dead_lettered"] = to_value(JobStatus.DEAD_LETTERED.value)
@@ -144,8 +175,14 @@ def _update(client: Any, table: str, job_id: str, stage: StageName, *, actor: st
         condition = "attribute_exists(pk) AND #status = :observed_status AND updated_at = :observed_at"
     try:
         attributes = conditional_update(
-            client, table=table, key={"pk": to_value(job_pk(job_id))}, update="SET " + ", ".join(assignments),
-            condition=condition, names=names, values=values, operation="replay job",
+            client,
+            table=table,
+            key={"pk": to_value(job_pk(job_id))},
+            update="SET " + ", ".join(assignments),
+            condition=condition,
+            names=names,
+            values=values,
+            operation="replay job",
         )
     except ConditionFailed as refused:
         raise _Refused(job_from_item(refused.old_item) if refused.old_item else None) from None
@@ -164,10 +201,12 @@ class DynamoJobReplay:
 
         return DynamoJobRepository(self._client, self._table).get_job(job_id)
 
-    def replay_stage(self, job_id: str, stage: StageName, *, actor: str, ticket: str | None, note: str | None,
-                     from_start: bool) -> ReviewJob:
-        return replay_stage(self._client, self._table, job_id, stage, actor=actor, ticket=ticket, note=note,
-                            from_start=from_start)
+    def replay_stage(
+        self, job_id: str, stage: StageName, *, actor: str, ticket: str | None, note: str | None, from_start: bool
+    ) -> ReviewJob:
+        return replay_stage(
+            self._client, self._table, job_id, stage, actor=actor, ticket=ticket, note=note, from_start=from_start
+        )
 
     def confirm_enqueued(self, job: ReviewJob, *, actor: str, stage: StageName) -> None:
         confirm_enqueued(self._client, self._table, job, actor=actor, stage=stage)

@@ -60,11 +60,18 @@ class DynamoSweepRepository:
         """running -> pending for a lease that expired, guarded by the owner and expiry we saw:
         of two sweepers (or a sweeper and a late heartbeat) exactly one write wins."""
         now = now_iso()
-        event = AuditEvent(at=now, actor=actor, event="lease_expired_requeued", stage=stage,
-                           detail=f"lease of {observed.claimed_by} expired at {observed.lease_expires_at}")
+        event = AuditEvent(
+            at=now,
+            actor=actor,
+            event="lease_expired_requeued",
+            stage=stage,
+            detail=f"lease of {observed.claimed_by} expired at {observed.lease_expires_at}",
+        )
         try:
             conditional_update(
-                self._client, table=self._table, key={"pk": to_value(job_pk(job_id))},
+                self._client,
+                table=self._table,
+                key={"pk": to_value(job_pk(job_id))},
                 update=(
                     "SET stages.#stage.#st = :pending, stages.#stage.claimed_by = :null, "
                     "stages.#stage.lease_expires_at = :null, updated_at = :now, audit = list_append(audit, :event)"
@@ -75,12 +82,16 @@ class DynamoSweepRepository:
                 ),
                 names={"#stage": stage.value, "#st": "status"},
                 values={
-                    ":pending": to_value(StageStatus.PENDING.value), ":running": to_value(StageStatus.RUNNING.value),
-                    ":null": to_value(None), ":now": to_value(now), ":owner": to_value(observed.claimed_by),
+                    ":pending": to_value(StageStatus.PENDING.value),
+                    ":running": to_value(StageStatus.RUNNING.value),
+                    ":null": to_value(None),
+                    ":now": to_value(now),
+                    ":owner": to_value(observed.claimed_by),
                     ":expiry": to_value(observed.lease_expires_at),
                     ":event": audit_value(event),
                 },
-                operation="requeue expired lease", return_new=False,
+                operation="requeue expired lease",
+                return_new=False,
             )
         except ConditionFailed:
             return False
@@ -91,17 +102,29 @@ class DynamoSweepRepository:
         full stranded period again (without it every sweep would add one more message). Guarded
         by the `updated_at` the sweeper observed: of two sweepers exactly one re-sends."""
         now = now_iso()
-        event = AuditEvent(at=now, actor=actor, event="stranded_handoff_resent", stage=stage,
-                           detail=f"no progress since {observed_updated_at}")
+        event = AuditEvent(
+            at=now,
+            actor=actor,
+            event="stranded_handoff_resent",
+            stage=stage,
+            detail=f"no progress since {observed_updated_at}",
+        )
         try:
             conditional_update(
-                self._client, table=self._table, key={"pk": to_value(job_pk(job_id))},
+                self._client,
+                table=self._table,
+                key={"pk": to_value(job_pk(job_id))},
                 update="SET updated_at = :now, audit = list_append(audit, :event)",
                 condition="updated_at = :observed AND stages.#stage.#st = :pending",
                 names={"#stage": stage.value, "#st": "status"},
-                values={":now": to_value(now), ":observed": to_value(observed_updated_at),
-                        ":pending": to_value(StageStatus.PENDING.value), ":event": audit_value(event)},
-                operation="mark stranded hand-off resent", return_new=False,
+                values={
+                    ":now": to_value(now),
+                    ":observed": to_value(observed_updated_at),
+                    ":pending": to_value(StageStatus.PENDING.value),
+                    ":event": audit_value(event),
+                },
+                operation="mark stranded hand-off resent",
+                return_new=False,
             )
         except ConditionFailed:
             return False

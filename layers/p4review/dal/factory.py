@@ -66,7 +66,9 @@ class DataAccess:
 
         urls = {stage: getattr(self.settings, f"{stage.value}_queue_url") for stage in STAGE_ORDER}
         dlqs = {stage: getattr(self.settings, f"{stage.value}_dlq_url") for stage in STAGE_ORDER}
-        return SqsStageQueues(_client("sqs"), {k: v for k, v in urls.items() if v}, {k: v for k, v in dlqs.items() if v})
+        return SqsStageQueues(
+            _client("sqs"), {k: v for k, v in urls.items() if v}, {k: v for k, v in dlqs.items() if v}
+        )
 
     @cached_property
     def dead_letters(self) -> SqsDeadLetters:  # operator tooling: dlq list/show/redrive
@@ -98,8 +100,9 @@ class DataAccess:
         from p4review import resources
         from p4review.dal.s3_artifacts import S3ArtifactRetention
 
-        buckets = {spec.key: (getattr(self.settings, f"{spec.key}_bucket"), spec.expiration_days)
-                   for spec in resources.BUCKETS}
+        buckets = {
+            spec.key: (getattr(self.settings, f"{spec.key}_bucket"), spec.expiration_days) for spec in resources.BUCKETS
+        }
         return S3ArtifactRetention(_client("s3"), {key: value for key, value in buckets.items() if value[0]})
 
     @cached_property

@@ -62,13 +62,25 @@ class JobRepository(Protocol):
         ...
 
     def complete_stage(
-        self, job_id: str, stage: StageName, worker_id: str, *, updates: dict[str, Any],
+        self,
+        job_id: str,
+        stage: StageName,
+        worker_id: str,
+        *,
+        updates: dict[str, Any],
         finish_job: JobStatus | None = None,
     ) -> ReviewJob: ...
 
     def release_stage(
-        self, job_id: str, stage: StageName, worker_id: str, *, error_class: str, error: str,
-        stage_status: StageStatus, job_status: JobStatus,
+        self,
+        job_id: str,
+        stage: StageName,
+        worker_id: str,
+        *,
+        error_class: str,
+        error: str,
+        stage_status: StageStatus,
+        job_status: JobStatus,
     ) -> ReviewJob: ...
 
 

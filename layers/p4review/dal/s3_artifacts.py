@@ -65,8 +65,9 @@ class S3ArtifactStore:
             config = TransferConfig(multipart_threshold=SPOOL_BYTES, multipart_chunksize=SPOOL_BYTES, max_concurrency=2)
             try:
                 # No encryption header: the bucket's default (the environment's KMS key) applies.
-                self._client.upload_fileobj(spool, self._bucket, key, ExtraArgs={"ContentType": "application/json"},
-                                            Config=config)
+                self._client.upload_fileobj(
+                    spool, self._bucket, key, ExtraArgs={"ContentType": "application/json"}, Config=config
+                )
             except Exception as exc:  # noqa: BLE001
                 translate(exc, "store artifact")
 
@@ -99,7 +100,7 @@ class S3ArtifactRetention:
             if not children:
                 return None
             path = min(children)
-        return path[len(prefix):].rstrip("/")
+        return path[len(prefix) :].rstrip("/")
 
     def _child_prefixes(self, bucket_key: str, prefix: str) -> list[str]:
         bucket, _ = self._buckets[bucket_key]

@@ -29,13 +29,19 @@ def _dead_letter(stage: StageName, message: dict[str, Any]) -> DeadLetter:
     if attributes.get("SentTimestamp"):
         from datetime import UTC, datetime
 
-        sent_at = datetime.fromtimestamp(int(attributes["SentTimestamp"]) / 1000, UTC).isoformat(
-            timespec="milliseconds").replace("+00:00", "Z")
+        sent_at = (
+            datetime.fromtimestamp(int(attributes["SentTimestamp"]) / 1000, UTC)
+            .isoformat(timespec="milliseconds")
+            .replace("+00:00", "Z")
+        )
     return DeadLetter(
-        stage=stage, message_id=message["MessageId"], receipt_handle=message["ReceiptHandle"],
+        stage=stage,
+        message_id=message["MessageId"],
+        receipt_handle=message["ReceiptHandle"],
         body=body or {},
         body_sha256=hashlib.sha256(raw.encode("utf-8", "replace")).hexdigest(),
-        received_count=int(attributes.get("ApproximateReceiveCount", 0)), sent_at=sent_at,
+        received_count=int(attributes.get("ApproximateReceiveCount", 0)),
+        sent_at=sent_at,
     )
 
 
@@ -56,8 +62,10 @@ class SqsDeadLetters:
     def _receive(self, stage: StageName, count: int, visibility: int) -> list[DeadLetter]:
         try:
             answer = self._client.receive_message(
-                QueueUrl=self._url(stage), MaxNumberOfMessages=max(1, min(_PAGE, count)),
-                VisibilityTimeout=visibility, WaitTimeSeconds=0,
+                QueueUrl=self._url(stage),
+                MaxNumberOfMessages=max(1, min(_PAGE, count)),
+                VisibilityTimeout=visibility,
+                WaitTimeSeconds=0,
                 MessageSystemAttributeNames=["ApproximateReceiveCount", "SentTimestamp"],
             )
         except Exception as exc:  # noqa: BLE001
@@ -84,14 +92,21 @@ class SqsDeadLetters:
             self._release_all(stage, letters)
         return letters
 
-    def take_all(self, stage: StageName, max_messages: int = 100,
-                 visibility_seconds: int = TAKE_VISIBILITY_SECONDS) -> list[DeadLetter]:
+    def take_all(
+        self, stage: StageName, max_messages: int = 100, visibility_seconds: int = TAKE_VISIBILITY_SECONDS
+    ) -> list[DeadLetter]:
         """Receive up to `max_messages` and hold them for `visibility_seconds`: the caller deletes
         or releases each one."""
         return self._collect(stage, max_messages, visibility_seconds)
 
-    def take(self, stage: StageName, message_id: str, *, max_scan: int = 1000,
-             visibility_seconds: int = TAKE_VISIBILITY_SECONDS) -> DeadLetter | None:
+    def take(
+        self,
+        stage: StageName,
+        message_id: str,
+        *,
+        max_scan: int = 1000,
+        visibility_seconds: int = TAKE_VISIBILITY_SECONDS,
+    ) -> DeadLetter | None:
         """Find one message by its SQS message id and hold it (the others are released at once)."""
         scanned: list[DeadLetter] = []
         wanted: DeadLetter | None = None
@@ -126,8 +141,9 @@ class SqsDeadLetters:
     def release(self, stage: StageName, receipt_handle: str) -> None:
         """Make a held message visible again at once."""
         try:
-            self._client.change_message_visibility(QueueUrl=self._url(stage), ReceiptHandle=receipt_handle,
-                                                   VisibilityTimeout=0)
+            self._client.change_message_visibility(
+                QueueUrl=self._url(stage), ReceiptHandle=receipt_handle, VisibilityTimeout=0
+            )
         except Exception as exc:  # noqa: BLE001
             translate(exc, f"release {stage.value} dead letter")
 
@@ -142,11 +158,14 @@ class SqsDeadLetters:
 
     def _release_all(self, stage: StageName, letters: list[DeadLetter]) -> None:
         for start in range(0, len(letters), _PAGE):
-            chunk = letters[start:start + _PAGE]
+            chunk = letters[start : start + _PAGE]
             try:
-                self._client.change_message_visibility_batch(QueueUrl=self._url(stage), Entries=[
-                    {"Id": str(index), "ReceiptHandle": letter.receipt_handle, "VisibilityTimeout": 0}
-                    for index, letter in enumerate(chunk)
-                ])
+                self._client.change_message_visibility_batch(
+                    QueueUrl=self._url(stage),
+                    Entries=[
+                        {"Id": str(index), "ReceiptHandle": letter.receipt_handle, "VisibilityTimeout": 0}
+                        for index, letter in enumerate(chunk)
+                    ],
+                )
             except Exception as exc:  # noqa: BLE001
                 translate(exc, f"release {stage.value} dead letters")

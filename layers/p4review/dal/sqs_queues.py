@@ -18,8 +18,9 @@ class SqsStageQueues:
 
     def send(self, message: StageMessage) -> None:
         try:
-            self._client.send_message(QueueUrl=self._queue_urls[message.stage],
-                                      MessageBody=message.model_dump_json(exclude_none=True))
+            self._client.send_message(
+                QueueUrl=self._queue_urls[message.stage], MessageBody=message.model_dump_json(exclude_none=True)
+            )
         except Exception as exc:  # noqa: BLE001
             translate(exc, f"enqueue {message.stage.value}")
 
@@ -32,7 +33,10 @@ class SqsStageQueues:
     def delay(self, stage: StageName, receipt_handle: str, seconds: float) -> None:
         """Schedule a redelivery by the message's visibility timeout (no sleeping in a function)."""
         try:
-            self._client.change_message_visibility(QueueUrl=self._queue_urls[stage], ReceiptHandle=receipt_handle,
-                                                   VisibilityTimeout=max(0, min(int(round(seconds)), 43_200)))
+            self._client.change_message_visibility(
+                QueueUrl=self._queue_urls[stage],
+                ReceiptHandle=receipt_handle,
+                VisibilityTimeout=max(0, min(int(round(seconds)), 43_200)),
+            )
         except Exception as exc:  # noqa: BLE001
             translate(exc, f"delay {stage.value} message")

@@ -17,8 +17,9 @@ class BackgroundServer:
 
     def _serve(self, server: Any, thread_name: str) -> None:
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
-                                        name=thread_name, daemon=True)
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.1}, name=thread_name, daemon=True
+        )
         self._thread.start()
 
     def stop(self) -> None:

@@ -52,8 +52,10 @@ TEMPLATE_CHANGES = (48213, 48220, 48270)
 FIRST_CHAOS_CHANGE = 700_001
 # Every fault point. The crash points are rare because each one costs a process restart; the
 # killer adds crashes at arbitrary points on top.
-DEFAULT_FAULTS = ("after_claim=0.01,after_side_effect=0.01,before_handoff=0.01,heartbeat_loss=0.02,"
-                  "provider_transient=0.15,provider_permanent=0.01,p4_timeout=0.05,db_write_after_provider=0.05")
+DEFAULT_FAULTS = (
+    "after_claim=0.01,after_side_effect=0.01,before_handoff=0.01,heartbeat_loss=0.02,"
+    "provider_transient=0.15,provider_permanent=0.01,p4_timeout=0.05,db_write_after_provider=0.05"
+)
 END_STATES = {JobStatus.SUCCEEDED, JobStatus.DEAD_LETTERED}
 
 
@@ -90,12 +92,13 @@ class ChaosReport:
 
     @property
     def passed(self) -> bool:
-        return (self.duplicate_emails == 0 and self.lost == 0
-                and self.succeeded + self.dead_lettered == self.jobs)
+        return self.duplicate_emails == 0 and self.lost == 0 and self.succeeded + self.dead_lettered == self.jobs
 
     def summary_line(self) -> str:
-        return (f"jobs={self.jobs} succeeded={self.succeeded} dead_lettered={self.dead_lettered} "
-                f"deliveries={self.deliveries} duplicate_emails={self.duplicate_emails} lost={self.lost}")
+        return (
+            f"jobs={self.jobs} succeeded={self.succeeded} dead_lettered={self.dead_lettered} "
+            f"deliveries={self.deliveries} duplicate_emails={self.duplicate_emails} lost={self.lost}"
+        )
 
 
 def _say(text: str) -> None:
@@ -159,10 +162,22 @@ class WorkerFleet:
         # The child keeps its own copy of the log descriptor; ours is closed (a run restarts ~150 workers).
         with open(self._log_dir / f"{stage.value}-{slot}.log", "ab") as log:
             return subprocess.Popen(
-                [sys.executable, "-m", "p4review.cli.main", "--state-dir", str(self._state_dir), "local", "worker",
-                 "--stage", stage.value],
-                env={**self._env, "P4REVIEW_FAULTS": faults}, stdout=log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, preexec_fn=self._preexec,
+                [
+                    sys.executable,
+                    "-m",
+                    "p4review.cli.main",
+                    "--state-dir",
+                    str(self._state_dir),
+                    "local",
+                    "worker",
+                    "--stage",
+                    stage.value,
+                ],
+                env={**self._env, "P4REVIEW_FAULTS": faults},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=self._preexec,
             )
 
     def start(self) -> None:
@@ -222,8 +237,13 @@ def _submit_all(client: Any, numbers: list[int], run_id: str) -> tuple[dict[int,
         outcome: Any = None
         for _ in range(5):
             try:
-                outcome = client.submit(changelist_id=number, review_version=1, kind="submitted",
-                                        idempotency_key=f"chaos-{run_id}-{number}", rerun=False)
+                outcome = client.submit(
+                    changelist_id=number,
+                    review_version=1,
+                    kind="submitted",
+                    idempotency_key=f"chaos-{run_id}-{number}",
+                    rerun=False,
+                )
             except OSError as exc:  # timeout, refused: the request may or may not have landed
                 outcome = exc
                 continue
@@ -257,8 +277,10 @@ def _wait_for_end_states(dal: Any, job_ids: list[str], timeout: float, fleet: Wo
         if not waiting or elapsed > timeout:
             break
         if elapsed - last_report >= 15:
-            _say(f"  [{elapsed:6.1f}s] ended {len(job_ids) - waiting}/{len(job_ids)}; "
-                 f"kills={fleet.kills} crash_exits={fleet.crash_exits}")
+            _say(
+                f"  [{elapsed:6.1f}s] ended {len(job_ids) - waiting}/{len(job_ids)}; "
+                f"kills={fleet.kills} crash_exits={fleet.crash_exits}"
+            )
             last_report = elapsed
         time.sleep(3.0)
     return {job_id: dal.jobs.get_job(job_id) for job_id in job_ids}
@@ -279,12 +301,21 @@ def _dead_letter_job_ids(dal: Any) -> set[str]:
 
 def _stack_arguments(config: ChaosConfig, p4_executable: Path) -> list[str]:
     """`p4review local up` options: no in-process pollers, short leases, a busy sweeper."""
-    return ["--no-workers", "--lease-seconds", str(config.lease_seconds),
-            "--visibility-seconds", str(config.visibility_seconds),
-            "--sweep-interval", str(config.sweep_interval_seconds),
-            "--set", f"P4REVIEW_P4_EXECUTABLE={p4_executable}",
-            "--set", f"P4REVIEW_SWEEP_STRANDED_SECONDS={config.stranded_seconds}",
-            "--set", f"P4REVIEW_REVIEWERS={json.dumps(chaos_reviewers(config.recipients))}"]
+    return [
+        "--no-workers",
+        "--lease-seconds",
+        str(config.lease_seconds),
+        "--visibility-seconds",
+        str(config.visibility_seconds),
+        "--sweep-interval",
+        str(config.sweep_interval_seconds),
+        "--set",
+        f"P4REVIEW_P4_EXECUTABLE={p4_executable}",
+        "--set",
+        f"P4REVIEW_SWEEP_STRANDED_SECONDS={config.stranded_seconds}",
+        "--set",
+        f"P4REVIEW_REVIEWERS={json.dumps(chaos_reviewers(config.recipients))}",
+    ]
 
 
 def chaos_reviewers(recipients: int) -> list[dict[str, Any]]:
@@ -314,8 +345,10 @@ def run_chaos(state_root: Path, config: ChaosConfig) -> ChaosReport:
     stack, info = start_stack_process(state_dir, _stack_arguments(config, p4_executable))
     fleet = WorkerFleet(state_dir, config, extra_env={"PYTHONUNBUFFERED": "1"})
     try:
-        _say(f"chaos: {config.jobs} jobs, {config.workers_per_stage} worker processes per stage, "
-             f"a SIGKILL every {config.kill_every[0]}-{config.kill_every[1]} s, faults: {config.faults or 'off'}")
+        _say(
+            f"chaos: {config.jobs} jobs, {config.workers_per_stage} worker processes per stage, "
+            f"a SIGKILL every {config.kill_every[0]}-{config.kill_every[1]} s, faults: {config.faults or 'off'}"
+        )
         _say(f"  state and logs: {state_dir}")
         fleet.start()
         client = ReviewApiClient(info["api_url"], Path(info["signing_secret_file"]).read_text().strip())
@@ -339,19 +372,28 @@ def run_chaos(state_root: Path, config: ChaosConfig) -> ChaosReport:
         for number, job_id in sorted(job_by_change.items()):
             job = final.get(job_id)
             if job is None or job.status not in END_STATES:
-                report.problems.append(f"CL {number} job {job_id}: not ended "
-                                       f"({job.status.value if job else 'missing'})")
+                report.problems.append(
+                    f"CL {number} job {job_id}: not ended ({job.status.value if job else 'missing'})"
+                )
                 report.lost += 1
                 continue
             if job.status == JobStatus.DEAD_LETTERED:
                 report.dead_lettered += 1
-                reason = next((state.last_dead_letter_class or state.last_error_class
-                               for state in job.stages.values() if state.status == StageStatus.FAILED), None)
+                reason = next(
+                    (
+                        state.last_dead_letter_class or state.last_error_class
+                        for state in job.stages.values()
+                        if state.status == StageStatus.FAILED
+                    ),
+                    None,
+                )
                 report.dead_letter_classes[reason or "?"] += 1
                 if job_id not in parked or not reason:
                     report.lost += 1
-                    report.problems.append(f"CL {number} job {job_id}: dead-lettered without "
-                                           f"{'an envelope' if job_id not in parked else 'a reason'}")
+                    report.problems.append(
+                        f"CL {number} job {job_id}: dead-lettered without "
+                        f"{'an envelope' if job_id not in parked else 'a reason'}"
+                    )
                 continue
             report.succeeded += 1
             for row in dal.outbox.rows_for_version(job.changelist_id, job.review_version):
@@ -377,17 +419,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=ChaosConfig.seed)
     parser.add_argument("--faults", default=DEFAULT_FAULTS, help="P4REVIEW_FAULTS for the workers ('' = none)")
     parser.add_argument("--timeout", type=float, default=ChaosConfig.timeout_seconds)
-    parser.add_argument("--recipients", type=int, default=ChaosConfig.recipients,
-                        help="required deliveries per job: the owner plus N-1 reviewers")
+    parser.add_argument(
+        "--recipients",
+        type=int,
+        default=ChaosConfig.recipients,
+        help="required deliveries per job: the owner plus N-1 reviewers",
+    )
     args = parser.parse_args(argv)
     exit_on_sigterm()
-    config = ChaosConfig(jobs=args.jobs, workers_per_stage=args.workers_per_stage, seed=args.seed,
-                         faults=args.faults, timeout_seconds=args.timeout, recipients=args.recipients)
+    config = ChaosConfig(
+        jobs=args.jobs,
+        workers_per_stage=args.workers_per_stage,
+        seed=args.seed,
+        faults=args.faults,
+        timeout_seconds=args.timeout,
+        recipients=args.recipients,
+    )
     report = run_chaos(Path(args.state_dir), config)
     for problem in report.problems[:50]:
         _say(f"  PROBLEM: {problem}")
-    _say(f"kills={report.kills} crash_exits={report.crash_exits} "
-         f"dead_letter_classes={dict(report.dead_letter_classes)} elapsed={report.elapsed_seconds:.0f}s")
+    _say(
+        f"kills={report.kills} crash_exits={report.crash_exits} "
+        f"dead_letter_classes={dict(report.dead_letter_classes)} elapsed={report.elapsed_seconds:.0f}s"
+    )
     _say(report.summary_line())
     return 0 if report.passed else 1
 

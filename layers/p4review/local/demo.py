@@ -33,11 +33,15 @@ def _say(text: str) -> None:
 
 def _progress(jobs: dict[str, dict[str, Any]]) -> str:
     total = len(jobs)
-    done = {stage: sum(1 for job in jobs.values() if job["stages"][stage]["status"] == "completed")
-            for stage in ("fetch", "review", "notify")}
+    done = {
+        stage: sum(1 for job in jobs.values() if job["stages"][stage]["status"] == "completed")
+        for stage in ("fetch", "review", "notify")
+    }
     succeeded = sum(1 for job in jobs.values() if job["status"] == "succeeded")
-    return (f"fetch {done['fetch']}/{total} | review {done['review']}/{total} | "
-            f"notify {done['notify']}/{total} | succeeded {succeeded}/{total}")
+    return (
+        f"fetch {done['fetch']}/{total} | review {done['review']}/{total} | "
+        f"notify {done['notify']}/{total} | succeeded {succeeded}/{total}"
+    )
 
 
 def _wait_for_jobs(client: ReviewApiClient, job_ids: list[str], timeout_seconds: float) -> dict[str, dict[str, Any]]:
@@ -64,7 +68,7 @@ def _wait_for_jobs(client: ReviewApiClient, job_ids: list[str], timeout_seconds:
 
 def _table(rows: list[list[str]], header: list[str]) -> str:
     widths = [max(len(str(row[index])) for row in [header, *rows]) for index in range(len(header))]
-    line = lambda row: "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths))  # noqa: E731
+    line = lambda row: "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=False))  # noqa: E731
     return "\n".join([line(header), line(["-" * width for width in widths]), *map(line, rows)])
 
 
@@ -77,8 +81,15 @@ def _trigger_runs(changes: list[dict[str, Any]]) -> list[tuple[str, int, int | N
             for version in range(1, int(change.get("review_versions", 1)) + 1):
                 runs.append(("shelve-commit", number, None, version, f"shelve (shelf v{version})"))
         elif change.get("shelved_as"):
-            runs.append(("change-commit", number, int(change["shelved_as"]), None,
-                         f"submit (renumbered from {change['shelved_as']})"))
+            runs.append(
+                (
+                    "change-commit",
+                    number,
+                    int(change["shelved_as"]),
+                    None,
+                    f"submit (renumbered from {change['shelved_as']})",
+                )
+            )
         else:
             runs.append(("change-commit", number, number, None, "submit"))
     return runs
@@ -140,8 +151,10 @@ def run_demo(state_root: Path, timeout_seconds: float = 300) -> int:
         time.sleep(1.0)  # let the detached senders try (and fail) to reach the API
         pending = host.events("pending")
         errors = sorted({event["last_error"] for event in pending if event.get("last_error")})
-        _say(f"  spool: {len(pending)} events pending, nothing lost (the first sender stopped at: "
-             f"{', '.join(errors) or 'not yet tried'})")
+        _say(
+            f"  spool: {len(pending)} events pending, nothing lost (the first sender stopped at: "
+            f"{', '.join(errors) or 'not yet tried'})"
+        )
         _say("API back: the front door opens; the timer's drain runs (p4review-trigger.py --drain):")
         door.open()
         drained = host.drain()
@@ -158,29 +171,52 @@ def run_demo(state_root: Path, timeout_seconds: float = 300) -> int:
         _say("Processing (fetch -> review -> notify):")
         jobs = _wait_for_jobs(client, [job_id for _, job_id in accepted], timeout_seconds)
         first_request, _ = accepted[0]
-        again = client.submit(changelist_id=first_request["changelist_id"], review_version=1, kind="submitted",
-                              idempotency_key="demo-new-key-same-version")
-        _say(f"After success, CL {first_request['changelist_id']} v1 under a new key -> {again.status} "
-             f"({again.headers.get('x-p4review-replay')}): prior result, no new email")
+        again = client.submit(
+            changelist_id=first_request["changelist_id"],
+            review_version=1,
+            kind="submitted",
+            idempotency_key="demo-new-key-same-version",
+        )
+        _say(
+            f"After success, CL {first_request['changelist_id']} v1 under a new key -> {again.status} "
+            f"({again.headers.get('x-p4review-replay')}): prior result, no new email"
+        )
         rows = []
         for request, job_id in accepted:
             job = jobs.get(job_id, {})
             summary = job.get("summary") or {}
             sent = sum(1 for delivery in job.get("deliveries") or [] if delivery["status"] == "sent")
             follows = request.get("follows_shelf")
-            rows.append([job_id[:8], request["changelist_id"], f"v{request['review_version']}", request["kind"],
-                         f"shelf v{follows['review_version']} of {follows['changelist_id']}" if follows else "",
-                         job.get("status", "?"), summary.get("findings", "-"), sent])
+            rows.append(
+                [
+                    job_id[:8],
+                    request["changelist_id"],
+                    f"v{request['review_version']}",
+                    request["kind"],
+                    f"shelf v{follows['review_version']} of {follows['changelist_id']}" if follows else "",
+                    job.get("status", "?"),
+                    summary.get("findings", "-"),
+                    sent,
+                ]
+            )
         _say("")
         _say(_table(rows, ["job", "changelist", "version", "kind", "follows", "status", "findings", "emails"]))
         mailbox = Path(state["mailbox_dir"])
         emails = sorted(mailbox.glob("*.eml"))
         _say(f"\n{len(emails)} emails in {mailbox}; trigger log: {host.spool / 'p4review-trigger.log'}")
-        ok = (all(status == 0 for status in statuses) and len(accepted) == len(runs)
-              and not host.events("pending") and not host.events("rejected")
-              and all(row[5] == "succeeded" for row in rows) and len(emails) == sum(row[7] for row in rows))
-        _say("demo: every changelist went through the trigger, was reviewed and emailed exactly once" if ok
-             else "demo: FAILED")
+        ok = (
+            all(status == 0 for status in statuses)
+            and len(accepted) == len(runs)
+            and not host.events("pending")
+            and not host.events("rejected")
+            and all(row[5] == "succeeded" for row in rows)
+            and len(emails) == sum(row[7] for row in rows)
+        )
+        _say(
+            "demo: every changelist went through the trigger, was reviewed and emailed exactly once"
+            if ok
+            else "demo: FAILED"
+        )
         return 0 if ok else 1
     finally:
         if door is not None:

@@ -77,7 +77,7 @@ def build_proxy_event(
     path = unquote(split.path) or "/"
     stage_prefix = f"/{stage}"
     if path == stage_prefix or path.startswith(stage_prefix + "/"):
-        path = path[len(stage_prefix):] or "/"
+        path = path[len(stage_prefix) :] or "/"
     resource, path_parameters = match_resource(path)
 
     single: dict[str, str] = {}
@@ -240,8 +240,14 @@ class _RequestHandler(BaseHTTPRequestHandler):
         headers = [
             ("Content-Type", "application/json"),
             ("x-amzn-RequestId", str(uuid.uuid4())),
-            ("x-amzn-ErrorType", "InternalServerErrorException" if status >= 500
-             else "RequestTooLargeException" if status == 413 else "BadRequestException"),
+            (
+                "x-amzn-ErrorType",
+                "InternalServerErrorException"
+                if status >= 500
+                else "RequestTooLargeException"
+                if status == 413
+                else "BadRequestException",
+            ),
         ]
         self._send(status, headers, json.dumps(payload).encode("utf-8"), close=close)
 

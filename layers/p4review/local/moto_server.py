@@ -67,7 +67,7 @@ def service_of(environ: dict[str, Any]) -> str | None:
     start = auth.find(marker)
     if start < 0:
         return None
-    scope = auth[start + len(marker):].split(",", 1)[0].strip().split("/")
+    scope = auth[start + len(marker) :].split(",", 1)[0].strip().split("/")
     if len(scope) >= 5:
         return scope[3].lower()
     return None

@@ -67,8 +67,9 @@ def _transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> No
         current = self.get_item(table_name, key)
         condition = op.get("ConditionExpression")
         if condition is not None:
-            check = get_filter_expression(condition, op.get("ExpressionAttributeNames"),
-                                          op.get("ExpressionAttributeValues"))
+            check = get_filter_expression(
+                condition, op.get("ExpressionAttributeNames"), op.get("ExpressionAttributeValues")
+            )
             if not check.expr(current):
                 old = None
                 if op.get("ReturnValuesOnConditionCheckFailure") == "ALL_OLD" and current:
@@ -89,8 +90,13 @@ def _transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> No
             elif op_type == "Delete":
                 self.delete_item(table_name, key)
             elif op_type == "Update":
-                self.update_item(table_name, key, update_expression=op["UpdateExpression"],
-                                 expression_attribute_names=names, expression_attribute_values=values)
+                self.update_item(
+                    table_name,
+                    key,
+                    update_expression=op["UpdateExpression"],
+                    expression_attribute_names=names,
+                    expression_attribute_values=values,
+                )
             else:
                 continue
             applied.append((table_name, key, before))

@@ -123,9 +123,10 @@ def _ensure_table(ddb: Any, table: spec.TableSpec, name: str) -> None:
     ddb.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 30})
     if table.ttl_attribute:
         current = ddb.describe_time_to_live(TableName=name).get("TimeToLiveDescription", {})
-        if current.get("TimeToLiveStatus") not in ("ENABLED", "ENABLING") or current.get(
-            "AttributeName"
-        ) != table.ttl_attribute:
+        if (
+            current.get("TimeToLiveStatus") not in ("ENABLED", "ENABLING")
+            or current.get("AttributeName") != table.ttl_attribute
+        ):
             ddb.update_time_to_live(
                 TableName=name,
                 TimeToLiveSpecification={"Enabled": True, "AttributeName": table.ttl_attribute},

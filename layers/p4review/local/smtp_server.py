@@ -97,6 +97,8 @@ class _Controller(Controller):
         if self._require_auth:
             smtp._auth_required = True  # noqa: SLF001 - see class docstring
         return smtp
+
+
 INDEX_FILE = "index.jsonl"
 
 
@@ -152,16 +154,28 @@ class _Handler:
     def mail_server(self) -> LocalMailServer:
         return self._server
 
-    async def handle_EHLO(self, server: Any, session: Any, envelope: Any, hostname: str,  # noqa: N802
-                          responses: list[str]) -> list[str]:
+    async def handle_EHLO(
+        self,
+        server: Any,
+        session: Any,
+        envelope: Any,
+        hostname: str,  # noqa: N802
+        responses: list[str],
+    ) -> list[str]:
         session.host_name = hostname
         if not self._server.lookup_enabled:
             return responses
         # Advertise the lookup keyword before the closing "250 HELP" line.
         return [*responses[:-1], f"250-{LOOKUP_EXTENSION}", responses[-1]]
 
-    async def handle_RCPT(self, server: Any, session: Any, envelope: Any, address: str,  # noqa: N802
-                          rcpt_options: list[str]) -> str:
+    async def handle_RCPT(
+        self,
+        server: Any,
+        session: Any,
+        envelope: Any,
+        address: str,  # noqa: N802
+        rcpt_options: list[str],
+    ) -> str:
         delay = self._server._take_rcpt_delay()
         if delay:
             await asyncio.sleep(delay)

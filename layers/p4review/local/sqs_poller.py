@@ -282,7 +282,7 @@ class SqsPoller:
                     MessageSystemAttributeNames=["All"],
                     MessageAttributeNames=["All"],
                 )
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - the poller outlives any one failed receive, as Lambda's does
                 if self._stop.is_set():
                     break
                 self._add("receive_errors")
@@ -338,7 +338,7 @@ class SqsPoller:
             self._add("failed_items", len(failed))
         to_delete = [message for message in messages if message["MessageId"] not in failed]
         for start in range(0, len(to_delete), 10):
-            chunk = to_delete[start:start + 10]
+            chunk = to_delete[start : start + 10]
             try:
                 response = client.delete_message_batch(
                     QueueUrl=self.queue_url,
@@ -346,7 +346,7 @@ class SqsPoller:
                         {"Id": str(n), "ReceiptHandle": message["ReceiptHandle"]} for n, message in enumerate(chunk)
                     ],
                 )
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - logged; the messages come back after their visibility timeout
                 log.warning("%s: delete_message_batch failed: %s", self.function_name, exc)
                 continue
             self._add("deleted", len(response.get("Successful") or []))

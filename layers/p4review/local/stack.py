@@ -73,7 +73,7 @@ class ScheduledInvoker:
         self._thread = threading.Thread(target=self._loop, name=f"schedule-{function_name}", daemon=True)
         self.invocations = 0
 
-    def start(self) -> "ScheduledInvoker":
+    def start(self) -> ScheduledInvoker:
         self._thread.start()
         return self
 
@@ -82,8 +82,9 @@ class ScheduledInvoker:
 
         while not self._stopping.wait(self._interval):
             try:
-                self._handler({"source": "aws.events", "detail-type": "Scheduled Event"},
-                              FakeLambdaContext(self._function_name))
+                self._handler(
+                    {"source": "aws.events", "detail-type": "Scheduled Event"}, FakeLambdaContext(self._function_name)
+                )
             except Exception:  # noqa: BLE001 - a failed run is retried at the next tick, as in AWS
                 pass
             self.invocations += 1
@@ -153,22 +154,38 @@ class LocalStack:
         self.mail_server.start()
         self._started.append(self.mail_server)
 
-        os.environ.update({
-            "AWS_ENDPOINT_URL": endpoint, "AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION,
-            "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
-        })
+        os.environ.update(
+            {
+                "AWS_ENDPOINT_URL": endpoint,
+                "AWS_DEFAULT_REGION": REGION,
+                "AWS_REGION": REGION,
+                "AWS_ACCESS_KEY_ID": "local",
+                "AWS_SECRET_ACCESS_KEY": "local",
+            }
+        )
         session = boto3.Session(region_name=REGION, aws_access_key_id="local", aws_secret_access_key="local")
         self.resources = provision(
-            session, self._environment, endpoint_url=endpoint, region=REGION,
+            session,
+            self._environment,
+            endpoint_url=endpoint,
+            region=REGION,
             visibility_timeouts=self._visibility_timeouts,
             secret_values={
                 spec.SIGNING_SECRET.key: self.signing_secret,
-                spec.SMTP_SECRET.key: {"host": "127.0.0.1", "port": self.mail_server.port, "tls_mode": "none",
-                                       "username": smtp_user, "password": smtp_password,
-                                       "from_address": LOCAL_FROM_ADDRESS},
+                spec.SMTP_SECRET.key: {
+                    "host": "127.0.0.1",
+                    "port": self.mail_server.port,
+                    "tls_mode": "none",
+                    "username": smtp_user,
+                    "password": smtp_password,
+                    "from_address": LOCAL_FROM_ADDRESS,
+                },
                 spec.LLM_SECRET.key: {"provider": "offline"},
-                spec.P4_SECRET.key: {"P4PORT": "ssl:perforce.local:1666", "P4USER": "p4review-bot",
-                                     "P4TICKET": secrets.token_hex(16)},
+                spec.P4_SECRET.key: {
+                    "P4PORT": "ssl:perforce.local:1666",
+                    "P4USER": "p4review-bot",
+                    "P4TICKET": secrets.token_hex(16),
+                },
             },
         )
         root = repo_root()
@@ -181,8 +198,9 @@ class LocalStack:
             # a review list. Its only change (48261) belongs to a user whose Email is Perforce's
             # unverified `user@client` default, so the demo shows both: a failed row for the owner,
             # the review emailed to the UI leads.
-            "P4REVIEW_REVIEWERS": json.dumps([{"prefix": "//depot/game/main/ui/...",
-                                               "reviewers": ["ui-leads@northwind-games.example"]}]),
+            "P4REVIEW_REVIEWERS": json.dumps(
+                [{"prefix": "//depot/game/main/ui/...", "reviewers": ["ui-leads@northwind-games.example"]}]
+            ),
             **({"P4REVIEW_LEASE_SECONDS": str(self._lease_seconds)} if self._lease_seconds else {}),
             **self._extra_env,
         }
@@ -200,32 +218,49 @@ class LocalStack:
         self._started.append(gateway)
 
         def sqs_client() -> Any:
-            return boto3.Session(region_name=REGION, aws_access_key_id="local",
-                                 aws_secret_access_key="local").client("sqs", endpoint_url=endpoint)
+            return boto3.Session(region_name=REGION, aws_access_key_id="local", aws_secret_access_key="local").client(
+                "sqs", endpoint_url=endpoint
+            )
 
         for stage in STAGE_ORDER if self._workers else ():
             queue = self.resources.queue_for_stage(stage)
             handler = load_function(stage.value).lambda_handler
-            poller = SqsPoller(sqs_client, queue.url, queue.arn, handler, batch_size=queue.batch_size,
-                               concurrency=queue.max_concurrency, function_name=f"p4review-{self._environment}-{stage}",
-                               function_timeout_seconds=spec.QUEUE_FOR_STAGE[stage].function_timeout_seconds)
+            poller = SqsPoller(
+                sqs_client,
+                queue.url,
+                queue.arn,
+                handler,
+                batch_size=queue.batch_size,
+                concurrency=queue.max_concurrency,
+                function_name=f"p4review-{self._environment}-{stage}",
+                function_timeout_seconds=spec.QUEUE_FOR_STAGE[stage].function_timeout_seconds,
+            )
             poller.start()
             self._started.append(poller)
             self.pollers[stage] = poller
 
-        self.sweeper = ScheduledInvoker(load_function("sweeper").lambda_handler, self._sweep_interval,
-                                        f"p4review-{self._environment}-sweeper").start()
+        self.sweeper = ScheduledInvoker(
+            load_function("sweeper").lambda_handler, self._sweep_interval, f"p4review-{self._environment}-sweeper"
+        ).start()
         self._started.append(self.sweeper)
 
-        self.info = StackInfo(api_url=gateway.url, aws_endpoint=endpoint, mailbox_dir=str(mailbox),
-                              signing_secret_file=str(secret_file), smtp_port=self.mail_server.port,
-                              state_dir=str(self.state_dir))
+        self.info = StackInfo(
+            api_url=gateway.url,
+            aws_endpoint=endpoint,
+            mailbox_dir=str(mailbox),
+            signing_secret_file=str(secret_file),
+            smtp_port=self.mail_server.port,
+            state_dir=str(self.state_dir),
+        )
         (self.state_dir / "stack.json").write_text(self.info.to_json())
         # Operator commands that talk to AWS directly (`p4review dlq ...`) and worker processes
         # (`p4review local worker`) load this environment.
         env_file = self.state_dir / "stack.env"
-        env_file.write_text("".join(f"{name}={value}\n" for name, value in sorted(os.environ.items())
-                                    if name.startswith(STACK_ENV_PREFIXES)))
+        env_file.write_text(
+            "".join(
+                f"{name}={value}\n" for name, value in sorted(os.environ.items()) if name.startswith(STACK_ENV_PREFIXES)
+            )
+        )
         env_file.chmod(0o600)
         return self.info
 
@@ -246,7 +281,7 @@ class LocalStack:
             self._saved_environ = None
             reset_data_access()
 
-    def __enter__(self) -> "LocalStack":
+    def __enter__(self) -> LocalStack:
         self.start()
         return self
 

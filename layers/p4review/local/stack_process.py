@@ -8,8 +8,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 START_TIMEOUT_SECONDS = 90
 # prctl(2) option: the signal a child receives when its parent dies (Linux only).
@@ -34,24 +35,42 @@ def die_with_parent() -> Callable[[], None] | None:
 
     def set_parent_death_signal() -> None:
         prctl(option, kill)
+
     return set_parent_death_signal
 
 
 def exit_on_sigterm() -> None:
     """Turn SIGTERM into SystemExit in a driver, so its `finally` blocks stop its children."""
+
     def handler(signum: int, frame: object) -> None:
         raise SystemExit(128 + signum)
+
     signal.signal(signal.SIGTERM, handler)
 
 
-def start_stack_process(state_dir: Path, extra_args: list[str] | None = None) -> tuple[subprocess.Popen, dict[str, Any]]:
+def start_stack_process(
+    state_dir: Path, extra_args: list[str] | None = None
+) -> tuple[subprocess.Popen, dict[str, Any]]:
     """Start `p4review local up --port 0 [extra_args]` with its output in `<state_dir>/stack.log`
     and wait for its `stack.json`; returns the child and that state."""
     log = open(state_dir / "stack.log", "wb")  # noqa: SIM115 - lives as long as the child
     child = subprocess.Popen(
-        [sys.executable, "-m", "p4review.cli.main", "--state-dir", str(state_dir), "local", "up", "--port", "0",
-         *(extra_args or [])],
-        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent(),
+        [
+            sys.executable,
+            "-m",
+            "p4review.cli.main",
+            "--state-dir",
+            str(state_dir),
+            "local",
+            "up",
+            "--port",
+            "0",
+            *(extra_args or []),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=die_with_parent(),
     )
     state_file = state_dir / "stack.json"
     deadline = time.monotonic() + START_TIMEOUT_SECONDS

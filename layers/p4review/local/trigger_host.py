@@ -46,8 +46,17 @@ def host_python() -> str:
 class TriggerHost:
     """One trigger installation: `home/` holds the config, the secret file, the p4 wrapper and the spool."""
 
-    def __init__(self, home: Path, *, api_url: str, signing_secret: str, send_mode: str = "background",
-                 p4_state: Path | None = None, depot: Path | None = None, extra_config: dict[str, str] | None = None):
+    def __init__(
+        self,
+        home: Path,
+        *,
+        api_url: str,
+        signing_secret: str,
+        send_mode: str = "background",
+        p4_state: Path | None = None,
+        depot: Path | None = None,
+        extra_config: dict[str, str] | None = None,
+    ):
         self.home = home.resolve()
         self.home.mkdir(parents=True, exist_ok=True)
         self.spool = self.home / "spool"
@@ -59,9 +68,17 @@ class TriggerHost:
         self.p4 = self.home / "p4"
         self.set_shelf_version(None)
         self.config = self.home / "p4review-trigger.conf"
-        values = {"API_URL": api_url, "SECRET_FILE": str(self.secret_file), "SPOOL_DIR": str(self.spool),
-                  "P4": str(self.p4), "P4USER": "p4review-trigger", "SEND_MODE": send_mode, "PATHS": "//depot/...",
-                  "CATCHUP_GRACE": "0", **(extra_config or {})}
+        values = {
+            "API_URL": api_url,
+            "SECRET_FILE": str(self.secret_file),
+            "SPOOL_DIR": str(self.spool),
+            "P4": str(self.p4),
+            "P4USER": "p4review-trigger",
+            "SEND_MODE": send_mode,
+            "PATHS": "//depot/...",
+            "CATCHUP_GRACE": "0",
+            **(extra_config or {}),
+        }
         self.config.write_text("".join(f"{key}={value}\n" for key, value in values.items()))
 
     def set_shelf_version(self, version: int | None) -> None:
@@ -75,8 +92,13 @@ class TriggerHost:
         write_fake_p4_wrapper(self.p4, settings)
 
     def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-        return subprocess.run([host_python(), str(trigger_file()), "-c", str(self.config), *args],
-                              capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            [host_python(), str(trigger_file()), "-c", str(self.config), *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
 
     def fire(self, trigger_type: str, change: int, old_change: int | None = None) -> tuple[int, float]:
         """Run the trigger as p4d would; returns (exit status, wall seconds)."""

@@ -46,17 +46,26 @@ def run_worker(state_dir: Path, stage: StageName, *, concurrency: int = 1) -> in
     endpoint = os.environ["AWS_ENDPOINT_URL"]
 
     def sqs_client():
-        return boto3.Session(region_name=REGION, aws_access_key_id="local",
-                             aws_secret_access_key="local").client("sqs", endpoint_url=endpoint)
+        return boto3.Session(region_name=REGION, aws_access_key_id="local", aws_secret_access_key="local").client(
+            "sqs", endpoint_url=endpoint
+        )
 
     queue_arn = sqs_client().get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
-        "QueueArn"]
+        "QueueArn"
+    ]
     handler = load_function(stage.value).lambda_handler
     queue_spec = spec.QUEUE_FOR_STAGE[stage]
-    poller = SqsPoller(sqs_client, queue_url, queue_arn, handler, batch_size=queue_spec.batch_size,
-                       concurrency=concurrency, function_name=f"p4review-{settings.environment}-{stage.value}",
-                       function_timeout_seconds=queue_spec.function_timeout_seconds,
-                       on_injected_crash=lambda: os._exit(CRASH_EXIT_CODE))
+    poller = SqsPoller(
+        sqs_client,
+        queue_url,
+        queue_arn,
+        handler,
+        batch_size=queue_spec.batch_size,
+        concurrency=concurrency,
+        function_name=f"p4review-{settings.environment}-{stage.value}",
+        function_timeout_seconds=queue_spec.function_timeout_seconds,
+        on_injected_crash=lambda: os._exit(CRASH_EXIT_CODE),
+    )
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     signal.signal(signal.SIGINT, lambda *_: stopping.set())

@@ -32,9 +32,11 @@ class RedactedChange:
 
     def artifact(self) -> dict[str, Any]:
         """The redacted bucket's change document."""
-        return {"artifact_version": REDACTED_ARTIFACT_VERSION,
-                "redaction": {"ruleset_version": self.ruleset_version, "counts": self.counts},
-                "snapshot": self.snapshot.model_dump(mode="json")}
+        return {
+            "artifact_version": REDACTED_ARTIFACT_VERSION,
+            "redaction": {"ruleset_version": self.ruleset_version, "counts": self.counts},
+            "snapshot": self.snapshot.model_dump(mode="json"),
+        }
 
 
 class ChangeRedactor:
@@ -68,8 +70,12 @@ class ChangeRedactor:
 def redact_change(snapshot: ChangeSnapshot, policy: RedactionPolicy = DEFAULT_POLICY) -> RedactedChange:
     """A change held in memory -> its redacted copy (tests and tools; fetch streams instead)."""
     redactor = ChangeRedactor(policy)
-    redacted = snapshot.model_copy(update={"description": redactor.description(snapshot.description),
-                                           "diffs": [redactor.diff(diff) for diff in snapshot.diffs]})
+    redacted = snapshot.model_copy(
+        update={
+            "description": redactor.description(snapshot.description),
+            "diffs": [redactor.diff(diff) for diff in snapshot.diffs],
+        }
+    )
     summary = redactor.summary()
     return RedactedChange(snapshot=redacted, counts=summary["counts"], ruleset_version=summary["ruleset_version"])
 
@@ -78,16 +84,27 @@ def _json(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, ensure_ascii=False).encode()
 
 
-def stream_change_artifacts(description: ChangeDescription, diffs: Iterable[FileDiff], *, raw: BinaryIO,
-                            redacted: BinaryIO, policy: RedactionPolicy = DEFAULT_POLICY) -> dict[str, Any]:
+def stream_change_artifacts(
+    description: ChangeDescription,
+    diffs: Iterable[FileDiff],
+    *,
+    raw: BinaryIO,
+    redacted: BinaryIO,
+    policy: RedactionPolicy = DEFAULT_POLICY,
+) -> dict[str, Any]:
     """Write the raw snapshot to `raw` and the redacted change document to `redacted`, one file
     at a time, so a change of any size needs memory for one file's diff, not the whole change.
     The documents read back exactly as `ChangeSnapshot` and `RedactedChange.artifact()` write
     them. Returns the redaction summary {ruleset_version, counts}."""
     redactor = ChangeRedactor(policy)
     raw.write(b'{"description":' + _json(description.model_dump(mode="json")) + b',"diffs":[')
-    redacted.write(b'{"artifact_version":' + _json(REDACTED_ARTIFACT_VERSION) + b',"snapshot":{"description":'
-                   + _json(redactor.description(description).model_dump(mode="json")) + b',"diffs":[')
+    redacted.write(
+        b'{"artifact_version":'
+        + _json(REDACTED_ARTIFACT_VERSION)
+        + b',"snapshot":{"description":'
+        + _json(redactor.description(description).model_dump(mode="json"))
+        + b',"diffs":['
+    )
     for index, diff in enumerate(diffs):
         separator = b"," if index else b""
         raw.write(separator + _json(diff.model_dump(mode="json")))
@@ -116,8 +133,11 @@ class ReviewInput:
 
 def prepare_review_input(artifact: dict[str, Any], policy: RedactionPolicy = DEFAULT_POLICY) -> ReviewInput:
     """The pre-submit guard: a stored redacted change document -> ReviewInput, or RedactionError."""
-    if not isinstance(artifact, dict) or artifact.get("artifact_version") != REDACTED_ARTIFACT_VERSION \
-            or "snapshot" not in artifact:
+    if (
+        not isinstance(artifact, dict)
+        or artifact.get("artifact_version") != REDACTED_ARTIFACT_VERSION
+        or "snapshot" not in artifact
+    ):
         raise RedactionError("the change artifact is not a redacted change document")
     snapshot = ChangeSnapshot.model_validate(artifact["snapshot"])
     leaked: Counter[str] = Counter()
@@ -134,5 +154,6 @@ def prepare_review_input(artifact: dict[str, Any], policy: RedactionPolicy = DEF
         # Class names and counts only: the values stay out of the error, the DLQ and the logs.
         classes = ", ".join(f"{name}={count}" for name, count in sorted(leaked.items()))
         raise RedactionError(f"the redacted change still held secrets ({classes}); nothing was sent")
-    return ReviewInput(snapshot=snapshot, description=description, files=tuple(files),
-                       ruleset_version=description.ruleset_version)
+    return ReviewInput(
+        snapshot=snapshot, description=description, files=tuple(files), ruleset_version=description.ruleset_version
+    )

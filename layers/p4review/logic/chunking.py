@@ -44,7 +44,7 @@ class Chunk:
             digest.update(b"\x00" + f.depot_path.encode() + b"\x00" + f.section.encode())
         return digest.hexdigest()[:24]
 
-    def halves(self) -> tuple["Chunk", "Chunk"]:
+    def halves(self) -> tuple[Chunk, Chunk]:
         """Two smaller chunks (the request was too long for the model). Needs >= 2 files."""
         middle = max(1, len(self.files) // 2)
         return Chunk(self.files[:middle]), Chunk(self.files[middle:])

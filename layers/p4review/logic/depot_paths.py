@@ -34,8 +34,9 @@ _STRUCTURAL = frozenset("/\\.%@#*")
 # fullwidth and small forms, one/two dot leaders and the ellipsis).
 _LOOKALIKES = frozenset("\u2215\u2044\u29f8\u29f9\u2571\u2572\u27cb\u27cd\u2216\u1735\u0337\u0338")
 # Invisible but not category Cf: Hangul fillers, combining grapheme joiner, variation selectors.
-_INVISIBLES = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u3164\uffa0"
-                        + "".join(chr(c) for c in range(0xFE00, 0xFE10)))
+_INVISIBLES = frozenset(
+    "\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u3164\uffa0" + "".join(chr(c) for c in range(0xFE00, 0xFE10))
+)
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 
 
@@ -229,8 +230,9 @@ def resolve_allow_list(entries: tuple[str, ...] | None, environment: str | None)
         return entries
     if environment in DEFAULT_ENVIRONMENTS:
         return DEFAULT_ALLOW_LIST
-    raise ConfigError(f"{SETTING} is not set; it is required unless P4REVIEW_ENV is one of "
-                      f"{', '.join(sorted(DEFAULT_ENVIRONMENTS))}")
+    raise ConfigError(
+        f"{SETTING} is not set; it is required unless P4REVIEW_ENV is one of {', '.join(sorted(DEFAULT_ENVIRONMENTS))}"
+    )
 
 
 # --- matching ---------------------------------------------------------------------------------------------

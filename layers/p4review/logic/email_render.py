@@ -33,9 +33,7 @@ def _clean(text: str) -> str:
     """Text safe to put in a body: valid Unicode, no control characters except newline/tab."""
     text = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates -> "?"
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return "".join(
-        ch for ch in text if ch in "\n\t" or unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Co", "Cn")
-    )
+    return "".join(ch for ch in text if ch in "\n\t" or unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Co", "Cn"))
 
 
 def _one_line(text: str, limit: int) -> str:
@@ -105,7 +103,7 @@ def _grouped(result: ReviewResult) -> list[tuple[Severity, list[Finding]]]:
     return groups
 
 
-def _coverage(coverage: "Coverage | Sequence[FileDiff]") -> tuple[list[str], list[tuple[str, str]]]:
+def _coverage(coverage: Coverage | Sequence[FileDiff]) -> tuple[list[str], list[tuple[str, str]]]:
     """Files reviewed, and files skipped with the reason: the review's coverage section when it
     has one (it knows chunking's skips: too_large, budget_exhausted...), else the fetch's diffs."""
     if isinstance(coverage, Coverage):
@@ -157,7 +155,7 @@ def render_text(
     *,
     job: ReviewJob,
     result: ReviewResult,
-    coverage: "Coverage | Sequence[FileDiff]",
+    coverage: Coverage | Sequence[FileDiff],
     description: ChangeDescription,
     swarm_url: str | None = None,
 ) -> str:
@@ -207,7 +205,7 @@ def render_html(
     *,
     job: ReviewJob,
     result: ReviewResult,
-    coverage: "Coverage | Sequence[FileDiff]",
+    coverage: Coverage | Sequence[FileDiff],
     description: ChangeDescription,
     swarm_url: str | None = None,
 ) -> str:
@@ -223,12 +221,12 @@ def render_html(
         '<body style="font-family: sans-serif; font-size: 14px;">',
         f"<h2>p4review: changelist {e(job.changelist_id)}</h2>",
         "<table>",
-        f"<tr><th align=\"left\">Changelist</th><td>{e(job.changelist_id)}</td></tr>",
-        f"<tr><th align=\"left\">Owner</th><td>{e(_one_line(description.owner, 80))}</td></tr>",
-        f"<tr><th align=\"left\">Kind</th><td>{e(job.kind.value)}</td></tr>",
-        f"<tr><th align=\"left\">Review</th><td>v{e(job.review_version)}</td></tr>",
-        *([f"<tr><th align=\"left\">Follows</th><td>{e(_follows(job))}</td></tr>"] if job.follows_shelf else []),
-        f"<tr><th align=\"left\">Description</th><td>{e(description_excerpt(description.description))}</td></tr>",
+        f'<tr><th align="left">Changelist</th><td>{e(job.changelist_id)}</td></tr>',
+        f'<tr><th align="left">Owner</th><td>{e(_one_line(description.owner, 80))}</td></tr>',
+        f'<tr><th align="left">Kind</th><td>{e(job.kind.value)}</td></tr>',
+        f'<tr><th align="left">Review</th><td>v{e(job.review_version)}</td></tr>',
+        *([f'<tr><th align="left">Follows</th><td>{e(_follows(job))}</td></tr>'] if job.follows_shelf else []),
+        f'<tr><th align="left">Description</th><td>{e(description_excerpt(description.description))}</td></tr>',
         "</table>",
     ]
     if link:
@@ -269,7 +267,7 @@ def render_review_email(
     *,
     job: ReviewJob,
     result: ReviewResult,
-    coverage: "Coverage | Sequence[FileDiff]",
+    coverage: Coverage | Sequence[FileDiff],
     description: ChangeDescription,
     recipient: str,
     from_address: str,

@@ -39,8 +39,9 @@ def merge_findings(per_chunk: Iterable[Sequence[Finding]], file_order: Sequence[
             if severity_rank(finding) < severity_rank(kept):
                 best[key] = finding
     position = {path: index for index, path in enumerate(file_order)}
-    merged = sorted(best.values(), key=lambda f: (position.get(f.file, len(position)), f.file, f.line,
-                                                   severity_rank(f), f.id))
+    merged = sorted(
+        best.values(), key=lambda f: (position.get(f.file, len(position)), f.file, f.line, severity_rank(f), f.id)
+    )
     seen: set[str] = set()
     unique: list[Finding] = []
     for finding in merged:

@@ -32,8 +32,9 @@ def describe_review(job_id: str, *, jobs: JobRepository, outbox: OutboxRepositor
         raise NotFoundError(f"job {job_id} not found")
     rows = outbox.rows_for_version(job.changelist_id, job.review_version)
     deliveries = [
-        DeliveryView(recipient=row.recipient, status=row.status.value, notified_at=row.notified_at,
-                     attempts=row.attempts)
+        DeliveryView(
+            recipient=row.recipient, status=row.status.value, notified_at=row.notified_at, attempts=row.attempts
+        )
         for row in rows
         if row.job_id == job.job_id
     ]

@@ -74,21 +74,27 @@ def new_job(request: CreateReviewRequest, now: str, actor: str) -> ReviewJob:
         follows_shelf=request.shelf_ref(),
         created_at=now,
         updated_at=now,
-        audit=[AuditEvent(at=now, actor=actor, event="job_created", to_status=JobStatus.QUEUED,
-                          detail=_created_detail(request))],
+        audit=[
+            AuditEvent(
+                at=now, actor=actor, event="job_created", to_status=JobStatus.QUEUED, detail=_created_detail(request)
+            )
+        ],
     )
 
 
 def _created_detail(request: CreateReviewRequest) -> str | None:
     parts = ["versioned rerun"] if request.rerun else []
     if request.follows_shelf:
-        parts.append(f"follows shelf v{request.follows_shelf.review_version} of CL {request.follows_shelf.changelist_id}")
+        parts.append(
+            f"follows shelf v{request.follows_shelf.review_version} of CL {request.follows_shelf.changelist_id}"
+        )
     return "; ".join(parts) or None
 
 
 def fingerprint_of(request: CreateReviewRequest) -> str:
-    return request_fingerprint(request.changelist_id, request.review_version, request.kind.value, request.rerun,
-                               request.shelf_ref())
+    return request_fingerprint(
+        request.changelist_id, request.review_version, request.kind.value, request.rerun, request.shelf_ref()
+    )
 
 
 def is_stranded(job: ReviewJob, now: str) -> bool:
@@ -107,17 +113,29 @@ def decide(request: CreateReviewRequest, outcome: CreateOutcome, now: str) -> In
         return _repeated_key(request, outcome.existing_job, now)
     if outcome.conflict == CreateConflict.CHANGELIST_VERSION and outcome.existing_job is not None:
         # Same (changelist, version) under a new key: never a second job or a second send.
-        return IntakeAnswer(IntakeOutcome.REPLAYED, job=outcome.existing_job, replay=Replay.SAME_VERSION,
-                            enqueue_fetch=is_stranded(outcome.existing_job, now))
+        return IntakeAnswer(
+            IntakeOutcome.REPLAYED,
+            job=outcome.existing_job,
+            replay=Replay.SAME_VERSION,
+            enqueue_fetch=is_stranded(outcome.existing_job, now),
+        )
     latest = outcome.head_latest_version
-    details = {"changelist_id": request.changelist_id, "requested_version": request.review_version,
-               "latest_version": latest}
+    details = {
+        "changelist_id": request.changelist_id,
+        "requested_version": request.review_version,
+        "latest_version": latest,
+    }
     if latest is not None and request.review_version <= latest:
-        return IntakeAnswer(IntakeOutcome.STALE_VERSION,
-                            message="a newer review_version of this changelist was already accepted", details=details)
-    return IntakeAnswer(IntakeOutcome.RERUN_NOT_REQUESTED,
-                        message="this changelist was already reviewed; a higher review_version needs rerun=true",
-                        details=details)
+        return IntakeAnswer(
+            IntakeOutcome.STALE_VERSION,
+            message="a newer review_version of this changelist was already accepted",
+            details=details,
+        )
+    return IntakeAnswer(
+        IntakeOutcome.RERUN_NOT_REQUESTED,
+        message="this changelist was already reviewed; a higher review_version needs rerun=true",
+        details=details,
+    )
 
 
 def _repeated_key(request: CreateReviewRequest, existing: ReviewJob | None, now: str) -> IntakeAnswer:
@@ -125,18 +143,21 @@ def _repeated_key(request: CreateReviewRequest, existing: ReviewJob | None, now:
         return IntakeAnswer(IntakeOutcome.STORAGE_INCONSISTENT, message="try again")
     if existing.request_fingerprint != fingerprint_of(request):
         differing = [
-            name for name, ours, theirs in (
+            name
+            for name, ours, theirs in (
                 ("changelist_id", request.changelist_id, existing.changelist_id),
                 ("review_version", request.review_version, existing.review_version),
                 ("kind", request.kind, existing.kind),
                 ("rerun", request.rerun, existing.rerun),
                 ("follows_shelf", request.shelf_ref(), existing.follows_shelf),
-            ) if ours != theirs
+            )
+            if ours != theirs
         ]
-        return IntakeAnswer(IntakeOutcome.KEY_REUSED,
-                            message="idempotency_key was already used for a different request",
-                            details={"job_id": existing.job_id, "differing_fields": differing})
-    return IntakeAnswer(IntakeOutcome.REPLAYED, job=existing, replay=Replay.IDEMPOTENCY_KEY,
-                        enqueue_fetch=is_stranded(existing, now))
-
-
+        return IntakeAnswer(
+            IntakeOutcome.KEY_REUSED,
+            message="idempotency_key was already used for a different request",
+            details={"job_id": existing.job_id, "differing_fields": differing},
+        )
+    return IntakeAnswer(
+        IntakeOutcome.REPLAYED, job=existing, replay=Replay.IDEMPOTENCY_KEY, enqueue_fetch=is_stranded(existing, now)
+    )

@@ -69,7 +69,9 @@ def apply_noise_policy(findings: Sequence[Finding], rules: Sequence[NoiseRule]) 
                 suppressed[SUPPRESSED_SEVERITY] += 1
                 continue
             confidence = finding.confidence or Confidence.MEDIUM
-            if rule.min_confidence and _CONFIDENCE_ORDER.index(confidence) > _CONFIDENCE_ORDER.index(rule.min_confidence):
+            if rule.min_confidence and _CONFIDENCE_ORDER.index(confidence) > _CONFIDENCE_ORDER.index(
+                rule.min_confidence
+            ):
                 suppressed[SUPPRESSED_CONFIDENCE] += 1
                 continue
         by_rule.setdefault(rule, []).append(finding)

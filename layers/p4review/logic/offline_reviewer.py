@@ -19,8 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from p4review.logic.unified_diff import iter_added_lines
 from p4review.logic.change_redaction import ReviewInput
+from p4review.logic.unified_diff import iter_added_lines
 from p4review.models.review_result import SCHEMA_VERSION, SEVERITY_ORDER
 
 OFFLINE_PROMPT_VERSION = "1.1.0"

@@ -53,7 +53,7 @@ class PromptRegistry:
         except KeyError:
             raise ConfigError(f"prompt version {version} is not in the registry") from None
 
-    def with_overrides(self, *, stable: str | None, canary: str | None, canary_percent: float | None) -> "PromptRegistry":
+    def with_overrides(self, *, stable: str | None, canary: str | None, canary_percent: float | None) -> PromptRegistry:
         """Deploy-time overrides (P4REVIEW_PROMPT_*), validated like the file."""
         registry = PromptRegistry(
             schema_version=self.schema_version,
@@ -76,8 +76,7 @@ def _read_package_text(name: str) -> str:
     return resources.files("p4review.prompts").joinpath(name).read_text(encoding="utf-8")
 
 
-def parse_registry(document: dict[str, Any],
-                   read_text: Callable[[str], str] = _read_package_text) -> PromptRegistry:
+def parse_registry(document: dict[str, Any], read_text: Callable[[str], str] = _read_package_text) -> PromptRegistry:
     """registry.json -> PromptRegistry; ConfigError for anything inconsistent."""
     try:
         templates = {}
@@ -86,8 +85,9 @@ def parse_registry(document: dict[str, Any],
             if not _VERSION_RE.fullmatch(version):
                 raise ConfigError(f"prompt version {version!r} is not x.y.z")
             text = read_text(entry["file"])
-            templates[version] = PromptTemplate(version=version, schema_version=entry["schema_version"],
-                                                text=text, notes=entry.get("notes", ""))
+            templates[version] = PromptTemplate(
+                version=version, schema_version=entry["schema_version"], text=text, notes=entry.get("notes", "")
+            )
         rollout = document["rollout"]
         registry = PromptRegistry(
             schema_version=document["schema_version"],
@@ -159,14 +159,16 @@ def render_file_section(depot_path: str, action: str, diff: str) -> str:
     return f"=== FILE {depot_path} ({action}) ===\n{number_diff_lines(diff)}\n"
 
 
-def render_user_message(*, changelist_id: int, owner: str, description: str, changed_files: list[str],
-                        file_sections: list[str]) -> str:
+def render_user_message(
+    *, changelist_id: int, owner: str, description: str, changed_files: list[str], file_sections: list[str]
+) -> str:
     """The user message for one chunk. `changed_files` lists only this chunk's files: a
     finding on any other file would be dropped, so the model is not invited to make one."""
     listed = "\n".join(f"- {path}" for path in changed_files)
     return (
         f"Changelist {changelist_id} by {owner}.\n\n"
         f"Description:\n{description.strip()}\n\n"
-        f"changed_files (a finding's \"file\" must be one of these, copied exactly):\n{listed}\n\n"
-        "Diffs: each added (+) or context line starts with its new-side line number; removed (-) lines have none.\n\n" + "\n".join(file_sections)
+        f'changed_files (a finding\'s "file" must be one of these, copied exactly):\n{listed}\n\n'
+        "Diffs: each added (+) or context line starts with its new-side line number; removed (-) lines have none.\n\n"
+        + "\n".join(file_sections)
     )

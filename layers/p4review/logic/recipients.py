@@ -90,8 +90,15 @@ def _check(address: str, *, default_address: str | None = None) -> tuple[str | N
     return normalized, None
 
 
-def plan_recipients(owner_user: str, owner_email: str | None, client: str, changed_files: Iterable[str],
-                    rules: Sequence[ReviewerRule], *, case_insensitive: bool = False) -> RecipientPlan:
+def plan_recipients(
+    owner_user: str,
+    owner_email: str | None,
+    client: str,
+    changed_files: Iterable[str],
+    rules: Sequence[ReviewerRule],
+    *,
+    case_insensitive: bool = False,
+) -> RecipientPlan:
     files = list(changed_files)
     deliverable: dict[str, None] = {}
     rejected: list[Rejection] = []

@@ -38,8 +38,16 @@ REPLAY_ENQUEUED_EVENT = "replay_enqueued"
 NOTE_LIMIT = 200
 
 # The only envelope fields an operator tool ever prints (they are sanitized by the runtime).
-ENVELOPE_FIELDS = ("envelope_version", "error_class", "stage", "last_stack", "sanitized_context",
-                   "first_failure_at", "last_failure_at", "escalated")
+ENVELOPE_FIELDS = (
+    "envelope_version",
+    "error_class",
+    "stage",
+    "last_stack",
+    "sanitized_context",
+    "first_failure_at",
+    "last_failure_at",
+    "escalated",
+)
 BARE_FIELDS = ("schema_version", "job_id", "stage", "request_id")
 
 
@@ -68,23 +76,34 @@ def parse_dead_letter(body: dict[str, Any] | str | None) -> ReplayTarget | None:
         if not isinstance(context, dict):
             return None
         try:
-            message = StageMessage(job_id=context.get("job_id"), stage=body.get("stage"),
-                                   request_id=_short(context.get("request_id")))
+            message = StageMessage(
+                job_id=context.get("job_id"), stage=body.get("stage"), request_id=_short(context.get("request_id"))
+            )
         except (ValueError, TypeError):
             return None
         changelist = context.get("changelist_id")
         return ReplayTarget(
-            job_id=message.job_id, stage=message.stage, error_class=_short(body.get("error_class")),
-            escalated=bool(body.get("escalated") or context.get("escalated")), kind="envelope",
-            request_id=message.request_id, changelist_id=changelist if isinstance(changelist, int) else None,
+            job_id=message.job_id,
+            stage=message.stage,
+            error_class=_short(body.get("error_class")),
+            escalated=bool(body.get("escalated") or context.get("escalated")),
+            kind="envelope",
+            request_id=message.request_id,
+            changelist_id=changelist if isinstance(changelist, int) else None,
         )
     if "job_id" in body and "stage" in body:
         try:
             message = StageMessage.model_validate(body)
         except ValueError:
             return None
-        return ReplayTarget(job_id=message.job_id, stage=message.stage, error_class=None, escalated=False,
-                            kind="bare", request_id=message.request_id)
+        return ReplayTarget(
+            job_id=message.job_id,
+            stage=message.stage,
+            error_class=None,
+            escalated=False,
+            kind="bare",
+            request_id=message.request_id,
+        )
     return None
 
 
@@ -98,7 +117,7 @@ def restart_stage(stage: StageName, from_start: bool) -> StageName:
 
 def reset_stages(stage: StageName, from_start: bool) -> tuple[StageName, ...]:
     """The replayed stage and every later one (they cannot have started), or all of them."""
-    return STAGE_ORDER[STAGE_ORDER.index(restart_stage(stage, from_start)):]
+    return STAGE_ORDER[STAGE_ORDER.index(restart_stage(stage, from_start)) :]
 
 
 def audit_detail(ticket: str | None, note: str | None, from_start: bool) -> str:
@@ -112,8 +131,13 @@ def is_stranded_replay(job: ReviewJob, stage: StageName, from_start: bool) -> bo
     """A replay whose hand-off was never confirmed: in_progress, the last audit event is the
     replay itself, and the restart stage is still pending with an untouched budget."""
     state = job.stages[restart_stage(stage, from_start)]
-    return (job.status == JobStatus.IN_PROGRESS and bool(job.audit) and job.audit[-1].event in REPLAY_EVENTS
-            and state.status == StageStatus.PENDING and state.attempts == 0)
+    return (
+        job.status == JobStatus.IN_PROGRESS
+        and bool(job.audit)
+        and job.audit[-1].event in REPLAY_EVENTS
+        and state.status == StageStatus.PENDING
+        and state.attempts == 0
+    )
 
 
 def replay_refusal(job: ReviewJob, stage: StageName, from_start: bool) -> str | None:
@@ -135,11 +159,13 @@ def replay_refusal(job: ReviewJob, stage: StageName, from_start: bool) -> str | 
 
 # ---- redrive ------------------------------------------------------------------------------
 
+
 class JobReplayPort(Protocol):
     def get_job(self, job_id: str) -> ReviewJob | None: ...
 
-    def replay_stage(self, job_id: str, stage: StageName, *, actor: str, ticket: str | None,
-                     note: str | None, from_start: bool) -> ReviewJob: ...
+    def replay_stage(
+        self, job_id: str, stage: StageName, *, actor: str, ticket: str | None, note: str | None, from_start: bool
+    ) -> ReviewJob: ...
 
     def confirm_enqueued(self, job: ReviewJob, *, actor: str, stage: StageName) -> None: ...
 
@@ -190,13 +216,21 @@ class RedriveSummary:
 
     def as_dict(self) -> dict[str, Any]:
         def row(outcome: RedriveOutcome) -> dict[str, Any]:
-            return {"message_id": outcome.message_id, "dlq_stage": outcome.dlq_stage.value,
-                    "job_id": outcome.job_id, "stage": outcome.stage.value if outcome.stage else None,
-                    "restart_stage": outcome.restart_stage.value if outcome.restart_stage else None,
-                    "result": outcome.result, "reason": outcome.reason}
+            return {
+                "message_id": outcome.message_id,
+                "dlq_stage": outcome.dlq_stage.value,
+                "job_id": outcome.job_id,
+                "stage": outcome.stage.value if outcome.stage else None,
+                "restart_stage": outcome.restart_stage.value if outcome.restart_stage else None,
+                "result": outcome.result,
+                "reason": outcome.reason,
+            }
 
-        return {"replayed": [row(o) for o in self.replayed], "skipped": [row(o) for o in self.skipped],
-                "failed": [row(o) for o in self.failed]}
+        return {
+            "replayed": [row(o) for o in self.replayed],
+            "skipped": [row(o) for o in self.skipped],
+            "failed": [row(o) for o in self.failed],
+        }
 
 
 def redrive(
@@ -219,8 +253,17 @@ def redrive(
     items = list(targets)
     summary = RedriveSummary()
     for index, letter in enumerate(items, start=1):
-        outcome = _redrive_one(letter, jobs_replay=jobs_replay, queues=queues, dead_letters=dead_letters,
-                               ticket=ticket, note=note, from_start=from_start, dry_run=dry_run, actor=actor)
+        outcome = _redrive_one(
+            letter,
+            jobs_replay=jobs_replay,
+            queues=queues,
+            dead_letters=dead_letters,
+            ticket=ticket,
+            note=note,
+            from_start=from_start,
+            dry_run=dry_run,
+            actor=actor,
+        )
         summary.outcomes.append(outcome)
         if outcome.result != "replayed":
             _release(dead_letters, letter)
@@ -234,14 +277,24 @@ def redrive(
     return summary
 
 
-def _redrive_one(letter: DeadLetter, *, jobs_replay: JobReplayPort, queues: QueuesPort,
-                 dead_letters: DeadLettersPort, ticket: str | None, note: str | None, from_start: bool,
-                 dry_run: bool, actor: str) -> RedriveOutcome:
+def _redrive_one(
+    letter: DeadLetter,
+    *,
+    jobs_replay: JobReplayPort,
+    queues: QueuesPort,
+    dead_letters: DeadLettersPort,
+    ticket: str | None,
+    note: str | None,
+    from_start: bool,
+    dry_run: bool,
+    actor: str,
+) -> RedriveOutcome:
     base: dict[str, Any] = {"message_id": letter.message_id, "dlq_stage": letter.stage}
     target = parse_dead_letter(letter.body)
     if target is None:
-        return RedriveOutcome(**base, result="skipped",
-                              reason="not a p4review envelope or stage message (kept in the DLQ)")
+        return RedriveOutcome(
+            **base, result="skipped", reason="not a p4review envelope or stage message (kept in the DLQ)"
+        )
     restart = restart_stage(target.stage, from_start)
     base.update(job_id=target.job_id, stage=target.stage, restart_stage=restart)
     if dry_run:
@@ -256,8 +309,9 @@ def _redrive_one(letter: DeadLetter, *, jobs_replay: JobReplayPort, queues: Queu
             return RedriveOutcome(**base, result="skipped", reason=f"refused: {refusal}")
         return RedriveOutcome(**base, result="would_replay", reason=f"would enqueue {restart.value}")
     try:
-        job = jobs_replay.replay_stage(target.job_id, target.stage, actor=actor, ticket=ticket, note=note,
-                                       from_start=from_start)
+        job = jobs_replay.replay_stage(
+            target.job_id, target.stage, actor=actor, ticket=ticket, note=note, from_start=from_start
+        )
     except (IllegalTransitionError, NotFoundError) as exc:
         return RedriveOutcome(**base, result="skipped", reason=f"refused: {exc.message}")
     except P4ReviewError as exc:
@@ -266,9 +320,13 @@ def _redrive_one(letter: DeadLetter, *, jobs_replay: JobReplayPort, queues: Queu
         queues.send(StageMessage(job_id=target.job_id, stage=restart, request_id=target.request_id))
     except P4ReviewError as exc:
         return RedriveOutcome(
-            **base, result="failed",
-            reason=(f"job replayed but enqueue of {restart.value} failed ({exc.error_class.value}: {exc.message}); "
-                    "the DLQ message is kept: run the same redrive again to enqueue it"))
+            **base,
+            result="failed",
+            reason=(
+                f"job replayed but enqueue of {restart.value} failed ({exc.error_class.value}: {exc.message}); "
+                "the DLQ message is kept: run the same redrive again to enqueue it"
+            ),
+        )
     try:
         jobs_replay.confirm_enqueued(job, actor=actor, stage=restart)
     except P4ReviewError:
@@ -277,9 +335,13 @@ def _redrive_one(letter: DeadLetter, *, jobs_replay: JobReplayPort, queues: Queu
         dead_letters.delete(letter.stage, letter.receipt_handle)
     except P4ReviewError as exc:
         return RedriveOutcome(
-            **base, result="failed",
-            reason=(f"job replayed and {restart.value} enqueued, but deleting the DLQ message failed "
-                    f"({exc.error_class.value}: {exc.message}); a later redrive of it will be refused"))
+            **base,
+            result="failed",
+            reason=(
+                f"job replayed and {restart.value} enqueued, but deleting the DLQ message failed "
+                f"({exc.error_class.value}: {exc.message}); a later redrive of it will be refused"
+            ),
+        )
     return RedriveOutcome(**base, result="replayed", reason="")
 
 

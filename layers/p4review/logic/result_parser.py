@@ -379,9 +379,7 @@ def _reconcile_file(path: str, changed: Sequence[str]) -> tuple[str | None, str]
     wanted = [s for s in normalized.split("/") if s]
     if normalized.startswith("//") or not wanted or any(s == ".." for s in wanted):
         return None, "file is not one of the change's files"
-    matches = sorted(
-        {c for c in changed if [s for s in _normalize_path(c).split("/") if s][-len(wanted) :] == wanted}
-    )
+    matches = sorted({c for c in changed if [s for s in _normalize_path(c).split("/") if s][-len(wanted) :] == wanted})
     if len(matches) == 1:
         return matches[0], ""
     if len(matches) > 1:
@@ -510,8 +508,10 @@ def _parse(
                 coercions.add("file", clean["file"], canonical)
                 clean["file"] = canonical
             lines = changed_lines.get(canonical)
-            if lines is not None and lines.has_hunks and not lines.near(
-                clean["line"], clean.get("end_line"), line_tolerance
+            if (
+                lines is not None
+                and lines.has_hunks
+                and not lines.near(clean["line"], clean.get("end_line"), line_tolerance)
             ):
                 detail = f"{_line_range(clean)}: not within {line_tolerance} line(s) of a change"
                 if line_policy == "drop":

@@ -61,8 +61,11 @@ def verify(
         raise SignatureProblem("signature_invalid", "timestamp header is not unix seconds")
     age = now - int(timestamp)
     if age > max_age_seconds:
-        raise SignatureProblem("signature_expired", f"signature is older than {max_age_seconds} seconds",
-                               clock_details(now, max_age_seconds))
+        raise SignatureProblem(
+            "signature_expired",
+            f"signature is older than {max_age_seconds} seconds",
+            clock_details(now, max_age_seconds),
+        )
     if age < -max_age_seconds:
         raise SignatureProblem("signature_invalid", "timestamp is in the future", clock_details(now, max_age_seconds))
     for index, secret in enumerate(secrets):

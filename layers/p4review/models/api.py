@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StringConstraints, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StringConstraints,
+    ValidationInfo,
+    field_validator,
+)
 
 from p4review.models.job import ChangeKind, JobStatus, ReviewJob, ShelfRef, StageName, StageState
 
@@ -83,7 +92,9 @@ class JobView(BaseModel):
     audit: list[dict[str, Any]] | None = None
 
     @classmethod
-    def from_job(cls, job: ReviewJob, deliveries: list[DeliveryView] | None = None, with_audit: bool = False) -> "JobView":
+    def from_job(
+        cls, job: ReviewJob, deliveries: list[DeliveryView] | None = None, with_audit: bool = False
+    ) -> JobView:
         return cls(
             job_id=job.job_id,
             idempotency_key=job.idempotency_key,

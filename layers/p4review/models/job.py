@@ -135,9 +135,7 @@ class ReviewJob(BaseModel):
     rerun: bool = False
     follows_shelf: ShelfRef | None = None
     status: JobStatus = JobStatus.QUEUED
-    stages: dict[StageName, StageState] = Field(
-        default_factory=lambda: {stage: StageState() for stage in STAGE_ORDER}
-    )
+    stages: dict[StageName, StageState] = Field(default_factory=lambda: {stage: StageState() for stage in STAGE_ORDER})
     artifacts: ArtifactRefs = Field(default_factory=ArtifactRefs)
     summary: ReviewSummary | None = None
     # Secrets the redaction pipeline replaced, per class (counts only), recorded by fetch.
@@ -160,8 +158,9 @@ def job_id_for(idempotency_key: str) -> str:
     return str(uuid.uuid5(_JOB_NAMESPACE, idempotency_key))
 
 
-def request_fingerprint(changelist_id: int, review_version: int, kind: str, rerun: bool,
-                        follows_shelf: ShelfRef | None = None) -> str:
+def request_fingerprint(
+    changelist_id: int, review_version: int, kind: str, rerun: bool, follows_shelf: ShelfRef | None = None
+) -> str:
     """Hash of the semantic request body, to tell a replay from a key reused for another request.
     `follows_shelf` counts only when set, so jobs created before it existed keep their hash."""
     canonical = f"{changelist_id}|{review_version}|{kind}|{int(rerun)}"

@@ -142,8 +142,10 @@ def load(environ: Mapping[str, str] | None = None) -> FaultPlan | None:
     if environment not in FAULT_ENVIRONMENTS:
         # Name only the variable, never its content or anything else of the environment.
         _plan = None
-        raise ConfigError(f"{ENV_VAR} is set but fault injection is only allowed when P4REVIEW_ENV is one of "
-                          f"{sorted(FAULT_ENVIRONMENTS)}")
+        raise ConfigError(
+            f"{ENV_VAR} is set but fault injection is only allowed when P4REVIEW_ENV is one of "
+            f"{sorted(FAULT_ENVIRONMENTS)}"
+        )
     plan = parse(spec)
     _plan = plan
     return plan

@@ -141,13 +141,15 @@ class Heartbeat:
         self._log = {"job_id": job_id, "stage": stage.value, "worker_id": worker_id}
 
     def __enter__(self) -> Lease:
-        self._thread = threading.Thread(target=self._loop, name=f"heartbeat-{self._stage.value}-{self._job_id}",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop, name=f"heartbeat-{self._stage.value}-{self._job_id}", daemon=True
+        )
         self._thread.start()
         return self.lease
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 traceback: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
         self.stop()
 
     def stop(self) -> None:
@@ -170,8 +172,10 @@ class Heartbeat:
                 return
             except Exception as exc:  # noqa: BLE001 - transient until the lease runs out
                 left = self.lease.seconds_left()
-                logger.warning("heartbeat failed; retrying",
-                               extra={**self._log, "error": type(exc).__name__, "seconds_left": round(left, 1)})
+                logger.warning(
+                    "heartbeat failed; retrying",
+                    extra={**self._log, "error": type(exc).__name__, "seconds_left": round(left, 1)},
+                )
                 if left <= 0:
                     self.lease.mark_lost(f"heartbeat failed until the lease ran out ({type(exc).__name__})")
                     return
@@ -189,5 +193,4 @@ class Heartbeat:
             self._queues.delay(self._stage, self._receipt_handle, self._lease_seconds + CLOCK_SKEW_BUDGET_SECONDS)
         except Exception as exc:  # noqa: BLE001 - the lease, not the visibility, guards ownership
             # A redelivery to another worker meets a live lease (LEASE_HELD) and backs off.
-            logger.warning("could not extend the message visibility",
-                           extra={**self._log, "error": type(exc).__name__})
+            logger.warning("could not extend the message visibility", extra={**self._log, "error": type(exc).__name__})

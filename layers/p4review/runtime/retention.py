@@ -48,8 +48,15 @@ def verify_retention(store: RetentionStore, now: datetime) -> list[TtlViolation]
             # An object written on `day` was written before its end.
             min_age = now - (start + timedelta(days=1))
             if min_age > timedelta(days=ttl_days) + GRACE:
-                violations.append(TtlViolation(bucket=bucket, prefix=prefix, oldest_day=day,
-                                               min_age_days=round(min_age / timedelta(days=1), 2), ttl_days=ttl_days))
+                violations.append(
+                    TtlViolation(
+                        bucket=bucket,
+                        prefix=prefix,
+                        oldest_day=day,
+                        min_age_days=round(min_age / timedelta(days=1), 2),
+                        ttl_days=ttl_days,
+                    )
+                )
     return violations
 
 

@@ -14,9 +14,9 @@ from pydantic import ValidationError
 from p4review.config import get_settings
 from p4review.dal.factory import get_data_access
 from p4review.errors import ErrorClass, IllegalTransitionError, NotFoundError
+from p4review.logic.replay import parse_dead_letter
 from p4review.models.job import StageName
 from p4review.models.messages import StageMessage
-from p4review.logic.replay import parse_dead_letter
 from p4review.observability import logger
 from p4review.runtime import dead_letter
 from p4review.runtime.stage_runner import StageWork, lease_for, run_stage
@@ -44,19 +44,45 @@ def handle_stage_batch(event: dict[str, Any], context: Any, work_factory: Callab
         if message is None:
             # Malformed input cannot succeed on retry: park a safe envelope (hash, not body).
             logger.error("malformed stage message", extra={"message_id": record.message_id})
-            dal.queues.send_dead_letter(work.stage, dead_letter.envelope(
-                job=None, job_id="unknown", stage=work.stage, error_class=ErrorClass.SCHEMA_INVALID, exc=None,
-                request_id=None, message_id=record.message_id, body_sha256=dead_letter.body_hash(record.body)))
+            dal.queues.send_dead_letter(
+                work.stage,
+                dead_letter.envelope(
+                    job=None,
+                    job_id="unknown",
+                    stage=work.stage,
+                    error_class=ErrorClass.SCHEMA_INVALID,
+                    exc=None,
+                    request_id=None,
+                    message_id=record.message_id,
+                    body_sha256=dead_letter.body_hash(record.body),
+                ),
+            )
             return
         if message.stage != work.stage:
             logger.error("message for another stage", extra={"message_id": record.message_id})
-            dal.queues.send_dead_letter(work.stage, dead_letter.envelope(
-                job=None, job_id=message.job_id, stage=work.stage, error_class=ErrorClass.SCHEMA_INVALID,
-                exc=None, request_id=message.request_id, message_id=record.message_id))
+            dal.queues.send_dead_letter(
+                work.stage,
+                dead_letter.envelope(
+                    job=None,
+                    job_id=message.job_id,
+                    stage=work.stage,
+                    error_class=ErrorClass.SCHEMA_INVALID,
+                    exc=None,
+                    request_id=message.request_id,
+                    message_id=record.message_id,
+                ),
+            )
             return
-        disposition = run_stage(message, work, jobs=dal.jobs, queues=dal.queues, worker_id=worker_id,
-                                lease_seconds=lease_for(work.stage, settings.lease_seconds),
-                                message_id=record.message_id, receipt_handle=record.receipt_handle)
+        disposition = run_stage(
+            message,
+            work,
+            jobs=dal.jobs,
+            queues=dal.queues,
+            worker_id=worker_id,
+            lease_seconds=lease_for(work.stage, settings.lease_seconds),
+            message_id=record.message_id,
+            receipt_handle=record.receipt_handle,
+        )
         if not disposition.ack:
             if disposition.delay_seconds is not None:
                 dal.queues.delay(work.stage, record.receipt_handle, disposition.delay_seconds)
@@ -65,8 +91,7 @@ def handle_stage_batch(event: dict[str, Any], context: Any, work_factory: Callab
     # Powertools catches `Exception` per record; an InjectedCrash (runtime/faults.py, a
     # BaseException) therefore propagates out of the whole invocation, like a killed process.
     processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
-    return process_partial_response(event=event, record_handler=record_handler, processor=processor,
-                                    context=context)
+    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
 
 
 CONSOLE_REDRIVE_ACTOR = "sqs-dlq-redrive"
@@ -79,10 +104,18 @@ def _console_redrive(record: SQSRecord, stage: StageName, dal: Any) -> StageMess
     if target is None or target.kind != "envelope" or target.stage != stage:
         return None
     try:
-        dal.job_replay.replay_stage(target.job_id, stage, actor=CONSOLE_REDRIVE_ACTOR, ticket=None,
-                                    note="moved back by the SQS console's DLQ redrive", from_start=False)
-        logger.warning("replaying a job moved back by SQS DLQ redrive (no ticket)",
-                       extra={"job_id": target.job_id, "stage": stage.value})
+        dal.job_replay.replay_stage(
+            target.job_id,
+            stage,
+            actor=CONSOLE_REDRIVE_ACTOR,
+            ticket=None,
+            note="moved back by the SQS console's DLQ redrive",
+            from_start=False,
+        )
+        logger.warning(
+            "replaying a job moved back by SQS DLQ redrive (no ticket)",
+            extra={"job_id": target.job_id, "stage": stage.value},
+        )
     except (IllegalTransitionError, NotFoundError) as refusal:
         # Already replayed (a duplicate move) or gone: the claim below decides, as for any message.
         logger.info("console redrive needs no replay", extra={"job_id": target.job_id, "reason": refusal.message})

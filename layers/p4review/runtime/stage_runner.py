@@ -83,9 +83,18 @@ def run_stage(
     claim = jobs.claim_stage(message.job_id, stage, worker_id, lease_seconds)
     if claim.state == ClaimState.MISSING:
         logger.warning("message for an unknown job", extra=log)
-        queues.send_dead_letter(stage, dead_letter.envelope(
-            job=None, job_id=message.job_id, stage=stage, error_class=ErrorClass.NOT_FOUND, exc=None,
-            request_id=message.request_id, message_id=message_id))
+        queues.send_dead_letter(
+            stage,
+            dead_letter.envelope(
+                job=None,
+                job_id=message.job_id,
+                stage=stage,
+                error_class=ErrorClass.NOT_FOUND,
+                exc=None,
+                request_id=message.request_id,
+                message_id=message_id,
+            ),
+        )
         return ACK
     if claim.state == ClaimState.ALREADY_COMPLETED:
         _ensure_handoff(claim.job, stage, queues, message.request_id)
@@ -101,13 +110,22 @@ def run_stage(
     fault(FaultPoint.AFTER_CLAIM)
     if job.stages[stage].attempts > MAX_ATTEMPTS_PER_STAGE:
         # Earlier claims never reported back (crash, function timeout): the budget is spent.
-        exhausted = P4ReviewError(f"{stage.value} was started {MAX_ATTEMPTS_PER_STAGE} times without finishing",
-                                  error_class=ErrorClass.ATTEMPTS_EXHAUSTED)
-        return _fail(job, stage, exhausted, ErrorClass.ATTEMPTS_EXHAUSTED, jobs, queues, worker_id, message,
-                     message_id)
+        exhausted = P4ReviewError(
+            f"{stage.value} was started {MAX_ATTEMPTS_PER_STAGE} times without finishing",
+            error_class=ErrorClass.ATTEMPTS_EXHAUSTED,
+        )
+        return _fail(job, stage, exhausted, ErrorClass.ATTEMPTS_EXHAUSTED, jobs, queues, worker_id, message, message_id)
     lease = Lease(job.stages[stage].lease_expires_at or "1970-01-01T00:00:00.000000Z")
-    heartbeat = Heartbeat(lease, jobs=jobs, queues=queues, job_id=job.job_id, stage=stage, worker_id=worker_id,
-                          lease_seconds=lease_seconds, receipt_handle=receipt_handle)
+    heartbeat = Heartbeat(
+        lease,
+        jobs=jobs,
+        queues=queues,
+        job_id=job.job_id,
+        stage=stage,
+        worker_id=worker_id,
+        lease_seconds=lease_seconds,
+        receipt_handle=receipt_handle,
+    )
     try:
         with heartbeat:
             output = work.run(job, lease)
@@ -129,8 +147,9 @@ def run_stage(
         return _lease_lost(log, "lease lost before completion")
     fault(FaultPoint.AFTER_SIDE_EFFECT)
     try:
-        finished = jobs.complete_stage(job.job_id, stage, worker_id, updates=output.updates,
-                                       finish_job=output.finish_job)
+        finished = jobs.complete_stage(
+            job.job_id, stage, worker_id, updates=output.updates, finish_job=output.finish_job
+        )
     except StaleWriteError:
         return _lease_lost(log, "lease lost before completion")
     metrics.add_metric(name=stage_completed(stage.value), unit="Count", value=1)
@@ -173,12 +192,22 @@ def _fail(
     if retryable and attempts < MAX_ATTEMPTS_PER_STAGE:
         logger.warning("stage failed; will retry", extra=log)
         try:
-            jobs.release_stage(job.job_id, stage, worker_id, error_class=error_class.value, error=summary,
-                               stage_status=StageStatus.PENDING, job_status=JobStatus.RETRYABLE_FAILED)
+            jobs.release_stage(
+                job.job_id,
+                stage,
+                worker_id,
+                error_class=error_class.value,
+                error=summary,
+                stage_status=StageStatus.PENDING,
+                job_status=JobStatus.RETRYABLE_FAILED,
+            )
         except StaleWriteError:
             return Disposition(ack=False, reason="lease lost")
-        return Disposition(ack=False, delay_seconds=backoff_delay(attempts, getattr(exc, "retry_after", None)),
-                           reason=error_class.value)
+        return Disposition(
+            ack=False,
+            delay_seconds=backoff_delay(attempts, getattr(exc, "retry_after", None)),
+            reason=error_class.value,
+        )
     # A replay that fails again the same non-retryable way needs engineering, not another replay.
     escalated = job.replays > 0 and job.stages[stage].last_dead_letter_class == error_class.value
     logger.error("stage dead-lettered", extra={**log, "escalated": escalated})
@@ -186,13 +215,30 @@ def _fail(
     if escalated:
         metrics.add_metric(name=MetricName.DEAD_LETTER_ESCALATED, unit="Count", value=1)
     # Envelope first: a crash after it leaves a duplicate envelope at worst, never a silent loss.
-    queues.send_dead_letter(stage, dead_letter.envelope(
-        job=job, job_id=job.job_id, stage=stage, error_class=error_class, exc=exc,
-        request_id=message.request_id, message_id=message_id, first_failure_at=job.stages[stage].first_failure_at,
-        escalated=escalated))
+    queues.send_dead_letter(
+        stage,
+        dead_letter.envelope(
+            job=job,
+            job_id=job.job_id,
+            stage=stage,
+            error_class=error_class,
+            exc=exc,
+            request_id=message.request_id,
+            message_id=message_id,
+            first_failure_at=job.stages[stage].first_failure_at,
+            escalated=escalated,
+        ),
+    )
     try:
-        jobs.release_stage(job.job_id, stage, worker_id, error_class=error_class.value, error=summary,
-                           stage_status=StageStatus.FAILED, job_status=JobStatus.DEAD_LETTERED)
+        jobs.release_stage(
+            job.job_id,
+            stage,
+            worker_id,
+            error_class=error_class.value,
+            error=summary,
+            stage_status=StageStatus.FAILED,
+            job_status=JobStatus.DEAD_LETTERED,
+        )
     except StaleWriteError:
         return Disposition(ack=False, reason="lease lost")
     return ACK

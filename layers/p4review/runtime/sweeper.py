@@ -55,8 +55,9 @@ def sweep(store: SweepStore, queues: StageQueues, *, stranded_after: timedelta =
     report = SweepReport()
     for job in store.active_jobs():
         report.active_jobs += 1
-        report.oldest_active_seconds = max(report.oldest_active_seconds,
-                                           (now - parse_iso(job.updated_at)).total_seconds())
+        report.oldest_active_seconds = max(
+            report.oldest_active_seconds, (now - parse_iso(job.updated_at)).total_seconds()
+        )
         stage = current_stage(job.stages)
         if stage is None:
             continue
@@ -71,8 +72,9 @@ def sweep(store: SweepStore, queues: StageQueues, *, stranded_after: timedelta =
         elif state.status == StageStatus.PENDING:
             report.pending[stage.value] += 1
             # Marked first: a crash before the send only delays the re-send by one period.
-            if now - parse_iso(job.updated_at) >= stranded_after and \
-                    store.mark_handoff_resent(job.job_id, stage, job.updated_at, SWEEPER_ACTOR):
+            if now - parse_iso(job.updated_at) >= stranded_after and store.mark_handoff_resent(
+                job.job_id, stage, job.updated_at, SWEEPER_ACTOR
+            ):
                 queues.send(StageMessage(job_id=job.job_id, stage=stage))
                 report.stranded_resent += 1
     return report

@@ -30,8 +30,10 @@ class EmailTransport:
 
             # No ses_region: boto3's own resolution (the function's AWS_REGION).
             client = make_ses_client(self._settings.ses_region)
-            return (TimedSender(SesSender(client, configuration_set=self._settings.ses_configuration_set), "ses"),
-                    self._settings.require("email_from"))
+            return (
+                TimedSender(SesSender(client, configuration_set=self._settings.ses_configuration_set), "ses"),
+                self._settings.require("email_from"),
+            )
         self._smtp = SmtpSettings.model_validate(self._secrets.get_json(self._settings.require("smtp_secret_id")))
         return TimedSender(SmtpSender(self._smtp), "smtp"), self._smtp.from_address
 

@@ -49,7 +49,13 @@ class FetchWork:
         counts = summary["counts"]
         for name, count in counts.items():
             metrics.add_metric(name=f"Redacted_{name}", unit="Count", value=count)
-        logger.info("change fetched", extra={"job_id": job.job_id, "files": len(description.files),
-                                             "files_denied": skipped[SkipReason.OUTSIDE_ALLOW_LIST],
-                                             "redacted": counts})
+        logger.info(
+            "change fetched",
+            extra={
+                "job_id": job.job_id,
+                "files": len(description.files),
+                "files_denied": skipped[SkipReason.OUTSIDE_ALLOW_LIST],
+                "redacted": counts,
+            },
+        )
         return StageOutput(updates={"artifacts": {"change_key": key, "result_key": None}, "redactions": counts})

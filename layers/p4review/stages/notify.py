@@ -27,8 +27,7 @@ from p4review.stages.p4_access import build_change_fetcher
 class NotifyWork:
     stage = StageName.NOTIFY
 
-    def __init__(self, settings: Settings, artifacts: ArtifactStore, outbox: OutboxRepository,
-                 secrets: SecretReader):
+    def __init__(self, settings: Settings, artifacts: ArtifactStore, outbox: OutboxRepository, secrets: SecretReader):
         self._settings = settings
         self._artifacts = artifacts
         self._outbox = outbox
@@ -45,20 +44,29 @@ class NotifyWork:
         # The review's coverage (chunking skips included); results written before it existed: the fetch's.
         coverage = stored.coverage or snapshot.diffs
         if not result.findings and self._settings.no_findings_policy == "skip":
-            logger.info("no findings and P4REVIEW_NO_FINDINGS_POLICY=skip: nothing to send",
-                        extra={"job_id": job.job_id})
-            return StageOutput(updates={"recipients_required": 0, "recipients_notified": 0},
-                               finish_job=JobStatus.SUCCEEDED)
+            logger.info(
+                "no findings and P4REVIEW_NO_FINDINGS_POLICY=skip: nothing to send", extra={"job_id": job.job_id}
+            )
+            return StageOutput(
+                updates={"recipients_required": 0, "recipients_notified": 0}, finish_job=JobStatus.SUCCEEDED
+            )
         description = snapshot.description
         owner = build_change_fetcher(self._settings, self._secrets).user(description.owner)
-        plan = plan_recipients(description.owner, owner.email, description.client, snapshot.changed_files,
-                               self._reviewer_rules, case_insensitive=self._settings.p4_case_insensitive)
+        plan = plan_recipients(
+            description.owner,
+            owner.email,
+            description.client,
+            snapshot.changed_files,
+            self._reviewer_rules,
+            case_insensitive=self._settings.p4_case_insensitive,
+        )
         for rejection in plan.rejected:
             self._record_rejection(job, rejection, lease)
         recipients = plan.deliverable
         if not recipients:
-            raise NonRetryableError("changelist owner has no deliverable email address",
-                                    error_class=ErrorClass.POLICY_DENIED)
+            raise NonRetryableError(
+                "changelist owner has no deliverable email address", error_class=ErrorClass.POLICY_DENIED
+            )
         transport = EmailTransport(self._settings, self._secrets)
         for recipient in recipients:
             self._deliver(job, snapshot, result, coverage, recipient, transport, lease)
@@ -68,8 +76,10 @@ class NotifyWork:
         notified = sum(1 for recipient in required if rows.get(recipient) and rows[recipient].notified_at)
         if notified < len(required):
             raise RetryableError("not every recipient is notified yet")
-        return StageOutput(updates={"recipients_required": len(required), "recipients_notified": notified},
-                           finish_job=JobStatus.SUCCEEDED)
+        return StageOutput(
+            updates={"recipients_required": len(required), "recipients_notified": notified},
+            finish_job=JobStatus.SUCCEEDED,
+        )
 
     @staticmethod
     def _lock_holder(job: ReviewJob) -> tuple[str, int]:
@@ -83,9 +93,17 @@ class NotifyWork:
         token = delivery_token(job.changelist_id, recipient, job.review_version)
         now = now_iso()
         lease.check()
-        return self._outbox.ensure_row(OutboxRow(
-            changelist_id=job.changelist_id, recipient=recipient, review_version=job.review_version,
-            job_id=job.job_id, provider_token=token, created_at=now, updated_at=now))
+        return self._outbox.ensure_row(
+            OutboxRow(
+                changelist_id=job.changelist_id,
+                recipient=recipient,
+                review_version=job.review_version,
+                job_id=job.job_id,
+                provider_token=token,
+                created_at=now,
+                updated_at=now,
+            )
+        )
 
     def _record_rejection(self, job: ReviewJob, rejection: Rejection, lease: Lease) -> None:
         """A permanently failed row, so `deliveries list` shows who was not emailed and why. Not a
@@ -97,12 +115,22 @@ class NotifyWork:
         if row.status == DeliveryStatus.PENDING and row.attempts == 0 and not row.notification_id:
             self._outbox.mark_failed(row, rejection.reason)
         # The token (a hash of the key, also on the row) lets an operator find the row.
-        logger.warning("recipient rejected; recorded as a failed delivery",
-                       extra={"job_id": job.job_id, "reason": rejection.reason, "token": token})
+        logger.warning(
+            "recipient rejected; recorded as a failed delivery",
+            extra={"job_id": job.job_id, "reason": rejection.reason, "token": token},
+        )
         metrics.add_metric(name=MetricName.RECIPIENT_REJECTED, unit="Count", value=1)
 
-    def _deliver(self, job: ReviewJob, snapshot: ChangeSnapshot, result: ReviewResult,
-                 coverage: Coverage | list, recipient: str, transport: EmailTransport, lease: Lease) -> None:
+    def _deliver(
+        self,
+        job: ReviewJob,
+        snapshot: ChangeSnapshot,
+        result: ReviewResult,
+        coverage: Coverage | list,
+        recipient: str,
+        transport: EmailTransport,
+        lease: Lease,
+    ) -> None:
         """`lease.check()` guards every step that starts something (outbox row, attempt, SMTP
         send). The writes that only record what a send already did (mark_sent, note_error,
         mark_failed) are deliberately not gated: skipping mark_sent after a lease loss would make
@@ -122,7 +150,9 @@ class NotifyWork:
             logger.info("an operator skipped this delivery; not sending", extra=log)
             return
         if row.status == DeliveryStatus.FAILED:
-            raise NonRetryableError("delivery failed permanently; needs an operator", error_class=ErrorClass.POLICY_DENIED)
+            raise NonRetryableError(
+                "delivery failed permanently; needs an operator", error_class=ErrorClass.POLICY_DENIED
+            )
         if row.attempts > 0 or row.notification_id:
             # An earlier attempt may have reached the provider: look before sending again.
             if self._reconcile_earlier_attempt(row, message_id, transport, log):
@@ -140,23 +170,39 @@ class NotifyWork:
         provider = transport.provider
         if outcome.outcome == SendOutcome.RETRYABLE:
             self._outbox.note_error(row, error)
-            raise RetryableError(f"{provider} delivery deferred ({outcome.error_code})", retry_after=outcome.retry_after)
+            raise RetryableError(
+                f"{provider} delivery deferred ({outcome.error_code})", retry_after=outcome.retry_after
+            )
         self._outbox.mark_failed(row, error)
-        raise NonRetryableError(f"{provider} delivery refused ({outcome.error_code})",
-                                error_class=ErrorClass.POLICY_DENIED)
+        raise NonRetryableError(
+            f"{provider} delivery refused ({outcome.error_code})", error_class=ErrorClass.POLICY_DENIED
+        )
 
-    def _attempt(self, job: ReviewJob, snapshot: ChangeSnapshot, result: ReviewResult, coverage: Coverage | list,
-                 row: OutboxRow, transport: EmailTransport, lease: Lease,
-                 log: dict[str, str]) -> tuple[OutboxRow, SendResult]:
+    def _attempt(
+        self,
+        job: ReviewJob,
+        snapshot: ChangeSnapshot,
+        result: ReviewResult,
+        coverage: Coverage | list,
+        row: OutboxRow,
+        transport: EmailTransport,
+        lease: Lease,
+        log: dict[str, str],
+    ) -> tuple[OutboxRow, SendResult]:
         """One provider call, counted on the row first; once more if the relay refused the
         credentials and the SMTP secret has since been rotated (authentication precedes MAIL, so
         the refused call handed nothing over)."""
         for _ in range(2):
             message = render_review_email(
-                job=job, result=result, coverage=coverage, description=snapshot.description,
-                recipient=row.recipient, from_address=transport.from_address,
+                job=job,
+                result=result,
+                coverage=coverage,
+                description=snapshot.description,
+                recipient=row.recipient,
+                from_address=transport.from_address,
                 message_id=message_id_for(row.provider_token, transport.from_address),
-                swarm_url=self._settings.swarm_url)
+                swarm_url=self._settings.swarm_url,
+            )
             lease.check()
             # The attempt takes the row's send lock until the lease's current end, and the
             # provider may hand the message over only until the lease's acting end (skew budget
@@ -168,11 +214,15 @@ class NotifyWork:
                 row = self._outbox.record_attempt(row, owner=owner, fence=fence, locked_until=to_iso(locked_until))
             except DeliveryInFlight as busy:
                 logger.warning("another worker is delivering to this recipient; not sending", extra=log)
-                raise RetryableError("another worker is delivering to this recipient", error_class=ErrorClass.CONFLICT,
-                                     retry_after=_seconds_until(busy.locked_until)) from None
+                raise RetryableError(
+                    "another worker is delivering to this recipient",
+                    error_class=ErrorClass.CONFLICT,
+                    retry_after=_seconds_until(busy.locked_until),
+                ) from None
             lease.check()
-            outcome = transport.sender.send(sender=transport.from_address, recipient=row.recipient,
-                                            message=message, commit_by=commit_by)
+            outcome = transport.sender.send(
+                sender=transport.from_address, recipient=row.recipient, message=message, commit_by=commit_by
+            )
             if outcome.error_code != "auth_failed" or not transport.refresh():
                 break
         return row, outcome
@@ -187,8 +237,9 @@ class NotifyWork:
             raise AuthError(f"{transport.provider} refused our credentials")
         return found
 
-    def _reconcile_unevidenced(self, row: OutboxRow, message_id: str, transport: EmailTransport,
-                               log: dict[str, str]) -> OutboxRow:
+    def _reconcile_unevidenced(
+        self, row: OutboxRow, message_id: str, transport: EmailTransport, log: dict[str, str]
+    ) -> OutboxRow:
         """The ordering contract (send, then mark) makes a row marked sent without a notification_id
         impossible unless something went wrong (a bug, a manual edit). Ask the provider: found ->
         record the evidence; not found -> reopen the row (markers cleared, audited) so it is sent
@@ -202,14 +253,16 @@ class NotifyWork:
         if found.outcome == LookupOutcome.UNAVAILABLE:
             raise RetryableError(f"cannot reconcile a delivery marked sent without evidence ({found.error_code})")
         if found.outcome == LookupOutcome.NOT_FOUND:
-            logger.error("row marked sent without evidence and the provider has no record: reopened to send once",
-                         extra=log)
+            logger.error(
+                "row marked sent without evidence and the provider has no record: reopened to send once", extra=log
+            )
             return self._outbox.reopen_unconfirmed(row, actor="notify")
         logger.error("row marked sent without evidence; the provider cannot confirm it: left as sent", extra=log)
         return row
 
-    def _reconcile_earlier_attempt(self, row: OutboxRow, message_id: str, transport: EmailTransport,
-                                   log: dict[str, str]) -> bool:
+    def _reconcile_earlier_attempt(
+        self, row: OutboxRow, message_id: str, transport: EmailTransport, log: dict[str, str]
+    ) -> bool:
         """True when the earlier attempt is known to have arrived (the row is backfilled, nothing
         is sent). False means: send. Policy where the provider cannot say (plain SMTP, SES):
         resend with the same deterministic Message-ID, which receiving systems use to collapse
@@ -227,6 +280,7 @@ class NotifyWork:
             logger.warning("retrying a delivery whose earlier attempt is unconfirmed", extra=log)
             metrics.add_metric(name=MetricName.UNCONFIRMED_DELIVERY_RETRIED, unit="Count", value=1)
         return False
+
 
 def _seconds_until(moment: str | None) -> float | None:
     """Seconds from now until `moment` (UTC ISO-8601), at least 1; None when unknown."""

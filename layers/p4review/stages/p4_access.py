@@ -27,6 +27,7 @@ def p4_environment(credentials: Mapping[str, Any]) -> dict[str, str]:
 def build_change_fetcher(settings: Settings, secrets: SecretReader) -> ChangeFetcher:
     allow_list = DepotAllowList(settings.depot_prefixes(), case_insensitive=settings.p4_case_insensitive)
     credentials = secrets.get_json(settings.require("p4_secret_id")) if settings.p4_secret_id else {}
-    runner = P4Runner(settings.require("p4_executable"), timeout_seconds=settings.p4_timeout_seconds,
-                      env=p4_environment(credentials))
+    runner = P4Runner(
+        settings.require("p4_executable"), timeout_seconds=settings.p4_timeout_seconds, env=p4_environment(credentials)
+    )
     return ChangeFetcher(runner, allow_list=allow_list)

@@ -47,8 +47,8 @@ from p4review.models.review_result import (
 from p4review.observability import logger
 from p4review.runtime.heartbeat import Lease
 from p4review.runtime.stage_runner import StageOutput
-from p4review.stages.reviewers import chunk_input
 from p4review.stages.review_metrics import publish_review_metrics
+from p4review.stages.reviewers import chunk_input
 
 # The description is repeated in every chunk's request; past this it adds cost, not insight.
 MAX_DESCRIPTION_CHARS = 4000
@@ -95,8 +95,7 @@ class _Run:
 class ReviewWork:
     stage = StageName.REVIEW
 
-    def __init__(self, redacted: ArtifactStore, policy: RedactionPolicy, reviewer: ChunkReviewer,
-                 config: ReviewConfig):
+    def __init__(self, redacted: ArtifactStore, policy: RedactionPolicy, reviewer: ChunkReviewer, config: ReviewConfig):
         self._artifacts = redacted
         self._policy = policy
         self._reviewer = reviewer
@@ -123,13 +122,17 @@ class ReviewWork:
         while pending:
             chunk = pending.pop(0)
             try:
-                run.answers.append(self._review_chunk(job, lease, review_input, choice, answer_version, chunk,
-                                                      reviewable, changed_lines))
+                run.answers.append(
+                    self._review_chunk(
+                        job, lease, review_input, choice, answer_version, chunk, reviewable, changed_lines
+                    )
+                )
             except ContextTooLong:
                 if len(chunk.files) > 1:
                     pending[:0] = chunk.halves()
-                    logger.info("chunk too long for the model; split", extra={"job_id": job.job_id,
-                                                                              "files": len(chunk.files)})
+                    logger.info(
+                        "chunk too long for the model; split", extra={"job_id": job.job_id, "files": len(chunk.files)}
+                    )
                 else:
                     run.skipped.append((chunk.files[0].depot_path, SKIP_TOO_LARGE))
 
@@ -143,55 +146,103 @@ class ReviewWork:
         self._artifacts.put_json(key, stored.model_dump(mode="json", exclude_none=True))
         summary = self._summary(stored, choice)
         publish_review_metrics(stored, run_answers=[a.outcome for a in run.answers], track=choice.track)
-        logger.info("review stored", extra={"job_id": job.job_id, "findings": summary.findings,
-                                            "prompt_version": stored.prompt_version, "track": choice.track,
-                                            "input_tokens": summary.input_tokens, "chunks": summary.chunks})
-        return StageOutput(updates={
-            "artifacts": {"change_key": job.artifacts.change_key, "result_key": key},
-            "summary": summary.model_dump(mode="json"),
-        })
+        logger.info(
+            "review stored",
+            extra={
+                "job_id": job.job_id,
+                "findings": summary.findings,
+                "prompt_version": stored.prompt_version,
+                "track": choice.track,
+                "input_tokens": summary.input_tokens,
+                "chunks": summary.chunks,
+            },
+        )
+        return StageOutput(
+            updates={
+                "artifacts": {"change_key": job.artifacts.change_key, "result_key": key},
+                "summary": summary.model_dump(mode="json"),
+            }
+        )
 
     # ------------------------------------------------------------------------------------
 
     def _fingerprint(self, answer_version: str) -> str:
-        return f"{CHUNK_DOCUMENT_VERSION}|{self._reviewer.provider}|{self._reviewer.model}|{answer_version}|" \
-               f"{self._config.line_policy}|{self._config.line_tolerance}"
+        return (
+            f"{CHUNK_DOCUMENT_VERSION}|{self._reviewer.provider}|{self._reviewer.model}|{answer_version}|"
+            f"{self._config.line_policy}|{self._config.line_tolerance}"
+        )
 
-    def _review_chunk(self, job: ReviewJob, lease: Lease, review_input: ReviewInput, choice: PromptChoice,
-                      answer_version: str, chunk: Chunk, reviewable: list[str],
-                      changed_lines: dict[str, ChangedLines]) -> _ChunkAnswer:
+    def _review_chunk(
+        self,
+        job: ReviewJob,
+        lease: Lease,
+        review_input: ReviewInput,
+        choice: PromptChoice,
+        answer_version: str,
+        chunk: Chunk,
+        reviewable: list[str],
+        changed_lines: dict[str, ChangedLines],
+    ) -> _ChunkAnswer:
         chunk_id = chunk.chunk_id(self._fingerprint(answer_version))
         key = chunk_result_key(job.job_id, job.created_at, chunk_id)
         try:
             document = self._artifacts.get_json(key)
-            return _ChunkAnswer(paths=chunk.paths, outcome=ParseOutcome.model_validate(document["outcome"]),
-                                input_tokens=document["input_tokens"], output_tokens=document["output_tokens"],
-                                resumed=True)
+            return _ChunkAnswer(
+                paths=chunk.paths,
+                outcome=ParseOutcome.model_validate(document["outcome"]),
+                input_tokens=document["input_tokens"],
+                output_tokens=document["output_tokens"],
+                resumed=True,
+            )
         except NotFoundError:
             pass
-        request = request_for(review_input, choice, chunk, max_output_tokens=self._config.max_output_tokens,
-                              request_id=f"{job.job_id}:{chunk_id}")
+        request = request_for(
+            review_input,
+            choice,
+            chunk,
+            max_output_tokens=self._config.max_output_tokens,
+            request_id=f"{job.job_id}:{chunk_id}",
+        )
         lease.check()  # the provider call is the expensive side effect: only with a live lease
         response = self._reviewer.complete(request, chunk_input(review_input, chunk.paths))
         outcome = parse_review_result(
-            response.text, reviewable,
+            response.text,
+            reviewable,
             expected_prompt_version=answer_version,
             allowed_prompt_patch_drift=self._config.allow_prompt_patch_drift,
-            changed_lines=changed_lines, line_policy=self._config.line_policy,
+            changed_lines=changed_lines,
+            line_policy=self._config.line_policy,
             line_tolerance=self._config.line_tolerance,
         )
         if not outcome.rejected:
             # A rejected answer is not kept: a retry or an operator's replay asks again instead
             # of failing on the same stored answer.
-            self._artifacts.put_json(key, {"chunk_id": chunk_id, "files": chunk.paths,
-                                           "outcome": outcome.model_dump(mode="json", exclude_none=True),
-                                           "input_tokens": response.input_tokens,
-                                           "output_tokens": response.output_tokens})
-        return _ChunkAnswer(paths=chunk.paths, outcome=outcome, input_tokens=response.input_tokens,
-                            output_tokens=response.output_tokens, resumed=False)
+            self._artifacts.put_json(
+                key,
+                {
+                    "chunk_id": chunk_id,
+                    "files": chunk.paths,
+                    "outcome": outcome.model_dump(mode="json", exclude_none=True),
+                    "input_tokens": response.input_tokens,
+                    "output_tokens": response.output_tokens,
+                },
+            )
+        return _ChunkAnswer(
+            paths=chunk.paths,
+            outcome=outcome,
+            input_tokens=response.input_tokens,
+            output_tokens=response.output_tokens,
+            resumed=False,
+        )
 
-    def _assemble(self, snapshot_skipped: list[tuple[str, str]], run: _Run, choice: PromptChoice,
-                  answer_version: str, files: list[ChunkFile]) -> StoredReview:
+    def _assemble(
+        self,
+        snapshot_skipped: list[tuple[str, str]],
+        run: _Run,
+        choice: PromptChoice,
+        answer_version: str,
+        files: list[ChunkFile],
+    ) -> StoredReview:
         accepted = [a for a in run.answers if not a.outcome.rejected and a.outcome.result is not None]
         skipped = snapshot_skipped + run.skipped
         for answer in run.answers:
@@ -200,31 +251,55 @@ class ReviewWork:
         skipped_paths = {path for path, _ in skipped}
         reviewed = [f.depot_path for f in files if f.depot_path not in skipped_paths]
 
-        merged, _duplicates = merge_findings([a.outcome.result.findings for a in accepted],
-                                             file_order=[f.depot_path for f in files])
+        merged, _duplicates = merge_findings(
+            [a.outcome.result.findings for a in accepted], file_order=[f.depot_path for f in files]
+        )
         noise = apply_noise_policy(merged, self._config.noise_rules)
         diagnostics: list[Diagnostic] = [d for a in run.answers for d in a.outcome.diagnostics]
-        flagged = sorted({fid for a in accepted for fid in
-                          ((a.outcome.result.meta or {}).get("flagged", {}).get("line_outside_diff", []))
-                          if any(f.id == fid for f in noise.kept)})
-        meta: dict = {"provider": self._reviewer.provider, "model": self._reviewer.model,
-                      "chunks": len(run.answers), "findings_before_noise_controls": len(merged)}
+        flagged = sorted(
+            {
+                fid
+                for a in accepted
+                for fid in ((a.outcome.result.meta or {}).get("flagged", {}).get("line_outside_diff", []))
+                if any(f.id == fid for f in noise.kept)
+            }
+        )
+        meta: dict = {
+            "provider": self._reviewer.provider,
+            "model": self._reviewer.model,
+            "chunks": len(run.answers),
+            "findings_before_noise_controls": len(merged),
+        }
         if flagged:
             meta["flagged"] = {"line_outside_diff": flagged}
         result = ReviewResult(
-            schema_version=SCHEMA_VERSION, prompt_version=answer_version,
-            summary=_summary_text(accepted, len(reviewed)), findings=noise.kept, meta=meta)
+            schema_version=SCHEMA_VERSION,
+            prompt_version=answer_version,
+            summary=_summary_text(accepted, len(reviewed)),
+            findings=noise.kept,
+            meta=meta,
+        )
         usage = ReviewUsage(
-            provider=self._reviewer.provider, model=self._reviewer.model,
+            provider=self._reviewer.provider,
+            model=self._reviewer.model,
             input_tokens=sum(a.input_tokens for a in run.answers),
             output_tokens=sum(a.output_tokens for a in run.answers),
-            chunks=len(run.answers), chunks_resumed=sum(1 for a in run.answers if a.resumed),
-            estimated=self._reviewer.estimated_usage)
+            chunks=len(run.answers),
+            chunks_resumed=sum(1 for a in run.answers if a.resumed),
+            estimated=self._reviewer.estimated_usage,
+        )
         return StoredReview(
-            result=result, diagnostics=diagnostics,
-            coverage=Coverage(files_reviewed=reviewed,
-                              files_skipped=[SkippedFile(file=path, reason=reason) for path, reason in skipped]),
-            usage=usage, prompt_version=answer_version, prompt_track=choice.track, suppressed=noise.suppressed)
+            result=result,
+            diagnostics=diagnostics,
+            coverage=Coverage(
+                files_reviewed=reviewed,
+                files_skipped=[SkippedFile(file=path, reason=reason) for path, reason in skipped],
+            ),
+            usage=usage,
+            prompt_version=answer_version,
+            prompt_track=choice.track,
+            suppressed=noise.suppressed,
+        )
 
     def _summary(self, stored: StoredReview, choice: PromptChoice) -> ReviewSummary:
         severities = Counter(finding.severity.value for finding in stored.result.findings)
@@ -252,21 +327,31 @@ def chunk_files_for(review_input: ReviewInput) -> list[ChunkFile]:
     for review_file in review_input.files:
         diff = review_file.diff
         section = render_file_section(diff.depot_path, diff.action, review_file.document.text)
-        files.append(ChunkFile(depot_path=diff.depot_path, section=section, tokens=estimate_tokens(section),
-                               diff=review_file.document.text))
+        files.append(
+            ChunkFile(
+                depot_path=diff.depot_path,
+                section=section,
+                tokens=estimate_tokens(section),
+                diff=review_file.document.text,
+            )
+        )
     return files
 
 
-def request_for(review_input: ReviewInput, choice: PromptChoice, chunk: Chunk, *, max_output_tokens: int,
-                request_id: str) -> LlmRequest:
+def request_for(
+    review_input: ReviewInput, choice: PromptChoice, chunk: Chunk, *, max_output_tokens: int, request_id: str
+) -> LlmRequest:
     """The request for one chunk: the prompt template as the system prompt, the chunk as the user message."""
     description = review_input.snapshot.description
     return LlmRequest(
         system=choice.template.text,
         user=render_user_message(
-            changelist_id=description.changelist_id, owner=description.owner,
+            changelist_id=description.changelist_id,
+            owner=description.owner,
             description=review_input.description.text[:MAX_DESCRIPTION_CHARS],
-            changed_files=chunk.paths, file_sections=[f.section for f in chunk.files]),
+            changed_files=chunk.paths,
+            file_sections=[f.section for f in chunk.files],
+        ),
         json_schema=REVIEW_RESULT_SCHEMA,
         max_output_tokens=max_output_tokens,
         request_id=request_id,
@@ -275,13 +360,19 @@ def request_for(review_input: ReviewInput, choice: PromptChoice, chunk: Chunk, *
 
 def snapshot_skips(review_input: ReviewInput) -> list[tuple[str, str]]:
     """Files fetch did not fetch (binary, deleted, outside the allow-list...), with the reason."""
-    return [(diff.depot_path, diff.skip_reason or "not_fetched")
-            for diff in review_input.snapshot.diffs if diff.status != DiffStatus.FETCHED]
+    return [
+        (diff.depot_path, diff.skip_reason or "not_fetched")
+        for diff in review_input.snapshot.diffs
+        if diff.status != DiffStatus.FETCHED
+    ]
 
 
 def _summary_text(accepted: list[_ChunkAnswer], files_reviewed: int) -> str | None:
-    summaries = [a.outcome.result.summary.strip() for a in accepted
-                 if a.outcome.result is not None and a.outcome.result.summary and a.outcome.result.summary.strip()]
+    summaries = [
+        a.outcome.result.summary.strip()
+        for a in accepted
+        if a.outcome.result is not None and a.outcome.result.summary and a.outcome.result.summary.strip()
+    ]
     if len(accepted) <= 1:
         return summaries[0] if summaries else None
     word = "file" if files_reviewed == 1 else "files"

@@ -25,8 +25,9 @@ def review_metric_values(stored: StoredReview, answers: Sequence[ParseOutcome]) 
         names.RESPONSES_REJECTED: kinds.count(RESPONSE_REJECTED),
         names.FINDINGS_DROPPED: kinds.count(FINDING_DROPPED),
         names.COERCIONS: kinds.count(COERCION_APPLIED),
-        names.VALID_FINDINGS: int((stored.result.meta or {}).get("findings_before_noise_controls",
-                                                                  len(stored.result.findings))),
+        names.VALID_FINDINGS: int(
+            (stored.result.meta or {}).get("findings_before_noise_controls", len(stored.result.findings))
+        ),
         names.INPUT_TOKENS: usage.input_tokens if usage else 0,
         names.OUTPUT_TOKENS: usage.output_tokens if usage else 0,
     }
@@ -34,8 +35,10 @@ def review_metric_values(stored: StoredReview, answers: Sequence[ParseOutcome]) 
 
 def publish_review_metrics(stored: StoredReview, *, run_answers: Sequence[ParseOutcome], track: str) -> None:
     values = review_metric_values(stored, run_answers)
-    for dimension, value in ((names.TRACK_DIMENSION, track),
-                             (names.VERSION_DIMENSION, stored.prompt_version or "unknown")):
+    for dimension, value in (
+        (names.TRACK_DIMENSION, track),
+        (names.VERSION_DIMENSION, stored.prompt_version or "unknown"),
+    ):
         emitter = EphemeralMetrics(namespace=METRICS_NAMESPACE, service=SERVICE_NAME)
         emitter.add_dimension(name=dimension, value=value)
         for name, count in values.items():

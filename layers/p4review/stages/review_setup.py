@@ -13,8 +13,9 @@ from p4review.stages.reviewers import OfflineReviewer, ProviderReviewer
 
 
 def review_config(settings: Settings) -> ReviewConfig:
-    registry = load_registry().with_overrides(stable=settings.prompt_stable, canary=settings.prompt_canary,
-                                              canary_percent=settings.prompt_canary_percent)
+    registry = load_registry().with_overrides(
+        stable=settings.prompt_stable, canary=settings.prompt_canary, canary_percent=settings.prompt_canary_percent
+    )
     return ReviewConfig(
         registry=registry,
         chunk_tokens=settings.review_chunk_tokens,
@@ -38,5 +39,9 @@ def build_reviewer(settings: Settings, data_access) -> ChunkReviewer:
 
 
 def build_review_work(settings: Settings, data_access) -> ReviewWork:
-    return ReviewWork(data_access.redacted_artifacts, settings.redaction_policy(),
-                      build_reviewer(settings, data_access), review_config(settings))
+    return ReviewWork(
+        data_access.redacted_artifacts,
+        settings.redaction_policy(),
+        build_reviewer(settings, data_access),
+        review_config(settings),
+    )

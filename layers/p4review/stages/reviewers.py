@@ -24,8 +24,13 @@ class OfflineReviewer:
     def complete(self, request: LlmRequest, review_input: ReviewInput) -> LlmResponse:
         text = review_change(review_input)
         # No model counts tokens here: estimate what the same request would cost a model.
-        return LlmResponse(text=text, input_tokens=estimate_tokens(request.system) + estimate_tokens(request.user),
-                           output_tokens=estimate_tokens(text), provider=self.provider, model=self.model)
+        return LlmResponse(
+            text=text,
+            input_tokens=estimate_tokens(request.system) + estimate_tokens(request.user),
+            output_tokens=estimate_tokens(text),
+            provider=self.provider,
+            model=self.model,
+        )
 
 
 class ProviderReviewer:
@@ -46,5 +51,4 @@ class ProviderReviewer:
 def chunk_input(review_input: ReviewInput, paths: list[str]) -> ReviewInput:
     """The ReviewInput restricted to one chunk's files (still only RedactedDocuments)."""
     wanted = set(paths)
-    return dataclasses.replace(review_input, files=tuple(f for f in review_input.files
-                                                         if f.diff.depot_path in wanted))
+    return dataclasses.replace(review_input, files=tuple(f for f in review_input.files if f.diff.depot_path in wanted))

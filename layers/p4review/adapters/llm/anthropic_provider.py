@@ -22,8 +22,12 @@ from p4review.adapters.llm.http_errors import KeyedClient, SdkErrors
 
 ANTHROPIC_API_BASE_URL = "https://api.anthropic.com"
 
-_ERRORS = SdkErrors(base=anthropic.AnthropicError, status=anthropic.APIStatusError,
-                    connection=anthropic.APIConnectionError, timeout=anthropic.APITimeoutError)
+_ERRORS = SdkErrors(
+    base=anthropic.AnthropicError,
+    status=anthropic.APIStatusError,
+    connection=anthropic.APIConnectionError,
+    timeout=anthropic.APITimeoutError,
+)
 
 
 class AnthropicProvider:
@@ -38,19 +42,23 @@ class AnthropicProvider:
 
     def _build_client(self, api_key: str) -> anthropic.Anthropic:
         # An explicit api_key also keeps the SDK from looking for profiles or other credentials.
-        return anthropic.Anthropic(api_key=api_key, base_url=self.base_url, timeout=self._timeout_seconds,
-                                   max_retries=0)
+        return anthropic.Anthropic(
+            api_key=api_key, base_url=self.base_url, timeout=self._timeout_seconds, max_retries=0
+        )
 
     def complete(self, request: LlmRequest) -> LlmResponse:
         tool = {"name": RESULT_TOOL_NAME, "description": RESULT_TOOL_DESCRIPTION, "input_schema": request.json_schema}
-        message = self._client.call(lambda client: client.messages.create(
-            model=self.model,
-            max_tokens=request.max_output_tokens,
-            system=request.system,
-            messages=[{"role": "user", "content": request.user}],
-            tools=[tool],
-            tool_choice={"type": "tool", "name": RESULT_TOOL_NAME},
-        ), request)
+        message = self._client.call(
+            lambda client: client.messages.create(
+                model=self.model,
+                max_tokens=request.max_output_tokens,
+                system=request.system,
+                messages=[{"role": "user", "content": request.user}],
+                tools=[tool],
+                tool_choice={"type": "tool", "name": RESULT_TOOL_NAME},
+            ),
+            request,
+        )
 
         if message.stop_reason == "refusal":
             raise ProviderPolicyRefusal(f"{self.name} ({self.model}): the model refused the request")
@@ -59,7 +67,8 @@ class AnthropicProvider:
         return LlmResponse(
             text=_answer_text(message.content),
             # Cache reads and writes are input too (none are requested, but count them if present).
-            input_tokens=usage.input_tokens + (getattr(usage, "cache_creation_input_tokens", None) or 0)
+            input_tokens=usage.input_tokens
+            + (getattr(usage, "cache_creation_input_tokens", None) or 0)
             + (getattr(usage, "cache_read_input_tokens", None) or 0),
             output_tokens=usage.output_tokens,
             provider=self.name,

@@ -26,7 +26,6 @@ RESULT_TOOL_NAME = "report_review"
 RESULT_TOOL_DESCRIPTION = "Report the review of the changelist as a ReviewResult object."
 
 
-
 @dataclass(frozen=True)
 class LlmRequest:
     system: str  # the rendered prompt template: instructions, versions, schema rules

@@ -30,8 +30,9 @@ from p4review.errors import ConfigError, P4ReviewError, clamp_retry_after
 CONNECT_TIMEOUT_SECONDS = 10
 _REFUSAL_STOP_REASONS = frozenset({"content_filtered", "guardrail_intervened"})
 _RATE_LIMITED = frozenset({"ThrottlingException", "ServiceQuotaExceededException"})
-_UNAVAILABLE = frozenset({"InternalServerException", "ServiceUnavailableException", "ModelNotReadyException",
-                          "ModelErrorException"})
+_UNAVAILABLE = frozenset(
+    {"InternalServerException", "ServiceUnavailableException", "ModelNotReadyException", "ModelErrorException"}
+)
 _AUTH = frozenset({"AccessDeniedException", "UnrecognizedClientException"})
 # Converse's requestMetadata values (shown in invocation logs) must match this.
 _METADATA_VALUE = re.compile(r"[a-zA-Z0-9\s:_@$#=/+,\-.]{0,256}")
@@ -43,8 +44,11 @@ def make_bedrock_client(region: str | None, timeout_seconds: float) -> Any:
     from botocore.config import Config
     from botocore.exceptions import NoRegionError
 
-    config = Config(retries={"total_max_attempts": 1, "mode": "standard"}, read_timeout=timeout_seconds,
-                    connect_timeout=CONNECT_TIMEOUT_SECONDS)
+    config = Config(
+        retries={"total_max_attempts": 1, "mode": "standard"},
+        read_timeout=timeout_seconds,
+        connect_timeout=CONNECT_TIMEOUT_SECONDS,
+    )
     try:
         return boto3.session.Session().client("bedrock-runtime", region_name=region, config=config)
     except NoRegionError:
@@ -65,8 +69,15 @@ class BedrockProvider:
             "messages": [{"role": "user", "content": [{"text": request.user}]}],
             "inferenceConfig": {"maxTokens": request.max_output_tokens, "temperature": 0},
             "toolConfig": {
-                "tools": [{"toolSpec": {"name": RESULT_TOOL_NAME, "description": RESULT_TOOL_DESCRIPTION,
-                                        "inputSchema": {"json": request.json_schema}}}],
+                "tools": [
+                    {
+                        "toolSpec": {
+                            "name": RESULT_TOOL_NAME,
+                            "description": RESULT_TOOL_DESCRIPTION,
+                            "inputSchema": {"json": request.json_schema},
+                        }
+                    }
+                ],
                 "toolChoice": {"tool": {"name": RESULT_TOOL_NAME}},
             },
         }
@@ -90,7 +101,8 @@ class BedrockProvider:
             model=self.model,
             stop_reason=stop_reason,
             meta={"response_id": response_id}
-            if (response_id := response.get("ResponseMetadata", {}).get("RequestId")) else {},
+            if (response_id := response.get("ResponseMetadata", {}).get("RequestId"))
+            else {},
         )
 
     def _domain_error(self, exc: Exception, request: LlmRequest) -> P4ReviewError:

@@ -14,8 +14,9 @@ from p4review.errors import ConfigError
 BedrockClientFactory = Callable[[str | None, float], Any]
 
 
-def build_provider(settings: Settings, key_source: KeySource | None,
-                   bedrock_client_factory: BedrockClientFactory | None = None) -> LlmProvider | None:
+def build_provider(
+    settings: Settings, key_source: KeySource | None, bedrock_client_factory: BedrockClientFactory | None = None
+) -> LlmProvider | None:
     """The provider for `settings.llm_provider`, or None for "offline": the review stage then
     runs its offline reviewer, which needs no provider, model or key."""
     provider = settings.llm_provider
@@ -36,12 +37,17 @@ def build_provider(settings: Settings, key_source: KeySource | None,
     if provider == "openai":
         from p4review.adapters.llm.openai_provider import OpenAIProvider
 
-        return OpenAIProvider(model, key_source, base_url=settings.llm_base_url,
-                              timeout_seconds=settings.llm_timeout_seconds,
-                              structured_output=settings.llm_structured_output)
+        return OpenAIProvider(
+            model,
+            key_source,
+            base_url=settings.llm_base_url,
+            timeout_seconds=settings.llm_timeout_seconds,
+            structured_output=settings.llm_structured_output,
+        )
     if provider == "anthropic":
         from p4review.adapters.llm.anthropic_provider import AnthropicProvider
 
-        return AnthropicProvider(model, key_source, base_url=settings.llm_base_url,
-                                 timeout_seconds=settings.llm_timeout_seconds)
+        return AnthropicProvider(
+            model, key_source, base_url=settings.llm_base_url, timeout_seconds=settings.llm_timeout_seconds
+        )
     raise ConfigError(f"unknown llm provider {provider}")

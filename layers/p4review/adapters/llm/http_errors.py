@@ -55,8 +55,9 @@ class SdkErrors:
 class KeyedClient(Generic[ClientT]):
     """An SDK client built from the current API key, rebuilt with a re-read key after a 401/403."""
 
-    def __init__(self, provider: str, model: str, key_source: KeySource,
-                 build: Callable[[str], ClientT], errors: SdkErrors):
+    def __init__(
+        self, provider: str, model: str, key_source: KeySource, build: Callable[[str], ClientT], errors: SdkErrors
+    ):
         self._where = f"{provider} ({model})"
         self._key_source = key_source
         self._build = build
@@ -95,15 +96,27 @@ class KeyedClient(Generic[ClientT]):
             return ProviderUnavailable(f"{self._where}: connection failed")
         if isinstance(exc, self._errors.status):
             response = getattr(exc, "response", None)
-            return status_error(self._where, getattr(exc, "status_code", 0), getattr(response, "headers", {}),
-                                getattr(exc, "body", None), secrets=self._keys,
-                                request_texts=(request.system, request.user))
+            return status_error(
+                self._where,
+                getattr(exc, "status_code", 0),
+                getattr(response, "headers", {}),
+                getattr(exc, "body", None),
+                secrets=self._keys,
+                request_texts=(request.system, request.user),
+            )
         # Client construction or response decoding failed: the SDK's own message may quote anything.
         return ProviderRequestError(f"{self._where}: {type(exc).__name__}")
 
 
-def status_error(where: str, status: int, headers: Mapping[str, str], body: Any, *,
-                 secrets: Iterable[str] = (), request_texts: Iterable[str] = ()) -> P4ReviewError:
+def status_error(
+    where: str,
+    status: int,
+    headers: Mapping[str, str],
+    body: Any,
+    *,
+    secrets: Iterable[str] = (),
+    request_texts: Iterable[str] = (),
+) -> P4ReviewError:
     """The domain error for one HTTP error answer (after any key re-read)."""
     kind, code, message = error_fields(body)
     label = f"HTTP {status}" + "".join(f" {part}" for part in (kind, code) if part)
@@ -161,7 +174,7 @@ def safe_excerpt(message: str, *, secrets: Iterable[str] = (), request_texts: It
             text = text.replace(secret, "[key]")
     text = _TOKEN_LIKE.sub("[redacted]", _QUOTED.sub("'...'", text))[:MAX_EXCERPT_CHARS]
     sources = [_one_line(source) for source in request_texts]
-    windows = (text[start:start + _ECHO_WINDOW] for start in range(0, len(text) - _ECHO_WINDOW + 1, 4))
+    windows = (text[start : start + _ECHO_WINDOW] for start in range(0, len(text) - _ECHO_WINDOW + 1, 4))
     if any(window in source for window in windows for source in sources):
         return ""
     return text

@@ -18,15 +18,26 @@ OPENAI_API_BASE_URL = "https://api.openai.com/v1"
 STRUCTURED_OUTPUT_MODES = ("json_schema", "json_object", "none")
 RESULT_SCHEMA_NAME = "ReviewResult"
 
-_ERRORS = SdkErrors(base=openai.OpenAIError, status=openai.APIStatusError,
-                    connection=openai.APIConnectionError, timeout=openai.APITimeoutError)
+_ERRORS = SdkErrors(
+    base=openai.OpenAIError,
+    status=openai.APIStatusError,
+    connection=openai.APIConnectionError,
+    timeout=openai.APITimeoutError,
+)
 
 
 class OpenAIProvider:
     name = "openai"
 
-    def __init__(self, model: str, key_source: KeySource, *, base_url: str | None = None,
-                 timeout_seconds: float, structured_output: str = "json_schema"):
+    def __init__(
+        self,
+        model: str,
+        key_source: KeySource,
+        *,
+        base_url: str | None = None,
+        timeout_seconds: float,
+        structured_output: str = "json_schema",
+    ):
         if structured_output not in STRUCTURED_OUTPUT_MODES:
             raise ConfigError(f"unknown structured output mode {structured_output!r}")
         self.model = model
@@ -81,8 +92,10 @@ class OpenAIProvider:
     def _response_format(self, request: LlmRequest) -> dict[str, Any] | None:
         if self.structured_output == "json_schema":
             # strict False: strict mode wants every property required and a JSON Schema subset.
-            return {"type": "json_schema",
-                    "json_schema": {"name": RESULT_SCHEMA_NAME, "schema": request.json_schema, "strict": False}}
+            return {
+                "type": "json_schema",
+                "json_schema": {"name": RESULT_SCHEMA_NAME, "schema": request.json_schema, "strict": False},
+            }
         if self.structured_output == "json_object":
             return {"type": "json_object"}
         return None

@@ -26,7 +26,20 @@ from p4review.adapters.p4.runner import P4Runner
 from p4review.adapters.p4.values import decode_text, is_binary_type
 
 __all__ = [
-    "DEFAULT_MAX_FILE_BYTES", "ChangeFetcher", "P4ArgumentError", "P4AuthError", "P4CommandError",
-    "P4ConnectionError", "P4NotFoundError", "P4Runner", "P4ServerBusyError", "P4TimeoutError", "added_file_diff",
-    "decode_marshal_stream", "decode_text", "is_binary_type", "normalize_diff2", "report_path_denied",
+    "DEFAULT_MAX_FILE_BYTES",
+    "ChangeFetcher",
+    "P4ArgumentError",
+    "P4AuthError",
+    "P4CommandError",
+    "P4ConnectionError",
+    "P4NotFoundError",
+    "P4Runner",
+    "P4ServerBusyError",
+    "P4TimeoutError",
+    "added_file_diff",
+    "decode_marshal_stream",
+    "decode_text",
+    "is_binary_type",
+    "normalize_diff2",
+    "report_path_denied",
 ]

@@ -13,6 +13,7 @@ from p4review.errors import (
     ValidationError,
 )
 
+
 class P4ConnectionError(RetryableError):
     """The server could not be reached (refused, DNS, reset). Transient by nature."""
 
@@ -57,14 +58,26 @@ class P4CommandError(NonRetryableError):
 # (pattern in p4's message, exception) in priority order; first match wins.
 CLASSIFY: tuple[tuple[re.Pattern[str], type[Exception]], ...] = (
     (re.compile(r"connection timed out|operation timed out|receive exceeded maximum", re.I), P4TimeoutError),
-    (re.compile(r"connect to server failed|tcp connect|connection refused|connection reset|"
-                r"tcp (send|receive) failed|ssl (connect|receive|send)|name or service not known", re.I),
-     P4ConnectionError),
-    (re.compile(r"password \(p4passwd\) invalid|password invalid|password must be set|session has expired|"
-                r"ticket.*expired|please login|login again|don't have permission|no permission|"
-                r"protections|p4 protect", re.I),
-     P4AuthError),
+    (
+        re.compile(
+            r"connect to server failed|tcp connect|connection refused|connection reset|"
+            r"tcp (send|receive) failed|ssl (connect|receive|send)|name or service not known",
+            re.I,
+        ),
+        P4ConnectionError,
+    ),
+    (
+        re.compile(
+            r"password \(p4passwd\) invalid|password invalid|password must be set|session has expired|"
+            r"ticket.*expired|please login|login again|don't have permission|no permission|"
+            r"protections|p4 protect",
+            re.I,
+        ),
+        P4AuthError,
+    ),
     (re.compile(r"change \d+ unknown|no such file|no such changelist|unknown user", re.I), P4NotFoundError),
-    (re.compile(r"busy|try again|too many clients|partner exited unexpectedly|server is shutting down", re.I),
-     P4ServerBusyError),
+    (
+        re.compile(r"busy|try again|too many clients|partner exited unexpectedly|server is shutting down", re.I),
+        P4ServerBusyError,
+    ),
 )

@@ -41,8 +41,7 @@ class ChangeFetcher:
     names one file); it stays in the coverage as skipped, and its denial is a security event.
     """
 
-    def __init__(self, runner: P4Runner, *, allow_list: DepotAllowList,
-                 max_file_bytes: int = DEFAULT_MAX_FILE_BYTES):
+    def __init__(self, runner: P4Runner, *, allow_list: DepotAllowList, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES):
         self._runner = runner
         self._allow_list = allow_list
         self._max_bytes = max_file_bytes
@@ -82,10 +81,14 @@ class ChangeFetcher:
             files.append(changed)
             index += 1
         return ChangeDescription(
-            changelist_id=number, kind=kind, owner=decode_field(record.get(b"user"), "change owner"),
-            client=decode_field(record.get(b"client")), status=status,
+            changelist_id=number,
+            kind=kind,
+            owner=decode_field(record.get(b"user"), "change owner"),
+            client=decode_field(record.get(b"client")),
+            status=status,
             description=decode_field(record.get(b"desc"), "change description"),
-            time=int_field(record.get(b"time")), files=files,
+            time=int_field(record.get(b"time")),
+            files=files,
         )
 
     def user(self, name: str) -> P4User:
@@ -109,8 +112,7 @@ class ChangeFetcher:
                 denied.add(changed.depot_path)
         return denied
 
-    def file_diff(self, description: ChangeDescription, changed: ChangedFile, *,
-                  job_id: str | None = None) -> FileDiff:
+    def file_diff(self, description: ChangeDescription, changed: ChangedFile, *, job_id: str | None = None) -> FileDiff:
         path, action, number = changed.depot_path, changed.action, description.changelist_id
 
         def skipped(reason: SkipReason) -> FileDiff:
@@ -138,8 +140,9 @@ class ChangeFetcher:
             content = self._runner.run_text(["print", "-q", spec], changelist_id=number)
             if len(content) > self._max_bytes:
                 return skipped(SkipReason.TOO_LARGE)
-            return FileDiff(depot_path=path, action=action, status=DiffStatus.FETCHED,
-                            unified_diff=added_file_diff(path, content))
+            return FileDiff(
+                depot_path=path, action=action, status=DiffStatus.FETCHED, unified_diff=added_file_diff(path, content)
+            )
         if action in _EDIT_ACTIONS:
             if shelved:  # shelved content against the depot head it would replace
                 left, right = operand, f"{operand}@={number}"
@@ -154,15 +157,17 @@ class ChangeFetcher:
             return FileDiff(depot_path=path, action=action, status=DiffStatus.FETCHED, unified_diff=diff)
         return skipped(SkipReason.UNSUPPORTED_ACTION)
 
-    def fetch(self, changelist_id: int, kind: ChangeKind, *, parallelism: int = 8,
-              job_id: str | None = None) -> ChangeSnapshot:
+    def fetch(
+        self, changelist_id: int, kind: ChangeKind, *, parallelism: int = 8, job_id: str | None = None
+    ) -> ChangeSnapshot:
         """The whole change in memory (tests, benchmarks); the fetch stage streams instead."""
         description = self.describe(changelist_id, kind)
         diffs = list(self.iter_file_diffs(description, parallelism=parallelism, job_id=job_id))
         return ChangeSnapshot(description=description, diffs=diffs)
 
-    def iter_file_diffs(self, description: ChangeDescription, *, parallelism: int = 8,
-                        job_id: str | None = None) -> Iterator[FileDiff]:
+    def iter_file_diffs(
+        self, description: ChangeDescription, *, parallelism: int = 8, job_id: str | None = None
+    ) -> Iterator[FileDiff]:
         """Check the paths, then one p4 command per allowed file, yielding the diffs in describe
         order. Per-file commands are latency-bound (a server round trip each), so a few run at
         once; at most 2 x `parallelism` diffs are held at a time, whatever the change's size."""
@@ -170,14 +175,22 @@ class ChangeFetcher:
 
         def one(changed: ChangedFile) -> FileDiff:
             if changed.depot_path in denied:  # already reported by the first check
-                return FileDiff(depot_path=changed.depot_path, action=changed.action,
-                                status=DiffStatus.SKIPPED, skip_reason=SkipReason.OUTSIDE_ALLOW_LIST)
+                return FileDiff(
+                    depot_path=changed.depot_path,
+                    action=changed.action,
+                    status=DiffStatus.SKIPPED,
+                    skip_reason=SkipReason.OUTSIDE_ALLOW_LIST,
+                )
             try:
                 return self.file_diff(description, changed, job_id=job_id)
             except P4NotFoundError:
                 # Obliterated or re-shelved between describe and diff: skip this file only.
-                return FileDiff(depot_path=changed.depot_path, action=changed.action,
-                                status=DiffStatus.SKIPPED, skip_reason=SkipReason.NOT_FOUND)
+                return FileDiff(
+                    depot_path=changed.depot_path,
+                    action=changed.action,
+                    status=DiffStatus.SKIPPED,
+                    skip_reason=SkipReason.NOT_FOUND,
+                )
 
         if parallelism <= 1 or len(description.files) <= 1:
             for changed in description.files:
@@ -197,17 +210,21 @@ class ChangeFetcher:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
-def report_path_denied(decision: PathDecision, *, check: str, description: ChangeDescription,
-                       job_id: str | None) -> None:
+def report_path_denied(
+    decision: PathDecision, *, check: str, description: ChangeDescription, job_id: str | None
+) -> None:
     """The security event of one denial: what was refused, why and where; never file content."""
-    logger.warning("depot path denied", extra={
-        "security_event": "depot_path_denied",
-        "check": check,  # "describe" (metadata) or "fetch" (before a per-file command)
-        "reason": decision.reason.value if decision.reason else None,
-        "depot_path": sanitize_for_log(decision.path),
-        "normalized_path": sanitize_for_log(decision.normalized) if decision.normalized else None,
-        "job_id": job_id,
-        "changelist_id": description.changelist_id,
-        "change_kind": description.kind.value,
-    })
+    logger.warning(
+        "depot path denied",
+        extra={
+            "security_event": "depot_path_denied",
+            "check": check,  # "describe" (metadata) or "fetch" (before a per-file command)
+            "reason": decision.reason.value if decision.reason else None,
+            "depot_path": sanitize_for_log(decision.path),
+            "normalized_path": sanitize_for_log(decision.normalized) if decision.normalized else None,
+            "job_id": job_id,
+            "changelist_id": description.changelist_id,
+            "change_kind": description.kind.value,
+        },
+    )
     metrics.add_metric(name=MetricName.SECURITY_PATH_DENIED, unit="Count", value=1)

@@ -18,7 +18,7 @@ def decode_marshal_stream(data: bytes) -> list[dict[bytes, Any]]:
         nonlocal pos
         if pos + count > len(data):
             raise ValueError("truncated marshal data")
-        chunk = data[pos:pos + count]
+        chunk = data[pos : pos + count]
         pos += count
         return chunk
 
@@ -38,7 +38,7 @@ def decode_marshal_stream(data: bytes) -> list[dict[bytes, Any]]:
         if take(1) != b"{":
             raise ValueError("expected a dict record")
         record: dict[bytes, Any] = {}
-        while data[pos:pos + 1] != b"0":
+        while data[pos : pos + 1] != b"0":
             key = value()
             if not isinstance(key, bytes):
                 raise ValueError("non-bytes key")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -53,8 +54,12 @@ class P4Runner:
         self._timeout = float(timeout_seconds)
         # Minimal base: nothing else of the parent's environment (AWS keys, P4CONFIG) leaks in, and
         # P4ENVIRO points p4 away from a ~/.p4enviro file that could set P4PORT or P4USER.
-        child_env = {"PATH": os.environ.get("PATH", os.defpath), "LANG": "C.UTF-8",
-                     "HOME": os.environ.get("HOME", "/tmp"), "P4ENVIRO": os.devnull}
+        child_env = {
+            "PATH": os.environ.get("PATH", os.defpath),
+            "LANG": "C.UTF-8",
+            "HOME": os.environ.get("HOME", tempfile.gettempdir()),
+            "P4ENVIRO": os.devnull,
+        }
         for key, value in (env or {}).items():
             if "\x00" in key or "=" in key or "\x00" in value:
                 raise ConfigError("invalid p4 environment entry")
@@ -93,8 +98,13 @@ class P4Runner:
         try:
             # New session so a timeout kills the whole process group, not just the parent.
             proc = subprocess.Popen(
-                [self._executable, *argv], shell=False, env=self._env, stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                [self._executable, *argv],
+                shell=False,
+                env=self._env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
             )
         except OSError:
             raise ConfigError("p4 executable could not be started") from None
@@ -135,10 +145,16 @@ class P4Runner:
 
     @staticmethod
     def _log(command: str, args: Sequence[str], changelist_id: int | None, started: float, code: int | None) -> None:
-        logger.info("p4 command finished", extra={
-            "p4_command": command, "p4_arg_count": len(args), "changelist_id": changelist_id,
-            "exit_code": code, "duration_ms": round((time.monotonic() - started) * 1000),
-        })
+        logger.info(
+            "p4 command finished",
+            extra={
+                "p4_command": command,
+                "p4_arg_count": len(args),
+                "changelist_id": changelist_id,
+                "exit_code": code,
+                "duration_ms": round((time.monotonic() - started) * 1000),
+            },
+        )
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:

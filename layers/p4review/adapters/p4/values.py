@@ -9,8 +9,9 @@ from p4review.adapters.p4.errors import P4ArgumentError
 from p4review.observability import logger
 
 CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # C0, DEL and C1
-_BINARY_BASES = frozenset({"binary", "ubinary", "xbinary", "uxbinary", "apple", "resource", "uresource",
-                           "tempobj", "xtempobj"})
+_BINARY_BASES = frozenset(
+    {"binary", "ubinary", "xbinary", "uxbinary", "apple", "resource", "uresource", "tempobj", "xtempobj"}
+)
 
 
 def is_binary_type(file_type: str) -> bool:
@@ -46,8 +47,10 @@ def decode_text(raw: bytes, what: str = "p4 text") -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
-        logger.warning("p4 text is not UTF-8: decoded as cp1252", extra={
-            "diagnostic": "p4_text_cp1252_fallback", "field": what, "byte_count": len(raw)})
+        logger.warning(
+            "p4 text is not UTF-8: decoded as cp1252",
+            extra={"diagnostic": "p4_text_cp1252_fallback", "field": what, "byte_count": len(raw)},
+        )
         return raw.decode("cp1252", "replace")
 
 

@@ -11,5 +11,12 @@ from p4review.logic.redaction.pipeline import Redactor, redact
 from p4review.logic.redaction.policy import DEFAULT_POLICY, RedactionPolicy
 from p4review.logic.redaction.rules import RULESET_VERSION
 
-__all__ = ["DEFAULT_POLICY", "RULESET_VERSION", "RedactedDocument", "RedactionError", "RedactionPolicy",
-           "Redactor", "redact"]
+__all__ = [
+    "DEFAULT_POLICY",
+    "RULESET_VERSION",
+    "RedactedDocument",
+    "RedactionError",
+    "RedactionPolicy",
+    "Redactor",
+    "redact",
+]

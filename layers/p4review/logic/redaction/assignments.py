@@ -15,8 +15,8 @@ from p4review.logic.redaction.needles import Needle, lowered_ascii, needles
 from p4review.logic.redaction.values import (
     REDACTED_MARK,
     is_password_hash,
-    names_a_secret,
     looks_random,
+    names_a_secret,
     placeholder,
     quoted_literal_is_secret,
     unquoted_value_is_secret,
@@ -28,8 +28,8 @@ _VALUE = (
     r"(?P<sp>[rRbBuUfF]{0,2})\"(?P<dq>(?:[^\"\\]|\\.)*)\""
     r"|(?P<sp2>[rRbBuUfF]{0,2})'(?P<sq>(?:[^'\\]|\\.)*)'"
     r"|`(?P<bq>[^`]*)`"
-    r"|\\\"(?P<eq>(?:[^\"\\]|\\[^\"])*)\\\""                 # \"value\" inside an escaped JSON string
-    r"|[\"'](?P<tq>[^\"'\s\\]+)$"                            # opening quote, cut off at the line end
+    r"|\\\"(?P<eq>(?:[^\"\\]|\\[^\"])*)\\\""  # \"value\" inside an escaped JSON string
+    r"|[\"'](?P<tq>[^\"'\s\\]+)$"  # opening quote, cut off at the line end
     # unquoted (config, shell, URLs): `&` ends it only before the next `name=` of a query string
     r"|(?P<uv>(?:[^\s\"'`,;&)\]}>=]|&(?![\w.-]+=))(?:[^\s\"'`,;&)\]}>]|&(?![\w.-]+=))*)"
 )
@@ -38,7 +38,8 @@ _ASSIGNMENT_AT = re.compile(
     r"(?P<kopen>\\?[\"'`])?"
     r"(?P<key>[\w.-]++)"
     r"(?P<kclose>\\?[\"'`])?\]?"
-    r"[ \t]*+(?::[ \t]*[&*]?(?:'\w+[ \t]+)?[A-Za-z_][\w.\[\], |<>]*?[ \t]*(?==))?"  # `password: str = ...`, `token: &str =`
+    # a type annotation: `password: str = ...`, `token: &str =`
+    r"[ \t]*+(?::[ \t]*[&*]?(?:'\w+[ \t]+)?[A-Za-z_][\w.\[\], |<>]*?[ \t]*(?==))?"
     r"(?:\{[^{}]*\}[ \t]*(?==))?"  # a C# property: `Password { get; set; } = ...`
     r"(?:\*?[A-Za-z_][\w.\[\]]*[ \t]*(?==))?"  # a Go type after the name: `var apiToken string = ...`
     # := (Go, Makefile), ::= (BSD make), ?= and .= (make, PHP), => (PHP, Ruby), = and :
@@ -50,33 +51,48 @@ _ASSIGNMENT_AT = re.compile(
 _KEY_SPOT = re.compile(r"pass|pw|cret|cred|ken|key|pat|authoriz")
 _KEY_RUN_REVERSED = re.compile(r"[\w.-]*")
 _LONGEST_KEY = 256
+
+
 # Needles for a key word: one of these occurs in every key `classify_key` accepts (pass, pw,
 # secret, token, credential, authorization, api_key...), searched in the lowercased text. A bare
 # `key` (`key=lambda`, dict keys) is everywhere in code, so only the compound keys count.
 # `ahead` is what must follow the key word for the rule to have a chance, so that lines that
 # merely mention a password (`if not password:` aside) are not even looked at.
 def key_needles(ahead: str = "") -> tuple[Needle, ...]:
-    return (needles("pass", "pw", "cret", "cred", ahead=ahead, folded=True)
-            + needles("ken", behind="to", ahead=ahead, folded=True)
-            + needles("z", behind="authori", ahead=ahead, folded=True)
-            + tuple(needle for prefix in _KEY_PREFIXES for separator in ("", "_", "-", ".")
-                    for needle in needles("key", behind=prefix + separator, ahead=ahead, folded=True)))
+    return (
+        needles("pass", "pw", "cret", "cred", ahead=ahead, folded=True)
+        + needles("ken", behind="to", ahead=ahead, folded=True)
+        + needles("z", behind="authori", ahead=ahead, folded=True)
+        + tuple(
+            needle
+            for prefix in _KEY_PREFIXES
+            for separator in ("", "_", "-", ".")
+            for needle in needles("key", behind=prefix + separator, ahead=ahead, folded=True)
+        )
+    )
 
 
 # The rest of the key, then an operator: `:`, `=` (also `:=`, `=>`, `==`), or `,` after a
 # quoted key; possibly after a closing quote and bracket (`os.environ["PASSWORD"] =`).
 # (The prefilter searches UTF-8 bytes, where `\w` is ASCII: \x80-\xff stands for the rest.)
-KEY_NEEDLES = key_needles(ahead=r"""[\w.\x80-\xff-]*+(?:\\?["'`])?\]?[ \t]*(?:\*?[a-z_][\w.\[\]]*[ \t]*)?[:=,?.{]""") + needles(
+KEY_NEEDLES = key_needles(
+    ahead=r"""[\w.\x80-\xff-]*+(?:\\?["'`])?\]?[ \t]*(?:\*?[a-z_][\w.\[\]]*[ \t]*)?[:=,?.{]"""
+) + needles(
     # `<vendor>_key = <generated value>` (`ALCHEMY_KEY=...`, `apitemplateKEY ...` aside): a key
     # word right before the operator. Only a generated-looking value counts (see classify_key).
-    "key", "pat", ahead=r"""(?:\\?["'`])?\]?[ \t]*(?:[:?.]?=|:|=>)""", folded=True)
+    "key",
+    "pat",
+    ahead=r"""(?:\\?["'`])?\]?[ \t]*(?:[:?.]?=|:|=>)""",
+    folded=True,
+)
 _VALUE_GROUPS = frozenset(("dq", "sq", "bq", "eq", "tq", "uv"))
 _WORDS_OF_KEY = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _PASSWORD_WORDS = ("password", "passwd", "passphrase", "passcode", "passwort")
 _TOKEN_WORDS = ("token", "credential", "authorization")
 _COMPOUND_KEY = re.compile("(?:" + "|".join(_KEY_PREFIXES) + ")[_.-]?key")
 # A key ending in one of these names something *about* a secret (its id, path, length...).
-_ABOUT_A_SECRET = frozenset("""
+_ABOUT_A_SECRET = frozenset(
+    """
 id ids arn name names path file filename dir directory location ref env var variable field fields
 type kind mode format encoding algorithm algo schema version url uri endpoint host header param
 parameter template store manager provider service source enabled required changed updated created
@@ -85,7 +101,8 @@ prefix suffix index idx offset position pos len length min max count size attemp
 timeout ttl expiry expires expiration age lifetime policy rule rules regex pattern validator strength
 complexity label hint placeholder prompt message msg text title description desc help error tooltip
 caption column input widget form class cls factory handler callback fn func method list
-""".split())
+""".split()
+)
 
 
 _CONSTANT_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*")  # `("P4PASSWD", "P4TICKET")`: names
@@ -138,7 +155,7 @@ class AssignmentRule(Rule):
         for spot in _KEY_SPOT.finditer(lowered):
             if spot.start() < resume:
                 continue  # inside an assignment already handled (a key word in a value)
-            window = body[max(0, spot.start() - _LONGEST_KEY):spot.start()]
+            window = body[max(0, spot.start() - _LONGEST_KEY) : spot.start()]
             key_start = spot.start() - match_length(_KEY_RUN_REVERSED, window[::-1])
             if key_start == tried or body.endswith("[REDACTED:", 0, key_start):
                 continue
@@ -165,7 +182,7 @@ class AssignmentRule(Rule):
             return None
         if match.group("kopen") and not match.group("kclose"):
             return None  # `"secretsmanager:GetSecretValue"`: one string with a colon in it
-        before = match.string[:match.start()].rstrip()
+        before = match.string[: match.start()].rstrip()
         if before.endswith(_DOC_FIELDS):
             return None  # `:param password: The password...`: documentation of a parameter
         # `self.password = value`: an attribute, so this is code whatever the file says.
@@ -180,8 +197,13 @@ class AssignmentRule(Rule):
         if match.group("op") == ",":
             # `define('DB_PASSWORD', '...')`: a call's first argument, then a quoted single token;
             # `get("password", default)` is code, `("password", "passcode")` a tuple of names.
-            if not quoted or len(value) < 4 or any(ch.isspace() for ch in value) or not before.endswith("(") \
-                    or _CONSTANT_NAME.fullmatch(value):
+            if (
+                not quoted
+                or len(value) < 4
+                or any(ch.isspace() for ch in value)
+                or not before.endswith("(")
+                or _CONSTANT_NAME.fullmatch(value)
+            ):
                 return None
         if group == "tq" and not any(ch.isalnum() for ch in value):
             return None  # `"if not password:",`: a quote and punctuation closing a string
@@ -194,11 +216,11 @@ class AssignmentRule(Rule):
             return None
         span = match.span(group)
         if not quoted and match.group("op") != ":" and not key.startswith("-"):  # `--password=x -h db`: a flag
-            rest = match.string[match.end():].lstrip(" \t")
+            rest = match.string[match.end() :].lstrip(" \t")
             if rest and rest[0] not in "#;,)}]" and not rest.startswith("//") and kind() is FileKind.CODE:
                 return None  # `$pw = ConvertTo-SecureString "..."`: a command or an expression, not a literal
         if not quoted and match.group("op") == ":":
-            rest = match.string[match.end():]
+            rest = match.string[match.end() :]
             words = rest.lstrip(" \t")
             if words and words != rest and not words.startswith(("#", "//")):
                 # More words follow. In a config file that is one YAML plain scalar
@@ -207,7 +229,7 @@ class AssignmentRule(Rule):
                 if kind() is not FileKind.CONFIG:
                     return None
                 span = (span[0], match.end() + len(rest.split(" #", 1)[0].rstrip()))
-        if name == "api_key" and not looks_random(match.string[span[0]:span[1]]):
+        if name == "api_key" and not looks_random(match.string[span[0] : span[1]]):
             return None
         return span, name
 
@@ -228,7 +250,8 @@ class SpacedRule(Rule):
         # an unquoted value that is a path (`--secret-file /run/s`, `~/.token`, `./key`) says where
         # a secret is, not what it is
         r"(?:\"(?P<dq>[^\"\s]+)\"|'(?P<sq>[^'\s]+)'|(?P<uv>(?!\.{1,2}/)[^\s\"'`=/~-][^\s\"'`]*))"
-        r"(?P<end>[ \t]*$)?")
+        r"(?P<end>[ \t]*$)?"
+    )
 
     def __init__(self) -> None:
         # The value's first character as _PATTERN allows it (quotes included), so the needle
@@ -247,8 +270,9 @@ class SpacedRule(Rule):
             value = match.group(group)
             if name == "api_key" and not looks_random(value):
                 continue
-            if is_password_hash(value) or not (quoted_literal_is_secret(value) if group != "uv"
-                                               else unquoted_value_is_secret(value, lambda: True)):
+            if is_password_hash(value) or not (
+                quoted_literal_is_secret(value) if group != "uv" else unquoted_value_is_secret(value, lambda: True)
+            ):
                 continue
             counts[name] += 1
             spans.append((*match.span(group), name))
@@ -276,7 +300,8 @@ COMMAND_RULE = PatternRule(
     # SQL: `IDENTIFIED BY 'x'`, `WITH PASSWORD 'x'`, `PASSWORD 'x'`
     r"|(?i:\bidentified[ \t]+by[ \t]+|\bpassword[ \t]+)'(?P<sql>[^'\s]+)'"
     # setters and builders: `setPassword("x")`, `withApiToken("x")`
-    r"|\b(?:set|with)(?:[A-Z]\w*)?(?:Password|Passwd|Secret|Token|ApiKey|Credentials?)\([ \t]*\"(?P<setter>[^\"]+)\"[ \t]*\)"
+    r"|\b(?:set|with)(?:[A-Z]\w*)?(?:Password|Passwd|Secret|Token|ApiKey|Credentials?)"
+    r"\([ \t]*\"(?P<setter>[^\"]+)\"[ \t]*\)"
     # PowerShell: `ConvertTo-SecureString "x" -AsPlainText`
     r"|(?i:\bconvertto-securestring[ \t]+(?:-string[ \t]+)?)[\"'](?P<pwsh>[^\"']+)[\"'](?=(?i:[^\n]*-asplaintext))"
     # `docker login -u user -p x` (also `psexec`, `sshpass` above)
@@ -288,21 +313,35 @@ COMMAND_RULE = PatternRule(
     + needles("password", ahead=r"""[ \t]+is[ \t]+["']""", folded=True)
     + needles("by", behind="identified ", ahead=r"""[ \t]+'""", folded=True)
     + needles("password", ahead=r"""[ \t]+'""", folded=True)
-    + needles("password(", "passwd(", "secret(", "token(", "apikey(", "credential(", "credentials(",
-              ahead=r"""[ \t]*\"""", folded=True)
+    + needles(
+        "password(",
+        "passwd(",
+        "secret(",
+        "token(",
+        "apikey(",
+        "credential(",
+        "credentials(",
+        ahead=r"""[ \t]*\"""",
+        folded=True,
+    )
     + needles("securestring", behind="convertto-", folded=True)
     + needles("login", ahead=r"[^\n]*[ \t]-p[ \t]", folded=True),
-    groups=("netrc", "curl", "flag", "mysql", "prose", "sql", "setter", "pwsh", "login"), validate=_command_secret,
+    groups=("netrc", "curl", "flag", "mysql", "prose", "sql", "setter", "pwsh", "login"),
+    validate=_command_secret,
 )
 
-_SECRET_NAME = r"[\w.:-]*(?:password|passwd|pwd|secret|token|api[_-]?key|apikey)[\w.:-]*"
+_SECRET_NAME = r"[\w.:-]*(?:password|passwd|pwd|secret|token|api[_-]?key|apikey)[\w.:-]*"  # noqa: S105 - a pattern
 MARKUP_RULE = PatternRule(
     "password",
     r"<(?P<tag>" + _SECRET_NAME + r")>(?P<element>[^<\s][^<]*)</(?P=tag)>"
     r"|\bkey[ \t]*=[ \t]*\"" + _SECRET_NAME + r"\"[ \t]+value[ \t]*=[ \t]*\"(?P<attribute>[^\"]+)\""
-    r"|\b(?:key|name)[ \t]*=[ \t]*\"" + _SECRET_NAME + r"\"[ \t]*>(?P<entry>[^<\s][^<]*)</",  # <entry key="db.password">x</entry>
-    key_needles(ahead=r"""[\w.:\x80-\xff-]*+(?:>|"[ \t]+value[ \t]*=|"[ \t]*>)"""), groups=("element", "attribute", "entry"),
-    validate=not_template, flags=re.IGNORECASE,
+    r"|\b(?:key|name)[ \t]*=[ \t]*\""
+    + _SECRET_NAME
+    + r"\"[ \t]*>(?P<entry>[^<\s][^<]*)</",  # <entry key="db.password">x</entry>
+    key_needles(ahead=r"""[\w.:\x80-\xff-]*+(?:>|"[ \t]+value[ \t]*=|"[ \t]*>)"""),
+    groups=("element", "attribute", "entry"),
+    validate=not_template,
+    flags=re.IGNORECASE,
 )
 
 
@@ -312,7 +351,8 @@ MARKUP_RULE = PatternRule(
 # The key line is flagged like any assignment; the scanner then asks `value_below` about the
 # next line. Only in config files: `password:` alone on a line of code or prose is not a key.
 _DANGLING_YAML_KEY = re.compile(
-    r"(?P<indent>[ \t]*)(?:-[ \t]+)?[\"']?(?P<key>[\w.-]+)[\"']?:[ \t]*(?P<block>[|>][-+]?[ \t]*)?(?:#.*)?")
+    r"(?P<indent>[ \t]*)(?:-[ \t]+)?[\"']?(?P<key>[\w.-]+)[\"']?:[ \t]*(?P<block>[|>][-+]?[ \t]*)?(?:#.*)?"
+)
 _PLAIN_SCALAR = re.compile(r"(?P<indent>[ \t]+)(?P<value>[^\s#\"'{}\[\]&*!|>%@`][^\s]*|\"[^\"]+\"|'[^']+')[ \t]*")
 
 
@@ -350,4 +390,4 @@ def value_below(body: str, key_indent: int, name: str) -> str | None:
     if not (quoted_literal_is_secret(literal) if quoted else unquoted_value_is_secret(literal, lambda: True)):
         return None
     start = match.start("value") + (1 if quoted else 0)
-    return body[:start] + placeholder(name) + body[start + len(literal):]
+    return body[:start] + placeholder(name) + body[start + len(literal) :]

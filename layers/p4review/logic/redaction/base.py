@@ -43,8 +43,16 @@ class PatternRule(Rule):
     """A regex; the first named group in `groups` that took part (else the whole match) is the
     secret. `validate(match, secret)` may veto a match (low entropy, a placeholder...)."""
 
-    def __init__(self, name: str, pattern: str, needles: tuple[Needle, ...], *, groups: tuple[str, ...] = (),
-                 validate: Callable[[Match, str], bool] | None = None, flags: int = 0):
+    def __init__(
+        self,
+        name: str,
+        pattern: str,
+        needles: tuple[Needle, ...],
+        *,
+        groups: tuple[str, ...] = (),
+        validate: Callable[[Match, str], bool] | None = None,
+        flags: int = 0,
+    ):
         super().__init__(name, needles)
         self.pattern = re.compile(pattern, flags)
         self.groups = groups
@@ -63,12 +71,15 @@ class PatternRule(Rule):
         start, end = self._span(match)
         secret = match.string[start:end]
         whole = match.group(0)
-        if REDACTED_MARK in secret or is_masked_token(secret) \
-                or (self.validate is not None and not self.validate(match, secret)):
+        if (
+            REDACTED_MARK in secret
+            or is_masked_token(secret)
+            or (self.validate is not None and not self.validate(match, secret))
+        ):
             return whole
         counts[self.name] += 1
         offset = match.start()
-        return whole[:start - offset] + placeholder(self.name) + whole[end - offset:]
+        return whole[: start - offset] + placeholder(self.name) + whole[end - offset :]
 
 
 def match_length(pattern: re.Pattern[str], text: str, pos: int = 0) -> int:

@@ -97,12 +97,21 @@ class RedactedDocument:
 
     def diagnostics(self) -> dict[str, Any]:
         """Safe to log and to store with the job: classes, counts, version, hash. No content."""
-        return {"redactions": dict(self.counts), "redaction_total": self.total,
-                "ruleset_version": self.ruleset_version, "sha256": self.sha256}
+        return {
+            "redactions": dict(self.counts),
+            "redaction_total": self.total,
+            "ruleset_version": self.ruleset_version,
+            "sha256": self.sha256,
+        }
 
 
-def _mint(text: str, counts: Mapping[str, int], ruleset_version: str, policy: RedactionPolicy,
-          record: ScanRecord | None = None) -> RedactedDocument:
+def _mint(
+    text: str,
+    counts: Mapping[str, int],
+    ruleset_version: str,
+    policy: RedactionPolicy,
+    record: ScanRecord | None = None,
+) -> RedactedDocument:
     """For the pipeline only. `record`: of the canonical scan that produced `text` in this call;
     only a pipeline that ran the canonical scanner passes one."""
     return RedactedDocument(text, counts, ruleset_version, policy=policy, mint=_MINT, record=record)

@@ -18,11 +18,13 @@ class FileKind(Enum):
     PROSE = "prose"
 
 
-_CODE = frozenset("""
+_CODE = frozenset(
+    """
 py pyi pyx js jsx mjs cjs ts tsx java kt kts scala groovy c h cc cpp cxx hpp hh hxx inl ipp
 cs go rs rb php swift m mm lua pl pm r dart ex exs erl hs clj cljs fs fsx vb html htm vue svelte
 hlsl glsl usf ush shader cg sql ps1 psm1
-""".split())
+""".split()
+)
 _PROSE = frozenset("md markdown rst txt adoc rtf".split())
 
 # A file header starts a line with one of these (unified, p4 describe/diff2, git, svn).
@@ -50,7 +52,7 @@ def _header_path(line: str) -> str:
         return line[5:].split(" ", 1)[0]
     if line.startswith("diff --git "):
         return line.rsplit(" ", 1)[-1]
-    return line[len("Index: "):]
+    return line[len("Index: ") :]
 
 
 class FileKinds:
@@ -65,7 +67,7 @@ class FileKinds:
     @staticmethod
     def _kind(text: str, start: int) -> FileKind:
         end = text.find("\n", start)
-        return kind_of_path(_header_path(text[start:end if end >= 0 else len(text)].rstrip("\r")))
+        return kind_of_path(_header_path(text[start : end if end >= 0 else len(text)].rstrip("\r")))
 
     def kind_at(self, position: int) -> FileKind:
         index = bisect.bisect_right(self._starts, position) - 1

@@ -108,10 +108,15 @@ class Prefilter:
             common = os.path.commonprefix(sorted(bits_by_literal))
             endings: dict[str, set[str]] = {}
             for needle in group:
-                endings.setdefault(needle.literal[len(common):], set()).add(needle.lookaround)
+                endings.setdefault(needle.literal[len(common) :], set()).add(needle.lookaround)
             pattern = re.escape(common) + _trie(endings)
-            self._searches.append((re.compile(pattern.encode()),
-                                   {literal.encode(): bits for literal, bits in bits_by_literal.items()}, folded))
+            self._searches.append(
+                (
+                    re.compile(pattern.encode()),
+                    {literal.encode(): bits for literal, bits in bits_by_literal.items()},
+                    folded,
+                )
+            )
 
     def flag(self, text: str) -> dict[int, int]:
         data = text.encode("utf-8", "surrogatepass")

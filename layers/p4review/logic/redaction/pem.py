@@ -29,9 +29,11 @@ NEEDLES = needles("EGIN ", behind="B") + needles("END ")
 
 # `-----BEGIN <label>-----` (SSH2: `---- BEGIN <label> ----`). The label must be a PEM one,
 # or be cut off at the line end: `<!-- END OF LIST -->` and `---- END MESSAGE ----` are not.
-_LABEL = (r"(?P<label>(?:[A-Z0-9]+ )*(?:PRIVATE KEY(?: BLOCK)?|PUBLIC KEY(?: BLOCK)?|CERTIFICATE(?: REQUEST)?"
-          r"|X509 CRL|PGP (?:MESSAGE|SIGNATURE)|PARAMETERS|PKCS7|CMS)) ?-{4,5}"
-          r"|(?P<cut>[A-Z0-9 ]*)$")
+_LABEL = (
+    r"(?P<label>(?:[A-Z0-9]+ )*(?:PRIVATE KEY(?: BLOCK)?|PUBLIC KEY(?: BLOCK)?|CERTIFICATE(?: REQUEST)?"
+    r"|X509 CRL|PGP (?:MESSAGE|SIGNATURE)|PARAMETERS|PKCS7|CMS)) ?-{4,5}"
+    r"|(?P<cut>[A-Z0-9 ]*)$"
+)
 _BEGIN = re.compile(r"(?<!-)-{4,5} ?BEGIN (?:" + _LABEL + ")")
 _END = re.compile(r"(?<!-)-{4,5} ?END (?:" + _LABEL + ")")
 # What follows BEGIN on its line: payload with literal or escaped (`\n`) line breaks.
@@ -47,11 +49,25 @@ _PAYLOAD_LINE = re.compile(
     r"(?P<trail>(?:\\r)?(?:\\n)?[\"'`]?\s*(?:[+,;]|\\)?\s*)"
 )
 # Public material: still redacted (it is useless to a reviewer), but not counted as a secret key.
-_PUBLIC_LABELS = frozenset({
-    "CERTIFICATE", "TRUSTED CERTIFICATE", "CERTIFICATE REQUEST", "NEW CERTIFICATE REQUEST", "X509 CRL",
-    "PUBLIC KEY", "RSA PUBLIC KEY", "SSH2 PUBLIC KEY", "PGP PUBLIC KEY BLOCK", "PGP SIGNATURE", "PGP MESSAGE",
-    "DH PARAMETERS", "EC PARAMETERS", "PKCS7", "CMS",
-})
+_PUBLIC_LABELS = frozenset(
+    {
+        "CERTIFICATE",
+        "TRUSTED CERTIFICATE",
+        "CERTIFICATE REQUEST",
+        "NEW CERTIFICATE REQUEST",
+        "X509 CRL",
+        "PUBLIC KEY",
+        "RSA PUBLIC KEY",
+        "SSH2 PUBLIC KEY",
+        "PGP PUBLIC KEY BLOCK",
+        "PGP SIGNATURE",
+        "PGP MESSAGE",
+        "DH PARAMETERS",
+        "EC PARAMETERS",
+        "PKCS7",
+        "CMS",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -88,10 +104,10 @@ def redact_markers(body: str, counts: Counter[str]) -> Markers:
         begin, end = _BEGIN.search(body), _END.search(body)
         if end is not None and (begin is None or end.start() < begin.start()):
             name = class_of(end)
-            head = match_length(_PAYLOAD_HEAD_REVERSED, body[:end.start()][::-1])
-            pieces += [body[:end.start() - head], placeholder(name)]
+            head = match_length(_PAYLOAD_HEAD_REVERSED, body[: end.start()][::-1])
+            pieces += [body[: end.start() - head], placeholder(name)]
             counts[name] += 1
-            body = body[end.end():]
+            body = body[end.end() :]
             if still_open is None and orphan is None and len(pieces) == 2:
                 orphan = name  # nothing before it on this line: the lines above may be payload
             continue
@@ -99,15 +115,15 @@ def redact_markers(body: str, counts: Counter[str]) -> Markers:
             break  # neither marker on what is left of the line
         name = class_of(begin)
         counts[name] += 1
-        pieces += [body[:begin.start()], placeholder(name)]
+        pieces += [body[: begin.start()], placeholder(name)]
         closing = _END.search(body, begin.end())
         if closing is None:
             # Open: replace the payload that follows on this line (escaped `\n` lines too);
             # keep looking, since whatever stopped the payload may be another BEGIN.
-            body = body[begin.end() + match_length(_PAYLOAD_TAIL, body, begin.end()):]
+            body = body[begin.end() + match_length(_PAYLOAD_TAIL, body, begin.end()) :]
             still_open = name
             continue
-        body = body[closing.end():]
+        body = body[closing.end() :]
     if not pieces:
         return Markers(body)
     pieces.append(body)
@@ -121,8 +137,8 @@ def continue_block(body: str, name: str = "private_key") -> tuple[str, LineVerdi
     end = _END.search(body)
     if end is not None:
         start = match_length(_LEAD, body)
-        return body[:start] + placeholder(name) + body[end.end():], LineVerdict.CLOSED
+        return body[:start] + placeholder(name) + body[end.end() :], LineVerdict.CLOSED
     line = _PAYLOAD_LINE.fullmatch(body)
     if line is None:
         return body, LineVerdict.OUTSIDE
-    return body[:line.start("data")] + placeholder(name) + body[line.end("data"):], LineVerdict.PAYLOAD
+    return body[: line.start("data")] + placeholder(name) + body[line.end("data") :], LineVerdict.PAYLOAD

@@ -11,7 +11,6 @@ from p4review.logic.redaction.policy import DEFAULT_POLICY, RedactionPolicy
 from p4review.logic.redaction.rules import RULESET_VERSION, Rule
 from p4review.logic.redaction.scanner import Scanner, ScanRecord
 
-
 # Redaction repeats until the canonical rules find nothing. Real text needs one round; crafted
 # concatenations of secrets can need a second; a broken rule never converges and fails closed.
 MAX_ROUNDS = 3
@@ -37,7 +36,7 @@ class Redactor:
             record = ScanRecord() if self._canonical else None
             try:
                 text, found = self._scanner.scan(text, record=record)
-            except Exception as exc:  # a rule crashed: nothing may go out unredacted
+            except Exception as exc:  # noqa: BLE001 - a rule crashed: nothing may go out unredacted
                 # `from None`: the original message could quote the input.
                 raise RedactionError(f"redaction pipeline failed ({type(exc).__name__})") from None
             counts += found

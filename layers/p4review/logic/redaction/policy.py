@@ -49,8 +49,15 @@ class RedactionPolicy:
     @property
     def fingerprint(self) -> str:
         """A short stable digest of the policy, recorded with every redacted document."""
-        canonical = json.dumps({"emails": self.deidentify_emails, "hosts": self.confidential_host_suffixes,
-                                "cidrs": self.confidential_cidrs}, sort_keys=True, separators=(",", ":"))
+        canonical = json.dumps(
+            {
+                "emails": self.deidentify_emails,
+                "hosts": self.confidential_host_suffixes,
+                "cidrs": self.confidential_cidrs,
+            },
+            sort_keys=True,
+            separators=(",", ":"),
+        )
         return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
 
@@ -58,21 +65,39 @@ DEFAULT_POLICY = RedactionPolicy()
 
 # What every network keeps to itself: private, shared (carrier-grade NAT), link-local and
 # unique-local ranges, and the names only an internal resolver answers.
-PRIVATE_CIDRS = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16",  # RFC 1918
-                 "100.64.0.0/10",                                  # RFC 6598
-                 "169.254.0.0/16", "fe80::/10",                    # link-local
-                 "fc00::/7")                                       # IPv6 unique local
-INTERNAL_HOST_SUFFIXES = (".internal", ".local", ".corp", ".lan", ".intranet", ".home.arpa", ".consul",
-                          "svc.cluster.local")
+PRIVATE_CIDRS = (
+    "10.0.0.0/8",
+    "172.16.0.0/12",
+    "192.168.0.0/16",  # RFC 1918
+    "100.64.0.0/10",  # RFC 6598
+    "169.254.0.0/16",
+    "fe80::/10",  # link-local
+    "fc00::/7",
+)  # IPv6 unique local
+INTERNAL_HOST_SUFFIXES = (
+    ".internal",
+    ".local",
+    ".corp",
+    ".lan",
+    ".intranet",
+    ".home.arpa",
+    ".consul",
+    "svc.cluster.local",
+)
 
 
-def service_policy(*, private_by_default: bool = True, host_suffixes: tuple[str, ...] = (),
-                   cidrs: tuple[str, ...] = ()) -> RedactionPolicy:
+def service_policy(
+    *, private_by_default: bool = True, host_suffixes: tuple[str, ...] = (), cidrs: tuple[str, ...] = ()
+) -> RedactionPolicy:
     """The service's policy: secure by default (e-mail addresses, internal names and private
     addresses are redacted), the deployment's own suffixes and ranges on top. With
     `private_by_default=False` only what is configured is redacted (the opt-out)."""
     if not private_by_default:
-        return RedactionPolicy(deidentify_emails=False, confidential_host_suffixes=host_suffixes,
-                               confidential_cidrs=cidrs)
-    return RedactionPolicy(deidentify_emails=True, confidential_host_suffixes=INTERNAL_HOST_SUFFIXES + host_suffixes,
-                           confidential_cidrs=PRIVATE_CIDRS + cidrs)
+        return RedactionPolicy(
+            deidentify_emails=False, confidential_host_suffixes=host_suffixes, confidential_cidrs=cidrs
+        )
+    return RedactionPolicy(
+        deidentify_emails=True,
+        confidential_host_suffixes=INTERNAL_HOST_SUFFIXES + host_suffixes,
+        confidential_cidrs=PRIVATE_CIDRS + cidrs,
+    )

@@ -22,7 +22,8 @@ EMAIL_RULE = PatternRule(
     "email",
     r"(?<![\w.%+-])(?P<local>[A-Za-z0-9._%+-]+)@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+"
     r"(?P<tld>[A-Za-z]{2,24})(?![\w-])",
-    (Needle("@", behind="[A-Za-z0-9._%+-]", ahead="[A-Za-z0-9]"),), validate=_real_email,
+    (Needle("@", behind="[A-Za-z0-9._%+-]", ahead="[A-Za-z0-9]"),),
+    validate=_real_email,
 )
 
 
@@ -33,8 +34,12 @@ def host_rule(suffixes: tuple[str, ...]) -> PatternRule:
     under = "|".join(re.escape(suffix) for suffix in suffixes)
     equal = "|".join(re.escape(suffix) for suffix in suffixes if "." in suffix)
     names = rf"(?:{label}\.)+(?:{under})" + (rf"|(?:{equal})" if equal else "")
-    return PatternRule("internal_host", rf"(?<![\w.-])(?i:{names})(?![\w-]|\.[A-Za-z0-9])",
-                       needles(*suffixes, folded=True), validate=_not_code)
+    return PatternRule(
+        "internal_host",
+        rf"(?<![\w.-])(?i:{names})(?![\w-]|\.[A-Za-z0-9])",
+        needles(*suffixes, folded=True),
+        validate=_not_code,
+    )
 
 
 # `threading.local()`, `self.internal`: under a one-label suffix, code looks like a host name.
@@ -44,7 +49,7 @@ _RECEIVERS = frozenset("self this cls super threading".split())
 def _not_code(match: Match, name: str) -> bool:
     if name.count(".") > 1:
         return True  # `db01.prod.internal`: several labels, a host
-    after = match.string[match.end():match.end() + 1]
+    after = match.string[match.end() : match.end() + 1]
     return after not in ("(", "[") and name.split(".", 1)[0].lower() not in _RECEIVERS
 
 

@@ -21,8 +21,15 @@ def default_rules(policy: RedactionPolicy) -> tuple[Rule, ...]:
     before these). Connection URIs first, then known token formats (ours, then the adopted
     ruleset's), then name-based rules, then the policy's rules, which must see the text after
     secrets are gone."""
-    rules: list[Rule] = [CONNECTION_URI_RULE, *TOKEN_RULES, *adopted_rules(), MARKUP_RULE, ASSIGNMENT_RULE,
-                         SPACED_RULE, COMMAND_RULE]
+    rules: list[Rule] = [
+        CONNECTION_URI_RULE,
+        *TOKEN_RULES,
+        *adopted_rules(),
+        MARKUP_RULE,
+        ASSIGNMENT_RULE,
+        SPACED_RULE,
+        COMMAND_RULE,
+    ]
     if policy.deidentify_emails:
         rules.append(EMAIL_RULE)
     if policy.confidential_host_suffixes:

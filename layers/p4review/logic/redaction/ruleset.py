@@ -56,8 +56,9 @@ class _GlobalFilter:
         self.substrings = tuple(exported["global_exclude_substrings"])
 
     def discards(self, secret: str) -> bool:
-        return (any(pattern.search(secret) for pattern in self.exclude)
-                or any(substring in secret for substring in self.substrings))
+        return any(pattern.search(secret) for pattern in self.exclude) or any(
+            substring in secret for substring in self.substrings
+        )
 
 
 class AdoptedRule(Rule):
@@ -69,16 +70,19 @@ class AdoptedRule(Rule):
         self._keywords = tuple(keyword.encode() for keyword in spec["keywords"])
         self._spec = spec
         self._global = global_filter
-        self._compiled: tuple[re.Pattern[str], tuple[re.Pattern[str], ...], tuple[tuple[re.Pattern[str], ...], ...]] \
-            | None = None
+        self._compiled: (
+            tuple[re.Pattern[str], tuple[re.Pattern[str], ...], tuple[tuple[re.Pattern[str], ...], ...]] | None
+        ) = None
 
     def _patterns(self) -> tuple[re.Pattern[str], tuple[re.Pattern[str], ...], tuple[tuple[re.Pattern[str], ...], ...]]:
         """(regex, exclusions, requirements: groups of which each needs one match)."""
         if self._compiled is None:
             spec = self._spec
-            self._compiled = (re.compile(spec["regex"], re.ASCII),
-                              tuple(re.compile(pattern, re.ASCII) for pattern in spec["exclude"]),
-                              tuple(tuple(re.compile(pattern, re.ASCII) for pattern in group) for group in spec["require"]))
+            self._compiled = (
+                re.compile(spec["regex"], re.ASCII),
+                tuple(re.compile(pattern, re.ASCII) for pattern in spec["exclude"]),
+                tuple(tuple(re.compile(pattern, re.ASCII) for pattern in group) for group in spec["require"]),
+            )
         return self._compiled
 
     def apply(self, body: str, kind: Callable[[], FileKind], counts: Counter[str]) -> str:
@@ -127,7 +131,7 @@ class AdoptedRule(Rule):
             return whole
         counts[self.name] += 1
         offset = match.start()
-        return whole[:start - offset] + placeholder(self.name) + whole[end - offset:]
+        return whole[: start - offset] + placeholder(self.name) + whole[end - offset :]
 
 
 @lru_cache(maxsize=1)

@@ -39,7 +39,7 @@ def split_line(line: str) -> tuple[str, str, str]:
     if first == "@" and line.startswith("@@"):
         hunk = _HUNK_RANGE.match(line)
         if hunk is not None:
-            return line[:hunk.end()], line[hunk.end():], ending
+            return line[: hunk.end()], line[hunk.end() :], ending
     if first and first in _DIFF_MARKERS:
         return first, line[1:], ending
     return "", line, ending
@@ -92,13 +92,15 @@ class Scanner:
     def __init__(self, rules: Sequence[Rule]):
         self.rules = tuple(rules)
         # Bit 0 is PEM; rule i has bit i + 1.
-        self._prefilter = Prefilter([(0, pem.NEEDLES)] + [(index + 1, rule.needles)
-                                                          for index, rule in enumerate(self.rules)])
+        self._prefilter = Prefilter(
+            [(0, pem.NEEDLES)] + [(index + 1, rule.needles) for index, rule in enumerate(self.rules)]
+        )
         self._all = (1 << (len(self.rules) + 1)) - 1
         self._rules_by_bits: dict[int, tuple[Rule, ...]] = {}
 
-    def scan(self, text: str, *, record: ScanRecord | None = None,
-             previous: ScanRecord | None = None) -> tuple[str, Counter[str]]:
+    def scan(
+        self, text: str, *, record: ScanRecord | None = None, previous: ScanRecord | None = None
+    ) -> tuple[str, Counter[str]]:
         """`record`: filled with what this scan learnt (see ScanRecord). `previous`: the record
         of the scan that produced `text`, by these same rules. Both are pure functions of a
         line's bytes (the prefilter) or of its content and bits (the rules), so a line that is
@@ -127,21 +129,26 @@ class Scanner:
                 continue
             found = counts.running
             kinds.consulted = False
-            new_body, markers = self._body(body, bits, lambda: kinds.at(start), counts)
-            if (record is not None and new_body == body and not bits & _PEM_BIT and not kinds.consulted
-                    and counts.running == found):
+            new_body, markers = self._body(body, bits, lambda: kinds.at(start), counts)  # noqa: B023 - called within this iteration
+            if (
+                record is not None
+                and new_body == body
+                and not bits & _PEM_BIT
+                and not kinds.consulted
+                and counts.running == found
+            ):
                 record.clean.add((body, bits))
             body = new_body
             changed: Changed = [(start, end, marker + body + ending)]
             if ":" in body:
-                below = self._yaml_value_below(text, end, body, lambda: kinds.at(start), counts)
+                below = self._yaml_value_below(text, end, body, lambda: kinds.at(start), counts)  # noqa: B023 - called within this iteration
                 if below:
                     changed += below
                     end = done = below[-1][1]
             if markers.orphan:
                 changed[:0] = self._payload_above(text, copied, start, markers.orphan)
             if markers.open:
-                below, end = self._payload_below(text, end, lambda: kinds.at(start), markers.open, counts)
+                below, end = self._payload_below(text, end, lambda: kinds.at(start), markers.open, counts)  # noqa: B023 - called within this iteration
                 changed += below
                 done = end
             for line_start, line_end, new in changed:
@@ -149,8 +156,7 @@ class Scanner:
                     pieces += [text[copied:line_start], new]
                     copied = line_end
                     if record is not None:
-                        record.changes.append((line_start, line_end, line_start + shift,
-                                               line_start + shift + len(new)))
+                        record.changes.append((line_start, line_end, line_start + shift, line_start + shift + len(new)))
                     shift += len(new) - (line_end - line_start)
         if not pieces:
             return text, Counter(counts)
@@ -168,10 +174,14 @@ class Scanner:
         replaced: list[tuple[int, str]] = []  # (output start, new line) of each replaced line
         source_at = output_at = 0
         for source_start, source_end, output_start, output_end in [
-                *previous.changes, (len(source), len(source), len(text), len(text))]:
+            *previous.changes,
+            (len(source), len(source), len(text), len(text)),
+        ]:
             # Between two replaced lines the output must be the source, shifted.
-            if (source_start - source_at != output_start - output_at
-                    or text[output_at:output_start] != source[source_at:source_start]):
+            if (
+                source_start - source_at != output_start - output_at
+                or text[output_at:output_start] != source[source_at:source_start]
+            ):
                 return self._prefilter.flag(text)  # not the output of that scan: compute everything
             offset = output_at - source_at
             for index in range(bisect.bisect_left(starts, source_at), bisect.bisect_left(starts, source_start)):
@@ -192,8 +202,9 @@ class Scanner:
                 flagged[replaced[index][0] + joined_start - joined_starts[index]] = bits
         return flagged
 
-    def _body(self, body: str, bits: int, kind: Callable[[], FileKind],
-              counts: Counter[str]) -> tuple[str, pem.Markers]:
+    def _body(
+        self, body: str, bits: int, kind: Callable[[], FileKind], counts: Counter[str]
+    ) -> tuple[str, pem.Markers]:
         markers = _NO_MARKERS
         if bits & _PEM_BIT:
             markers = pem.redact_markers(body, counts)
@@ -205,12 +216,14 @@ class Scanner:
     def _rules_for(self, bits: int) -> tuple[Rule, ...]:
         rules = self._rules_by_bits.get(bits)
         if rules is None:
-            rules = self._rules_by_bits[bits] = tuple(rule for index, rule in enumerate(self.rules)
-                                                      if bits >> (index + 1) & 1)
+            rules = self._rules_by_bits[bits] = tuple(
+                rule for index, rule in enumerate(self.rules) if bits >> (index + 1) & 1
+            )
         return rules
 
-    def _payload_below(self, text: str, end: int, kind: Callable[[], FileKind], name: str,
-                       counts: Counter[str]) -> tuple[Changed, int]:
+    def _payload_below(
+        self, text: str, end: int, kind: Callable[[], FileKind], name: str, counts: Counter[str]
+    ) -> tuple[Changed, int]:
         """The lines after an open BEGIN, up to END or the first line that is not payload.
         Returns the changed lines and the end offset of the last line taken."""
         changed: Changed = []
@@ -239,8 +252,9 @@ class Scanner:
         return changed, end
 
     @staticmethod
-    def _yaml_value_below(text: str, end: int, body: str, kind: Callable[[], FileKind],
-                          counts: Counter[str]) -> Changed:
+    def _yaml_value_below(
+        text: str, end: int, body: str, kind: Callable[[], FileKind], counts: Counter[str]
+    ) -> Changed:
         """The lines after `body`, redacted, when `body` is a secret-ish YAML key whose value is
         there: the next line (a plain or quoted scalar), or every more-indented line (a block
         scalar, `password: |`). Counted once."""
@@ -256,8 +270,7 @@ class Scanner:
             marker, below, ending = split_line(text[start:line_end])
             if not changed and "BEGIN" in below and below.lstrip(" \t\"'").startswith(("-----BEGIN", "---- BEGIN")):
                 break  # a PEM block in a block scalar: the PEM walk redacts it, one placeholder a line
-            redacted = (block_line_below(below, key_indent, name) if block
-                        else value_below(below, key_indent, name))
+            redacted = block_line_below(below, key_indent, name) if block else value_below(below, key_indent, name)
             if redacted is None:
                 break
             changed.append((start, line_end, marker + redacted + ending))

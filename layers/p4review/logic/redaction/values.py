@@ -16,11 +16,11 @@ def placeholder(name: str) -> str:
 
 
 _TEMPLATE = re.compile(
-    r"\$\{|\{\{|\{%|%\(|<%"          # ${VAR} {{ jinja }} {% tag %} %(name)s <%= erb %>
-    r"|\{[\w.]*\}"                   # "{}" / "{name}" format fields
+    r"\$\{|\{\{|\{%|%\(|<%"  # ${VAR} {{ jinja }} {% tag %} %(name)s <%= erb %>
+    r"|\{[\w.]*\}"  # "{}" / "{name}" format fields
     r"|^\$[A-Za-z_]\w*$|^\$\(|^\$\d$"  # $VAR, $(command), $1
     r"|^%[sdrvq]$|^%[A-Za-z_]\w*%$"  # %s, %WINDOWS_VAR%
-    r"|^<[^<>]*>$"                   # <your-password>
+    r"|^<[^<>]*>$"  # <your-password>
 )
 _KEYWORDS = frozenset("none null nil undefined true false yes no on off ~ - ? nan".split())
 # `password: str` is an annotation (or a schema) even in a file of unknown kind.
@@ -41,13 +41,15 @@ _EXPRESSION_START = tuple("$%{[(<!&*:?|>@#")  # ... and `#` starts a comment
 # `secret` or `test` is still redacted): `changeme`, `your_api_key_here`,
 # `<token>`, `REPLACE_ME`, `ghp_XXXXXXXXXXXXXXXX`. Redacting them costs the reviewer context
 # and protects nothing.
-_PLACEHOLDER_WORDS = frozenset("""
+_PLACEHOLDER_WORDS = frozenset(
+    """
 changeme change_me change-me changeit replaceme replace_me replace-me placeholder dummy example sample
 todo tbd fixme redacted masked hidden notset not_set unset empty foo bar foobar baz xxx yyy
-""".split())
+""".split()
+)
 _PLACEHOLDER_SHAPE = re.compile(
     r"(?i)(?:your|my|insert|enter|put|add|replace)[-_ ](?:[a-z0-9]+[-_ ])*[a-z0-9]+"  # your_api_key_here
-    r"|(?:[a-z0-9]+[-_])+(?:here|goes[-_]here)"                                  # api_key_here
+    r"|(?:[a-z0-9]+[-_])+(?:here|goes[-_]here)"  # api_key_here
 )
 # A token with its generated part masked: `ghp_XXXXXXXXXXXXXXXX`, `sk-...`, `AKIA************`.
 _MASKED_TAIL = re.compile(r"(?:[^/\s]{0,20}?)([Xx*.#•])\1{5,}")
@@ -62,8 +64,11 @@ def is_template_or_masked(value: str) -> bool:
         return True
     if len(value) >= 3 and len(set(value)) == 1:
         return True
-    return (value.lower() in _PLACEHOLDER_WORDS or _PLACEHOLDER_SHAPE.fullmatch(value) is not None
-            or _MASKED_TAIL.fullmatch(value) is not None)
+    return (
+        value.lower() in _PLACEHOLDER_WORDS
+        or _PLACEHOLDER_SHAPE.fullmatch(value) is not None
+        or _MASKED_TAIL.fullmatch(value) is not None
+    )
 
 
 def is_masked_token(value: str) -> bool:
@@ -73,7 +78,9 @@ def is_masked_token(value: str) -> bool:
 
 # Password hashes (crypt formats, Django's): stored to be compared, useless to an attacker
 # without cracking, and what a reviewer needs to recognise.
-_PASSWORD_HASH = re.compile(r"\$(?:2[abxy]?|1|5|6|y|argon2(?:id|i|d)|scrypt|pbkdf2[-\w]*)\$\S+|pbkdf2_sha\d+\$\S+|bcrypt\$\S+")
+_PASSWORD_HASH = re.compile(
+    r"\$(?:2[abxy]?|1|5|6|y|argon2(?:id|i|d)|scrypt|pbkdf2[-\w]*)\$\S+|pbkdf2_sha\d+\$\S+|bcrypt\$\S+"
+)
 
 
 def is_password_hash(value: str) -> bool:
@@ -104,8 +111,12 @@ def looks_like_a_pattern(value: str) -> bool:
 
 
 def quoted_literal_is_secret(value: str) -> bool:
-    return not (is_template_or_masked(value) or names_a_secret(value) or _QUOTED_TYPE.fullmatch(value)
-                or looks_like_a_pattern(value))
+    return not (
+        is_template_or_masked(value)
+        or names_a_secret(value)
+        or _QUOTED_TYPE.fullmatch(value)
+        or looks_like_a_pattern(value)
+    )
 
 
 _NUMBER = re.compile(r"-\d+|[-+]?\d*\.\d+(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+")
@@ -144,8 +155,9 @@ def looks_random(value: str, min_length: int = 16) -> bool:
         return False
     if _IDENTIFIER.fullmatch(value) or _MODULE_PATH.fullmatch(value):
         return False  # `apiKeySelectionExpression`, `pkg_3170ac3a.IApiKeyRef`: names
-    classes = sum((any(ch.islower() for ch in value), any(ch.isupper() for ch in value),
-                   any(ch.isdigit() for ch in value)))
+    classes = sum(
+        (any(ch.islower() for ch in value), any(ch.isupper() for ch in value), any(ch.isdigit() for ch in value))
+    )
     return classes >= 2 and shannon_entropy(value) >= 3.0
 
 
