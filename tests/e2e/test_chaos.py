@@ -20,8 +20,8 @@ FAULTS = (
     "provider_permanent=0.02,p4_timeout=0.10,db_write_after_provider=0.10"
 )
 SUMMARY = re.compile(
-    r"^jobs=(\d+) succeeded=(\d+) dead_lettered=(\d+) deliveries=(\d+) duplicate_emails=(\d+) "
-    r"lost=(\d+)$"
+    r"^jobs=(\d+) succeeded=(\d+) dead_lettered=(\d+) deliveries=(\d+) awaiting_operator=(\d+) "
+    r"duplicate_emails=(\d+) lost=(\d+)$"
 )
 
 
@@ -51,7 +51,7 @@ def test_jobs_survive_killed_workers_and_every_fault(tmp_path):
     assert lines, run.stderr[-3000:]
     match = SUMMARY.match(lines[-1])
     assert match, run.stdout[-3000:] + run.stderr[-3000:]
-    jobs, succeeded, dead_lettered, deliveries, duplicate_emails, lost = map(int, match.groups())
+    jobs, succeeded, dead_lettered, deliveries, awaiting_operator, duplicate_emails, lost = map(int, match.groups())
     detail = "\n".join(lines[-30:])
     assert jobs == JOBS, detail
     assert duplicate_emails == 0, detail
@@ -59,5 +59,7 @@ def test_jobs_survive_killed_workers_and_every_fault(tmp_path):
     assert succeeded + dead_lettered == jobs, detail
     assert succeeded > 0, detail
     assert deliveries >= succeeded, detail  # every required delivery of a job, each in the mailbox once
+    # Only dead-lettered jobs owe deliveries, at most one per recipient.
+    assert awaiting_operator <= dead_lettered * RECIPIENTS, detail
     assert "kills=0 " not in run.stdout, detail  # the workers really were killed
     assert run.returncode == 0, detail

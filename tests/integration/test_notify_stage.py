@@ -349,3 +349,69 @@ def test_without_a_provider_lookup_such_a_row_is_left_sent_and_nothing_is_sent(m
             assert relay.messages() == [] and row.status == DeliveryStatus.SENT and row.audit == []
     finally:
         relay.stop()
+
+
+_THREE = (
+    ("//depot/engine/...", ["net-lead@northwind-games.example", "qa@northwind-games.example"]),
+)  # with 48213's owner: three recipients, the owner first
+
+
+def test_a_deferred_recipient_does_not_hold_back_the_others(moto_endpoint, aws_reset, mail):
+    """Found by a hostile-input probe: a retryable failure for one recipient ended the attempt,
+    so the recipients after it waited, and spent the attempt budget, with it."""
+    with _service(moto_endpoint, mail, extra_env=_reviewers(*_THREE)) as service:
+        job = _reviewed_job(service)
+        mail.fail_next(1, code=451, text="4.3.0 try later")  # the first recipient's send
+        assert not _notify(job).ack
+        assert mail.count() == 2  # the others were sent in the same attempt
+        rows = {row.recipient: row for row in _rows(job)}
+        assert sorted(row.status for row in rows.values()) == [
+            DeliveryStatus.PENDING,
+            DeliveryStatus.SENT,
+            DeliveryStatus.SENT,
+        ]
+        assert _notify(job).ack
+        assert mail.count() == 3
+        final = _rows(job)
+        assert all(row.status == DeliveryStatus.SENT for row in final)
+        assert sorted(row.attempts for row in final) == [1, 1, 2]  # one email each
+        assert get_data_access().jobs.get_job(job.job_id).status == JobStatus.SUCCEEDED
+
+
+def test_a_refused_recipient_does_not_keep_the_review_from_the_others(moto_endpoint, aws_reset, mail):
+    """A 550 for one address: the others get the review in the same attempt; the job then waits
+    for an operator (it succeeds only when every required recipient is notified)."""
+    with _service(moto_endpoint, mail, extra_env=_reviewers(*_THREE)) as service:
+        job = _reviewed_job(service)
+        mail.fail_next(1, code=550, text="5.1.1 mailbox unavailable")
+        assert _notify(job).ack
+        assert mail.count() == 2
+        statuses = sorted(row.status for row in _rows(job))
+        assert statuses == [DeliveryStatus.FAILED, DeliveryStatus.SENT, DeliveryStatus.SENT]
+        (envelope,) = _dlq(service)
+        assert envelope["error_class"] == "POLICY_DENIED"
+        assert get_data_access().jobs.get_job(job.job_id).status == JobStatus.DEAD_LETTERED
+
+
+def test_an_owner_p4_cannot_be_asked_about_gets_a_failed_row_and_the_reviewers_the_review(
+    moto_endpoint, aws_reset, mail
+):
+    """Found by a hostile-input probe: an owner named `-x` (p4 would read an option) made notify
+    dead-letter the job as SCHEMA_INVALID; nobody got the review."""
+    with _service(moto_endpoint, mail, extra_env=_reviewers(*_THREE)) as service:
+        job = _reviewed_job(service)
+        dal = get_data_access()
+        change = dal.redacted_artifacts.get_json(job.artifacts.change_key)
+        change["snapshot"]["description"]["owner"] = "-x"
+        dal.redacted_artifacts.put_json(job.artifacts.change_key, change)
+        assert _notify(job).ack
+        assert sorted(r for m in mail.messages() for r in m.recipients) == [
+            "net-lead@northwind-games.example",
+            "qa@northwind-games.example",
+        ]
+        rows = {row.recipient: row for row in _rows(job)}
+        assert (rows["<missing:-x>"].status, rows["<missing:-x>"].last_error) == (
+            DeliveryStatus.FAILED,
+            "missing_address",
+        )
+        assert dal.jobs.get_job(job.job_id).status == JobStatus.SUCCEEDED

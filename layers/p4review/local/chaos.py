@@ -20,7 +20,7 @@ minus one reviewers (P4REVIEW_REVIEWERS on `//depot/...`), so each job has that 
 deliveries. `make chaos` runs 500 jobs x 3 recipients with 30% transient provider failures and
 5% "sent but the outbox write failed"; the suite's e2e test runs 200 x 1. The last line is
 
-    jobs=N succeeded=N dead_lettered=N deliveries=N duplicate_emails=N lost=N
+    jobs=N succeeded=N dead_lettered=N deliveries=N awaiting_operator=N duplicate_emails=N lost=N
 
 and the exit status is 0 only when duplicate_emails=0, lost=0 and succeeded+dead_lettered=jobs.
 """
@@ -45,7 +45,7 @@ from typing import Any
 
 from p4review.local.stack_process import die_with_parent, exit_on_sigterm
 from p4review.models.job import STAGE_ORDER, JobStatus, StageName, StageStatus
-from p4review.models.outbox import DeliveryStatus
+from p4review.models.outbox import DeliveryStatus, OutboxRow
 
 # Small, deliverable fixture changes (owner with a real address) used as templates.
 TEMPLATE_CHANGES = (48213, 48220, 48270)
@@ -88,6 +88,8 @@ class ChaosReport:
     elapsed_seconds: float = 0.0
     dead_letter_classes: Counter[str] = field(default_factory=Counter)
     deliveries: int = 0
+    # Deliveries still owed by dead-lettered jobs: what an operator's replay would send.
+    awaiting_operator: int = 0
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -97,8 +99,24 @@ class ChaosReport:
     def summary_line(self) -> str:
         return (
             f"jobs={self.jobs} succeeded={self.succeeded} dead_lettered={self.dead_lettered} "
-            f"deliveries={self.deliveries} duplicate_emails={self.duplicate_emails} lost={self.lost}"
+            f"deliveries={self.deliveries} awaiting_operator={self.awaiting_operator} "
+            f"duplicate_emails={self.duplicate_emails} lost={self.lost}"
         )
+
+
+def _owed(rows: list[OutboxRow], recipients: int) -> int:
+    """A dead-lettered job's deliveries not yet made: every row neither notified nor closed (an
+    operator's skip, a rejected address: a failed row that never had an attempt); a job that
+    never reached notify owes one per recipient."""
+    if not rows:
+        return recipients
+    return sum(
+        1
+        for row in rows
+        if row.notified_at is None
+        and row.status != DeliveryStatus.SKIPPED
+        and not (row.status == DeliveryStatus.FAILED and row.attempts == 0)
+    )
 
 
 def _say(text: str) -> None:
@@ -394,6 +412,9 @@ def run_chaos(state_root: Path, config: ChaosConfig) -> ChaosReport:
                         f"CL {number} job {job_id}: dead-lettered without "
                         f"{'an envelope' if job_id not in parked else 'a reason'}"
                     )
+                report.awaiting_operator += _owed(
+                    dal.outbox.rows_for_version(job.changelist_id, job.review_version), config.recipients
+                )
                 continue
             report.succeeded += 1
             for row in dal.outbox.rows_for_version(job.changelist_id, job.review_version):

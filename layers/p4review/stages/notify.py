@@ -4,11 +4,20 @@ An address that cannot be used gets a failed outbox row for an operator instead 
 
 from __future__ import annotations
 
+from p4review.adapters.p4 import P4ArgumentError
 from p4review.clock import now_iso, parse_iso, to_iso, utc_now
 from p4review.config import Settings
 from p4review.dal.ports import ArtifactStore, OutboxRepository, SecretReader
-from p4review.errors import AuthError, DeliveryInFlight, ErrorClass, NonRetryableError, RetryableError
+from p4review.errors import (
+    AuthError,
+    DeliveryInFlight,
+    ErrorClass,
+    NonRetryableError,
+    RetryableError,
+    StaleWriteError,
+)
 from p4review.logic.delivery import delivery_token, message_id_for
+from p4review.logic.depot_paths import sanitize_for_log
 from p4review.logic.email_render import render_review_email
 from p4review.logic.recipients import Rejection, parse_reviewer_policy, plan_recipients
 from p4review.metric_names import MetricName
@@ -51,10 +60,9 @@ class NotifyWork:
                 updates={"recipients_required": 0, "recipients_notified": 0}, finish_job=JobStatus.SUCCEEDED
             )
         description = snapshot.description
-        owner = build_change_fetcher(self._settings, self._secrets).user(description.owner)
         plan = plan_recipients(
             description.owner,
-            owner.email,
+            self._owner_email(description.owner),
             description.client,
             snapshot.changed_files,
             self._reviewer_rules,
@@ -68,8 +76,35 @@ class NotifyWork:
                 "changelist owner has no deliverable email address", error_class=ErrorClass.POLICY_DENIED
             )
         transport = EmailTransport(self._settings, self._secrets)
+        # Every recipient is tried in every attempt: one recipient's deferral or refusal must not
+        # keep the review from the others (nor spend the attempt budget on their behalf).
+        deferred: list[RetryableError] = []
+        refused: list[NonRetryableError] = []
         for recipient in recipients:
-            self._deliver(job, snapshot, result, coverage, recipient, transport, lease)
+            try:
+                self._deliver(job, snapshot, result, coverage, recipient, transport, lease)
+            except (AuthError, StaleWriteError):
+                raise  # our credentials, or the lease: every other recipient would meet the same
+            except RetryableError as exc:
+                deferred.append(exc)
+            except NonRetryableError as exc:
+                if exc.error_class is not ErrorClass.POLICY_DENIED:
+                    raise
+                refused.append(exc)
+        if deferred:
+            raise RetryableError(
+                f"{len(deferred)} of {len(recipients)} recipients deferred ({deferred[0].message})",
+                error_class=deferred[0].error_class,
+                retry_after=max((exc.retry_after for exc in deferred if exc.retry_after is not None), default=None),
+            )
+        if refused:
+            # The others have the review; the job needs an operator (`deliveries retry|skip`), as
+            # it succeeds only when every required recipient is notified.
+            raise NonRetryableError(
+                f"{len(refused)} of {len(recipients)} recipients refused permanently ({refused[0].message}); "
+                "the others were notified",
+                error_class=ErrorClass.POLICY_DENIED,
+            )
         rows = {row.recipient: row for row in self._outbox.rows_for_version(job.changelist_id, job.review_version)}
         # A recipient an operator skipped (`p4review deliveries skip`) is no longer required.
         required = [r for r in recipients if not (rows.get(r) and rows[r].status == DeliveryStatus.SKIPPED)]
@@ -80,6 +115,18 @@ class NotifyWork:
             updates={"recipients_required": len(required), "recipients_notified": notified},
             finish_job=JobStatus.SUCCEEDED,
         )
+
+    def _owner_email(self, owner: str) -> str | None:
+        """The owner's address from `p4 user -o`; None when p4 cannot be asked about this name
+        (`-x` is an option to p4, never a user name): the owner then gets a failed row like any
+        unusable address, and the reviewers still get the review."""
+        try:
+            return build_change_fetcher(self._settings, self._secrets).user(owner).email
+        except P4ArgumentError:
+            logger.warning(
+                "changelist owner is not a name p4 can be asked about", extra={"owner": sanitize_for_log(owner)}
+            )
+            return None
 
     @staticmethod
     def _lock_holder(job: ReviewJob) -> tuple[str, int]:
