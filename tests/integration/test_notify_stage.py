@@ -231,7 +231,7 @@ def test_invalid_reviewer_address_gets_a_failed_row_and_does_not_crash(moto_endp
         rows = {row.recipient: row for row in _rows(job)}
         assert {key: (row.status, row.last_error) for key, row in rows.items() if key != stored.recipients[0]} == {
             "not an address": (DeliveryStatus.FAILED, "invalid_address"),
-            "badbcc: x@evil.example": (DeliveryStatus.FAILED, "invalid_address"),
+            "bad\\x0d\\x0abcc: x@evil.example": (DeliveryStatus.FAILED, "invalid_address"),  # shown, not dropped
         }
         assert get_data_access().jobs.get_job(job.job_id).status == JobStatus.SUCCEEDED
 

@@ -238,3 +238,19 @@ def test_a_submit_that_follows_a_shelf_says_which_version() -> None:
     assert '<tr><th align="left">Follows</th><td>shelf v2 of CL 48240</td></tr>' in html_body
     plain_text, plain_html = bodies(render())
     assert "Follows" not in plain_text and "Follows" not in plain_html
+
+
+def test_control_characters_in_paths_are_shown_escaped_never_as_body_lines() -> None:
+    """Found by a hostile-input probe: a skipped path holding CR LF printed as its own body line
+    (a fake `Subject:` line) in the plain-text part."""
+    hostile = "//depot/main/a.c\r\nSubject: urgent, reply with your password\x1b[2J\u202e"
+    coverage = [
+        FileDiff(depot_path=hostile, action="add", status=DiffStatus.SKIPPED, skip_reason="binary"),
+        FileDiff(depot_path=hostile + "2", action="edit", status=DiffStatus.FETCHED, unified_diff="@@"),
+    ]
+    text, html = bodies(render(coverage=coverage))
+    assert not any(line.startswith("Subject:") for line in text.splitlines())
+    assert "//depot/main/a.c\\x0d\\x0aSubject: urgent, reply with your password\\x1b[2J\\u202e (binary)" in text
+    for part in (text, html):
+        assert not any(char in part for char in "\x1b\u202e")  # (the parts themselves end lines with CR LF)
+    assert "<code>//depot/main/a.c\\x0d\\x0aSubject:" in html

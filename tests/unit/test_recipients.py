@@ -86,7 +86,7 @@ def test_invalid_addresses_are_rejected_with_a_printable_bounded_key():
         ("not an address", INVALID_ADDRESS),
         ("bad\r\nBcc: x@evil.test", INVALID_ADDRESS),
     ]
-    assert plan.rejected[2].row_key == "badbcc: x@evil.test"
+    assert plan.rejected[2].row_key == "bad\\x0d\\x0abcc: x@evil.test"  # the line break shown, not dropped
     assert len(Rejection("x" * 1000, INVALID_ADDRESS).row_key) == 254
 
 

@@ -17,11 +17,13 @@ from email.message import EmailMessage
 from email.policy import SMTP
 from email.utils import format_datetime
 
+from p4review.logic.depot_paths import sanitize_for_log
 from p4review.models.change import ChangeDescription, DiffStatus, FileDiff
 from p4review.models.job import ReviewJob
 from p4review.models.review_result import SEVERITY_ORDER, Coverage, Finding, ReviewResult, Severity
 
 DESCRIPTION_EXCERPT_CHARS = 120
+_PATH_LIMIT = 1024  # a depot path is far shorter; the cap only bounds hostile input
 _SUBJECT_COUNTED = (Severity.CRITICAL, Severity.HIGH)
 
 
@@ -41,6 +43,13 @@ def _one_line(text: str, limit: int) -> str:
     if len(collapsed) > limit:
         return collapsed[: limit - 3].rstrip() + "..."
     return collapsed
+
+
+def _shown_path(path: str) -> str:
+    """A file path as it is, control, invisible and look-alike characters escaped visibly
+    (`\\x0d\\x0a`): a path is an identifier, so it is neither cleaned nor folded onto one line
+    (a path holding CR LF must not become a body line of its own, e.g. a fake `Subject:`)."""
+    return sanitize_for_log(path, limit=_PATH_LIMIT)
 
 
 def description_excerpt(description: str, limit: int = DESCRIPTION_EXCERPT_CHARS) -> str:
@@ -90,8 +99,8 @@ def _plural(count: int, word: str) -> str:
 
 def _location(finding: Finding) -> str:
     if finding.end_line is not None and finding.end_line != finding.line:
-        return f"{finding.file}:{finding.line}-{finding.end_line}"
-    return f"{finding.file}:{finding.line}"
+        return f"{_shown_path(finding.file)}:{finding.line}-{finding.end_line}"
+    return f"{_shown_path(finding.file)}:{finding.line}"
 
 
 def _grouped(result: ReviewResult) -> list[tuple[Severity, list[Finding]]]:
@@ -107,9 +116,13 @@ def _coverage(coverage: Coverage | Sequence[FileDiff]) -> tuple[list[str], list[
     """Files reviewed, and files skipped with the reason: the review's coverage section when it
     has one (it knows chunking's skips: too_large, budget_exhausted...), else the fetch's diffs."""
     if isinstance(coverage, Coverage):
-        return list(coverage.files_reviewed), [(s.file, s.reason) for s in coverage.files_skipped]
-    reviewed = [d.depot_path for d in coverage if d.status == DiffStatus.FETCHED]
-    skipped = [(d.depot_path, d.skip_reason or "not reviewed") for d in coverage if d.status != DiffStatus.FETCHED]
+        return [_shown_path(path) for path in coverage.files_reviewed], [
+            (_shown_path(s.file), _one_line(s.reason, 200)) for s in coverage.files_skipped
+        ]
+    reviewed = [_shown_path(d.depot_path) for d in coverage if d.status == DiffStatus.FETCHED]
+    skipped = [
+        (_shown_path(d.depot_path), d.skip_reason or "not reviewed") for d in coverage if d.status != DiffStatus.FETCHED
+    ]
     return reviewed, skipped
 
 

@@ -21,6 +21,7 @@ from typing import NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from p4review.logic.delivery import normalize_recipient
+from p4review.logic.depot_paths import sanitize_for_log
 from p4review.logic.json_rules import parse_rules
 
 SETTING = "P4REVIEW_REVIEWERS"
@@ -58,9 +59,11 @@ class Rejection(NamedTuple):
     @property
     def row_key(self) -> str:
         """The outbox `recipient` of the failed row: printable and bounded, since the text is
-        whatever p4 or the configuration held; addresses lower-cased like deliverable ones."""
+        whatever p4 or the configuration held; addresses lower-cased like deliverable ones.
+        Control and invisible characters are escaped visibly (`\\x0d\\x0a`), never dropped: an
+        operator must see that the address held a line break."""
         text = self.address if self.reason == MISSING_ADDRESS else self.address.strip().lower()
-        return "".join(ch for ch in text if ch.isprintable())[:_MAX_KEY_CHARS] or "<empty>"
+        return sanitize_for_log(text, limit=_MAX_KEY_CHARS)[:_MAX_KEY_CHARS] or "<empty>"
 
 
 @dataclass(frozen=True)
