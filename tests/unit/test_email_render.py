@@ -254,3 +254,17 @@ def test_control_characters_in_paths_are_shown_escaped_never_as_body_lines() -> 
     for part in (text, html):
         assert not any(char in part for char in "\x1b\u202e")  # (the parts themselves end lines with CR LF)
     assert "<code>//depot/main/a.c\\x0d\\x0aSubject:" in html
+
+
+def test_text_and_html_show_the_same_view() -> None:
+    """Both parts are laid out from one EmailView: a field is cleaned and truncated once, so the
+    two parts can never disagree about it."""
+    from p4review.logic.email_render import email_view
+
+    long = result()
+    long = long.model_copy(update={"summary": "word " * 400})
+    view = email_view(job=job(), result=long, coverage=COVERAGE, description=description())
+    assert view.summary is not None and len(view.summary) == 500 and view.summary.endswith("...")
+    text, html = bodies(render(result=long))
+    assert view.summary in text and view.summary in html
+    assert [path for path in view.reviewed] == ["//depot/main/src/net/buffer.c", "//depot/main/tools/deploy.py"]

@@ -12,6 +12,7 @@ import html
 import re
 import unicodedata
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.message import EmailMessage
 from email.policy import SMTP
@@ -164,112 +165,172 @@ def subject_for(job: ReviewJob, result: ReviewResult) -> str:
     return f"{text} ({severe})" if severe else text
 
 
-def render_text(
+@dataclass(frozen=True)
+class FindingView:
+    location: str
+    title: str
+    category: str
+    message_lines: tuple[str, ...]
+    suggestion: str | None
+
+
+@dataclass(frozen=True)
+class EmailView:
+    """Everything the email shows, cleaned, escaped for control characters and truncated once;
+    the text and HTML renderers only lay it out (HTML-escaping is the HTML renderer's)."""
+
+    subject: str
+    changelist_id: int
+    owner: str
+    kind: str
+    review_version: int
+    follows: str | None
+    description: str
+    swarm_link: str | None
+    summary: str | None
+    headline: str
+    groups: tuple[tuple[str, tuple[FindingView, ...]], ...]  # (SEVERITY, findings), most severe first
+    reviewed: tuple[str, ...]
+    skipped: tuple[tuple[str, str], ...]  # (path, reason)
+    job_id: str
+    prompt_version: str
+    schema_version: str
+
+
+def email_view(
     *,
     job: ReviewJob,
     result: ReviewResult,
     coverage: Coverage | Sequence[FileDiff],
     description: ChangeDescription,
     swarm_url: str | None = None,
-) -> str:
+) -> EmailView:
     reviewed, skipped = _coverage(coverage)
-    link = _swarm_link(swarm_url, job.changelist_id)
+    summary = _one_line(result.summary, 500) if result.summary and result.summary.strip() else None
+    return EmailView(
+        subject=subject_for(job, result),
+        changelist_id=job.changelist_id,
+        owner=_one_line(description.owner, 80),
+        kind=job.kind.value,
+        review_version=job.review_version,
+        follows=_follows(job) if job.follows_shelf else None,
+        description=description_excerpt(description.description),
+        swarm_link=_swarm_link(swarm_url, job.changelist_id),
+        summary=summary,
+        headline=_findings_headline(result),
+        groups=tuple(
+            (
+                severity.value.upper(),
+                tuple(
+                    FindingView(
+                        location=_location(finding),
+                        title=_one_line(finding.title, 200),
+                        category=_one_line(str(finding.category), 40),
+                        message_lines=tuple(line.rstrip() for line in _clean(finding.message).split("\n")),
+                        suggestion=_one_line(finding.suggestion, 1000)
+                        if finding.suggestion and finding.suggestion.strip()
+                        else None,
+                    )
+                    for finding in members
+                ),
+            )
+            for severity, members in _grouped(result)
+        ),
+        reviewed=tuple(reviewed),
+        skipped=tuple(skipped),
+        job_id=job.job_id,
+        prompt_version=_one_line(result.prompt_version, 80),
+        schema_version=_one_line(result.schema_version, 80),
+    )
+
+
+def render_text(view: EmailView) -> str:
     out: list[str] = [
-        f"p4review: automated review of changelist {job.changelist_id}",
+        f"p4review: automated review of changelist {view.changelist_id}",
         "",
-        f"Changelist:  {job.changelist_id}",
-        f"Owner:       {_one_line(description.owner, 80)}",
-        f"Kind:        {job.kind.value}",
-        f"Review:      v{job.review_version}",
-        *([f"Follows:     {_follows(job)}"] if job.follows_shelf else []),
-        f"Description: {description_excerpt(description.description)}",
+        f"Changelist:  {view.changelist_id}",
+        f"Owner:       {view.owner}",
+        f"Kind:        {view.kind}",
+        f"Review:      v{view.review_version}",
+        *([f"Follows:     {view.follows}"] if view.follows else []),
+        f"Description: {view.description}",
     ]
-    if link:
-        out.append(f"Swarm:       {link}")
+    if view.swarm_link:
+        out.append(f"Swarm:       {view.swarm_link}")
     out.append("")
-    if result.summary and result.summary.strip():
-        out += [f"Summary: {_one_line(result.summary, 500)}", ""]
-    out += [_findings_headline(result), ""]
-    for severity, members in _grouped(result):
-        out.append(f"== {severity.value.upper()} ({len(members)}) ==")
+    if view.summary:
+        out += [f"Summary: {view.summary}", ""]
+    out += [view.headline, ""]
+    for severity, findings in view.groups:
+        out.append(f"== {severity} ({len(findings)}) ==")
         out.append("")
-        for finding in members:
-            out.append(f"* {_location(finding)}")
-            out.append(f"  {_one_line(finding.title, 200)}  [{finding.category}]")
-            for line in _clean(finding.message).split("\n"):
-                out.append(f"  {line}".rstrip())
-            if finding.suggestion and finding.suggestion.strip():
-                out.append(f"  Suggestion: {_one_line(finding.suggestion, 1000)}")
+        for finding in findings:
+            out.append(f"* {finding.location}")
+            out.append(f"  {finding.title}  [{finding.category}]")
+            out += [f"  {line}".rstrip() for line in finding.message_lines]
+            if finding.suggestion:
+                out.append(f"  Suggestion: {finding.suggestion}")
             out.append("")
     out.append("-- Coverage --")
-    out.append(f"Files reviewed ({len(reviewed)}):")
-    out += [f"  {path}" for path in reviewed] or ["  (none)"]
-    out.append(f"Files skipped ({len(skipped)}):")
-    out += [f"  {path} ({reason})" for path, reason in skipped] or ["  (none)"]
+    out.append(f"Files reviewed ({len(view.reviewed)}):")
+    out += [f"  {path}" for path in view.reviewed] or ["  (none)"]
+    out.append(f"Files skipped ({len(view.skipped)}):")
+    out += [f"  {path} ({reason})" for path, reason in view.skipped] or ["  (none)"]
     out += [
         "",
-        f"Job {job.job_id}; prompt {result.prompt_version}, schema {result.schema_version}.",
+        f"Job {view.job_id}; prompt {view.prompt_version}, schema {view.schema_version}.",
         "This message was generated automatically by p4review; replies are not read.",
     ]
     return "\n".join(_clean(line) for line in out) + "\n"
 
 
-def render_html(
-    *,
-    job: ReviewJob,
-    result: ReviewResult,
-    coverage: Coverage | Sequence[FileDiff],
-    description: ChangeDescription,
-    swarm_url: str | None = None,
-) -> str:
+def render_html(view: EmailView) -> str:
     def e(value: object) -> str:
         return html.escape(_clean(str(value)), quote=True)
 
-    reviewed, skipped = _coverage(coverage)
-    link = _swarm_link(swarm_url, job.changelist_id)
     out: list[str] = [
         "<!DOCTYPE html>",
         '<html><head><meta charset="utf-8">',
-        f"<title>{e(subject_for(job, result))}</title></head>",
+        f"<title>{e(view.subject)}</title></head>",
         '<body style="font-family: sans-serif; font-size: 14px;">',
-        f"<h2>p4review: changelist {e(job.changelist_id)}</h2>",
+        f"<h2>p4review: changelist {e(view.changelist_id)}</h2>",
         "<table>",
-        f'<tr><th align="left">Changelist</th><td>{e(job.changelist_id)}</td></tr>',
-        f'<tr><th align="left">Owner</th><td>{e(_one_line(description.owner, 80))}</td></tr>',
-        f'<tr><th align="left">Kind</th><td>{e(job.kind.value)}</td></tr>',
-        f'<tr><th align="left">Review</th><td>v{e(job.review_version)}</td></tr>',
-        *([f'<tr><th align="left">Follows</th><td>{e(_follows(job))}</td></tr>'] if job.follows_shelf else []),
-        f'<tr><th align="left">Description</th><td>{e(description_excerpt(description.description))}</td></tr>',
+        f'<tr><th align="left">Changelist</th><td>{e(view.changelist_id)}</td></tr>',
+        f'<tr><th align="left">Owner</th><td>{e(view.owner)}</td></tr>',
+        f'<tr><th align="left">Kind</th><td>{e(view.kind)}</td></tr>',
+        f'<tr><th align="left">Review</th><td>v{e(view.review_version)}</td></tr>',
+        *([f'<tr><th align="left">Follows</th><td>{e(view.follows)}</td></tr>'] if view.follows else []),
+        f'<tr><th align="left">Description</th><td>{e(view.description)}</td></tr>',
         "</table>",
     ]
-    if link:
-        out.append(f'<p><a href="{e(link)}">View changelist {e(job.changelist_id)} in Swarm</a></p>')
-    if result.summary and result.summary.strip():
-        out.append(f"<p>{e(_one_line(result.summary, 500))}</p>")
-    out.append(f"<p><strong>{e(_findings_headline(result))}</strong></p>")
-    for severity, members in _grouped(result):
-        out.append(f"<h3>{e(severity.value.upper())} ({len(members)})</h3>")
+    if view.swarm_link:
+        out.append(f'<p><a href="{e(view.swarm_link)}">View changelist {e(view.changelist_id)} in Swarm</a></p>')
+    if view.summary:
+        out.append(f"<p>{e(view.summary)}</p>")
+    out.append(f"<p><strong>{e(view.headline)}</strong></p>")
+    for severity, findings in view.groups:
+        out.append(f"<h3>{e(severity)} ({len(findings)})</h3>")
         out.append("<ul>")
-        for finding in members:
+        for finding in findings:
             item = [
-                f"<li><code>{e(_location(finding))}</code><br>",
-                f"<strong>{e(_one_line(finding.title, 200))}</strong> [{e(finding.category)}]<br>",
-                e(finding.message).replace("\n", "<br>\n"),
+                f"<li><code>{e(finding.location)}</code><br>",
+                f"<strong>{e(finding.title)}</strong> [{e(finding.category)}]<br>",
+                "<br>\n".join(e(line) for line in finding.message_lines),
             ]
-            if finding.suggestion and finding.suggestion.strip():
-                item.append(f"<br><em>Suggestion:</em> {e(_one_line(finding.suggestion, 1000))}")
+            if finding.suggestion:
+                item.append(f"<br><em>Suggestion:</em> {e(finding.suggestion)}")
             item.append("</li>")
             out.append("".join(item))
         out.append("</ul>")
     out.append("<h3>Coverage</h3>")
-    out.append(f"<p>Files reviewed ({len(reviewed)}):</p><ul>")
-    out += [f"<li><code>{e(path)}</code></li>" for path in reviewed] or ["<li>(none)</li>"]
-    out.append(f"</ul><p>Files skipped ({len(skipped)}):</p><ul>")
-    out += [f"<li><code>{e(path)}</code> ({e(reason)})</li>" for path, reason in skipped] or ["<li>(none)</li>"]
+    out.append(f"<p>Files reviewed ({len(view.reviewed)}):</p><ul>")
+    out += [f"<li><code>{e(path)}</code></li>" for path in view.reviewed] or ["<li>(none)</li>"]
+    out.append(f"</ul><p>Files skipped ({len(view.skipped)}):</p><ul>")
+    out += [f"<li><code>{e(path)}</code> ({e(reason)})</li>" for path, reason in view.skipped] or ["<li>(none)</li>"]
     out.append("</ul>")
     out.append(
-        f'<p style="color: #666; font-size: 12px;">Job {e(job.job_id)}; prompt {e(result.prompt_version)}, '
-        f"schema {e(result.schema_version)}. This message was generated automatically by p4review; "
+        f'<p style="color: #666; font-size: 12px;">Job {e(view.job_id)}; prompt {e(view.prompt_version)}, '
+        f"schema {e(view.schema_version)}. This message was generated automatically by p4review; "
         "replies are not read.</p>"
     )
     out.append("</body></html>")
@@ -303,10 +364,10 @@ def render_review_email(
     message["X-P4Review-Job"] = job.job_id
     message["X-P4Review-Version"] = str(job.review_version)
     message["Auto-Submitted"] = "auto-generated"
-    text = render_text(job=job, result=result, coverage=coverage, description=description, swarm_url=swarm_url)
-    html = render_html(job=job, result=result, coverage=coverage, description=description, swarm_url=swarm_url)
-    message.set_content(text, subtype="plain", charset="utf-8", cte="quoted-printable")
-    message.add_alternative(html, subtype="html", charset="utf-8", cte="quoted-printable")
+    view = email_view(job=job, result=result, coverage=coverage, description=description, swarm_url=swarm_url)
+    text_body, html_body = render_text(view), render_html(view)
+    message.set_content(text_body, subtype="plain", charset="utf-8", cte="quoted-printable")
+    message.add_alternative(html_body, subtype="html", charset="utf-8", cte="quoted-printable")
     for part in message.iter_parts():
         del part["MIME-Version"]  # add_alternative builds the part as a top-level message
     message.set_boundary(_boundary(message_id))
