@@ -9,16 +9,19 @@ Fixtures:
   boto_session      (function) a boto3.Session with fake credentials, region us-east-1
   aws_client        (function) factory: aws_client("sqs") -> a client pointed at moto
   aws_clients       (function) {"dynamodb", "sqs", "s3", "secretsmanager"} clients
+  manual_clock      (function) p4review's clock, frozen; `.advance(seconds)` moves it on
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
 import pytest
 
+from p4review.clock import set_time_source
 from p4review.local.moto_server import LocalAwsServer
 
 REGION = "us-east-1"
@@ -82,3 +85,27 @@ def aws_client(moto_endpoint: str) -> Callable[[str], Any]:
 @pytest.fixture
 def aws_clients(aws_client: Callable[[str], Any]) -> dict[str, Any]:
     return {name: aws_client(name) for name in ("dynamodb", "sqs", "s3", "secretsmanager")}
+
+
+class ManualClock:
+    """p4review's clock for a test: frozen until `advance`, so a lease stays live however slow
+    the machine is, and lapses exactly when the test says."""
+
+    def __init__(self) -> None:
+        self.now = datetime.now(UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+@pytest.fixture
+def manual_clock() -> Iterator[ManualClock]:
+    clock = ManualClock()
+    set_time_source(clock)
+    try:
+        yield clock
+    finally:
+        set_time_source(None)

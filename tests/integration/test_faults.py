@@ -28,7 +28,7 @@ from p4review.stages.notify import NotifyWork
 from p4review.stages.review_setup import build_review_work
 from tests.support.harness import drain, provisioned_service
 
-LEASE = 1  # seconds: a crashed worker's lease lapses quickly
+LEASE = 60  # seconds of the manual clock: a crashed worker's lease lapses when the test moves time on
 
 
 class CountingWork:
@@ -116,7 +116,9 @@ def _fetch_stage(job):
         (FaultPoint.AFTER_SIDE_EFFECT, 1),
     ],
 )
-def test_a_crash_before_completion_is_recovered_by_a_later_delivery(service, point, work_calls_before_recovery):
+def test_a_crash_before_completion_is_recovered_by_a_later_delivery(
+    service, manual_clock, point, work_calls_before_recovery
+):
     job = _new_job(service)
     work = CountingWork()
     _inject(f"{point.value}=1")
@@ -132,7 +134,7 @@ def test_a_crash_before_completion_is_recovered_by_a_later_delivery(service, poi
     # The redelivery meets a live lease and backs off; after the lease lapses it takes over.
     early = _run(work, job, "early", lease_seconds=60)
     assert not early.ack and early.reason == "lease held by another worker"
-    time.sleep(LEASE + 0.2)
+    manual_clock.advance(LEASE + 1)
     assert _run(work, job, "recovered", lease_seconds=60).ack
     assert work.calls == work_calls_before_recovery + 1
     stored = _fetch_stage(job)
@@ -158,13 +160,13 @@ def test_a_crash_before_the_handoff_is_repaired_by_the_redelivery(service):
     assert _messages(service, StageName.REVIEW) == [{"schema_version": "1", "job_id": job.job_id, "stage": "review"}]
 
 
-def test_the_sweeper_requeues_a_crashed_stage(service):
+def test_the_sweeper_requeues_a_crashed_stage(service, manual_clock):
     job = _new_job(service)
     _inject("after_claim=1")
     with pytest.raises(InjectedCrash):
         _run(CountingWork(), job, "crashed")
     faults.load({})
-    time.sleep(LEASE + 0.2)
+    manual_clock.advance(LEASE + 1)
     from p4review.runtime import sweeper
 
     dal = get_data_access()

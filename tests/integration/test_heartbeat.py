@@ -114,19 +114,21 @@ def test_a_worker_slower_than_its_lease_keeps_it_thanks_to_the_heartbeat(service
     seen = {}
 
     def meanwhile(index, job, lease):
-        if index == 3:  # ~4 s into a 3 s lease: without a heartbeat it would have expired
-            seen["claim_by_b"] = jobs.claim_stage(job.job_id, STAGE, "worker-b", lease_seconds=3).state
+        if index == 3:  # ~10 s into a 9 s lease: without a heartbeat it would have expired
+            seen["claim_by_b"] = jobs.claim_stage(job.job_id, STAGE, "worker-b", lease_seconds=9).state
             seen["stage"] = jobs.get_job(job.job_id).stages[STAGE]
 
-    work = StepWork(steps=5, pause=1.0, after_step=meanwhile)  # 5 s of work under a 3 s lease
+    # 12.5 s of work under a 9 s lease (renewed every 3 s while 6 s remain: seconds of margin for
+    # a busy machine before the 2 s skew budget is reached).
+    work = StepWork(steps=5, pause=2.5, after_step=meanwhile)
     started = datetime.now(UTC)
-    disposition = _run(work, job, worker="worker-a", lease_seconds=3)
+    disposition = _run(work, job, worker="worker-a", lease_seconds=9)
 
     assert disposition.ack and work.side_effects == 5
     assert seen["claim_by_b"] == ClaimState.LEASE_HELD
     assert seen["stage"].claimed_by == "worker-a"
     assert seen["stage"].heartbeat_at is not None
-    assert seen["stage"].lease_expires_at > to_iso(started + timedelta(seconds=3))
+    assert seen["stage"].lease_expires_at > to_iso(started + timedelta(seconds=9))
     stored = jobs.get_job(job.job_id)
     assert stored.stages[STAGE].status == StageStatus.COMPLETED
     assert stored.stages[STAGE].attempts == 1
@@ -321,16 +323,27 @@ def _heartbeat(jobs, queues, lease_seconds=3, receipt_handle="rh-1"):
     )
 
 
+def _eventually(condition, timeout=30.0) -> bool:
+    """Wait for `condition` (the heartbeat thread's doing) with seconds of margin, not a fixed
+    sleep that a busy machine may not honour."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 def test_heartbeat_renews_and_extends_visibility_until_the_block_ends():
     jobs, queues = _Jobs([]), _Queues()
-    heartbeat = _heartbeat(jobs, queues)
+    heartbeat = _heartbeat(jobs, queues, lease_seconds=30)
     with heartbeat as lease:
-        time.sleep(0.55)
+        assert _eventually(lambda: jobs.calls >= 3)
         lease.check()
     calls = jobs.calls
     time.sleep(0.3)
     assert jobs.calls == calls >= 3  # stopped with the block
-    assert queues.delays[0] == (STAGE, "rh-1", 3 + CLOCK_SKEW_BUDGET_SECONDS)
+    assert queues.delays[0] == (STAGE, "rh-1", 30 + CLOCK_SKEW_BUDGET_SECONDS)
     assert len(queues.delays) == heartbeat.renewals == calls
 
 
@@ -338,15 +351,14 @@ def test_heartbeat_rides_out_transient_errors_but_gives_up_when_the_lease_runs_o
     from p4review.errors import StorageError
 
     jobs = _Jobs([StorageError("throttled"), StorageError("throttled"), "ok"])
-    with _heartbeat(jobs, _Queues()) as lease:
-        time.sleep(0.6)
+    with _heartbeat(jobs, _Queues(), lease_seconds=30) as lease:
+        assert _eventually(lambda: jobs.calls >= 3)
         lease.check()  # two failures, then a renewal: still ours
     assert not lease.lost
 
     failing = _Jobs([StorageError("down")] * 1000)
     with _heartbeat(failing, _Queues(), lease_seconds=3) as lease:
-        time.sleep(1.6)  # the usable part of a 3 s lease is 1 s
-        assert lease.lost
+        assert _eventually(lambda: lease.lost)  # the usable part of a 3 s lease is 1 s
         with pytest.raises(LeaseLostError):
             lease.check()
 
@@ -354,6 +366,5 @@ def test_heartbeat_rides_out_transient_errors_but_gives_up_when_the_lease_runs_o
 def test_heartbeat_stops_at_the_first_refusal():
     jobs, queues = _Jobs([LeaseLostError("taken over")]), _Queues()
     with _heartbeat(jobs, queues) as lease:
-        time.sleep(0.5)
-        assert lease.lost
+        assert _eventually(lambda: lease.lost)
     assert jobs.calls == 1 and queues.delays == []

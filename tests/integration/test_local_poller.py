@@ -215,7 +215,7 @@ def test_stop_joins_workers_promptly(aws_client) -> None:
     assert poller.wait_idle(10)
     started = time.monotonic()
     assert poller.stop() is True
-    assert time.monotonic() - started < 2.5
+    assert time.monotonic() - started < 8.0  # a 1 s long poll, plus seconds of margin on a busy machine
     assert not any(t.name.startswith("sqs-poller-p4review-local-worker") for t in threading.enumerate())
 
 
