@@ -169,13 +169,16 @@ def test_fifty_concurrent_requests() -> None:
     active = 0
     peak = 0
     lock = threading.Lock()
+    fifty_at_once = threading.Event()
 
     def slow(event: dict[str, Any], context: Any) -> dict[str, Any]:
         nonlocal active, peak
         with lock:
             active += 1
             peak = max(peak, active)
-        time.sleep(0.3)
+            if active >= 50:
+                fifty_at_once.set()
+        fifty_at_once.wait(20)  # an event, not a sleep: the handlers overlap however busy the machine
         with lock:
             active -= 1
         return {"statusCode": 200, "body": event["pathParameters"]["job_id"]}
@@ -194,16 +197,13 @@ def test_fifty_concurrent_requests() -> None:
                 errors.append(exc)
 
         threads = [threading.Thread(target=call, args=(i,)) for i in range(60)]
-        started = time.monotonic()
         for t in threads:
             t.start()
         for t in threads:
-            t.join(timeout=30)
-        elapsed = time.monotonic() - started
+            t.join(timeout=60)
     assert not errors, errors[:3]
     assert results == {i: (200, f"j{i}".encode()) for i in range(60)}
     assert peak >= 50, f"only {peak} handlers ran at once"
-    assert elapsed < 5, elapsed
 
 
 def test_keep_alive_connection_serves_several_requests(api: LocalApiGateway) -> None:

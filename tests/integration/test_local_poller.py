@@ -161,6 +161,7 @@ def test_concurrency_bounds_parallel_invocations(aws_client) -> None:
     peak = 0
     bodies: Counter[str] = Counter()
     lock = threading.Lock()
+    three_at_once = threading.Event()
 
     def handler(event: dict[str, Any], context: Any) -> None:
         nonlocal active, peak
@@ -168,7 +169,11 @@ def test_concurrency_bounds_parallel_invocations(aws_client) -> None:
             active += 1
             peak = max(peak, active)
             bodies.update(r["body"] for r in event["Records"])
-        time.sleep(0.15)
+            if active >= 3:
+                three_at_once.set()
+        # Hold until three invocations overlap (an event, not a sleep a busy machine may not
+        # honour); a fourth would push the peak past 3.
+        three_at_once.wait(10)
         with lock:
             active -= 1
 
