@@ -23,9 +23,11 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/p4review demo
 
-## Run the full test suite (what CI runs): the static checks first, then every test.
+## Run the full test suite (what CI runs): the static checks first, then every test on two
+## workers (pytest-xdist; tests that share a directory in the checkout share an xdist_group).
+TEST_WORKERS ?= 2
 test: lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 ## Static checks: ruff (lint and format), mypy (strict on logic, models, dal), import-linter's
 ## layer contracts (pyproject.toml).
@@ -35,7 +37,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-## Unit tests only: seconds, no servers.
+## Unit tests only: no server, no subprocess (tests/unit/conftest.py refuses both), about a minute.
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest tests/unit -q
 

@@ -148,7 +148,7 @@ def run_betterleaks(records: list[dict]) -> tuple[list[bool], float] | None:
 
 def _kingfisher() -> str | None:
     try:
-        import kingfisher  # noqa: F401  (kingfisher-bin ships the binary inside the package)
+        import kingfisher  # kingfisher-bin ships the binary inside the package
     except ImportError:
         return None
     binary = Path(kingfisher.__file__).parent / "bin" / "kingfisher"

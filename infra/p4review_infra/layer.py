@@ -106,7 +106,7 @@ class PipLocalBundling:
         target.mkdir(parents=True, exist_ok=True)
         command = [sys.executable, "-m", "pip", *pip_install_args(self._requirements, str(target))]
         try:
-            subprocess.run(command, check=True)  # noqa: S603 - fixed argument list, no shell
+            subprocess.run(command, check=True)
         except (OSError, subprocess.CalledProcessError) as exc:
             print(f"p4review deps layer: local pip bundling failed ({exc}); falling back to Docker", file=sys.stderr)
             return False

@@ -19,8 +19,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from p4review.cli.api_client import ReviewApiClient
-from p4review.local.stack import LocalStack, repo_root
-from p4review.local.trigger_host import FrontDoor, TriggerHost, trigger_file, write_fake_p4_wrapper
+from p4review.local.stack import LocalStack, repo_root, write_fake_p4_wrapper
+from p4review.local.trigger_host import FrontDoor, TriggerHost, trigger_file
 from p4review.models.job import ACTIVE_STATUSES, job_id_for
 
 pytestmark = pytest.mark.e2e

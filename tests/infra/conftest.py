@@ -24,10 +24,14 @@ for _path in (REPO_ROOT / "infra", REPO_ROOT / "layers"):
 SKIP_BUNDLING = {"aws:cdk:bundling-stacks": []}
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if Path(str(item.fspath)).is_relative_to(Path(__file__).parent):
             item.add_marker(pytest.mark.infra)
+            # Synthesis stages the core layer into build/ (one directory per checkout): under
+            # `make test`'s two workers, every synthesizing test runs on the same one.
+            item.add_marker(pytest.mark.xdist_group("infra"))
 
 
 @dataclass(frozen=True)

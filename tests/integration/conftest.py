@@ -23,6 +23,7 @@ import pytest
 
 from p4review.clock import set_time_source
 from p4review.local.moto_server import LocalAwsServer
+from tests.support.aws import moto_client
 
 REGION = "us-east-1"
 FAKE_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
@@ -73,11 +74,11 @@ def boto_session() -> boto3.Session:
 
 @pytest.fixture
 def aws_client(moto_endpoint: str) -> Callable[[str], Any]:
-    """Factory for clients pointed at moto. Each call makes its own Session, so it is safe to
-    call from any thread."""
+    """Factory for clients pointed at moto, safe to call from any thread (one shared Session,
+    clients made under a lock: tests/support/aws.py)."""
 
     def make(service: str) -> Any:
-        return boto3.Session(region_name=REGION, **FAKE_CREDENTIALS).client(service, endpoint_url=moto_endpoint)
+        return moto_client(service, moto_endpoint)
 
     return make
 

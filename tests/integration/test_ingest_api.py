@@ -55,7 +55,7 @@ def _finish(job_id):
     event = lambda target: AuditEvent(
         at="2026-11-21T10:00:00.000000Z",
         actor="test",
-        event="forced",  # noqa: E731
+        event="forced",
         to_status=target,
     )
     jobs.transition(job_id, JobStatus.IN_PROGRESS, event(JobStatus.IN_PROGRESS))

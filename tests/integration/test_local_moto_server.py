@@ -158,7 +158,7 @@ def test_race_detects_duplicates_when_dynamodb_is_not_serialized(aws_client) -> 
     with LocalAwsServer(serialized_services=()) as raw:
         make = lambda: boto3.Session(
             region_name="us-east-1",
-            aws_access_key_id="t",  # noqa: E731
+            aws_access_key_id="t",
             aws_secret_access_key="t",
         ).client("dynamodb", endpoint_url=raw.endpoint_url)
         _table(make(), "race-unlocked")

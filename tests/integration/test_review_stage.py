@@ -5,11 +5,14 @@ the per-track metrics."""
 
 from __future__ import annotations
 
+import copy
 import json
 import re
+from typing import Any
 
 import pytest
 
+import p4review.stages.p4_access as p4_access
 from p4review.adapters.llm.base import ContextTooLong, LlmRequest, LlmResponse, ProviderUnavailable
 from p4review.config import get_settings
 from p4review.dal.factory import get_data_access
@@ -103,6 +106,36 @@ def _first_added_lines(user_message: str) -> dict[str, int | None]:
         elif current and files[current] is None and (added := _ADDED.match(line)):
             files[current] = int(added[1])
     return files
+
+
+# The fixture depot does not change, so p4's answers are kept for the module: the 300-file change
+# is fetched through p4 once here, not once per test (each fetch starts p4 some 300 times).
+_P4_ANSWERS: dict[tuple[str, tuple[str, ...]], Any] = {}
+
+
+class RememberingRunner:
+    """A P4Runner that answers a command it has already run from memory (errors are not kept)."""
+
+    def __init__(self, runner: Any) -> None:
+        self._runner = runner
+
+    def _answer(self, kind: str, args: list[str], **options: Any) -> Any:
+        key = (kind, tuple(args))
+        if key not in _P4_ANSWERS:
+            _P4_ANSWERS[key] = getattr(self._runner, kind)(args, **options)
+        return copy.deepcopy(_P4_ANSWERS[key])
+
+    def run_marshal(self, args: list[str], **options: Any) -> Any:
+        return self._answer("run_marshal", args, **options)
+
+    def run_text(self, args: list[str], **options: Any) -> Any:
+        return self._answer("run_text", args, **options)
+
+
+@pytest.fixture(autouse=True)
+def _p4_answers_are_remembered(monkeypatch):
+    real = p4_access.P4Runner
+    monkeypatch.setattr(p4_access, "P4Runner", lambda *args, **kwargs: RememberingRunner(real(*args, **kwargs)))
 
 
 def _fetched_job(changelist_id: int, key: str):

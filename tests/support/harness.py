@@ -5,19 +5,28 @@ from __future__ import annotations
 
 import os
 import secrets
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 from typing import Any
-
-import boto3
 
 from p4review import resources as spec
 from p4review.dal.factory import reset_data_access
 from p4review.local.provision import LocalResources, provision
-from p4review.local.stack import repo_root
+from p4review.local.stack import write_fake_p4_wrapper
+from tests.support.aws import moto_client, shared_session
 
 REGION = "us-east-1"
+
+
+@cache
+def fake_p4() -> str:
+    """The fake p4 behind a wrapper that starts it with this interpreter: through a version-manager
+    shim each p4 call would cost a tenth of a second or more."""
+    return str(write_fake_p4_wrapper(Path(tempfile.mkdtemp(prefix="p4review-fake-p4-")) / "p4", {}))
 
 
 @dataclass
@@ -28,9 +37,7 @@ class Provisioned:
     endpoint: str
 
     def client(self, service: str) -> Any:
-        return boto3.Session(region_name=REGION, aws_access_key_id="testing", aws_secret_access_key="testing").client(
-            service, endpoint_url=self.endpoint
-        )
+        return moto_client(service, self.endpoint)
 
 
 @contextmanager
@@ -39,9 +46,8 @@ def provisioned_service(
 ) -> Iterator[Provisioned]:
     """Provision every resource, export the functions' environment, restore it afterwards."""
     signing_secret = secrets.token_urlsafe(24)
-    session = boto3.Session(region_name=REGION, aws_access_key_id="testing", aws_secret_access_key="testing")
     resources = provision(
-        session,
+        shared_session(),
         environment,
         endpoint_url=endpoint,
         region=REGION,
@@ -60,7 +66,7 @@ def provisioned_service(
         "AWS_REGION": REGION,
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
-        "P4REVIEW_P4_EXECUTABLE": str(repo_root() / "events" / "bin" / "p4"),
+        "P4REVIEW_P4_EXECUTABLE": fake_p4(),
         "P4REVIEW_SECRET_CACHE_SECONDS": "0",
         **(extra_env or {}),
     }

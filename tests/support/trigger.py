@@ -10,8 +10,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from p4review.local.stack import repo_root
-from p4review.local.trigger_host import trigger_file, write_fake_p4_wrapper
+from p4review.local.stack import repo_root, write_fake_p4_wrapper
+from p4review.local.trigger_host import trigger_file
 
 TRIGGER_FILE = trigger_file()
 FAKE_P4 = repo_root() / "events" / "bin" / "p4"

@@ -3,13 +3,14 @@ faithful to the pinned package, usable by the prefilter, and measured on example
 
 from __future__ import annotations
 
+import io
 import json
 import re
-import subprocess
 import sys
 
 import pytest
 
+from p4review.cli.main import main as cli_main
 from p4review.logic.redaction import RULESET_VERSION, Redactor, redact
 from p4review.logic.redaction.ruleset import _exported, adopted_rules, class_name, ruleset_source
 from tests.support.tools import load_tool
@@ -29,15 +30,11 @@ def test_the_ruleset_version_is_pinned_in_every_document():
     assert "betterleaks-2.0.0-rc.4" in redact("x = 1\n").ruleset_version
 
 
-def test_the_stats_option_prints_the_ruleset_version():
-    result = subprocess.run(
-        [sys.executable, "-m", "p4review.cli.main", "redact", "--stats"],
-        input="x = 1\n",
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert "betterleaks-2.0.0-rc.4" in json.loads(result.stderr.strip().splitlines()[-1])["ruleset_version"]
+def test_the_stats_option_prints_the_ruleset_version(capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"x = 1\n")))
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(io.BytesIO()))
+    assert cli_main(["redact", "--stats"]) == 0
+    assert "betterleaks-2.0.0-rc.4" in json.loads(capsys.readouterr().err.strip().splitlines()[-1])["ruleset_version"]
 
 
 def test_every_adopted_rule_compiles_and_has_lowercase_keywords():

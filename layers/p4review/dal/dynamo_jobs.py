@@ -121,7 +121,7 @@ class DynamoJobRepository:
             try:
                 self._client.transact_write_items(TransactItems=items)
                 return CreateOutcome(created=True, job=job)
-            except Exception as exc:  # noqa: BLE001 - classified below
+            except Exception as exc:  # classified below
                 reasons = _cancellation_reasons(exc)
                 if reasons is None:
                     translate(exc, "create job")
@@ -166,7 +166,7 @@ class DynamoJobRepository:
             answer = self._client.get_item(
                 TableName=self._table, Key={"pk": to_value(job_pk(job_id))}, ConsistentRead=True
             )
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             translate(exc, "get job")
         item = answer.get("Item")
         return job_from_item(item) if item else None

@@ -83,7 +83,7 @@ class DynamoOutboxRepository:
                 ConditionExpression="attribute_not_exists(pk)",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             old = condition_failed_item(exc)
             if old is None:
                 translate(exc, "create outbox row")
@@ -95,7 +95,7 @@ class DynamoOutboxRepository:
             answer = self._client.get_item(
                 TableName=self._table, Key=outbox_key(changelist_id, recipient, review_version), ConsistentRead=True
             )
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             translate(exc, "get outbox row")
         item = answer.get("Item")
         return _row_from_item(item) if item else None
@@ -240,7 +240,7 @@ class DynamoOutboxRepository:
                 if "LastEvaluatedKey" not in answer:
                     return rows
                 kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             translate(exc, "list outbox rows")
 
     # ---- operator tooling (`p4review deliveries`) -------------------------------------
@@ -271,7 +271,7 @@ class DynamoOutboxRepository:
                 if "LastEvaluatedKey" not in answer:
                     break
                 kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             translate(exc, "scan outbox rows")
         rows.sort(key=lambda row: row.updated_at, reverse=True)  # ISO-8601 UTC strings sort as times
         return OutboxListing(rows=rows[: max(0, limit)], unreadable=unreadable)

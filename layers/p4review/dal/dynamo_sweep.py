@@ -48,7 +48,7 @@ class DynamoSweepRepository:
         while True:
             try:
                 page = self._client.scan(**kwargs)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 translate(exc, "scan active jobs")
             for item in page.get("Items", []):
                 yield ActiveJob.model_validate(from_item(item))

@@ -42,7 +42,7 @@ def conditional_update(
             ReturnValues="ALL_NEW" if return_new else "NONE",
             ReturnValuesOnConditionCheckFailure="ALL_OLD",
         )
-    except Exception as exc:  # noqa: BLE001 - classified here, once
+    except Exception as exc:  # classified here, once
         old = condition_failed_item(exc)
         if old is None:
             translate(exc, operation)

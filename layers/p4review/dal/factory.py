@@ -5,6 +5,7 @@ Clients are built on first use, so a function only pays for the services it touc
 
 from __future__ import annotations
 
+import threading
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -22,15 +23,26 @@ if TYPE_CHECKING:  # the implementations are imported on first use, where they a
     from p4review.runtime.sweeper import SweepStore
 
 
+# One Session per execution environment: each new Session loads the service models again
+# (~0.1 s a client); clients of one Session share them. A Session is not thread-safe (its
+# clients are), so clients are made under a lock.
+_session_lock = threading.Lock()
+_session: Any = None
+
+
 def _client(service: str) -> Any:
+    global _session
     import boto3
     from botocore.config import Config
 
     # The stage runtime owns retries across invocations; SDK retries stay short and bounded.
     config = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=3, read_timeout=10)
     try:
-        return boto3.session.Session().client(service, config=config)
-    except Exception as exc:  # noqa: BLE001 - e.g. no region configured: a domain error, not a botocore one
+        with _session_lock:
+            if _session is None:
+                _session = boto3.session.Session()
+            return _session.client(service, config=config)
+    except Exception as exc:  # e.g. no region configured: a domain error, not a botocore one
         translate(exc, f"create {service} client")
 
 
@@ -129,6 +141,9 @@ def get_data_access() -> DataAccess:
 
 def reset_data_access() -> None:
     """Forget cached settings and clients (tests and the local stack change the environment)."""
+    global _session
+    with _session_lock:
+        _session = None
     get_data_access.cache_clear()
     get_settings.cache_clear()
     from p4review.runtime import faults

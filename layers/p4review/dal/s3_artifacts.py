@@ -50,7 +50,7 @@ class S3ArtifactStore:
         try:
             # No encryption header: the bucket's default (the environment's KMS key) applies.
             self._client.put_object(Bucket=self._bucket, Key=key, Body=body, ContentType="application/json")
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             translate(exc, "store artifact")
 
     @contextmanager
@@ -68,7 +68,7 @@ class S3ArtifactStore:
                 self._client.upload_fileobj(
                     spool, self._bucket, key, ExtraArgs={"ContentType": "application/json"}, Config=config
                 )
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 translate(exc, "store artifact")
 
     def get_json(self, key: str) -> dict[str, Any]:
@@ -76,7 +76,7 @@ class S3ArtifactStore:
             answer = self._client.get_object(Bucket=self._bucket, Key=key)
             document: dict[str, Any] = json.loads(answer["Body"].read())
             return document
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             translate(exc, "read artifact")
 
 
@@ -109,7 +109,7 @@ class S3ArtifactRetention:
         while True:
             try:
                 page = self._client.list_objects_v2(**kwargs)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 translate(exc, "list artifact prefixes")
             found.extend(entry["Prefix"] for entry in page.get("CommonPrefixes", []))
             if not page.get("IsTruncated"):

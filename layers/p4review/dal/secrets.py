@@ -38,7 +38,7 @@ class SecretsManagerReader:
         try:
             # VersionStage is always explicit: without it moto (and caches) may serve a stale version.
             value: str | None = self._client.get_secret_value(SecretId=secret_id, VersionStage=stage)["SecretString"]
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             code = getattr(exc, "response", {}).get("Error", {}).get("Code")
             if stage != CURRENT and code in {"ResourceNotFoundException", "InvalidRequestException"}:
                 value = None  # no previous version yet: nothing to accept

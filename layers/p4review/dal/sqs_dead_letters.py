@@ -68,7 +68,7 @@ class SqsDeadLetters:
                 WaitTimeSeconds=0,
                 MessageSystemAttributeNames=["ApproximateReceiveCount", "SentTimestamp"],
             )
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             translate(exc, f"receive {stage.value} dead letters")
         return [_dead_letter(stage, message) for message in answer.get("Messages", [])]
 
@@ -135,7 +135,7 @@ class SqsDeadLetters:
     def delete(self, stage: StageName, receipt_handle: str) -> None:
         try:
             self._client.delete_message(QueueUrl=self._url(stage), ReceiptHandle=receipt_handle)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             translate(exc, f"delete {stage.value} dead letter")
 
     def release(self, stage: StageName, receipt_handle: str) -> None:
@@ -144,14 +144,14 @@ class SqsDeadLetters:
             self._client.change_message_visibility(
                 QueueUrl=self._url(stage), ReceiptHandle=receipt_handle, VisibilityTimeout=0
             )
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             translate(exc, f"release {stage.value} dead letter")
 
     def send(self, stage: StageName, body: dict[str, Any] | str) -> str:
         text = body if isinstance(body, str) else json.dumps(body, sort_keys=True)
         try:
             answer = self._client.send_message(QueueUrl=self._url(stage), MessageBody=text)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             translate(exc, f"send {stage.value} dead letter")
         message_id: str = answer.get("MessageId", "")
         return message_id
@@ -167,5 +167,5 @@ class SqsDeadLetters:
                         for index, letter in enumerate(chunk)
                     ],
                 )
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 translate(exc, f"release {stage.value} dead letters")

@@ -21,13 +21,13 @@ class SqsStageQueues:
             self._client.send_message(
                 QueueUrl=self._queue_urls[message.stage], MessageBody=message.model_dump_json(exclude_none=True)
             )
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             translate(exc, f"enqueue {message.stage.value}")
 
     def send_dead_letter(self, stage: StageName, envelope: dict[str, Any]) -> None:
         try:
             self._client.send_message(QueueUrl=self._dlq_urls[stage], MessageBody=json.dumps(envelope, sort_keys=True))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             translate(exc, f"dead-letter {stage.value}")
 
     def delay(self, stage: StageName, receipt_handle: str, seconds: float) -> None:
@@ -38,5 +38,5 @@ class SqsStageQueues:
                 ReceiptHandle=receipt_handle,
                 VisibilityTimeout=max(0, min(int(round(seconds)), 43_200)),
             )
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             translate(exc, f"delay {stage.value} message")

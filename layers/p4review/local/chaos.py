@@ -149,7 +149,7 @@ def build_chaos_depot(target: Path, count: int) -> list[int]:
 def _p4_wrapper(state_dir: Path, depot: Path) -> Path:
     """The fake p4 pointed at the chaos depot. The p4 runner gives its child a minimal
     environment (no P4FAKE_DEPOT from ours), so the depot is fixed in a wrapper script."""
-    from p4review.local.trigger_host import write_fake_p4_wrapper
+    from p4review.local.stack import write_fake_p4_wrapper
 
     (state_dir / "bin").mkdir(parents=True, exist_ok=True)
     return write_fake_p4_wrapper(state_dir / "bin" / "p4", {"P4FAKE_DEPOT": str(depot)})

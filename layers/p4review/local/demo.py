@@ -68,7 +68,10 @@ def _wait_for_jobs(client: ReviewApiClient, job_ids: list[str], timeout_seconds:
 
 def _table(rows: list[list[str]], header: list[str]) -> str:
     widths = [max(len(str(row[index])) for row in [header, *rows]) for index in range(len(header))]
-    line = lambda row: "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=False))  # noqa: E731
+
+    def line(row: list[str]) -> str:
+        return "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=False))
+
     return "\n".join([line(header), line(["-" * width for width in widths]), *map(line, rows)])
 
 

@@ -200,7 +200,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
     sys_version = ""
     gateway: LocalApiGateway  # set on the subclass LocalApiGateway builds
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s - %s", self.address_string(), format % args)
 
     def setup(self) -> None:
@@ -218,10 +218,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
         self._send_json(code, {"message": phrase}, close=True)
 
     # Every method goes through the same path.
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self._handle()
 
-    do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = do_GET  # noqa: N815
+    do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = do_GET
 
     def _send(self, status: int, headers: list[tuple[str, str]], body: bytes, *, close: bool = False) -> None:
         self.send_response(status)

@@ -294,7 +294,7 @@ def _wait_for_messages(queue: Any, timeout: float) -> None:
     try:
         with condition:
             condition.wait_for(lambda: queue.messages, timeout=timeout)
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - moto's private lock changed shape: fall back to polling
         time.sleep(timeout)
 
 
@@ -385,7 +385,7 @@ class LocalAwsServer(BackgroundServer):
     def reset(self) -> None:
         """Clear all moto state (POST /moto-api/reset, taken under every service lock)."""
         request = urllib.request.Request(f"{self.endpoint_url}/moto-api/reset", data=b"", method="POST")
-        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 - loopback only
+        with urllib.request.urlopen(request, timeout=30) as response:
             if response.status != 200:
                 raise RuntimeError(f"moto reset failed: HTTP {response.status}")
 

@@ -68,8 +68,8 @@ logging.getLogger("mail.log").addFilter(_QuietAiosmtpdLog())
 class _LookupSMTP(SMTP):
     """aiosmtpd's SMTP plus the delivery lookup verb (``smtp_<VERB>`` methods become commands)."""
 
-    async def smtp_XP4RLOOKUP(self, arg: str) -> None:  # noqa: N802 - aiosmtpd command naming
-        if self._auth_required and not self.session.authenticated:  # noqa: SLF001
+    async def smtp_XP4RLOOKUP(self, arg: str) -> None:
+        if self._auth_required and not self.session.authenticated:
             await self.push("530 5.7.0 Authentication required")
             return
         if not arg or not arg.strip():
@@ -95,7 +95,7 @@ class _Controller(Controller):
     def factory(self) -> SMTP:
         smtp = _LookupSMTP(self.handler, **self.SMTP_kwargs)
         if self._require_auth:
-            smtp._auth_required = True  # noqa: SLF001 - see class docstring
+            smtp._auth_required = True
         return smtp
 
 
@@ -159,7 +159,7 @@ class _Handler:
         server: Any,
         session: Any,
         envelope: Any,
-        hostname: str,  # noqa: N802
+        hostname: str,
         responses: list[str],
     ) -> list[str]:
         session.host_name = hostname
@@ -173,7 +173,7 @@ class _Handler:
         server: Any,
         session: Any,
         envelope: Any,
-        address: str,  # noqa: N802
+        address: str,
         rcpt_options: list[str],
     ) -> str:
         delay = self._server._take_rcpt_delay()
@@ -183,7 +183,7 @@ class _Handler:
         envelope.rcpt_options.extend(rcpt_options)
         return "250 OK"
 
-    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # noqa: N802 - aiosmtpd hook
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         fault = self._server._take_fault()
         if fault is not None and fault[0] == "fail":
             _, code, text = fault

@@ -53,7 +53,7 @@ def start_stack_process(
 ) -> tuple[subprocess.Popen, dict[str, Any]]:
     """Start `p4review local up --port 0 [extra_args]` with its output in `<state_dir>/stack.log`
     and wait for its `stack.json`; returns the child and that state."""
-    log = open(state_dir / "stack.log", "wb")  # noqa: SIM115 - lives as long as the child
+    log = open(state_dir / "stack.log", "wb")
     child = subprocess.Popen(
         [
             sys.executable,

@@ -15,26 +15,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from p4review.local.stack import repo_root
+from p4review.local.stack import repo_root, write_fake_p4_wrapper
 
 TRIGGER_FILE_NAME = "p4review-trigger.py"
 
 
 def trigger_file() -> Path:
     return repo_root() / "trigger" / TRIGGER_FILE_NAME
-
-
-def write_fake_p4_wrapper(path: Path, settings: dict[str, str]) -> Path:
-    """An executable `p4` that runs the fake p4 with `settings` (P4FAKE_*) fixed: the trigger and
-    the service give p4 a minimal environment. Runs the fake with this interpreter, not a
-    version-manager shim. Replaced atomically, so a running trigger sees the old or the new one."""
-    exports = "".join(f"export {name}='{value}'\n" for name, value in settings.items())
-    fake = repo_root() / "events" / "bin" / "p4"
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(f"#!/bin/sh\n{exports}exec '{sys.executable}' '{fake}' \"$@\"\n")
-    temporary.chmod(0o755)
-    temporary.replace(path)
-    return path
 
 
 def host_python() -> str:

@@ -332,7 +332,7 @@ def test_ten_processes_compare_and_set_from_one_value_one_wins(state):
 
 # --- changes, oldChange, login ------------------------------------------------------------------------------
 def test_changes_lists_submitted_changes_newest_first_with_filters():
-    numbers = lambda result: [int(r[b"change"]) for r in records(result.stdout)]  # noqa: E731
+    numbers = lambda result: [int(r[b"change"]) for r in records(result.stdout)]
     submitted = sorted((e["change"] for e in INDEX if e["kind"] == "submitted"), reverse=True)
     assert numbers(p4("-G", "changes", "-s", "submitted")) == submitted
     assert numbers(p4("-G", "changes", "-s", "submitted", "-e", "48255")) == [n for n in submitted if n >= 48255]

@@ -7,6 +7,7 @@ import logging
 import marshal
 import stat
 import time
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,7 @@ from p4review.logic.depot_paths import DepotAllowList
 from p4review.models.change import ChangedFile, ChangeSnapshot, DiffStatus
 from p4review.models.job import ChangeKind
 from p4review.stages.p4_access import p4_environment
+from tests.support.harness import fake_p4
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE_P4 = str(ROOT / "events" / "bin" / "p4")
@@ -50,7 +52,7 @@ def fetcher_for(runner, allow_list=("//depot/...",), **options) -> ChangeFetcher
 def make_runner(log_file=None, timeout=30.0, **env):
     if log_file is not None:
         env["P4FAKE_LOG"] = str(log_file)
-    return P4Runner(FAKE_P4, timeout_seconds=timeout, env=env)
+    return P4Runner(fake_p4(), timeout_seconds=timeout, env=env)
 
 
 def logged(log_file) -> list[dict]:
@@ -379,16 +381,28 @@ EXPECTED = {
 }
 
 
-@pytest.fixture(scope="module")
-def snapshots() -> dict[int, ChangeSnapshot]:
+# Fetching every fixture starts p4 some 350 times: under `make test`'s two workers, the tests that
+# read the snapshots share one worker, and the worker fetches them once (a module fixture would
+# be fetched again whenever the worker runs another module's test in between).
+ON_THE_SNAPSHOTS_WORKER = pytest.mark.xdist_group("p4-fixture-snapshots")
+
+
+@cache
+def _every_fixture_fetched() -> dict[int, ChangeSnapshot]:
     fetcher = fetcher_for(make_runner())
     return {entry["change"]: fetcher.fetch(entry["change"], ChangeKind(entry["kind"])) for entry in INDEX}
+
+
+@pytest.fixture
+def snapshots() -> dict[int, ChangeSnapshot]:
+    return _every_fixture_fetched()
 
 
 def test_every_indexed_fixture_is_covered():
     assert {entry["change"] for entry in INDEX} == set(EXPECTED) | {48255}
 
 
+@ON_THE_SNAPSHOTS_WORKER
 @pytest.mark.parametrize("number", sorted(EXPECTED))
 def test_fetch_fixture_statuses(snapshots, number):
     snapshot = snapshots[number]
@@ -403,6 +417,7 @@ def test_fetch_fixture_statuses(snapshots, number):
             assert diff.unified_diff == ""
 
 
+@ON_THE_SNAPSHOTS_WORKER
 def test_cpp_change_content(snapshots):
     diffs = {d.depot_path.rsplit("/", 1)[1]: d.unified_diff for d in snapshots[48213].diffs}
     assert diffs["packet.cpp"].startswith(
@@ -418,6 +433,7 @@ def test_cpp_change_content(snapshots):
     assert added[2] == f"@@ -0,0 +1,{line_count} @@" and all(line.startswith("+") for line in added[3:-1])
 
 
+@ON_THE_SNAPSHOTS_WORKER
 def test_python_and_credential_changes_carry_the_flaggable_lines(snapshots):
     py = {d.depot_path.rsplit("/", 1)[1]: d.unified_diff for d in snapshots[48220].diffs}
     assert "+    except:" in py["build_index.py"] and '+    print("DEBUG' in py["build_index.py"]
@@ -427,6 +443,7 @@ def test_python_and_credential_changes_carry_the_flaggable_lines(snapshots):
     assert "+-----BEGIN RSA PRIVATE KEY-----" in creds
 
 
+@ON_THE_SNAPSHOTS_WORKER
 def test_shelved_change_serves_the_latest_shelf_and_version_1_on_request(snapshots):
     latest = snapshots[48240]
     assert latest.description.kind is ChangeKind.SHELVED and latest.description.status == "pending"
@@ -436,6 +453,7 @@ def test_shelved_change_serves_the_latest_shelf_and_version_1_on_request(snapsho
     assert latest.diffs[0].unified_diff != first.diffs[0].unified_diff
 
 
+@ON_THE_SNAPSHOTS_WORKER
 def test_non_utf8_description_and_content_are_decoded_as_cp1252(snapshots):
     snapshot = snapshots[48261]
     assert snapshot.description.description.startswith("Café menu: fix « Reprendre » button")
@@ -451,6 +469,7 @@ def test_utf8_text_is_never_reinterpreted():
     assert decode_text(b"Caf\xe9") == "Café"
 
 
+@ON_THE_SNAPSHOTS_WORKER
 def test_large_change_has_hundreds_of_files(snapshots):
     snapshot = snapshots[48255]
     assert len(snapshot.description.files) == len(snapshot.diffs) == 300
