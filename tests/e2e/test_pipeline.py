@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import email
 import email.policy
+import html
 import json
 import threading
 import time
@@ -15,6 +16,7 @@ import pytest
 from p4review.cli.api_client import ReviewApiClient, default_idempotency_key
 from p4review.local.demo import fixture_changes
 from p4review.local.stack import LocalStack, repo_root
+from p4review.logic.redaction import redact
 from p4review.models.job import ACTIVE_STATUSES
 
 pytestmark = pytest.mark.e2e
@@ -121,6 +123,26 @@ def test_no_secret_from_the_credential_fixture_reaches_an_email(stack, client):
     assert b"BEGIN RSA PRIVATE KEY" not in raw_emails and b"PRIVATE KEY-----\n" not in raw_emails
     assert b"AKIA" not in raw_emails
     assert fixture_text  # the fixture exists; its secrets live in the depot archive, not in any email
+    # Decoded as a mail client shows them (quoted-printable can split a value across lines), the
+    # emails' parts hold nothing the redactor would take out; the code they show is the redacted one.
+    for path in Path(stack.info.mailbox_dir).glob("*.eml"):
+        message = email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
+        for part in message.walk():
+            if part.get_content_type() in ("text/plain", "text/html"):
+                shown = html.unescape(part.get_content())
+                assert redact(shown).counts == {}, (path.name, part.get_content_type())
+    shown_for_change = _decoded_emails_for(stack, change["change"])
+    assert "[REDACTED:" in shown_for_change and "+|" in shown_for_change
+
+
+def _decoded_emails_for(stack, changelist_id: int) -> str:
+    texts = []
+    for path in Path(stack.info.mailbox_dir).glob("*.eml"):
+        message = email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
+        if str(message["Subject"]).startswith(f"[p4review] CL {changelist_id} "):
+            body = message.get_body(("plain",))
+            texts.append(body.get_content() if body is not None else "")
+    return "\n".join(texts)
 
 
 def test_fifty_concurrent_identical_requests_create_one_job_and_one_email(stack):

@@ -268,3 +268,41 @@ def test_text_and_html_show_the_same_view() -> None:
     text, html = bodies(render(result=long))
     assert view.summary in text and view.summary in html
     assert [path for path in view.reviewed] == ["//depot/main/src/net/buffer.c", "//depot/main/tools/deploy.py"]
+
+
+BUFFER_DIFF = """--- a/depot/main/src/net/buffer.c
++++ b/depot/main/src/net/buffer.c
+@@ -9,5 +9,6 @@
+ void copy(char *dst, const char *src) {
+ \tchar tmp[16];
+-\tstrncpy(tmp, src, sizeof tmp);
++\tstrcpy(tmp, src);  /* <fast> & "simple" */
++\tputs("\u202eevil\x1b[2J");
+ \tmemcpy(dst, tmp, 16);
+ }
+"""
+
+
+def test_each_finding_shows_its_lines_in_both_parts() -> None:
+    diffs = [
+        FileDiff(
+            depot_path="//depot/main/src/net/buffer.c",
+            action="edit",
+            status=DiffStatus.FETCHED,
+            unified_diff=BUFFER_DIFF,
+        )
+    ]
+    finding = make_finding(line=11)
+    text, html = bodies(render(result=result([finding]), diffs=diffs))
+    assert "\n       9  | void copy(char *dst, const char *src) {" in text.replace("\r\n", "\n")
+    assert '  >   11 +|     strcpy(tmp, src);  /* <fast> & "simple" */' in text
+    assert '      12 +|     puts("\\u202eevil\\x1b[2J");' in text  # a bidi override is shown, not obeyed
+    assert "      13  |     memcpy(dst, tmp, 16);" in text
+    assert "strcpy(tmp, src);  /* &lt;fast&gt; &amp; &quot;simple&quot; */" in html
+    for part in (text, html):
+        assert not any(char in part for char in "\x1b\u202e\t")
+
+
+def test_a_finding_without_its_file_diff_shows_no_code() -> None:
+    text, _ = bodies(render(result=result([make_finding(line=11)])))
+    assert "+|" not in text and " | " not in text

@@ -2,14 +2,16 @@
 
     python -m p4review.cli.sample_emails docs/emails
 
-The inputs are changelist 48213 of the events/depot fixture (a submitted change, review v2):
-one email with a finding of every severity, one all-clear. The HTML and text parts are taken
+The inputs are changelist 48213 of the events/depot fixture (a submitted change, review v2) and
+its diffs, made from the fixture's archive: one email with a finding of every severity, each
+with the lines it flags, and one all-clear. The HTML and text parts are taken
 out of the rendered message bytes, exactly as a mail client would see them. Everything is
 fixed (no clock, no randomness), so tests/unit/test_sample_emails.py can insist that the
 checked-in files equal what this produces now."""
 
 from __future__ import annotations
 
+import difflib
 import sys
 from email import message_from_bytes
 from email.policy import default as default_policy
@@ -17,7 +19,7 @@ from pathlib import Path
 
 from p4review.logic.delivery import delivery_token, message_id_for
 from p4review.logic.email_render import render_review_email
-from p4review.models.change import ChangeDescription, ChangedFile
+from p4review.models.change import ChangeDescription, ChangedFile, DiffStatus, FileDiff
 from p4review.models.job import ChangeKind, ReviewJob, job_id_for, request_fingerprint
 from p4review.models.review_result import Coverage, Finding, ReviewResult, SkippedFile, StoredReview
 
@@ -55,6 +57,25 @@ _DESCRIPTION = ChangeDescription(
 )
 
 
+# The fixture's revisions of the reviewed files: (path under src/net, previous rev or None, rev).
+_REVISIONS = (("packet.cpp", 6, 7), ("packet.h", 3, 4), ("conn_stats.h", None, 1))
+
+
+def _fixture_diffs() -> list[FileDiff]:
+    """The reviewed files' diffs, made from the fixture depot's archive as the fake p4 makes them."""
+    archive = Path(__file__).resolve().parents[3] / "events" / "depot" / "archive" / _ROOT[2:] / "src" / "net"
+    diffs = []
+    for name, old, new in _REVISIONS:
+        before = (archive / f"{name},d" / str(old)).read_text("utf-8").splitlines(True) if old else []
+        after = (archive / f"{name},d" / str(new)).read_text("utf-8").splitlines(True)
+        path = f"{_ROOT}/src/net/{name}"
+        text = "".join(difflib.unified_diff(before, after, f"a/{path[2:]}", f"b/{path[2:]}", n=3))
+        diffs.append(
+            FileDiff(depot_path=path, action="edit" if old else "add", status=DiffStatus.FETCHED, unified_diff=text)
+        )
+    return diffs
+
+
 def _job() -> ReviewJob:
     key = "sample-48213-v2"
     return ReviewJob(
@@ -88,63 +109,65 @@ def _with_findings() -> StoredReview:
             id="F1",
             severity="critical",
             category="security",
-            title="Header copied before the length check",
+            title="Unbounded strcpy into a 64-byte buffer",
             file=packet_cpp,
-            line=88,
-            end_line=91,
+            line=64,
             confidence="high",
-            message="readHeader() memcpy()s `len` bytes into the fixed 4 KiB header buffer and only then "
-            "compares `len` with kMaxPacketSize, so an oversized header still overflows the buffer.",
-            suggestion="Move the kMaxPacketSize check before the memcpy and return kErrTooLarge.",
+            message="setPeerName() copies the peer's name into peerName_[64] with strcpy(): a name of 64 "
+            "bytes or more overflows the buffer and the PacketReader after it.",
+            suggestion='Copy with std::snprintf(peerName_, sizeof peerName_, "%s", name), or keep a std::string.',
         ),
         Finding(
             id="F2",
             severity="high",
-            category="correctness",
-            title="Negative lengths pass the new check",
-            file=packet_h,
-            line=42,
-            confidence="medium",
-            message="PacketHeader::length is int32_t: a negative value read from the wire is not "
-            "rejected by `len > kMaxPacketSize` and later converts to a huge size_t.",
-            suggestion="Make length uint32_t, or reject len < 0 explicitly.",
+            category="security",
+            title="describe() ignores the caller's buffer size",
+            file=packet_cpp,
+            line=68,
+            end_line=69,
+            confidence="high",
+            message="The change drops std::snprintf(buf, bufSize, ...) for sprintf() and discards bufSize, "
+            "so a long peer name now overflows the caller's buffer.",
+            suggestion="Keep std::snprintf(buf, bufSize, ...).",
         ),
         Finding(
             id="F3",
             severity="medium",
             category="reliability",
-            title="Counters shared across threads",
-            file=stats_h,
-            line=27,
-            end_line=33,
-            message="ConnStats fields are plain uint64_t: the network thread increments them while the "
-            "overlay reads them on the render thread (a data race).",
-            suggestion="Use std::atomic<uint64_t> with relaxed ordering.",
+            title="Oversize packets are dropped without a count",
+            file=packet_cpp,
+            line=42,
+            end_line=45,
+            message="readHeader() returns false for a header longer than kMaxPacketSize, but nothing records "
+            "the drop: the overlay's dropped counter stays at zero (the TODO says as much).",
+            suggestion="Call ConnStats::onDrop() before returning.",
         ),
         Finding(
             id="F4",
             severity="low",
             category="test",
             title="No test at the size boundary",
-            file=packet_cpp,
-            line=95,
+            file=packet_h,
+            line=12,
             message="Nothing exercises a header of exactly kMaxPacketSize or kMaxPacketSize + 1 bytes.",
         ),
         Finding(
             id="F5",
             severity="info",
-            category="style",
-            title="Include guard instead of #pragma once",
+            category="performance",
+            title="Counters need only relaxed ordering",
             file=stats_h,
-            line=1,
-            message="The other headers in src/net use #pragma once.",
+            line=28,
+            end_line=32,
+            message="The counters use the default sequentially consistent ordering on every increment; "
+            "statistics read by the overlay need only std::memory_order_relaxed.",
         ),
     ]
     result = ReviewResult(
         schema_version="1.0",
         prompt_version="1.0.0",
         findings=findings,
-        summary="Header parsing is hardened, but the new length check comes too late and misses negative lengths.",
+        summary="Header lengths are now bounded, but the peer-name code added beside it can overflow two buffers.",
     )
     return StoredReview(result=result, coverage=_coverage(SkippedFile(file=HOSTILE_PATH, reason="outside_allow_list")))
 
@@ -167,6 +190,7 @@ def _parts(review: StoredReview) -> tuple[str, str]:
         recipient=RECIPIENT,
         from_address=FROM_ADDRESS,
         swarm_url=SWARM_URL,
+        diffs=_fixture_diffs(),
         message_id=message_id_for(delivery_token(job.changelist_id, RECIPIENT, job.review_version), FROM_ADDRESS),
     )
     message = message_from_bytes(raw, policy=default_policy)

@@ -11,7 +11,7 @@ import hashlib
 import html
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.message import EmailMessage
@@ -19,12 +19,14 @@ from email.policy import SMTP
 from email.utils import format_datetime
 
 from p4review.logic.depot_paths import sanitize_for_log
+from p4review.logic.excerpts import code_excerpt
 from p4review.models.change import ChangeDescription, DiffStatus, FileDiff
 from p4review.models.job import ReviewJob
 from p4review.models.review_result import SEVERITY_ORDER, Coverage, Finding, ReviewResult, Severity
 
 DESCRIPTION_EXCERPT_CHARS = 120
 _PATH_LIMIT = 1024  # a depot path is far shorter; the cap only bounds hostile input
+_CODE_LINE_LIMIT = 160
 _SUBJECT_COUNTED = (Severity.CRITICAL, Severity.HIGH)
 
 
@@ -51,6 +53,21 @@ def _shown_path(path: str) -> str:
     (`\\x0d\\x0a`): a path is an identifier, so it is neither cleaned nor folded onto one line
     (a path holding CR LF must not become a body line of its own, e.g. a fake `Subject:`)."""
     return sanitize_for_log(path, limit=_PATH_LIMIT)
+
+
+def _code_line(text: str, limit: int = _CODE_LINE_LIMIT) -> str:
+    """One line of code as it is, except: tabs expanded, and control and invisible (format)
+    characters escaped visibly, so a bidi override cannot reorder what the reader sees (Trojan
+    Source); a long line is cut."""
+    shown = []
+    for char in text.expandtabs(4):
+        if unicodedata.category(char) in ("Cc", "Cf", "Cs", "Co", "Cn"):
+            code = ord(char)
+            shown.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+        else:
+            shown.append(char)
+    line = "".join(shown).rstrip()
+    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 def description_excerpt(description: str, limit: int = DESCRIPTION_EXCERPT_CHARS) -> str:
@@ -166,12 +183,21 @@ def subject_for(job: ReviewJob, result: ReviewResult) -> str:
 
 
 @dataclass(frozen=True)
+class CodeLineView:
+    number: int
+    text: str
+    added: bool
+    flagged: bool
+
+
+@dataclass(frozen=True)
 class FindingView:
     location: str
     title: str
     category: str
     message_lines: tuple[str, ...]
     suggestion: str | None
+    code: tuple[CodeLineView, ...] = ()  # the flagged lines and two of context, from the redacted diff
 
 
 @dataclass(frozen=True)
@@ -197,6 +223,15 @@ class EmailView:
     schema_version: str
 
 
+def _code_view(diff_text: str | None, finding: Finding) -> tuple[CodeLineView, ...]:
+    if not diff_text:
+        return ()
+    return tuple(
+        CodeLineView(number=entry.line, text=_code_line(entry.text), added=entry.added, flagged=entry.flagged)
+        for entry in code_excerpt(diff_text, finding.line, finding.end_line)
+    )
+
+
 def email_view(
     *,
     job: ReviewJob,
@@ -204,8 +239,11 @@ def email_view(
     coverage: Coverage | Sequence[FileDiff],
     description: ChangeDescription,
     swarm_url: str | None = None,
+    diffs: Sequence[FileDiff] = (),
 ) -> EmailView:
+    """`diffs` are the redacted change's file diffs: each finding shows its lines from them."""
     reviewed, skipped = _coverage(coverage)
+    diff_of = {diff.depot_path: diff.unified_diff for diff in diffs if diff.unified_diff}
     summary = _one_line(result.summary, 500) if result.summary and result.summary.strip() else None
     return EmailView(
         subject=subject_for(job, result),
@@ -230,6 +268,7 @@ def email_view(
                         suggestion=_one_line(finding.suggestion, 1000)
                         if finding.suggestion and finding.suggestion.strip()
                         else None,
+                        code=_code_view(diff_of.get(finding.file), finding),
                     )
                     for finding in members
                 ),
@@ -270,6 +309,9 @@ def render_text(view: EmailView) -> str:
             out += [f"  {line}".rstrip() for line in finding.message_lines]
             if finding.suggestion:
                 out.append(f"  Suggestion: {finding.suggestion}")
+            if finding.code:
+                out.append("")
+                out += [_text_code_line(line) for line in finding.code]
             out.append("")
     out.append("-- Coverage --")
     out.append(f"Files reviewed ({len(view.reviewed)}):")
@@ -282,6 +324,24 @@ def render_text(view: EmailView) -> str:
         "This message was generated automatically by p4review; replies are not read.",
     ]
     return "\n".join(_clean(line) for line in out) + "\n"
+
+
+def _text_code_line(line: CodeLineView) -> str:
+    """`  > 42 + | code`: `>` marks the flagged lines, `+` the lines the change added."""
+    return f"  {'>' if line.flagged else ' '}{line.number:>5} {'+' if line.added else ' '}| {line.text}".rstrip()
+
+
+_CODE_BLOCK_STYLE = (
+    "margin: 6px 0; padding: 4px 0; border: 1px solid #d0d7de; border-radius: 4px; "
+    "font-family: Consolas, Menlo, monospace; font-size: 12px; line-height: 1.4; white-space: pre; overflow-x: auto"
+)
+
+
+def _html_code_line(line: CodeLineView, e: Callable[[object], str]) -> str:
+    background = "background-color: #e6ffec; color: #1f2328;" if line.added else ""
+    weight = " font-weight: bold;" if line.flagged else ""
+    number = f'<span style="color: #6e7781; user-select: none;">{line.number:>5} {"+" if line.added else " "} </span>'
+    return f'<div style="padding: 0 8px;{background}{weight}">{number}{e(line.text) or " "}</div>'
 
 
 def render_html(view: EmailView) -> str:
@@ -319,6 +379,9 @@ def render_html(view: EmailView) -> str:
             ]
             if finding.suggestion:
                 item.append(f"<br><em>Suggestion:</em> {e(finding.suggestion)}")
+            if finding.code:
+                lines = "".join(_html_code_line(line, e) for line in finding.code)
+                item.append(f'<div style="{_CODE_BLOCK_STYLE}">{lines}</div>')
             item.append("</li>")
             out.append("".join(item))
         out.append("</ul>")
@@ -347,6 +410,7 @@ def render_review_email(
     from_address: str,
     message_id: str,
     swarm_url: str | None = None,
+    diffs: Sequence[FileDiff] = (),
 ) -> bytes:
     """The complete message as bytes (CRLF line endings), byte-identical for equal inputs.
 
@@ -364,7 +428,9 @@ def render_review_email(
     message["X-P4Review-Job"] = job.job_id
     message["X-P4Review-Version"] = str(job.review_version)
     message["Auto-Submitted"] = "auto-generated"
-    view = email_view(job=job, result=result, coverage=coverage, description=description, swarm_url=swarm_url)
+    view = email_view(
+        job=job, result=result, coverage=coverage, description=description, swarm_url=swarm_url, diffs=diffs
+    )
     text_body, html_body = render_text(view), render_html(view)
     message.set_content(text_body, subtype="plain", charset="utf-8", cte="quoted-printable")
     message.add_alternative(html_body, subtype="html", charset="utf-8", cte="quoted-printable")

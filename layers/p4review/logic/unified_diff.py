@@ -1,4 +1,5 @@
-"""Walk a unified diff and yield the lines it adds, with their new-side line numbers.
+"""Walk a unified diff and yield the new-side lines it shows (added and context), with their
+line numbers in the new revision.
 
 Pure text processing, no I/O. The walk is driven by the hunk headers' line counts
 (`@@ -a,b +c,d @@`), so a `+++ x` line inside a hunk is an added line (`++ x`) while a
@@ -32,6 +33,15 @@ class AddedLine:
     text: str
 
 
+@dataclass(frozen=True)
+class NewSideLine:
+    """A line of the new revision that the diff shows: added (`+`) or context (` `)."""
+
+    line: int
+    text: str
+    added: bool
+
+
 def parse_hunk_header(line: str) -> HunkHeader | None:
     """`@@ -a,b +c,d @@ ...` -> HunkHeader; a missing count means 1 (unified diff rules)."""
     match = _HUNK_HEADER.match(line)
@@ -60,8 +70,9 @@ def split_diff_lines(text: str) -> list[str]:
     return _split_lines(text)
 
 
-def iter_added_lines(diff: str) -> Iterator[AddedLine]:
-    """Yield each added line of `diff` in order, with its new-side line number."""
+def iter_new_side_lines(diff: str) -> Iterator[NewSideLine]:
+    """Yield each new-side line the diff shows (added and context lines), in order, with its
+    line number in the new revision."""
     old_left = 0
     new_left = 0
     new_line = 0
@@ -78,7 +89,7 @@ def iter_added_lines(diff: str) -> Iterator[AddedLine]:
         marker = raw[:1]
         if marker == "+":
             if new_left > 0:
-                yield AddedLine(line=new_line, text=raw[1:])
+                yield NewSideLine(line=new_line, text=raw[1:], added=True)
                 new_line += 1
                 new_left -= 1
             else:  # more additions than the header announced: malformed, stop this hunk
@@ -87,6 +98,7 @@ def iter_added_lines(diff: str) -> Iterator[AddedLine]:
             old_left -= 1
         elif marker == " " or raw == "":
             # Context line (some tools strip the lone space of an empty context line).
+            yield NewSideLine(line=new_line, text=raw[1:], added=False)
             old_left -= 1
             new_left -= 1
             new_line += 1
@@ -96,3 +108,10 @@ def iter_added_lines(diff: str) -> Iterator[AddedLine]:
             header = parse_hunk_header(raw)
             if header is not None:
                 old_left, new_left, new_line = header.old_count, header.new_count, header.new_start
+
+
+def iter_added_lines(diff: str) -> Iterator[AddedLine]:
+    """Yield each added line of `diff` in order, with its new-side line number."""
+    for shown in iter_new_side_lines(diff):
+        if shown.added:
+            yield AddedLine(line=shown.line, text=shown.text)

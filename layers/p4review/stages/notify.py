@@ -249,6 +249,7 @@ class NotifyWork:
                 from_address=transport.from_address,
                 message_id=message_id_for(row.provider_token, transport.from_address),
                 swarm_url=self._settings.swarm_url,
+                diffs=snapshot.diffs,  # the redacted change: an excerpt shows only what the reviewer saw
             )
             lease.check()
             # The attempt takes the row's send lock until the lease's current end, and the
