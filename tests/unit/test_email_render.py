@@ -306,3 +306,21 @@ def test_each_finding_shows_its_lines_in_both_parts() -> None:
 def test_a_finding_without_its_file_diff_shows_no_code() -> None:
     text, _ = bodies(render(result=result([make_finding(line=11)])))
     assert "+|" not in text and " | " not in text
+
+
+def test_each_finding_in_the_html_part_carries_its_severity_badge() -> None:
+    _, html = bodies(render())
+    for severity in ("HIGH", "MEDIUM", "INFO"):
+        assert html.count(f'font-weight: bold; letter-spacing: 0.5px;">{severity}</span> <code>') == 1
+
+
+def test_badge_text_is_readable_on_every_badge_colour() -> None:
+    """White on each badge colour meets WCAG AA (4.5:1), whatever the mail client's theme."""
+    from p4review.logic.email_render import _BADGE_COLOURS
+
+    def luminance(colour: str) -> float:
+        channels = [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+        r, g, b = (c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+    assert all((1.0 + 0.05) / (luminance(colour) + 0.05) >= 4.5 for colour in _BADGE_COLOURS.values())

@@ -337,6 +337,19 @@ _CODE_BLOCK_STYLE = (
 )
 
 
+# White text on each colour has a contrast ratio of at least 4.5:1 (WCAG AA), on light and dark
+# backgrounds alike: the badge carries its own background.
+_BADGE_COLOURS = {"CRITICAL": "#82071e", "HIGH": "#cf222e", "MEDIUM": "#9a6700", "LOW": "#0969da", "INFO": "#57606a"}
+
+
+def _html_badge(severity: str, e: Callable[[object], str]) -> str:
+    colour = _BADGE_COLOURS.get(severity, "#57606a")
+    return (
+        f'<span style="background-color: {colour}; color: #ffffff; border-radius: 10px; padding: 1px 8px; '
+        f'font-size: 11px; font-weight: bold; letter-spacing: 0.5px;">{e(severity)}</span>'
+    )
+
+
 def _html_code_line(line: CodeLineView, e: Callable[[object], str]) -> str:
     background = "background-color: #e6ffec; color: #1f2328;" if line.added else ""
     weight = " font-weight: bold;" if line.flagged else ""
@@ -373,7 +386,7 @@ def render_html(view: EmailView) -> str:
         out.append("<ul>")
         for finding in findings:
             item = [
-                f"<li><code>{e(finding.location)}</code><br>",
+                f"<li>{_html_badge(severity, e)} <code>{e(finding.location)}</code><br>",
                 f"<strong>{e(finding.title)}</strong> [{e(finding.category)}]<br>",
                 "<br>\n".join(e(line) for line in finding.message_lines),
             ]
