@@ -9,7 +9,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
 
-.PHONY: venv demo test test-fast lint synth bench chaos clean
+.PHONY: venv demo test test-fast lint synth bench chaos emails clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,10 @@ bench: $(STAMP)
 CHAOS_FAULTS := after_claim=0.01,after_side_effect=0.01,before_handoff=0.01,heartbeat_loss=0.02,provider_transient=0.30,provider_permanent=0.01,p4_timeout=0.05,db_write_after_provider=0.05
 chaos: $(STAMP)
 	$(BIN)/python -m p4review.local.chaos --jobs 500 --recipients 3 --faults '$(CHAOS_FAULTS)' --timeout 5400
+
+## Regenerate the sample emails in docs/emails/ and their PNG screenshots (needs Debian's chromium).
+emails: $(STAMP)
+	$(BIN)/python -m p4review.cli.sample_emails docs/emails --screenshots
 
 clean:
 	rm -rf $(VENV) .local cdk.out build .pytest_cache .hypothesis .mypy_cache .ruff_cache .import_linter_cache

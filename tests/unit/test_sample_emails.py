@@ -46,3 +46,10 @@ def test_samples_cover_every_severity_and_the_all_clear() -> None:
         assert reason in text
     assert "https://swarm.example.com/changes/48213" in text
     assert "No findings." in (DOCS / "all-clear.txt").read_text(encoding="utf-8")
+
+
+def test_each_html_sample_has_its_screenshot() -> None:
+    """`make emails` takes them (headless Chromium); they are looked at, not compared."""
+    for html_sample in DOCS.glob("*.html"):
+        png = html_sample.with_suffix(".png")
+        assert png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png.name

@@ -1,6 +1,6 @@
 """Render the sample review emails in docs/emails/ with the real renderer, from fixed inputs.
 
-    python -m p4review.cli.sample_emails docs/emails
+    python -m p4review.cli.sample_emails docs/emails [--screenshots]    (or: make emails)
 
 The inputs are changelist 48213 of the events/depot fixture (a submitted change, review v2) and
 its diffs, made from the fixture's archive: one email with a finding of every severity, each
@@ -12,6 +12,8 @@ checked-in files equal what this produces now."""
 from __future__ import annotations
 
 import difflib
+import shutil
+import subprocess
 import sys
 from email import message_from_bytes
 from email.policy import default as default_policy
@@ -24,6 +26,9 @@ from p4review.models.job import ChangeKind, ReviewJob, job_id_for, request_finge
 from p4review.models.review_result import Coverage, Finding, ReviewResult, SkippedFile, StoredReview
 
 SWARM_URL = "https://swarm.example.com"
+SCREENSHOT_WIDTH = 1000
+# Tall enough for each sample's whole message at that width (look again when a sample grows).
+SCREENSHOT_HEIGHTS = {"review-with-findings": 1780, "all-clear": 540}
 FROM_ADDRESS = "p4review <p4review@example.com>"
 RECIPIENT = "dkowalski@example.com"
 # Not in the fixture: a hostile file name, to show (and test) that the HTML part escapes it.
@@ -212,8 +217,37 @@ def write_samples(directory: Path) -> list[Path]:
     return written
 
 
+def write_screenshots(directory: Path, browser: str | None = None) -> list[Path]:
+    """PNG screenshots of the HTML samples in `directory`, taken with headless Chromium (Debian's
+    `chromium`). Not byte-stable across Chromium versions, so no test compares them: look at each
+    one before committing it."""
+    browser = browser or shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        raise SystemExit("screenshots need Chromium: apt-get install chromium")
+    written = []
+    for name, height in SCREENSHOT_HEIGHTS.items():
+        png = (directory / f"{name}.png").resolve()
+        command = [
+            browser,
+            "--headless",
+            "--no-sandbox",  # a container's root user has no user namespace to sandbox in
+            "--disable-gpu",
+            "--hide-scrollbars",
+            f"--window-size={SCREENSHOT_WIDTH},{height}",
+            f"--screenshot={png}",
+            (directory / f"{name}.html").resolve().as_uri(),
+        ]
+        subprocess.run(command, check=True, capture_output=True, timeout=120)
+        written.append(png)
+    return written
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: python -m p4review.cli.sample_emails DIRECTORY")
-    for written_path in write_samples(Path(sys.argv[1])):
+    arguments = [argument for argument in sys.argv[1:] if argument != "--screenshots"]
+    if len(arguments) != 1:
+        sys.exit("usage: python -m p4review.cli.sample_emails DIRECTORY [--screenshots]")
+    for written_path in write_samples(Path(arguments[0])):
         print(written_path)
+    if "--screenshots" in sys.argv[1:]:
+        for written_path in write_screenshots(Path(arguments[0])):
+            print(written_path)
