@@ -86,6 +86,7 @@ class JobView(BaseModel):
     stages: dict[StageName, StageState]
     summary: dict[str, Any] | None = None
     redactions: dict[str, int] | None = None  # secrets redacted per class before review (counts only)
+    opted_out: str | None = None  # the description's opt-out keyword: the change was not reviewed
     deliveries: list[DeliveryView] | None = None
     created_at: str
     updated_at: str
@@ -107,6 +108,7 @@ class JobView(BaseModel):
             stages=job.stages,
             summary=job.summary.model_dump() if job.summary else None,
             redactions=job.redactions,
+            opted_out=job.opted_out,
             deliveries=deliveries,
             created_at=job.created_at,
             updated_at=job.updated_at,

@@ -142,6 +142,9 @@ class ReviewJob(BaseModel):
     redactions: dict[str, int] | None = None
     recipients_required: int | None = None
     recipients_notified: int = 0
+    # The opt-out keyword the change's description carried (logic/opt_out.py): fetched no content,
+    # reviewed nothing, emailed no one.
+    opted_out: str | None = None
     # Operator replays out of dead_lettered (p4review.dal.dynamo_replay.replay_stage).
     replays: int = 0
     created_at: str

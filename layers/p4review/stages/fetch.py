@@ -10,6 +10,7 @@ from p4review.config import Settings
 from p4review.dal.ports import ArtifactStore, SecretReader
 from p4review.dal.s3_artifacts import change_key
 from p4review.logic.change_redaction import stream_change_artifacts
+from p4review.logic.opt_out import opted_out
 from p4review.models.change import FileDiff, SkipReason
 from p4review.models.job import ReviewJob, StageName
 from p4review.observability import logger, metrics
@@ -31,6 +32,11 @@ class FetchWork:
         fetcher = build_change_fetcher(self._settings, self._secrets)
         policy = self._settings.redaction_policy()
         description = fetcher.describe(job.changelist_id, job.kind)
+        keyword = opted_out(description.description)
+        if keyword:
+            # The owner opted out: nothing of the change's content is fetched, stored or reviewed.
+            logger.info("change opted out of review", extra={"job_id": job.job_id, "keyword": keyword})
+            return StageOutput(updates={"opted_out": keyword})
         # Same job -> same keys: a retried fetch overwrites its own artifacts, nothing else.
         key = change_key(job.job_id, job.created_at)
         skipped: Counter[str] = Counter()

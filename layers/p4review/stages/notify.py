@@ -44,6 +44,11 @@ class NotifyWork:
         self._reviewer_rules = parse_reviewer_policy(settings.reviewers)  # ConfigError: refuse to start
 
     def run(self, job: ReviewJob, lease: Lease) -> StageOutput:
+        if job.opted_out:  # not reviewed, so nothing to tell anyone; the job says why
+            logger.info("change opted out of review: nothing to send", extra={"job_id": job.job_id})
+            return StageOutput(
+                updates={"recipients_required": 0, "recipients_notified": 0}, finish_job=JobStatus.SUCCEEDED
+            )
         if not (job.artifacts.change_key and job.artifacts.result_key):
             raise NonRetryableError("review completed without artifacts", error_class=ErrorClass.INTERNAL_BUG)
         # The redacted change: no email carries content the reviewer was not allowed to see.

@@ -102,6 +102,9 @@ class ReviewWork:
         self._config = config
 
     def run(self, job: ReviewJob, lease: Lease) -> StageOutput:
+        if job.opted_out:  # fetch found the opt-out keyword and fetched nothing: nothing to review
+            logger.info("change opted out of review: not reviewed", extra={"job_id": job.job_id})
+            return StageOutput()
         if not job.artifacts.change_key:
             raise NonRetryableError("fetch completed without a change artifact", error_class=ErrorClass.INTERNAL_BUG)
         # The pre-submit guard: RedactionError (non-retryable) if anything is left to redact.

@@ -1,0 +1,61 @@
+"""A change whose description carries `#review-skip`: fetch reads its description and nothing
+else, review reviews nothing, notify emails no one, and the job says why."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from p4review.config import get_settings
+from p4review.dal.factory import get_data_access
+from p4review.local.stack import repo_root, write_fake_p4_wrapper
+from p4review.logic.ingest_service import create_review
+from p4review.models.api import CreateReviewRequest, JobView
+from p4review.models.job import JobStatus, StageStatus
+from p4review.models.messages import StageMessage
+from p4review.runtime.stage_runner import run_stage
+from p4review.stages.fetch import FetchWork
+from p4review.stages.review_setup import build_review_work
+from tests.support.harness import provisioned_service
+from tests.support.notify import notify_work
+
+
+def test_an_opted_out_change_is_not_fetched_reviewed_or_emailed_and_the_job_says_why(
+    moto_endpoint, aws_reset, tmp_path
+):
+    depot = tmp_path / "depot"
+    shutil.copytree(repo_root() / "events" / "depot", depot)
+    change_file = depot / "changes" / "48213.json"
+    change = json.loads(change_file.read_text())
+    change["desc"] += "\nVendored drop, reviewed upstream. #review-skip\n"
+    change_file.write_text(json.dumps(change))
+    p4_log = tmp_path / "p4-argv.jsonl"
+    p4 = write_fake_p4_wrapper(tmp_path / "bin" / "p4", {"P4FAKE_DEPOT": str(depot), "P4FAKE_LOG": str(p4_log)})
+
+    with provisioned_service(moto_endpoint, extra_env={"P4REVIEW_P4_EXECUTABLE": str(p4)}):
+        dal, settings = get_data_access(), get_settings()
+        job = create_review(
+            CreateReviewRequest(idempotency_key="opt-out", changelist_id=48213, review_version=1, kind="submitted"),
+            jobs=dal.jobs,
+            queues=dal.queues,
+            request_id=None,
+        ).job
+        works = (
+            FetchWork(settings, dal.raw_artifacts, dal.redacted_artifacts, dal.secrets),
+            build_review_work(settings, dal),
+            notify_work(),
+        )
+        for work in works:
+            message = StageMessage(job_id=job.job_id, stage=work.stage)
+            assert run_stage(message, work, jobs=dal.jobs, queues=dal.queues, worker_id="w", lease_seconds=60).ack
+
+        finished = dal.jobs.get_job(job.job_id)
+        assert finished.status == JobStatus.SUCCEEDED and finished.opted_out == "#review-skip"
+        assert all(state.status == StageStatus.COMPLETED for state in finished.stages.values())
+        assert finished.artifacts.change_key is None and finished.artifacts.result_key is None
+        assert finished.summary is None and finished.recipients_required == 0
+        assert dal.outbox.rows_for_version(48213, 1) == []  # no delivery was even planned
+        # Only the description was read: no file content was fetched.
+        argvs = [json.loads(line)["argv"] for line in p4_log.read_text().splitlines()]
+        assert argvs == [["-G", "describe", "-s", "48213"]]
+        assert JobView.from_job(finished).opted_out == "#review-skip"
