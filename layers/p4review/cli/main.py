@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from p4review.cli import check_result, deliveries, dlq, redact
+from p4review.cli import check_result, deliveries, dlq, redact, review_diff
 from p4review.cli.api_client import ReviewApiClient, default_idempotency_key
 
 DEFAULT_STATE_DIR = Path(".local")
@@ -185,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     deliveries.register(commands)
     redact.register(commands)
     check_result.register(commands)
+    review_diff.register(commands)
 
     demo = commands.add_parser("demo", help="replay every fixture changelist through the local stack")
     demo.add_argument("--timeout", type=float, default=300)

@@ -1,0 +1,183 @@
+"""`p4review review-diff`: review a unified diff without a depot, through the service's own
+redaction and review stage, and print the stored review as JSON.
+
+    p4review review-diff --diff change.diff [--description desc.txt] [--provider offline]
+    git diff | p4review review-diff --diff -
+
+The diff may hold many files (`p4 describe -du`, `p4 diff2 -du`, `git diff` or `diff -u`
+output). It is redacted exactly as the fetch stage redacts a change (the service's default
+policy) before any reviewer sees it. `offline` (the default) needs nothing; `openai`,
+`anthropic` and `bedrock` use the review function's settings (`P4REVIEW_LLM_*`) and, for the
+first two, the key in the LLM secret (`P4REVIEW_LLM_SECRET_ID`), as the deployed stage does.
+Exit status: 0 reviewed, 1 the review failed (the reason on stderr), 2 bad arguments or input."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import logging
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from p4review.config import get_settings
+from p4review.errors import P4ReviewError
+from p4review.logic.change_redaction import stream_change_artifacts
+from p4review.logic.diff_lines import split_describe_diff
+from p4review.metric_names import SERVICE
+from p4review.models.change import ChangeDescription, ChangedFile, ChangeKind, DiffStatus, FileDiff
+from p4review.models.job import ReviewJob, job_id_for
+from p4review.models.review_result import StoredReview
+
+PROVIDERS = ("offline", "openai", "anthropic", "bedrock")
+# A change number for the review's bookkeeping (prompt track choice, keys); no depot is asked.
+LOCAL_CHANGE = 1
+_CREATED_AT = "2000-01-01T00:00:00.000000Z"
+
+
+class MemoryArtifacts:
+    """The review stage's artifact store, in memory: nothing leaves this process."""
+
+    def __init__(self) -> None:
+        self.documents: dict[str, dict[str, Any]] = {}
+
+    def put_json(self, key: str, document: dict[str, Any]) -> None:
+        self.documents[key] = json.loads(json.dumps(document))
+
+    @contextlib.contextmanager
+    def json_writer(self, key: str) -> Iterator[BinaryIO]:
+        buffer = io.BytesIO()
+        yield buffer
+        self.documents[key] = json.loads(buffer.getvalue())
+
+    def get_json(self, key: str) -> dict[str, Any]:
+        from p4review.errors import NotFoundError
+
+        if key not in self.documents:
+            raise NotFoundError(f"no artifact {key}")
+        return self.documents[key]
+
+
+class NoLease:
+    """A local run owns its work outright: there is no lease to lose."""
+
+    def check(self) -> None:
+        pass
+
+
+def _read(path: str) -> str:
+    data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    return data.decode("utf-8", "replace")
+
+
+def review_diff(
+    diff_text: str, description: str, provider: str, artifacts: MemoryArtifacts | None = None
+) -> StoredReview:
+    """Redact `diff_text` as fetch would, review it with `provider`, return the stored review
+    (`artifacts` keeps the redacted change the reviewer saw, under "change")."""
+    from p4review.stages.review_setup import build_review_work
+
+    sections = split_describe_diff(diff_text)
+    if not sections:
+        raise ValueError("no file diff found (expected unified diff headers: ---/+++ or ==== ... ====)")
+    change = ChangeDescription(
+        changelist_id=LOCAL_CHANGE,
+        kind=ChangeKind.SUBMITTED,
+        owner="local",
+        client="local",
+        status="submitted",
+        description=description,
+        files=[ChangedFile(depot_path=path, action="edit", file_type="text", revision=1) for path in sections],
+    )
+    diffs = [
+        FileDiff(depot_path=path, action="edit", status=DiffStatus.FETCHED, unified_diff=text)
+        for path, text in sections.items()
+    ]
+    settings = get_settings().model_copy(update={"llm_provider": provider})
+    artifacts = artifacts if artifacts is not None else MemoryArtifacts()
+    with artifacts.json_writer("change") as redacted:
+        stream_change_artifacts(change, diffs, raw=io.BytesIO(), redacted=redacted, policy=settings.redaction_policy())
+    job = ReviewJob(
+        job_id=job_id_for("review-diff"),
+        idempotency_key="review-diff",
+        request_fingerprint="review-diff",
+        changelist_id=LOCAL_CHANGE,
+        review_version=1,
+        kind=ChangeKind.SUBMITTED,
+        created_at=_CREATED_AT,
+        updated_at=_CREATED_AT,
+        artifacts={"change_key": "change"},
+    )
+    data_access = None
+    if provider in ("openai", "anthropic"):
+        from p4review.dal.factory import get_data_access
+
+        data_access = get_data_access()
+    work = build_review_work(settings, _ReviewDataAccess(artifacts, data_access))
+    output = work.run(job, NoLease())  # type: ignore[arg-type]
+    return StoredReview.model_validate(artifacts.get_json(output.updates["artifacts"]["result_key"]))
+
+
+class _ReviewDataAccess:
+    """What build_review_work reads from the DAL: the artifacts here, the LLM key from AWS."""
+
+    def __init__(self, artifacts: MemoryArtifacts, data_access: Any) -> None:
+        self.redacted_artifacts = artifacts
+        self._data_access = data_access
+
+    @property
+    def llm_credentials(self) -> Any:
+        return self._data_access.llm_credentials
+
+
+@contextlib.contextmanager
+def _service_output_to_stderr() -> Iterator[None]:
+    """In Lambda the stages' JSON logs and metrics go to stdout; here stdout is the review."""
+    service_logger = logging.getLogger(SERVICE)
+    saved = service_logger.handlers[:]
+    to_stderr = logging.StreamHandler(sys.stderr)
+    if saved:
+        to_stderr.setFormatter(saved[0].formatter)
+    service_logger.handlers = [to_stderr]
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        service_logger.handlers = saved
+
+
+def cmd_review_diff(args: argparse.Namespace) -> int:
+    try:
+        diff_text = _read(args.diff)
+        description = Path(args.description).read_text("utf-8", "replace") if args.description else ""
+    except OSError as exc:
+        print(f"review-diff: cannot read input: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    try:
+        with _service_output_to_stderr():
+            stored = review_diff(diff_text, description, args.provider)
+    except ValueError as exc:
+        print(f"review-diff: {exc}", file=sys.stderr)
+        return 2
+    except P4ReviewError as exc:
+        print(f"review-diff: the review failed: {exc.error_class.value}: {exc.message}", file=sys.stderr)
+        return 1
+    print(json.dumps(stored.model_dump(mode="json", exclude_none=True), indent=2, sort_keys=True))
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add `review-diff` to a `p4review` sub-command parser set."""
+    parser = subparsers.add_parser(
+        "review-diff",
+        help="review a unified diff without a depot (JSON on stdout)",
+        description=__doc__.split("\n\n")[0],
+    )
+    parser.add_argument("--diff", required=True, metavar="FILE", help="the unified diff ('-' for stdin)")
+    parser.add_argument("--description", metavar="FILE", help="the change description (optional)")
+    parser.add_argument("--provider", choices=PROVIDERS, default="offline", help="the reviewer (default: offline)")
+    parser.set_defaults(func=cmd_review_diff)
+    return parser
