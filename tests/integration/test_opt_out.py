@@ -9,14 +9,13 @@ import shutil
 from p4review.config import get_settings
 from p4review.dal.factory import get_data_access
 from p4review.local.stack import repo_root, write_fake_p4_wrapper
-from p4review.logic.ingest_service import create_review
-from p4review.models.api import CreateReviewRequest, JobView
+from p4review.models.api import JobView
 from p4review.models.job import JobStatus, StageStatus
 from p4review.models.messages import StageMessage
 from p4review.runtime.stage_runner import run_stage
 from p4review.stages.fetch import FetchWork
 from p4review.stages.review_setup import build_review_work
-from tests.support.harness import provisioned_service
+from tests.support.harness import new_job, provisioned_service
 from tests.support.notify import notify_work
 
 
@@ -34,12 +33,7 @@ def test_an_opted_out_change_is_not_fetched_reviewed_or_emailed_and_the_job_says
 
     with provisioned_service(moto_endpoint, extra_env={"P4REVIEW_P4_EXECUTABLE": str(p4)}):
         dal, settings = get_data_access(), get_settings()
-        job = create_review(
-            CreateReviewRequest(idempotency_key="opt-out", changelist_id=48213, review_version=1, kind="submitted"),
-            jobs=dal.jobs,
-            queues=dal.queues,
-            request_id=None,
-        ).job
+        job = new_job("opt-out", 48213)
         works = (
             FetchWork(settings, dal.raw_artifacts, dal.redacted_artifacts, dal.secrets),
             build_review_work(settings, dal),

@@ -14,9 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from p4review import resources as spec
-from p4review.dal.factory import reset_data_access
+from p4review.dal.factory import get_data_access, reset_data_access
 from p4review.local.provision import LocalResources, provision
 from p4review.local.stack import write_fake_p4_wrapper
+from p4review.logic.ingest_service import create_review
+from p4review.models.api import CreateReviewRequest
+from p4review.models.job import ReviewJob
 from tests.support.aws import moto_client, shared_session
 
 REGION = "us-east-1"
@@ -95,3 +98,12 @@ def drain(sqs: Any, queue_url: str) -> list[dict[str, Any]]:
         for message in batch:
             sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
         messages.extend(batch)
+
+
+def new_job(idempotency_key: str, changelist_id: int, review_version: int = 1, kind: str = "submitted") -> ReviewJob:
+    """A job created through the ingest service's own path, as a signed POST would create it."""
+    dal = get_data_access()
+    request = CreateReviewRequest(
+        idempotency_key=idempotency_key, changelist_id=changelist_id, review_version=review_version, kind=kind
+    )
+    return create_review(request, jobs=dal.jobs, queues=dal.queues, request_id=None).job

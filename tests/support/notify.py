@@ -7,8 +7,6 @@ import json
 
 from p4review.config import get_settings
 from p4review.dal.factory import get_data_access
-from p4review.logic.ingest_service import create_review
-from p4review.models.api import CreateReviewRequest
 from p4review.models.job import StageName
 from p4review.models.messages import StageMessage
 from p4review.models.outbox import OutboxRow
@@ -16,7 +14,7 @@ from p4review.runtime.stage_runner import Disposition, run_stage
 from p4review.stages.fetch import FetchWork
 from p4review.stages.notify import NotifyWork
 from p4review.stages.review_setup import build_review_work
-from tests.support.harness import drain, provisioned_service
+from tests.support.harness import drain, new_job, provisioned_service
 
 RELAY_USER = "relay"
 RELAY_PASSWORD = "relay-password"
@@ -42,21 +40,14 @@ def notify_service(moto_endpoint, mail, password=RELAY_PASSWORD, extra_env=None)
 def reviewed_job(service, changelist_id=48213):
     """A job whose fetch and review stages completed (default: change 48213, owner dkowalski)."""
     dal = get_data_access()
-    answer = create_review(
-        CreateReviewRequest(
-            idempotency_key="notify-test", changelist_id=changelist_id, review_version=1, kind="submitted"
-        ),
-        jobs=dal.jobs,
-        queues=dal.queues,
-        request_id=None,
-    )
+    job = new_job("notify-test", changelist_id)
     settings = get_settings()
     for work in (
         FetchWork(settings, dal.raw_artifacts, dal.redacted_artifacts, dal.secrets),
         build_review_work(settings, dal),
     ):
         disposition = run_stage(
-            StageMessage(job_id=answer.job.job_id, stage=work.stage),
+            StageMessage(job_id=job.job_id, stage=work.stage),
             work,
             jobs=dal.jobs,
             queues=dal.queues,
@@ -67,7 +58,7 @@ def reviewed_job(service, changelist_id=48213):
     sqs = service.client("sqs")
     for stage in StageName:
         drain(sqs, service.resources.queue_for_stage(stage).url)
-    return dal.jobs.get_job(answer.job.job_id)
+    return dal.jobs.get_job(job.job_id)
 
 
 def notify_work(outbox=None) -> NotifyWork:
