@@ -24,7 +24,7 @@ from p4review.models.job import JobStatus, StageName, StageStatus
 from p4review.models.messages import StageMessage
 from p4review.models.outbox import DeliveryAction, DeliveryStatus, OutboxRow
 from p4review.runtime.stage_runner import StageOutput, run_stage
-from tests.support.harness import drain, provisioned_service
+from tests.support.harness import drain, fetch_work, new_job, provisioned_service, run_through
 
 TICKET = "INC-5150"
 NOTE = "mailbox restored by IT; address verified"
@@ -497,7 +497,6 @@ def test_ticket_and_note_are_required(service, tmp_path, capsys):
 
 def test_a_retried_delivery_is_sent_once_and_the_job_succeeds(moto_endpoint, aws_reset, tmp_path, capsys):
     from p4review.local.smtp_server import LocalMailServer
-    from p4review.stages.fetch import FetchWork
     from p4review.stages.notify import NotifyWork
     from p4review.stages.review_setup import build_review_work
 
@@ -511,25 +510,8 @@ def test_a_retried_delivery_is_sent_once_and_the_job_succeeds(moto_endpoint, aws
         service.sqs = service.client("sqs")
         dal = get_data_access()
         settings = get_settings()
-        job = create_review(
-            CreateReviewRequest(idempotency_key="e2e", changelist_id=48213, review_version=1, kind="submitted"),
-            jobs=dal.jobs,
-            queues=dal.queues,
-            request_id=None,
-        ).job
+        job = run_through(new_job("e2e", 48213), fetch_work(), build_review_work(settings, dal))
         notify = NotifyWork(settings, dal.redacted_artifacts, dal.outbox, dal.secrets)
-        for work in (
-            FetchWork(settings, dal.raw_artifacts, dal.redacted_artifacts, dal.secrets),
-            build_review_work(settings, dal),
-        ):
-            assert run_stage(
-                StageMessage(job_id=job.job_id, stage=work.stage),
-                work,
-                jobs=dal.jobs,
-                queues=dal.queues,
-                worker_id="setup",
-                lease_seconds=60,
-            ).ack
         mail.fail_next(1, code=550, text="5.1.1 mailbox unavailable")
         (message,) = _queue(service)
         assert run_stage(
@@ -564,7 +546,6 @@ def test_a_skipped_recipient_is_not_sent_and_no_longer_required(moto_endpoint, a
     """Notify's side of `deliveries skip`: after a 550 fails the owner's row and an operator skips
     it, the replayed notify stage sends nothing and the job succeeds with no required recipient."""
     from p4review.local.smtp_server import LocalMailServer
-    from p4review.stages.fetch import FetchWork
     from p4review.stages.notify import NotifyWork
     from p4review.stages.review_setup import build_review_work
 
@@ -577,28 +558,10 @@ def test_a_skipped_recipient_is_not_sent_and_no_longer_required(moto_endpoint, a
     ):
         dal = get_data_access()
         settings = get_settings()
-        job = create_review(
-            CreateReviewRequest(idempotency_key="skip-e2e", changelist_id=48213, review_version=1, kind="submitted"),
-            jobs=dal.jobs,
-            queues=dal.queues,
-            request_id=None,
-        ).job
+        job = run_through(new_job("skip-e2e", 48213), fetch_work(), build_review_work(settings, dal))
         notify = NotifyWork(settings, dal.redacted_artifacts, dal.outbox, dal.secrets)
-        for work in (
-            FetchWork(settings, dal.raw_artifacts, dal.redacted_artifacts, dal.secrets),
-            build_review_work(settings, dal),
-            notify,
-        ):
-            if work is notify:
-                mail.fail_next(1, code=550, text="5.1.1 mailbox unavailable")
-            assert run_stage(
-                StageMessage(job_id=job.job_id, stage=work.stage),
-                work,
-                jobs=dal.jobs,
-                queues=dal.queues,
-                worker_id="setup",
-                lease_seconds=60,
-            ).ack
+        mail.fail_next(1, code=550, text="5.1.1 mailbox unavailable")
+        run_through(job, notify)
         (row,) = dal.outbox.rows_for_version(48213, 1)
         assert row.status == DeliveryStatus.FAILED and dal.jobs.get_job(job.job_id).status == JobStatus.DEAD_LETTERED
 

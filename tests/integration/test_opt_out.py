@@ -11,11 +11,8 @@ from p4review.dal.factory import get_data_access
 from p4review.local.stack import repo_root, write_fake_p4_wrapper
 from p4review.models.api import JobView
 from p4review.models.job import JobStatus, StageStatus
-from p4review.models.messages import StageMessage
-from p4review.runtime.stage_runner import run_stage
-from p4review.stages.fetch import FetchWork
 from p4review.stages.review_setup import build_review_work
-from tests.support.harness import new_job, provisioned_service
+from tests.support.harness import fetch_work, new_job, provisioned_service, run_through
 from tests.support.notify import notify_work
 
 
@@ -32,18 +29,10 @@ def test_an_opted_out_change_is_not_fetched_reviewed_or_emailed_and_the_job_says
     p4 = write_fake_p4_wrapper(tmp_path / "bin" / "p4", {"P4FAKE_DEPOT": str(depot), "P4FAKE_LOG": str(p4_log)})
 
     with provisioned_service(moto_endpoint, extra_env={"P4REVIEW_P4_EXECUTABLE": str(p4)}):
-        dal, settings = get_data_access(), get_settings()
-        job = new_job("opt-out", 48213)
-        works = (
-            FetchWork(settings, dal.raw_artifacts, dal.redacted_artifacts, dal.secrets),
-            build_review_work(settings, dal),
-            notify_work(),
+        dal = get_data_access()
+        finished = run_through(
+            new_job("opt-out", 48213), fetch_work(), build_review_work(get_settings(), dal), notify_work()
         )
-        for work in works:
-            message = StageMessage(job_id=job.job_id, stage=work.stage)
-            assert run_stage(message, work, jobs=dal.jobs, queues=dal.queues, worker_id="w", lease_seconds=60).ack
-
-        finished = dal.jobs.get_job(job.job_id)
         assert finished.status == JobStatus.SUCCEEDED and finished.opted_out == "#review-skip"
         assert all(state.status == StageStatus.COMPLETED for state in finished.stages.values())
         assert finished.artifacts.change_key is None and finished.artifacts.result_key is None

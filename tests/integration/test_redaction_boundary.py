@@ -8,38 +8,17 @@ import json
 
 from p4review.config import get_settings
 from p4review.dal.factory import get_data_access
-from p4review.logic.ingest_service import create_review
-from p4review.models.api import CreateReviewRequest
 from p4review.models.job import JobStatus, StageName
 from p4review.models.messages import StageMessage
 from p4review.runtime.stage_runner import run_stage
-from p4review.stages.fetch import FetchWork
 from p4review.stages.review_setup import build_review_work
-from tests.support.harness import drain, provisioned_service
+from tests.support.harness import drain, fetched_job, provisioned_service
 
 LEAKED = "AKIAZZZZZZZZZZZZZZZZ"
 
 
 def _fetched_job(changelist_id: int):
-    dal = get_data_access()
-    job = create_review(
-        CreateReviewRequest(
-            idempotency_key=f"boundary-{changelist_id}", changelist_id=changelist_id, review_version=1, kind="submitted"
-        ),
-        jobs=dal.jobs,
-        queues=dal.queues,
-        request_id=None,
-    ).job
-    fetch = FetchWork(get_settings(), dal.raw_artifacts, dal.redacted_artifacts, dal.secrets)
-    assert run_stage(
-        StageMessage(job_id=job.job_id, stage=StageName.FETCH),
-        fetch,
-        jobs=dal.jobs,
-        queues=dal.queues,
-        worker_id="fetcher",
-        lease_seconds=60,
-    ).ack
-    return dal.jobs.get_job(job.job_id)
+    return fetched_job(f"boundary-{changelist_id}", changelist_id)
 
 
 def test_fetch_keeps_the_raw_snapshot_apart_and_records_what_it_redacted(moto_endpoint, aws_reset):

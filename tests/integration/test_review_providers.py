@@ -17,16 +17,13 @@ from p4review.adapters.llm import bedrock_provider
 from p4review.adapters.llm.base import RESULT_TOOL_NAME
 from p4review.config import get_settings
 from p4review.dal.factory import get_data_access
-from p4review.logic.ingest_service import create_review
 from p4review.logic.unified_diff import iter_added_lines
-from p4review.models.api import CreateReviewRequest
 from p4review.models.job import StageName
 from p4review.models.messages import StageMessage
 from p4review.models.review_result import StoredReview
 from p4review.runtime.stage_runner import run_stage
-from p4review.stages.fetch import FetchWork
 from p4review.stages.review_setup import build_review_work
-from tests.support.harness import provisioned_service
+from tests.support.harness import fetched_job, provisioned_service
 from tests.support.llm_server import Reply, scripted_server  # noqa: F401 (fixture)
 
 CHANGE = 48220  # Python edit + add + move: three fetched files
@@ -37,24 +34,7 @@ ROTATED = "sk-test-rotated-9876543210"
 def _fetch_then_answer(stable_version: str = "1.2.0") -> tuple[Any, dict[str, Any]]:
     """Fetch the change; return the job and a model answer with one finding on a real added line."""
     dal = get_data_access()
-    job = create_review(
-        CreateReviewRequest(
-            idempotency_key=f"providers-{CHANGE}", changelist_id=CHANGE, review_version=1, kind="submitted"
-        ),
-        jobs=dal.jobs,
-        queues=dal.queues,
-        request_id=None,
-    ).job
-    fetch = FetchWork(get_settings(), dal.raw_artifacts, dal.redacted_artifacts, dal.secrets)
-    assert run_stage(
-        StageMessage(job_id=job.job_id, stage=StageName.FETCH),
-        fetch,
-        jobs=dal.jobs,
-        queues=dal.queues,
-        worker_id="fetcher",
-        lease_seconds=60,
-    ).ack
-    job = dal.jobs.get_job(job.job_id)
+    job = fetched_job(f"providers-{CHANGE}", CHANGE)
     snapshot = dal.redacted_artifacts.get_json(job.artifacts.change_key)["snapshot"]
     diff = next(d for d in snapshot["diffs"] if d["status"] == "fetched")
     added = next(iter_added_lines(diff["unified_diff"]))

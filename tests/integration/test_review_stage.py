@@ -16,18 +16,15 @@ import p4review.stages.p4_access as p4_access
 from p4review.adapters.llm.base import ContextTooLong, LlmRequest, LlmResponse, ProviderUnavailable
 from p4review.config import get_settings
 from p4review.dal.factory import get_data_access
-from p4review.logic.ingest_service import create_review
 from p4review.logic.noise import parse_noise_policy
 from p4review.logic.prompts import load_registry
-from p4review.models.api import CreateReviewRequest
 from p4review.models.job import JobStatus, StageName
 from p4review.models.messages import StageMessage
 from p4review.models.review_result import StoredReview
 from p4review.runtime.stage_runner import run_stage
-from p4review.stages.fetch import FetchWork
 from p4review.stages.review import ReviewConfig, ReviewWork
 from p4review.stages.reviewers import ProviderReviewer
-from tests.support.harness import provisioned_service
+from tests.support.harness import fetched_job, provisioned_service
 
 _FILE_HEADER = re.compile(r"^=== FILE (\S+) \(")
 _ADDED = re.compile(r"^(\d+) \+")
@@ -139,23 +136,7 @@ def _p4_answers_are_remembered(monkeypatch):
 
 
 def _fetched_job(changelist_id: int, key: str):
-    dal = get_data_access()
-    job = create_review(
-        CreateReviewRequest(idempotency_key=key, changelist_id=changelist_id, review_version=1, kind="submitted"),
-        jobs=dal.jobs,
-        queues=dal.queues,
-        request_id=None,
-    ).job
-    fetch = FetchWork(get_settings(), dal.raw_artifacts, dal.redacted_artifacts, dal.secrets)
-    assert run_stage(
-        StageMessage(job_id=job.job_id, stage=StageName.FETCH),
-        fetch,
-        jobs=dal.jobs,
-        queues=dal.queues,
-        worker_id="fetcher",
-        lease_seconds=60,
-    ).ack
-    return dal.jobs.get_job(job.job_id)
+    return fetched_job(key, changelist_id)
 
 
 def _review(job, provider, **config):

@@ -3,8 +3,10 @@ point the real functions at them."""
 
 from __future__ import annotations
 
+import atexit
 import os
 import secrets
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,12 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from p4review import resources as spec
+from p4review.config import get_settings
 from p4review.dal.factory import get_data_access, reset_data_access
 from p4review.local.provision import LocalResources, provision
 from p4review.local.stack import write_fake_p4_wrapper
 from p4review.logic.ingest_service import create_review
 from p4review.models.api import CreateReviewRequest
 from p4review.models.job import ReviewJob
+from p4review.models.messages import StageMessage
+from p4review.runtime.stage_runner import StageWork, run_stage
+from p4review.stages.fetch import FetchWork
 from tests.support.aws import moto_client, shared_session
 
 REGION = "us-east-1"
@@ -29,7 +35,9 @@ REGION = "us-east-1"
 def fake_p4() -> str:
     """The fake p4 behind a wrapper that starts it with this interpreter: through a version-manager
     shim each p4 call would cost a tenth of a second or more."""
-    return str(write_fake_p4_wrapper(Path(tempfile.mkdtemp(prefix="p4review-fake-p4-")) / "p4", {}))
+    directory = tempfile.mkdtemp(prefix="p4review-fake-p4-")
+    atexit.register(shutil.rmtree, directory, True)
+    return str(write_fake_p4_wrapper(Path(directory) / "p4", {}))
 
 
 @dataclass
@@ -107,3 +115,26 @@ def new_job(idempotency_key: str, changelist_id: int, review_version: int = 1, k
         idempotency_key=idempotency_key, changelist_id=changelist_id, review_version=review_version, kind=kind
     )
     return create_review(request, jobs=dal.jobs, queues=dal.queues, request_id=None).job
+
+
+def fetch_work() -> FetchWork:
+    dal = get_data_access()
+    return FetchWork(get_settings(), dal.raw_artifacts, dal.redacted_artifacts, dal.secrets)
+
+
+def run_through(job: ReviewJob, *works: StageWork, worker_id: str = "setup") -> ReviewJob:
+    """Run each stage's work for `job` through the shared runtime, in order; each must be
+    acknowledged. Returns the job as stored afterwards."""
+    dal = get_data_access()
+    for work in works:
+        message = StageMessage(job_id=job.job_id, stage=work.stage)
+        disposition = run_stage(message, work, jobs=dal.jobs, queues=dal.queues, worker_id=worker_id, lease_seconds=60)
+        assert disposition.ack, (work.stage, disposition.reason)
+    stored = dal.jobs.get_job(job.job_id)
+    assert stored is not None
+    return stored
+
+
+def fetched_job(idempotency_key: str, changelist_id: int) -> ReviewJob:
+    """A new job for `changelist_id` (version 1, submitted) whose fetch stage completed."""
+    return run_through(new_job(idempotency_key, changelist_id), fetch_work(), worker_id="fetcher")

@@ -11,10 +11,9 @@ from p4review.models.job import StageName
 from p4review.models.messages import StageMessage
 from p4review.models.outbox import OutboxRow
 from p4review.runtime.stage_runner import Disposition, run_stage
-from p4review.stages.fetch import FetchWork
 from p4review.stages.notify import NotifyWork
 from p4review.stages.review_setup import build_review_work
-from tests.support.harness import drain, new_job, provisioned_service
+from tests.support.harness import drain, fetch_work, new_job, provisioned_service, run_through
 
 RELAY_USER = "relay"
 RELAY_PASSWORD = "relay-password"
@@ -39,26 +38,13 @@ def notify_service(moto_endpoint, mail, password=RELAY_PASSWORD, extra_env=None)
 
 def reviewed_job(service, changelist_id=48213):
     """A job whose fetch and review stages completed (default: change 48213, owner dkowalski)."""
-    dal = get_data_access()
-    job = new_job("notify-test", changelist_id)
-    settings = get_settings()
-    for work in (
-        FetchWork(settings, dal.raw_artifacts, dal.redacted_artifacts, dal.secrets),
-        build_review_work(settings, dal),
-    ):
-        disposition = run_stage(
-            StageMessage(job_id=job.job_id, stage=work.stage),
-            work,
-            jobs=dal.jobs,
-            queues=dal.queues,
-            worker_id="setup",
-            lease_seconds=60,
-        )
-        assert disposition.ack
+    job = run_through(
+        new_job("notify-test", changelist_id), fetch_work(), build_review_work(get_settings(), get_data_access())
+    )
     sqs = service.client("sqs")
     for stage in StageName:
         drain(sqs, service.resources.queue_for_stage(stage).url)
-    return dal.jobs.get_job(job.job_id)
+    return job
 
 
 def notify_work(outbox=None) -> NotifyWork:

@@ -92,6 +92,12 @@ def _first_character_problem(text: str) -> DenialReason | None:
     return None
 
 
+def escaped_character(char: str) -> str:
+    """`char` as a visible escape: `\\x1b`, `\\u202e`, `\\U0001f600`."""
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
 def sanitize_for_log(text: str, *, limit: int = 512) -> str:
     """`text` safe for a log line or an error message: control, invisible and look-alike
     characters (and the backslash) escaped, so a log viewer shows exactly what arrived."""
@@ -100,8 +106,7 @@ def sanitize_for_log(text: str, *, limit: int = 512) -> str:
         if char == "\\":
             shown.append("\\\\")
         elif _character_problem(char) is not None:
-            code = ord(char)
-            shown.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+            shown.append(escaped_character(char))
         else:
             shown.append(char)
     return "".join(shown) + ("..." if len(text) > limit else "")

@@ -18,7 +18,7 @@ from email.message import EmailMessage
 from email.policy import SMTP
 from email.utils import format_datetime
 
-from p4review.logic.depot_paths import sanitize_for_log
+from p4review.logic.depot_paths import escaped_character, sanitize_for_log
 from p4review.logic.excerpts import code_excerpt
 from p4review.models.change import ChangeDescription, DiffStatus, FileDiff
 from p4review.models.job import ReviewJob
@@ -62,8 +62,7 @@ def _code_line(text: str, limit: int = _CODE_LINE_LIMIT) -> str:
     shown = []
     for char in text.expandtabs(4):
         if unicodedata.category(char) in ("Cc", "Cf", "Cs", "Co", "Cn"):
-            code = ord(char)
-            shown.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+            shown.append(escaped_character(char))
         else:
             shown.append(char)
     line = "".join(shown).rstrip()
