@@ -44,12 +44,38 @@ def _frequent_thread_switches() -> Iterator[None]:
         sys.setswitchinterval(previous)
 
 
+@contextlib.contextmanager
+def _two_puts_read_before_either_writes(wait: float = 30.0) -> Iterator[None]:
+    """Hold the first two conditional puts inside moto, after each has read the current item and
+    before either evaluates its condition and writes, until both are there (or `wait` runs out,
+    which is what happens when a lock lets only one in at a time)."""
+    from moto.dynamodb.models import table as moto_table
+
+    original = moto_table.get_filter_expression
+    rendezvous = threading.Barrier(2)
+    arrivals = Counter[str]()
+    arrivals_lock = threading.Lock()
+
+    def held_filter_expression(*args: Any, **kwargs: Any) -> Any:
+        with arrivals_lock:
+            arrivals["put"] += 1
+            held = arrivals["put"] <= 2
+        if held:
+            with contextlib.suppress(threading.BrokenBarrierError):
+                rendezvous.wait(timeout=wait)
+        return original(*args, **kwargs)
+
+    moto_table.get_filter_expression = held_filter_expression
+    try:
+        yield
+    finally:
+        moto_table.get_filter_expression = original
+
+
 def _race(
     rounds: int,
     clients: list[Any],
     attempt: Callable[[Any, int, int], bool],
-    *,
-    stop_at_first_duplicate: bool = False,
 ) -> dict[int, list[int]]:
     """Run `attempt(client, round, thread)` from every thread at once, round after round.
     Returns round -> winning thread indexes (only the rounds that ran)."""
@@ -61,8 +87,6 @@ def _race(
 
     def next_round() -> None:  # runs in one thread once all have arrived
         previous = current[0]
-        if previous >= 0 and stop_at_first_duplicate and len(winners.get(previous, [])) > 1:
-            done.set()
         if previous + 1 >= rounds:
             done.set()
         current[0] = previous + 1
@@ -139,7 +163,10 @@ def test_conditional_put_race_has_exactly_one_winner(aws_client, local_aws_serve
     before = local_aws_server.request_counts().get("dynamodb", 0)
 
     rounds = 100
-    winners = _race(rounds, clients, _put_attempt("race"))
+    # The window the control test below opens is held here too: under the lock the first put
+    # waits alone (the second cannot get in), gives up after a second, and still wins alone.
+    with _two_puts_read_before_either_writes(wait=1.0):
+        winners = _race(rounds, clients, _put_attempt("race"))
     assert len(winners) == rounds
     bad = {r: w for r, w in winners.items() if len(w) != 1}
     assert not bad, f"rounds without exactly one winner: {bad}"
@@ -154,8 +181,12 @@ def test_conditional_put_race_has_exactly_one_winner(aws_client, local_aws_serve
 
 def test_race_detects_duplicates_when_dynamodb_is_not_serialized(aws_client) -> None:
     """Control: the same race against a moto server *without* the lock lets duplicates
-    through, so the two tests above can fail (moto state is process-global: own table)."""
-    with LocalAwsServer(serialized_services=()) as raw:
+    through, so the test above can fail (moto state is process-global: own table).
+
+    Deterministic: the first two conditional puts both read the (absent) item before either
+    writes, which is the interleaving the lock exists to prevent. Left to the scheduler, 100
+    rounds once passed with no duplicate on a busy CI machine."""
+    with LocalAwsServer(serialized_services=()) as raw, _two_puts_read_before_either_writes():
         make = lambda: boto3.Session(
             region_name="us-east-1",
             aws_access_key_id="t",
@@ -163,9 +194,9 @@ def test_race_detects_duplicates_when_dynamodb_is_not_serialized(aws_client) -> 
         ).client("dynamodb", endpoint_url=raw.endpoint_url)
         _table(make(), "race-unlocked")
         clients = [make() for _ in range(THREADS)]
-        winners = _race(100, clients, _put_attempt("race-unlocked"), stop_at_first_duplicate=True)
+        winners = _race(1, clients, _put_attempt("race-unlocked"))
         assert raw.request_counts() == {}
-    assert any(len(w) > 1 for w in winners.values()), "no duplicate in 100 unserialized rounds"
+    assert len(winners[0]) >= 2, f"the unserialized race had one winner: {winners}"
 
 
 def test_transact_write_race_has_exactly_one_winner(aws_client) -> None:
