@@ -13,6 +13,7 @@ import pytest
 
 from p4review.cli import check_result
 from p4review.cli import main as cli_main
+from p4review.logic.prompts import load_registry
 from p4review.models.review_result import REVIEW_RESULT_SCHEMA
 
 BUFFER = "//depot/main/src/net/buffer.c"
@@ -56,7 +57,10 @@ def finding(id: str = "F1", file: str = BUFFER, line: Any = 11) -> dict[str, Any
     }
 
 
-def answer(findings: list[Any], prompt_version: str = "2.1.0") -> bytes:
+REGISTRY = load_registry()
+
+
+def answer(findings: list[Any], prompt_version: str = REGISTRY.stable) -> bytes:
     return json.dumps({"schema_version": "1.0", "prompt_version": prompt_version, "findings": findings}).encode()
 
 
@@ -107,11 +111,32 @@ def test_rejected_invalid_json(files):
     assert (status, out["diagnostics"][0]["reason"]) == (1, "invalid_json")
 
 
-def test_prompt_version_defaults_to_the_answers_own(files):
+def test_prompt_version_defaults_to_the_registrys_as_at_run_time(files):
+    """Without --prompt-version the registry's stable version (or its canary, when the answer
+    names it) is expected exactly, as the review stage does; the report says what was expected."""
     base = ["--changed-files", files["files.json"]]
-    assert run(base, answer([], prompt_version="7.3.1"))[0] == 0
+    status, out = run(base, answer([]))
+    assert status == 0
+    assert out["accepted"] == {
+        "schema_version": "1.0",
+        "prompt_version": REGISTRY.stable,
+        "prompt_version_from": "prompt registry (stable)",
+        "prompt_patch_drift": False,
+    }
+    assert REGISTRY.canary and REGISTRY.canary != REGISTRY.stable
+    status, out = run(base, answer([], prompt_version=REGISTRY.canary))
+    assert (status, out["accepted"]["prompt_version_from"]) == (0, "prompt registry (canary)")
+    # Any other version is refused: before, the answer's own version was taken on trust.
+    status, out = run(base, answer([], prompt_version="7.3.1"))
+    assert (status, out["diagnostics"][0]["reason"]) == (1, "incompatible_version")
+    assert out["accepted"]["prompt_version"] == REGISTRY.stable
+
+
+def test_prompt_version_and_patch_drift_given(files):
+    base = ["--changed-files", files["files.json"]]
     status, out = run([*base, "--prompt-version", "2.1.0"], answer([], prompt_version="2.1.4"))
     assert (status, out["diagnostics"][0]["reason"]) == (1, "incompatible_version")
+    assert out["accepted"]["prompt_version_from"] == "--prompt-version"
     assert run([*base, "--prompt-version", "2.1.0", "--allow-patch-drift"], answer([], prompt_version="2.1.4"))[0] == 0
     status, out = run([*base, "--schema-version", "1.1"], answer([]))
     assert (status, out["diagnostics"][0]["reason"]) == (1, "incompatible_version")

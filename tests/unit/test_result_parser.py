@@ -104,12 +104,17 @@ def test_prose_wrapped_and_fenced_json_is_invalid_json() -> None:
         f"{body}\nHope this helps!",
         "",
         "not json at all",
-        "[" + body + "]",
-        '"a string"',
-        "null",
         '{"schema_version": "1.0", "prompt_version": NaN, "findings": []}',
     ):
         assert rejection(parse(text)) == "invalid_json", text
+
+
+def test_json_that_is_not_an_object_is_schema_mismatch() -> None:
+    """Valid JSON of the wrong shape is a schema problem, not a JSON one (independent check)."""
+    for text in ("[" + answer([finding()]) + "]", '"a string"', "null", "42", "true", "[]"):
+        outcome = parse(text)
+        assert rejection(outcome) == "schema_mismatch", text
+        assert "not an object" in (outcome.diagnostics[0].detail or "")
 
 
 # --- step 2: top-level schema ------------------------------------------------------------
@@ -253,6 +258,17 @@ def test_safe_coercions_are_applied_and_logged() -> None:
         ("end_line", "15", "15"),
     ]
     assert all(d.finding_id == "F1" for d in outcome.diagnostics)
+
+
+def test_coercions_to_a_finding_that_is_then_dropped_are_still_logged() -> None:
+    """The spec requires every coercion logged: a backslash path normalized and then not found
+    among the changed files is logged as a coercion, then as the drop."""
+    outcome = parse(answer([finding(id="F9", file="src\\net\\missing.c", line="7")]))
+    assert outcome.result is not None and outcome.result.findings == []
+    kinds = [(d.kind, d.finding_id) for d in outcome.diagnostics if d.kind != "warning"]
+    assert kinds == [("coercion_applied", "F9"), ("coercion_applied", "F9"), ("finding_dropped", "F9")]
+    assert coercions(outcome) == [("file", "src\\net\\missing.c", "src/net/missing.c"), ("line", "7", "7")]
+    assert drops(outcome) == ["file_not_in_changed_files"]
 
 
 def test_coercion_diagnostics_truncate_and_redact() -> None:

@@ -8,7 +8,9 @@ For prompt authors testing answers. Prints one JSON object, `{"rejected", "resul
 (blank lines and `#` comments ignored) or a JSON array. `--diff` is the change's diff
 (`p4 describe -du`, `p4 diff2 -du`, or `---`/`+++` headed sections); with it, findings away from
 the changed lines are dropped (or flagged, `--line-policy flag`). Without `--prompt-version`
-the answer's own prompt_version is accepted: only the schema version is then checked.
+the expected prompt version is the prompt registry's, as at run time: its canary version when the
+answer names it, else its stable version, matched exactly. The report's `accepted` says which
+versions were expected and why.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO, TextIO
 
 from p4review.logic.diff_lines import ChangedLines, changed_lines_from_diff, split_describe_diff
+from p4review.logic.prompts import load_registry
 from p4review.logic.result_parser import LINE_POLICIES, parse_review_result, reconcile_file
 from p4review.models.review_result import SCHEMA_VERSION
 
@@ -72,12 +75,23 @@ def read_changed_lines(path: str, changed_files: list[str]) -> dict[str, Changed
     return {canonical: changed_lines_from_diff(text) for canonical, text in texts.items()}
 
 
-def _answer_prompt_version(answer: bytes) -> str:
+def _answer_prompt_version(answer: bytes) -> str | None:
     try:
         version = json.loads(answer).get("prompt_version")
     except (ValueError, AttributeError, RecursionError):
-        return "0.0.0"
-    return version if isinstance(version, str) else "0.0.0"
+        return None
+    return version if isinstance(version, str) else None
+
+
+def expected_prompt_version(answer: bytes, given: str | None) -> tuple[str, str]:
+    """(expected version, where it came from). The run-time rule: a change is served the
+    registry's canary or its stable prompt, and its answer must name that version exactly."""
+    if given:
+        return given, "--prompt-version"
+    registry = load_registry()
+    if registry.canary and _answer_prompt_version(answer) == registry.canary:
+        return registry.canary, "prompt registry (canary)"
+    return registry.stable, "prompt registry (stable)"
 
 
 def cmd_check_result(args: argparse.Namespace, stdin: BinaryIO | None = None, stdout: TextIO | None = None) -> int:
@@ -90,16 +104,23 @@ def cmd_check_result(args: argparse.Namespace, stdin: BinaryIO | None = None, st
         print(f"error: {exc}", file=sys.stderr)
         return 2
     answer = stdin.read()  # bytes: the parser reports bad UTF-8 as invalid_json
+    prompt_version, prompt_version_source = expected_prompt_version(answer, args.prompt_version)
     outcome = parse_review_result(
         answer,  # type: ignore[arg-type]
         changed_files,
         expected_schema_version=args.schema_version,
-        expected_prompt_version=args.prompt_version or _answer_prompt_version(answer),
+        expected_prompt_version=prompt_version,
         allowed_prompt_patch_drift=args.allow_patch_drift,
         changed_lines=changed_lines,
         line_policy=args.line_policy,
     )
     report: dict[str, Any] = {
+        "accepted": {
+            "schema_version": args.schema_version,
+            "prompt_version": prompt_version,
+            "prompt_version_from": prompt_version_source,
+            "prompt_patch_drift": args.allow_patch_drift,
+        },
         "rejected": outcome.rejected,
         # exclude_none: a printed result validates against REVIEW_RESULT_SCHEMA.
         "result": outcome.result.model_dump(mode="json", exclude_none=True) if outcome.result else None,
@@ -122,7 +143,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--prompt-version",
         metavar="X.Y.Z",
         type=_version(r"[0-9]+\.[0-9]+(\.[0-9]+)?", "--prompt-version"),
-        help="expected prompt_version (default: accept the answer's own)",
+        help="expected prompt_version (default: the prompt registry's, as at run time)",
     )
     parser.add_argument(
         "--schema-version",

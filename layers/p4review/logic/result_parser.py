@@ -3,9 +3,11 @@
 `parse_review_result` never raises for any input string. Validation runs in the spec's order:
 
 1. parse JSON: only a bare JSON object is accepted (no prose, no code fences) -> `invalid_json`;
+   valid JSON that is not an object (array, string, null...) -> `schema_mismatch`;
 2. top-level schema (jsonschema, Draft 2020-12) -> `missing_required_field` / `schema_mismatch`;
 3. version compatibility, before any finding is read -> `incompatible_version`;
-4. each finding: safe coercions (logged as `coercion_applied`) or a `finding_dropped`;
+4. each finding: safe coercions (logged as `coercion_applied`, even when the finding is then
+   dropped) or a `finding_dropped`;
 5. reconciliation of `file` with the change's files, then (beyond the spec, when the caller
    gives each file's changed lines) `line_outside_diff`, then duplicate ids.
 
@@ -154,21 +156,24 @@ def _reject_constant(name: str) -> Any:
 # Step 1: JSON
 
 
-def _load_object(text: Any) -> tuple[dict[str, Any] | None, str]:
+def _load_object(text: Any) -> dict[str, Any] | tuple[str, str]:
+    """The answer's JSON object, or (reason, detail) when there is none. Text that is not JSON
+    is `invalid_json`; JSON that is not an object (array, string, null...) is valid JSON of the
+    wrong shape, so `schema_mismatch`."""
     if isinstance(text, bytes | bytearray):
         try:
             text = bytes(text).decode("utf-8")
         except UnicodeDecodeError:
-            return None, "response is not valid UTF-8"
+            return INVALID_JSON, "response is not valid UTF-8"
     if not isinstance(text, str):
-        return None, f"response is a {type(text).__name__}, not text"
+        return INVALID_JSON, f"response is a {type(text).__name__}, not text"
     try:
         value = json.loads(text, parse_constant=_reject_constant)
     except (ValueError, RecursionError, TypeError):
-        return None, "response is not a bare JSON document (prose, code fences or malformed JSON)"
+        return INVALID_JSON, "response is not a bare JSON document (prose, code fences or malformed JSON)"
     if not isinstance(value, dict):
-        return None, f"response is JSON but not an object (a {_json_type(value)})"
-    return value, ""
+        return SCHEMA_MISMATCH, f"response is JSON but not an object (a {_json_type(value)})"
+    return value
 
 
 def _json_type(value: Any) -> str:
@@ -284,11 +289,11 @@ class _Coercions:
     def add(self, field: str, old: Any, new: Any) -> None:
         self.items.append((field, old, new))
 
-    def diagnostics(self, finding_id: str) -> list[Diagnostic]:
+    def diagnostics(self, finding_id: Any) -> list[Diagnostic]:
         return [
             Diagnostic(
                 kind=COERCION_APPLIED,
-                finding_id=_safe_value(finding_id),
+                finding_id=_safe_name(finding_id),
                 field=field,
                 old_value=_safe_value(old),
                 new_value=_safe_value(new),
@@ -402,6 +407,10 @@ def _dropped(raw: Any, reason: str, detail: str, location: tuple[str, int] | Non
     return Diagnostic(kind=FINDING_DROPPED, reason=reason, finding_id=finding_id, file=file, line=line, detail=detail)
 
 
+def _raw_id(raw: Any) -> Any:
+    return raw.get("id") if isinstance(raw, dict) else None
+
+
 def _line_range(clean: dict[str, Any]) -> str:
     end = clean.get("end_line", clean["line"])
     return f"line {clean['line']}" if end == clean["line"] else f"lines {clean['line']}-{end}"
@@ -465,9 +474,9 @@ def _parse(
     line_tolerance: int,
 ) -> ParseOutcome:
     # 1. JSON
-    document, why = _load_object(text)
-    if document is None:
-        return _reject(INVALID_JSON, why)
+    document = _load_object(text)
+    if isinstance(document, tuple):
+        return _reject(*document)
 
     # 2. top-level schema
     problem = _check_top_level(document)
@@ -528,9 +537,12 @@ def _parse(
                 raise _Drop(DUPLICATE_FINDING_ID, "an earlier kept finding has the same id")
             finding = Finding.model_validate(clean)
         except _Drop as drop:
+            # Every coercion is logged (spec), including those made to a finding then dropped.
+            diagnostics.extend(coercions.diagnostics(_raw_id(raw)))
             diagnostics.append(_dropped(raw, drop.reason, drop.detail, drop.location))
             continue
         except ValidationError as exc:
+            diagnostics.extend(coercions.diagnostics(_raw_id(raw)))
             fields = sorted({".".join(str(p) for p in err["loc"]) for err in exc.errors()})
             diagnostics.append(_dropped(raw, SCHEMA_MISMATCH, f"invalid field(s): {', '.join(fields)}"))
             continue
