@@ -81,6 +81,7 @@ def main() -> int:
     from benchmarks.cost import bench_cost_per_job
     from benchmarks.redaction import bench_redaction
     from benchmarks.redaction_external import bench_redaction_external
+    from benchmarks.review_quality import bench_review_quality
     from benchmarks.review_tokens import bench_review_tokens
     from benchmarks.smtp_duplicates import bench_smtp_duplicate_risk
     from benchmarks.trigger_latency import bench_trigger_latency
@@ -92,6 +93,7 @@ def main() -> int:
         bench_redaction,
         bench_redaction_external,
         bench_review_tokens,
+        bench_review_quality,
         bench_smtp_duplicate_risk,
         bench_trigger_latency,
         bench_cold_start,

@@ -98,7 +98,18 @@ class Settings(BaseModel):
     prompt_canary: str | None = Field(default=None, alias="P4REVIEW_PROMPT_CANARY")
     prompt_canary_percent: float | None = Field(default=None, ge=0, le=100, alias="P4REVIEW_PROMPT_CANARY_PERCENT")
     allow_prompt_patch_drift: bool = Field(default=False, alias="P4REVIEW_ALLOW_PROMPT_PATCH_DRIFT")
+    # Analyzers run beside the reviewer on the new content of changed files (logic/analysis.py):
+    # a comma-separated subset of ruff,bandit,shellcheck,flawfinder; empty turns them off.
+    analyzers: str = Field(
+        default="ruff,bandit,shellcheck,flawfinder",
+        pattern=r"^\s*((ruff|bandit|shellcheck|flawfinder)\s*(,\s*(ruff|bandit|shellcheck|flawfinder)\s*)*)?$",
+        alias="P4REVIEW_ANALYZERS",
+    )
+    analyzer_timeout_seconds: float = Field(default=60.0, gt=0, le=600, alias="P4REVIEW_ANALYZER_TIMEOUT_SECONDS")
     sweep_stranded_seconds: int = Field(default=900, ge=60, le=86_400, alias="P4REVIEW_SWEEP_STRANDED_SECONDS")
+
+    def enabled_analyzers(self) -> tuple[str, ...]:
+        return tuple(name.strip() for name in self.analyzers.split(",") if name.strip())
 
     def queue_url(self, stage: StageName) -> str:
         value = getattr(self, f"{stage.value}_queue_url")

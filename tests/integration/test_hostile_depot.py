@@ -343,7 +343,8 @@ def test_fetch_stage_enforces_the_configured_list_with_credentials_only_in_env(t
         "settings.py": None,
     }
     entries = logged(log_file)
-    assert [entry["argv"][:2] for entry in entries] == [["-G", "describe"], ["diff2", "-du"]]
+    # settings.py is edited: its diff, then its new content for the analyzers (one more p4 command).
+    assert [entry["argv"][:2] for entry in entries] == [["-G", "describe"], ["diff2", "-du"], ["print", "-q"]]
     for entry in entries:
         assert {"P4PORT", "P4USER", "P4PASSWD"} <= set(entry["env"]) and "P4TICKET" not in entry["env"]
         assert not any(name.startswith("AWS_") for name in entry["env"])

@@ -1,7 +1,7 @@
 """`p4review review-diff`: review a unified diff without a depot, through the service's own
 redaction and review stage, and print the stored review as JSON.
 
-    p4review review-diff --diff change.diff [--description desc.txt] [--provider offline]
+    p4review review-diff --diff change.diff [--files DIR] [--description desc.txt] [--provider offline]
     git diff | p4review review-diff --diff -
 
 The diff may hold many files (`p4 describe -du`, `p4 diff2 -du`, `git diff` or `diff -u`
@@ -9,6 +9,8 @@ output). It is redacted exactly as the fetch stage redacts a change (the service
 policy) before any reviewer sees it. `offline` (the default) needs nothing; `openai`,
 `anthropic` and `bedrock` use the review function's settings (`P4REVIEW_LLM_*`) and, for the
 first two, the key in the LLM secret (`P4REVIEW_LLM_SECRET_ID`), as the deployed stage does.
+With `--files DIR` (the changed files' new-side content at their paths) the analyzers
+(`P4REVIEW_ANALYZERS`) run on those files too, their reports kept to the diff's added lines.
 Exit status: 0 reviewed, 1 the review failed (the reason on stderr), 2 bad arguments or input."""
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import io
 import json
 import logging
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -68,16 +70,43 @@ class NoLease:
         pass
 
 
+def read_new_files(root: str, paths: list[str]) -> dict[str, str]:
+    """Each diff path's new-side content under `root`: the path itself (without a leading
+    `//` or `a/`/`b/`), else its longest tail that names a file there. Nothing outside `root`."""
+    base = Path(root).resolve()
+    if not base.is_dir():
+        raise ValueError(f"--files {root} is not a directory")
+    found = {}
+    for path in paths:
+        segments = [s for s in path.split("/") if s and s != "."]
+        if ".." in segments:
+            continue
+        for start in range(len(segments)):
+            candidate = base.joinpath(*segments[start:])
+            if candidate.is_file() and candidate.resolve().is_relative_to(base):
+                found[path] = candidate.read_bytes().decode("utf-8", "replace")
+                break
+    return found
+
+
 def _read(path: str) -> str:
     data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
     return data.decode("utf-8", "replace")
 
 
 def review_diff(
-    diff_text: str, description: str, provider: str, artifacts: MemoryArtifacts | None = None
+    diff_text: str,
+    description: str,
+    provider: str,
+    artifacts: MemoryArtifacts | None = None,
+    *,
+    files: Mapping[str, str] | None = None,
+    analyzers: str | None = None,
 ) -> StoredReview:
     """Redact `diff_text` as fetch would, review it with `provider`, return the stored review
-    (`artifacts` keeps the redacted change the reviewer saw, under "change")."""
+    (`artifacts` keeps the redacted change the reviewer saw, under "change"). `files` maps a
+    diff section's path to the file's new-side content, for the analyzers; `analyzers`
+    overrides P4REVIEW_ANALYZERS ("" for none)."""
     from p4review.stages.review_setup import build_review_work
 
     sections = split_describe_diff(diff_text)
@@ -92,11 +121,17 @@ def review_diff(
         description=description,
         files=[ChangedFile(depot_path=path, action="edit", file_type="text", revision=1) for path in sections],
     )
+    contents = files or {}
     diffs = [
-        FileDiff(depot_path=path, action="edit", status=DiffStatus.FETCHED, unified_diff=text)
+        FileDiff(
+            depot_path=path, action="edit", status=DiffStatus.FETCHED, unified_diff=text, new_content=contents.get(path)
+        )
         for path, text in sections.items()
     ]
-    settings = get_settings().model_copy(update={"llm_provider": provider})
+    update: dict[str, Any] = {"llm_provider": provider}
+    if analyzers is not None:
+        update["analyzers"] = analyzers
+    settings = get_settings().model_copy(update=update)
     artifacts = artifacts if artifacts is not None else MemoryArtifacts()
     with artifacts.json_writer("change") as redacted:
         stream_change_artifacts(change, diffs, raw=io.BytesIO(), redacted=redacted, policy=settings.redaction_policy())
@@ -153,12 +188,16 @@ def cmd_review_diff(args: argparse.Namespace) -> int:
     try:
         diff_text = _read(args.diff)
         description = Path(args.description).read_text("utf-8", "replace") if args.description else ""
+        files = read_new_files(args.files, list(split_describe_diff(diff_text))) if args.files else None
+    except ValueError as exc:
+        print(f"review-diff: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(f"review-diff: cannot read input: {exc.strerror or exc}", file=sys.stderr)
         return 2
     try:
         with _service_output_to_stderr():
-            stored = review_diff(diff_text, description, args.provider)
+            stored = review_diff(diff_text, description, args.provider, files=files)
     except ValueError as exc:
         print(f"review-diff: {exc}", file=sys.stderr)
         return 2
@@ -177,6 +216,11 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         description=__doc__.split("\n\n")[0],
     )
     parser.add_argument("--diff", required=True, metavar="FILE", help="the unified diff ('-' for stdin)")
+    parser.add_argument(
+        "--files",
+        metavar="DIR",
+        help="the changed files' new-side content at their paths, for the analyzers (optional)",
+    )
     parser.add_argument("--description", metavar="FILE", help="the change description (optional)")
     parser.add_argument("--provider", choices=PROVIDERS, default="offline", help="the reviewer (default: offline)")
     parser.set_defaults(func=cmd_review_diff)

@@ -53,11 +53,17 @@ class ChangeRedactor:
         return description.model_copy(update={"description": document.text})
 
     def diff(self, diff: FileDiff) -> FileDiff:
-        if not diff.unified_diff:
-            return diff
-        document = redact(diff.unified_diff, self._policy)
-        self._add(document)
-        return diff.model_copy(update={"unified_diff": document.text})
+        update: dict[str, str] = {}
+        if diff.unified_diff:
+            document = redact(diff.unified_diff, self._policy)
+            self._add(document)
+            update["unified_diff"] = document.text
+        if diff.new_content:
+            # Counted too: these are replacements made, and the content holds lines the diff does not.
+            content = redact(diff.new_content, self._policy)
+            self._add(content)
+            update["new_content"] = content.text
+        return diff.model_copy(update=update) if update else diff
 
     def _add(self, document: RedactedDocument) -> None:
         self.counts.update(document.counts)
@@ -119,6 +125,7 @@ def stream_change_artifacts(
 class ReviewFile:
     diff: FileDiff  # metadata; its `unified_diff` equals `document.text`
     document: RedactedDocument
+    content: RedactedDocument | None = None  # the new-side text, when fetch kept it for analyzers
 
 
 @dataclass(frozen=True)
@@ -148,8 +155,12 @@ def prepare_review_input(artifact: dict[str, Any], policy: RedactionPolicy = DEF
         # Every text is checked, not only the files a reviewer reads: the snapshot travels too.
         document = redact(diff.unified_diff, policy)
         leaked.update(document.counts)
+        content = None
+        if diff.new_content is not None:
+            content = redact(diff.new_content, policy)
+            leaked.update(content.counts)
         if diff.status == DiffStatus.FETCHED:
-            files.append(ReviewFile(diff=diff, document=document))
+            files.append(ReviewFile(diff=diff, document=document, content=content))
     if leaked:
         # Class names and counts only: the values stay out of the error, the DLQ and the logs.
         classes = ", ".join(f"{name}={count}" for name, count in sorted(leaked.items()))

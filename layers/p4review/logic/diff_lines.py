@@ -47,6 +47,12 @@ class ChangedLines:
             return True
         return any(start <= high and end >= low for start, end in self.deletions)
 
+    def touches_added(self, line: int, end_line: int | None = None) -> bool:
+        """True when some line of [line, end_line or line] is itself an added line."""
+        low, high = sorted((line, line if end_line is None else end_line))
+        i = bisect.bisect_left(self._sorted, low)
+        return i < len(self._sorted) and self._sorted[i] <= high
+
 
 def changed_lines_from_diff(diff_text: str) -> ChangedLines:
     """One file's unified diff -> ChangedLines (headers and noise outside hunks are ignored)."""

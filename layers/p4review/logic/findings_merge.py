@@ -51,3 +51,28 @@ def merge_findings(per_chunk: Iterable[Sequence[Finding]], file_order: Sequence[
         seen.add(finding_id)
         unique.append(finding if finding_id == finding.id else finding.model_copy(update={"id": finding_id}))
     return unique, duplicates
+
+
+def _overlaps(a: Finding, b: Finding) -> bool:
+    return a.file == b.file and a.line <= (b.end_line or b.line) and b.line <= (a.end_line or a.line)
+
+
+def merge_analyzer_findings(
+    reviewer_findings: Sequence[Finding], analyzer_findings: Sequence[Finding]
+) -> tuple[list[Finding], int]:
+    """The reviewer's findings plus the analyzers', one finding per problem: a reviewer finding
+    on the same file, overlapping lines and in the same category as an analyzer finding is the
+    same problem, so only the analyzer's is kept (it names its rule) at the more severe of the
+    two severities. -> (findings, number of reviewer findings merged away)."""
+    kept: list[Finding] = []
+    merged = 0
+    analyzers = list(analyzer_findings)
+    for finding in reviewer_findings:
+        twin = next((a for a in analyzers if a.category == finding.category and _overlaps(a, finding)), None)
+        if twin is None:
+            kept.append(finding)
+            continue
+        merged += 1
+        if severity_rank(finding) < severity_rank(twin):
+            analyzers[analyzers.index(twin)] = twin.model_copy(update={"severity": finding.severity})
+    return kept + analyzers, merged

@@ -61,6 +61,9 @@ class FileDiff(BaseModel):
     status: DiffStatus
     unified_diff: str = ""
     skip_reason: str | None = None  # a SkipReason value (plain str: artifacts outlive the enum)
+    # The whole new-side text, kept only for a file an enabled analyzer reads (logic/analysis.py);
+    # redacted like the diff.
+    new_content: str | None = None
 
 
 class ChangeDescription(BaseModel):

@@ -8,6 +8,7 @@ from typing import Any
 from p4review.adapters.p4 import ChangeFetcher, P4Runner
 from p4review.config import Settings
 from p4review.dal.ports import SecretReader
+from p4review.logic.analysis import reads_content
 from p4review.logic.depot_paths import DepotAllowList
 
 # The p4 variables of the secret that reach the child's environment (never its argv).
@@ -30,4 +31,5 @@ def build_change_fetcher(settings: Settings, secrets: SecretReader) -> ChangeFet
     runner = P4Runner(
         settings.require("p4_executable"), timeout_seconds=settings.p4_timeout_seconds, env=p4_environment(credentials)
     )
-    return ChangeFetcher(runner, allow_list=allow_list)
+    analyzers = settings.enabled_analyzers()
+    return ChangeFetcher(runner, allow_list=allow_list, keep_content=lambda path: reads_content(path, analyzers))

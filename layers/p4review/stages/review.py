@@ -9,13 +9,16 @@ retried job resumes instead of paying for the same answer twice."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from p4review.adapters.analyzers import AnalyzerRun
 from p4review.adapters.llm.base import ContextTooLong, LlmRequest, LlmResponse
 from p4review.dal.ports import ArtifactStore
 from p4review.dal.s3_artifacts import chunk_result_key, result_key
 from p4review.errors import ErrorClass, NonRetryableError, NotFoundError, ValidationError
+from p4review.logic.analysis import as_findings, on_added_lines
 from p4review.logic.change_redaction import ReviewInput, prepare_review_input
 from p4review.logic.chunking import (
     SKIP_ANSWER_REJECTED,
@@ -25,7 +28,7 @@ from p4review.logic.chunking import (
     plan_chunks,
 )
 from p4review.logic.diff_lines import ChangedLines, changed_lines_from_diff
-from p4review.logic.findings_merge import merge_findings
+from p4review.logic.findings_merge import merge_analyzer_findings, merge_findings
 from p4review.logic.noise import NoiseRule, apply_noise_policy
 from p4review.logic.prompts import PromptRegistry, estimate_tokens, render_file_section, render_user_message
 from p4review.logic.redaction import RedactionPolicy
@@ -53,6 +56,12 @@ from p4review.stages.reviewers import chunk_input
 # The description is repeated in every chunk's request; past this it adds cost, not insight.
 MAX_DESCRIPTION_CHARS = 4000
 CHUNK_DOCUMENT_VERSION = "1"
+
+
+class Analyzers(Protocol):
+    """Runs the analyzers on {depot path: new content} (p4review.adapters.analyzers)."""
+
+    def run(self, contents: Mapping[str, str]) -> AnalyzerRun: ...
 
 
 class ChunkReviewer(Protocol):
@@ -90,16 +99,25 @@ class _ChunkAnswer:
 class _Run:
     answers: list[_ChunkAnswer] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    analysis: AnalyzerRun = field(default_factory=AnalyzerRun)
 
 
 class ReviewWork:
     stage = StageName.REVIEW
 
-    def __init__(self, redacted: ArtifactStore, policy: RedactionPolicy, reviewer: ChunkReviewer, config: ReviewConfig):
+    def __init__(
+        self,
+        redacted: ArtifactStore,
+        policy: RedactionPolicy,
+        reviewer: ChunkReviewer,
+        config: ReviewConfig,
+        analyzers: Analyzers | None = None,
+    ):
         self._artifacts = redacted
         self._policy = policy
         self._reviewer = reviewer
         self._config = config
+        self._analyzers = analyzers
 
     def run(self, job: ReviewJob, lease: Lease) -> StageOutput:
         if job.opted_out:  # fetch found the opt-out keyword and fetched nothing: nothing to review
@@ -139,6 +157,7 @@ class ReviewWork:
                 else:
                     run.skipped.append((chunk.files[0].depot_path, SKIP_TOO_LARGE))
 
+        run.analysis = self._analyze(review_input, changed_lines)
         stored = self._assemble(snapshot_skips(review_input), run, choice, answer_version, files)
         if run.answers and all(answer.outcome.rejected for answer in run.answers):
             reasons = sorted({d.reason for a in run.answers for d in a.outcome.diagnostics if d.reason})
@@ -168,6 +187,16 @@ class ReviewWork:
         )
 
     # ------------------------------------------------------------------------------------
+
+    def _analyze(self, review_input: ReviewInput, changed_lines: Mapping[str, ChangedLines]) -> AnalyzerRun:
+        """The analyzers on the files fetch kept content for, their reports kept to added lines.
+        Deterministic for the same input, so a retried job gets the same findings again."""
+        contents = {f.diff.depot_path: f.content.text for f in review_input.files if f.content is not None}
+        if self._analyzers is None or not contents:
+            return AnalyzerRun()
+        analysis = self._analyzers.run(contents)
+        analysis.reports = on_added_lines(analysis.reports, changed_lines)
+        return analysis
 
     def _fingerprint(self, answer_version: str) -> str:
         return (
@@ -254,11 +283,14 @@ class ReviewWork:
         skipped_paths = {path for path, _ in skipped}
         reviewed = [f.depot_path for f in files if f.depot_path not in skipped_paths]
 
-        merged, _duplicates = merge_findings(
+        reviewer_findings, _duplicates = merge_findings(
             [a.outcome.result.findings for a in accepted], file_order=[f.depot_path for f in files]
         )
+        with_analyzers, _merged = merge_analyzer_findings(reviewer_findings, as_findings(run.analysis.reports))
+        merged, _ = merge_findings([with_analyzers], file_order=[f.depot_path for f in files])
         noise = apply_noise_policy(merged, self._config.noise_rules)
         diagnostics: list[Diagnostic] = [d for a in run.answers for d in a.outcome.diagnostics]
+        diagnostics += run.analysis.diagnostics
         flagged = sorted(
             {
                 fid
@@ -273,12 +305,15 @@ class ReviewWork:
             "chunks": len(run.answers),
             "findings_before_noise_controls": len(merged),
         }
+        if run.analysis.ran:
+            meta["analyzers"] = run.analysis.ran
+            meta["analyzer_findings"] = len(run.analysis.reports)
         if flagged:
             meta["flagged"] = {"line_outside_diff": flagged}
         result = ReviewResult(
             schema_version=SCHEMA_VERSION,
             prompt_version=answer_version,
-            summary=_summary_text(accepted, len(reviewed)),
+            summary=_with_analyzers(_summary_text(accepted, len(reviewed)), run.analysis),
             findings=noise.kept,
             meta=meta,
         )
@@ -368,6 +403,15 @@ def snapshot_skips(review_input: ReviewInput) -> list[tuple[str, str]]:
         for diff in review_input.snapshot.diffs
         if diff.status != DiffStatus.FETCHED
     ]
+
+
+def _with_analyzers(summary: str | None, analysis: AnalyzerRun) -> str | None:
+    if not analysis.ran:
+        return summary
+    count = len(analysis.reports)
+    plural = "s" if count != 1 else ""
+    said = f"Analyzers ({', '.join(analysis.ran)}) reported {count} finding{plural} on the changed lines."
+    return f"{summary} {said}" if summary else said
 
 
 def _summary_text(accepted: list[_ChunkAnswer], files_reviewed: int) -> str | None:

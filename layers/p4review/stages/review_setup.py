@@ -5,6 +5,7 @@ a ConfigError instead of a job."""
 
 from __future__ import annotations
 
+from p4review.adapters.analyzers import AnalyzerRunner
 from p4review.config import Settings
 from p4review.logic.noise import parse_noise_policy
 from p4review.logic.prompts import load_registry
@@ -38,10 +39,16 @@ def build_reviewer(settings: Settings, data_access) -> ChunkReviewer:
     return ProviderReviewer(build_provider(settings, key_source))
 
 
+def build_analyzers(settings: Settings) -> AnalyzerRunner | None:
+    enabled = settings.enabled_analyzers()
+    return AnalyzerRunner(enabled, timeout=settings.analyzer_timeout_seconds) if enabled else None
+
+
 def build_review_work(settings: Settings, data_access) -> ReviewWork:
     return ReviewWork(
         data_access.redacted_artifacts,
         settings.redaction_policy(),
         build_reviewer(settings, data_access),
         review_config(settings),
+        build_analyzers(settings),
     )

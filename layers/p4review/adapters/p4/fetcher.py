@@ -4,13 +4,20 @@ point of the depot allow-list (spec "Depot path allow-list policy"; docs/securit
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from p4review.adapters.p4.diff_text import added_file_diff, normalize_diff2
 from p4review.adapters.p4.errors import P4ArgumentError, P4CommandError, P4NotFoundError
 from p4review.adapters.p4.runner import P4Runner
-from p4review.adapters.p4.values import decode_field, depot_path_operand, int_field, is_binary_type, untrusted
+from p4review.adapters.p4.values import (
+    decode_field,
+    decode_text,
+    depot_path_operand,
+    int_field,
+    is_binary_type,
+    untrusted,
+)
 from p4review.logic.depot_paths import DepotAllowList, PathDecision, sanitize_for_log
 from p4review.metric_names import MetricName
 from p4review.models.change import (
@@ -41,10 +48,19 @@ class ChangeFetcher:
     names one file); it stays in the coverage as skipped, and its denial is a security event.
     """
 
-    def __init__(self, runner: P4Runner, *, allow_list: DepotAllowList, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES):
+    def __init__(
+        self,
+        runner: P4Runner,
+        *,
+        allow_list: DepotAllowList,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        keep_content: Callable[[str], bool] | None = None,
+    ):
         self._runner = runner
         self._allow_list = allow_list
         self._max_bytes = max_file_bytes
+        # Which files' whole new content to keep (for the analyzers); the others get a diff only.
+        self._keep_content = keep_content or (lambda _path: False)
         # fileSize from describe, keyed by (change, kind, path, rev): ChangedFile has no size field.
         self._sizes: dict[tuple[int, str, str, int], int] = {}
 
@@ -141,7 +157,13 @@ class ChangeFetcher:
             if len(content) > self._max_bytes:
                 return skipped(SkipReason.TOO_LARGE)
             return FileDiff(
-                depot_path=path, action=action, status=DiffStatus.FETCHED, unified_diff=added_file_diff(path, content)
+                depot_path=path,
+                action=action,
+                status=DiffStatus.FETCHED,
+                unified_diff=added_file_diff(path, content),
+                new_content=decode_text(content, "file content").removeprefix("\ufeff")
+                if self._keep_content(path)
+                else None,
             )
         if action in _EDIT_ACTIONS:
             if shelved:  # shelved content against the depot head it would replace
@@ -154,7 +176,15 @@ class ChangeFetcher:
             diff = normalize_diff2(path, output)
             if diff is None:
                 return skipped(SkipReason.IDENTICAL)
-            return FileDiff(depot_path=path, action=action, status=DiffStatus.FETCHED, unified_diff=diff)
+            new_content = None
+            if self._keep_content(path):
+                # One more p4 command for this file: the analyzers read the whole new file.
+                content = self._runner.run_text(["print", "-q", right], changelist_id=number)
+                if len(content) <= self._max_bytes:
+                    new_content = decode_text(content, "file content").removeprefix("\ufeff")
+            return FileDiff(
+                depot_path=path, action=action, status=DiffStatus.FETCHED, unified_diff=diff, new_content=new_content
+            )
         return skipped(SkipReason.UNSUPPORTED_ACTION)
 
     def fetch(

@@ -1,0 +1,187 @@
+"""Review quality on real defects: public fix commits played backwards (benchmarks/data/
+reversed_fixes.json.xz, built and cited by tools/build_reversed_fixes.py; each case names its
+commit). Three reviewers in the same run, on the same cases:
+
+- `heuristics`: the offline reviewer before analyzers (its line heuristics alone);
+- `analyzers`: the reviewdog-style baseline, the analyzers alone with reports kept to added lines;
+- `offline default`: what the service runs without a model, heuristics plus analyzers, merged,
+  through `p4review review-diff` (the review stage itself).
+
+A defect is hit when a finding on its file is within MATCH_LINES lines of it; precision counts
+the findings that hit some defect. Figures per language and in all.
+
+Run alone: `python -m benchmarks.review_quality`."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import lzma
+import posixpath
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DATA = Path(__file__).parent / "data" / "reversed_fixes.json.xz"
+MATCH_LINES = 3
+_LANGUAGE = {".c": "C", ".h": "C", ".py": "Python", ".sh": "shell"}
+
+
+@dataclass
+class Score:
+    defects: int = 0
+    hit: int = 0
+    findings: int = 0
+    true_findings: int = 0
+
+    def add(self, other: Score) -> None:
+        self.defects += other.defects
+        self.hit += other.hit
+        self.findings += other.findings
+        self.true_findings += other.true_findings
+
+    @property
+    def recall(self) -> float:
+        return self.hit / self.defects if self.defects else 0.0
+
+    @property
+    def precision(self) -> float | None:
+        return self.true_findings / self.findings if self.findings else None
+
+
+@dataclass
+class Located:
+    file: str
+    line: int
+    end_line: int | None = None
+    rule: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def load_cases(path: Path = DATA) -> list[dict[str, Any]]:
+    return json.loads(lzma.decompress(path.read_bytes()))["cases"]
+
+
+def language(case: dict[str, Any]) -> str:
+    extensions = {posixpath.splitext(name)[1] for name in case["files"]}
+    return _LANGUAGE.get(sorted(extensions)[0], "other") if extensions else "other"
+
+
+def _defect_lines(defect: dict[str, Any]) -> list[int]:
+    return defect["lines"] or [defect["removal_at"]]
+
+
+def score_case(case: dict[str, Any], findings: Iterable[Located]) -> Score:
+    findings = list(findings)
+    score = Score(defects=len(case["defects"]), findings=len(findings))
+
+    def hits(finding: Located, defect: dict[str, Any]) -> bool:
+        if finding.file != defect["file"]:
+            return False
+        low, high = finding.line, finding.end_line or finding.line
+        return any(low - MATCH_LINES <= line <= high + MATCH_LINES for line in _defect_lines(defect))
+
+    score.hit = sum(1 for d in case["defects"] if any(hits(f, d) for f in findings))
+    score.true_findings = sum(1 for f in findings if any(hits(f, d) for d in case["defects"]))
+    return score
+
+
+def review_with_service(case: dict[str, Any], analyzers: str | None) -> list[Located]:
+    """The review stage through `p4review review-diff` (offline reviewer; analyzers as given)."""
+    from p4review.cli.review_diff import review_diff
+
+    stored = review_diff(case["diff"], case.get("fix_subject", ""), "offline", files=case["files"], analyzers=analyzers)
+    return [Located(f.file, f.line, f.end_line, f.rule_id or "") for f in stored.result.findings]
+
+
+def review_with_analyzers_alone(case: dict[str, Any]) -> list[Located]:
+    from p4review.adapters.analyzers import AnalyzerRunner
+    from p4review.logic.analysis import on_added_lines
+    from p4review.logic.diff_lines import changed_lines_from_diff, split_describe_diff
+
+    changed = {path: changed_lines_from_diff(text) for path, text in split_describe_diff(case["diff"]).items()}
+    run = AnalyzerRunner().run(case["files"])
+    return [Located(r.file, r.line, r.end_line, r.rule_id) for r in on_added_lines(run.reports, changed)]
+
+
+REVIEWERS: dict[str, Callable[[dict[str, Any]], list[Located]]] = {
+    "heuristics": lambda case: review_with_service(case, analyzers=""),
+    "analyzers (reviewdog-style)": review_with_analyzers_alone,
+    "offline default": lambda case: review_with_service(case, analyzers=None),
+}
+
+
+@contextlib.contextmanager
+def _analyzer_runs_remembered() -> Iterator[None]:
+    """Both reviewers that run analyzers see the same files: run them once per case (shellcheck
+    takes ~25 s on nvm.sh's 5,000 lines)."""
+    import copy
+
+    from p4review.adapters.analyzers import AnalyzerRunner
+
+    original = AnalyzerRunner.run
+    remembered: dict[str, Any] = {}
+
+    def run(self: AnalyzerRunner, contents: Any) -> Any:
+        key = hashlib.sha256(json.dumps([self.enabled, contents], sort_keys=True).encode()).hexdigest()
+        if key not in remembered:
+            remembered[key] = original(self, contents)
+        return copy.deepcopy(remembered[key])
+
+    AnalyzerRunner.run = run  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        AnalyzerRunner.run = original  # type: ignore[method-assign]
+
+
+def evaluate(cases: list[dict[str, Any]]) -> dict[str, dict[str, Score]]:
+    """reviewer -> language (and "all") -> Score."""
+    with _analyzer_runs_remembered():
+        return _evaluate(cases)
+
+
+def _evaluate(cases: list[dict[str, Any]]) -> dict[str, dict[str, Score]]:
+    table: dict[str, dict[str, Score]] = {}
+    for name, review in REVIEWERS.items():
+        per_language: dict[str, Score] = defaultdict(Score)
+        for case in cases:
+            score = score_case(case, review(case))
+            per_language[language(case)].add(score)
+            per_language["all"].add(score)
+        table[name] = dict(per_language)
+    return table
+
+
+def _fmt(value: float | None) -> str:
+    return "  -  " if value is None else f"{value:.2f}"
+
+
+def bench_review_quality() -> None:
+    import io
+
+    cases = load_cases()
+    with contextlib.redirect_stdout(io.StringIO()):  # the stages log JSON to stdout
+        table = evaluate(cases)
+    languages = sorted({language(c) for c in cases}) + ["all"]
+    counts = {lang: sum(1 for c in cases if lang in ("all", language(c))) for lang in languages}
+    print(
+        f"review quality on {len(cases)} reversed public fix commits "
+        f"({sum(len(c['defects']) for c in cases)} defects; benchmarks/data/reversed_fixes.json.xz):"
+    )
+    for name, per_language in table.items():
+        cells = []
+        for lang in languages:
+            score = per_language.get(lang, Score())
+            cells.append(
+                f"{lang} ({counts[lang]} changes, {score.defects} defects) recall {_fmt(score.recall)} "
+                f"precision {_fmt(score.precision)} [{score.findings} findings]"
+            )
+        print(f"  {name}: " + "; ".join(cells))
+
+
+if __name__ == "__main__":
+    bench_review_quality()

@@ -1,0 +1,215 @@
+"""Run the analyzers (ruff, bandit, shellcheck, flawfinder) on a change's new file content.
+
+The files are written under a fresh temporary directory at names this module makes up
+(`f0001/buffer.c`: a counter and the depot file's base name), never at a depot path, so no
+path from a change can point outside the directory. Each analyzer runs once over all its files,
+with a time limit, no network, no configuration from the files' directory (a change could ship
+its own config and silence the analyzer) and an environment holding only PATH and HOME.
+
+An analyzer that is missing, times out or fails is reported as a diagnostic and left out: the
+review goes on with the model and the other analyzers. What the reports mean is
+`p4review.logic.analysis`."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+import shutil
+import subprocess  # nosec B404 - fixed argument lists, no shell; see _run
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from p4review.logic.analysis import (
+    ALL_ANALYZERS,
+    BANDIT,
+    FLAWFINDER,
+    READERS,
+    RUFF,
+    RUFF_RULES,
+    SHELLCHECK,
+    AnalyzerReport,
+    analyzers_for,
+)
+from p4review.models.review_result import Diagnostic
+
+ANALYZER_UNAVAILABLE = "analyzer_unavailable"
+ANALYZER_FAILED = "analyzer_failed"
+DEFAULT_TIMEOUT_SECONDS = 60.0
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
+
+
+@dataclass
+class AnalyzerRun:
+    reports: list[AnalyzerReport] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    ran: list[str] = field(default_factory=list)  # the analyzers that produced a report
+
+
+def _scripts_dir() -> Path:
+    return Path(sys.executable).parent
+
+
+# A Lambda layer's pip --target install puts console scripts in /opt/python/bin.
+_LAYER_SCRIPTS = Path("/opt/python/bin")
+
+
+def _executable(name: str) -> str | None:
+    """A console script installed beside this interpreter (venv) or in the layer, else on PATH."""
+    for folder in (_scripts_dir(), _LAYER_SCRIPTS):
+        candidate = folder / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return shutil.which(name)
+
+
+def _command(analyzer: str, files: list[str]) -> list[str] | None:
+    if analyzer == RUFF:
+        ruff = _ruff_binary()
+        select = ",".join(RUFF_RULES)
+        return (
+            None
+            if ruff is None
+            else [ruff, "check", "--isolated", "--no-cache", "--output-format", "json", "--select", select, *files]
+        )
+    if analyzer == BANDIT:
+        return [sys.executable, "-m", "bandit", "--format", "json", "--quiet", "--severity-level", "medium", *files]
+    if analyzer == SHELLCHECK:
+        shellcheck = _executable("shellcheck")
+        # SC2148 (no shebang) is left out: the dialect comes from the extension instead.
+        base = [shellcheck, "--format", "json1", "--norc", "--exclude=SC2148"] if shellcheck else None
+        return None if base is None else [*base, *files]
+    if analyzer == FLAWFINDER:
+        return [sys.executable, "-m", "flawfinder", "--csv", "--quiet", "--dataonly", f"--minlevel={4}", *files]
+    return None
+
+
+def _ruff_binary() -> str | None:
+    try:
+        from ruff.__main__ import find_ruff_bin
+
+        return str(find_ruff_bin())
+    except (ImportError, FileNotFoundError):
+        return _executable("ruff")
+
+
+def _module_available(analyzer: str) -> bool:
+    module = {BANDIT: "bandit", FLAWFINDER: "flawfinder"}.get(analyzer)
+    if module is None:
+        return True
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+_SHELL_DIALECTS = {".bash": "bash", ".bats": "bash", ".ksh": "ksh"}
+
+
+def _invocations(
+    analyzer: str, paths: list[str], contents: Mapping[str, str]
+) -> list[tuple[tuple[str, ...], list[str]]]:
+    """The runs one analyzer needs: one for all its files, except shellcheck, which is told the
+    dialect (from the extension; sh by default) of the scripts that have no shebang."""
+    if not paths:
+        return []
+    if analyzer != SHELLCHECK:
+        return [((), paths)]
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for path in paths:
+        if contents[path].startswith("#!"):
+            options: tuple[str, ...] = ()
+        else:
+            options = (f"--shell={_SHELL_DIALECTS.get(posixpath.splitext(path)[1].lower(), 'sh')}",)
+        groups.setdefault(options, []).append(path)
+    return sorted(groups.items())
+
+
+def _local_name(index: int, depot_path: str) -> str:
+    base = _SAFE_NAME.sub("_", posixpath.basename(depot_path)) or "file"
+    return f"f{index:04d}/{base[:100]}"
+
+
+class AnalyzerRunner:
+    """Runs the enabled analyzers on {depot path: new content}."""
+
+    def __init__(self, enabled: Iterable[str] = ALL_ANALYZERS, timeout: float = DEFAULT_TIMEOUT_SECONDS):
+        unknown = sorted(set(enabled) - set(ALL_ANALYZERS))
+        if unknown:
+            raise ValueError(f"unknown analyzer(s): {', '.join(unknown)}")
+        self.enabled = tuple(a for a in ALL_ANALYZERS if a in set(enabled))
+        self.timeout = timeout
+
+    def run(self, contents: Mapping[str, str]) -> AnalyzerRun:
+        result = AnalyzerRun()
+        by_analyzer: dict[str, list[str]] = {}
+        for path, text in contents.items():
+            first_line = text.split("\n", 1)[0]
+            for analyzer in analyzers_for(path, first_line):
+                if analyzer in self.enabled:
+                    by_analyzer.setdefault(analyzer, []).append(path)
+        if not by_analyzer:
+            return result
+        with tempfile.TemporaryDirectory(prefix="p4review-analyze-") as root:
+            local_of: dict[str, str] = {}
+            for index, path in enumerate(sorted({p for paths in by_analyzer.values() for p in paths})):
+                local = _local_name(index, path)
+                target = Path(root, local)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(contents[path], encoding="utf-8", errors="replace")
+                local_of[path] = local
+            for analyzer in self.enabled:
+                for options, paths in _invocations(analyzer, by_analyzer.get(analyzer, []), contents):
+                    self._run_one(analyzer, [local_of[p] for p in paths], local_of, root, result, options)
+        return result
+
+    def _run_one(
+        self,
+        analyzer: str,
+        files: list[str],
+        local_of: Mapping[str, str],
+        root: str,
+        result: AnalyzerRun,
+        options: tuple[str, ...] = (),
+    ) -> None:
+        command = _command(analyzer, [*options, *files]) if _module_available(analyzer) else None
+        if command is None:
+            unavailable = Diagnostic(kind="warning", reason=ANALYZER_UNAVAILABLE, detail=f"{analyzer} is not installed")
+            if unavailable not in result.diagnostics:
+                result.diagnostics.append(unavailable)
+            return
+        try:
+            completed = subprocess.run(  # nosec B603 - a fixed argument list, no shell
+                command,
+                cwd=root,
+                capture_output=True,
+                timeout=self.timeout,
+                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": root, "LC_ALL": "C.UTF-8"},
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            result.diagnostics.append(
+                Diagnostic(kind="warning", reason=ANALYZER_FAILED, detail=f"{analyzer} ran over {self.timeout:g}s")
+            )
+            return
+        except OSError as exc:
+            result.diagnostics.append(
+                Diagnostic(kind="warning", reason=ANALYZER_UNAVAILABLE, detail=f"{analyzer}: {exc.strerror or exc}")
+            )
+            return
+        # ruff, bandit and shellcheck exit 1 when they report something; 2+ is their own failure.
+        if completed.returncode not in (0, 1):
+            result.diagnostics.append(
+                Diagnostic(kind="warning", reason=ANALYZER_FAILED, detail=f"{analyzer} exited {completed.returncode}")
+            )
+            return
+        paths = {local: depot for depot, local in local_of.items()}
+        # Reports name files as given (relative) or absolute under root: map both to depot paths.
+        paths.update({str(Path(root, local)): depot for depot, local in local_of.items()})
+        paths.update({f"./{local}": depot for depot, local in local_of.items()})
+        output = completed.stdout.decode("utf-8", "replace")
+        result.reports.extend(READERS[analyzer](output, paths))
+        if analyzer not in result.ran:
+            result.ran.append(analyzer)

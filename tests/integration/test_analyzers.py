@@ -1,0 +1,75 @@
+"""The analyzers themselves (ruff, bandit, shellcheck, flawfinder as installed), run by
+p4review.adapters.analyzers, and `p4review review-diff --files` through the review stage."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from p4review.adapters import analyzers as analyzers_module
+from p4review.adapters.analyzers import ANALYZER_UNAVAILABLE, AnalyzerRunner
+from p4review.cli import main as cli_main
+
+CONTENTS = {
+    "//depot/app/tool.py": "import subprocess\n\n\ndef f(x):\n    subprocess.call(x, shell=True)\n    return y\n",
+    "//depot/app/run.sh": "#!/bin/sh\nfor f in $(ls *.txt); do echo $f; done\n",
+    "//depot/app/deploy": "#!/bin/bash\ncd $1\n",
+    "//depot/app/buf.c": "#include <stdio.h>\nvoid f(void) { char b[8]; gets(b); }\n",
+    # Hostile names: each file is written under a made-up name inside the run's own directory.
+    "//depot/../../../tmp/p4review-escape.py": "import pickle\npickle.loads(b'')\n",
+    "//depot/a b/;rm -rf ~;.sh": "echo $HOME\nrm -rf $DIR/*\n",
+}
+
+
+def test_each_analyzer_reports_on_its_files_under_their_depot_paths():
+    run = AnalyzerRunner().run(CONTENTS)
+    assert run.diagnostics == []
+    assert run.ran == ["ruff", "bandit", "shellcheck", "flawfinder"]
+    found = {(r.file, r.rule_id.split(":")[0], r.line) for r in run.reports}
+    assert {
+        ("//depot/app/tool.py", "bandit/B602", 5),
+        ("//depot/app/tool.py", "ruff/F821", 6),
+        ("//depot/app/run.sh", "shellcheck/SC2045", 2),
+        ("//depot/app/deploy", "shellcheck/SC2164", 2),  # by its shebang
+        ("//depot/app/buf.c", "flawfinder/gets", 2),
+        ("//depot/../../../tmp/p4review-escape.py", "bandit/B301", 2),
+        ("//depot/a b/;rm -rf ~;.sh", "shellcheck/SC2115", 2),  # no shebang: run as sh
+    } <= found
+    assert not Path("/tmp/p4review-escape.py").exists()
+
+
+def test_a_missing_analyzer_is_a_diagnostic_and_the_others_still_run(monkeypatch):
+    monkeypatch.setattr(analyzers_module, "_executable", lambda name: None)
+    run = AnalyzerRunner(["shellcheck", "bandit"]).run(CONTENTS)
+    assert [(d.reason, d.detail) for d in run.diagnostics] == [(ANALYZER_UNAVAILABLE, "shellcheck is not installed")]
+    assert run.ran == ["bandit"] and run.reports
+
+
+DIFF = """--- a/src/tool.py
++++ b/src/tool.py
+@@ -1,6 +1,6 @@
+ import subprocess
+ 
+ 
+ def f(x):
+-    subprocess.call(x)
++    subprocess.call(x, shell=True)
+     return y
+"""
+
+
+def test_review_diff_with_files_reports_the_analyzers_findings_on_added_lines_only(tmp_path, capsys):
+    (tmp_path / "c.diff").write_text(DIFF)
+    (tmp_path / "new" / "src").mkdir(parents=True)
+    (tmp_path / "new" / "src" / "tool.py").write_text(CONTENTS["//depot/app/tool.py"])
+    status = cli_main.main(["review-diff", "--diff", str(tmp_path / "c.diff"), "--files", str(tmp_path / "new")])
+    assert status == 0
+    review = json.loads(capsys.readouterr().out)
+    # shell=True is on the added line; the undefined name on line 6 is old code: not reported.
+    assert [(f["rule_id"], f["line"]) for f in review["result"]["findings"]] == [
+        ("bandit/B602:subprocess_popen_with_shell_equals_true", 5)
+    ]
+    assert review["result"]["meta"]["analyzers"] == ["ruff", "bandit"]
+    assert "Analyzers (ruff, bandit) reported 1 finding" in review["result"]["summary"]
+    status = cli_main.main(["review-diff", "--diff", str(tmp_path / "c.diff"), "--files", str(tmp_path / "nowhere")])
+    assert status == 2 and "is not a directory" in capsys.readouterr().err

@@ -1,0 +1,33 @@
+"""benchmarks/review_quality.py: the reversed-fix data set and how findings are scored."""
+
+from __future__ import annotations
+
+import re
+
+from benchmarks.review_quality import Located, language, load_cases, score_case
+
+
+def test_every_case_is_a_cited_public_commit_with_its_defects_on_its_files():
+    cases = load_cases()
+    assert len(cases) >= 30
+    for case in cases:
+        assert re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+/commit/[0-9a-f]{40}", case["source"])
+        assert case["defects"] and case["diff"].startswith("diff --git ")
+        assert all(d["file"] in case["files"] for d in case["defects"])
+    assert {language(c) for c in cases} == {"C", "Python", "shell"}
+
+
+CASE = {
+    "files": {"a.c": ""},
+    "defects": [{"file": "a.c", "lines": [10, 11]}, {"file": "a.c", "lines": [], "removal_at": 40}],
+}
+
+
+def test_a_finding_hits_a_defect_within_three_lines_on_its_file():
+    score = score_case(CASE, [Located("a.c", 14), Located("a.c", 43), Located("a.c", 20), Located("b.c", 10)])
+    assert (score.defects, score.hit, score.findings, score.true_findings) == (2, 2, 4, 2)
+    assert (score.recall, score.precision) == (1.0, 0.5)
+    nothing = score_case(CASE, [])
+    assert (nothing.recall, nothing.precision) == (0.0, None)
+    ranged = score_case(CASE, [Located("a.c", 1, end_line=7)])  # a range reaching within 3 lines
+    assert ranged.hit == 1
