@@ -21,7 +21,7 @@ import lzma
 import posixpath
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +58,6 @@ class Located:
     line: int
     end_line: int | None = None
     rule: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def load_cases(path: Path = DATA) -> list[dict[str, Any]]:

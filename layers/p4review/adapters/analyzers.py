@@ -27,6 +27,7 @@ from p4review.logic.analysis import (
     ALL_ANALYZERS,
     BANDIT,
     FLAWFINDER,
+    FLAWFINDER_MIN_LEVEL,
     READERS,
     RUFF,
     RUFF_RULES,
@@ -83,7 +84,16 @@ def _command(analyzer: str, files: list[str]) -> list[str] | None:
         base = [shellcheck, "--format", "json1", "--norc", "--exclude=SC2148"] if shellcheck else None
         return None if base is None else [*base, *files]
     if analyzer == FLAWFINDER:
-        return [sys.executable, "-m", "flawfinder", "--csv", "--quiet", "--dataonly", f"--minlevel={4}", *files]
+        return [
+            sys.executable,
+            "-m",
+            "flawfinder",
+            "--csv",
+            "--quiet",
+            "--dataonly",
+            f"--minlevel={FLAWFINDER_MIN_LEVEL}",
+            *files,
+        ]
     return None
 
 

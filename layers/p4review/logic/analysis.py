@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from p4review.logic.diff_lines import ChangedLines
+from p4review.logic.offline_reviewer import C_EXTENSIONS, PY_EXTENSIONS
 from p4review.models.review_result import Category, Confidence, Finding, Severity
 
 RUFF = "ruff"
@@ -30,9 +31,9 @@ SHELLCHECK = "shellcheck"
 FLAWFINDER = "flawfinder"
 ALL_ANALYZERS = (RUFF, BANDIT, SHELLCHECK, FLAWFINDER)
 
-_PYTHON = frozenset({".py", ".pyw", ".pyi"})
+_PYTHON = PY_EXTENSIONS
 _SHELL = frozenset({".sh", ".bash", ".ksh", ".bats"})
-_C = frozenset({".c", ".h", ".cc", ".cpp", ".cxx", ".c++", ".hpp", ".hh", ".hxx", ".h++", ".inl", ".ipp"})
+_C = C_EXTENSIONS
 _SHELL_SHEBANG = re.compile(r"#!\s*(?:/usr)?/bin/(?:env\s+)?(?:ba|k|da)?sh\b")
 _PYTHON_SHEBANG = re.compile(r"#!\s*(?:/usr)?(?:/local)?/bin/(?:env\s+)?python[0-9.]*\b")
 

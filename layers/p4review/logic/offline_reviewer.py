@@ -26,8 +26,8 @@ from p4review.models.review_result import SCHEMA_VERSION, SEVERITY_ORDER
 OFFLINE_PROMPT_VERSION = "1.1.0"
 MAX_FINDINGS = 50
 
-_C_EXTENSIONS = frozenset({".c", ".h", ".cc", ".cpp", ".cxx", ".c++", ".hpp", ".hh", ".hxx", ".h++", ".inl", ".ipp"})
-_PY_EXTENSIONS = frozenset({".py", ".pyw", ".pyi"})
+C_EXTENSIONS = frozenset({".c", ".h", ".cc", ".cpp", ".cxx", ".c++", ".hpp", ".hh", ".hxx", ".h++", ".inl", ".ipp"})
+PY_EXTENSIONS = frozenset({".py", ".pyw", ".pyi"})
 _JS_EXTENSIONS = frozenset({".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts"})
 
 
@@ -36,11 +36,11 @@ def _extension(depot_path: str) -> str:
 
 
 def _is_c(path: str) -> bool:
-    return _extension(path) in _C_EXTENSIONS
+    return _extension(path) in C_EXTENSIONS
 
 
 def _is_python(path: str) -> bool:
-    return _extension(path) in _PY_EXTENSIONS
+    return _extension(path) in PY_EXTENSIONS
 
 
 def _is_js(path: str) -> bool:
