@@ -79,6 +79,7 @@ def bench_ingest() -> None:
 def main() -> int:
     from benchmarks.cold_start import bench_cold_start
     from benchmarks.cost import bench_cost_per_job
+    from benchmarks.incremental_review import bench_incremental_review
     from benchmarks.redaction import bench_redaction
     from benchmarks.redaction_external import bench_redaction_external
     from benchmarks.review_quality import bench_review_quality
@@ -93,6 +94,7 @@ def main() -> int:
         bench_redaction,
         bench_redaction_external,
         bench_review_tokens,
+        bench_incremental_review,
         bench_review_quality,
         bench_smtp_duplicate_risk,
         bench_trigger_latency,

@@ -181,3 +181,13 @@ def test_outbox_row_is_unique_per_delivery_tuple_and_sent_once(service):
     assert outbox.get_row(10, "dev@example.test", 1).notification_id == "queue-1"
     other_version = row.model_copy(update={"review_version": 2})
     assert outbox.ensure_row(other_version).notified_at is None
+
+
+def test_the_changelist_version_claim_names_its_job(service):
+    """A versioned rerun finds the previous version's job through its claim (CLV#cl#v)."""
+    repo = _repo(service)
+    first = _job("v1", changelist_id=77, version=1)
+    repo.create_job(first)
+    assert repo.job_id_for_version(77, 1) == first.job_id
+    assert repo.job_id_for_version(77, 2) is None
+    assert repo.job_id_for_version(78, 1) is None

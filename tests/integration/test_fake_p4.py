@@ -43,7 +43,7 @@ def test_index_lists_every_change_file_and_the_required_kinds():
     numbers = {entry["change"] for entry in INDEX}
     assert numbers == {int(path.stem) for path in (DEPOT / "changes").glob("*.json")}
     assert {entry["kind"] for entry in INDEX} == {"submitted", "shelved"}
-    assert [entry["review_versions"] for entry in INDEX if entry["kind"] == "shelved"] == [2]
+    assert [entry["review_versions"] for entry in INDEX if entry["kind"] == "shelved"] == [2, 2]
     assert all(entry["review_versions"] == 1 for entry in INDEX if entry["kind"] == "submitted")
 
 
@@ -342,7 +342,7 @@ def test_changes_lists_submitted_changes_newest_first_with_filters():
         48220,
     ]
     assert numbers(p4("-G", "changes", "-s", "submitted", "//depot/game/*/menus/...")) == []  # * stops at /
-    assert numbers(p4("-G", "changes", "-s", "shelved")) == [48240]
+    assert numbers(p4("-G", "changes", "-s", "shelved")) == [48284, 48240]
     assert numbers(p4("-G", "changes", "-s", "pending", "//depot/services/...")) == [48240]
 
 
@@ -350,9 +350,12 @@ def test_changes_records_and_text_look_like_p4():
     [record] = records(p4("-G", "changes", "-s", "submitted", "-m", "1", "//depot/tools/...").stdout)
     assert record[b"change"] == b"48220" and record[b"status"] == b"submitted" and record[b"user"] == b"pnair"
     assert len(record[b"desc"]) == 31 and record[b"path"] == b"//depot/tools/main/pipeline/..."
-    [full] = records(p4("-G", "changes", "-l", "-m", "1", "//depot/tools/...").stdout)
+    # The newest change under //depot/tools/... is pending 48284 (shelved files): -s submitted skips it.
+    [pending] = records(p4("-G", "changes", "-m", "1", "//depot/tools/...").stdout)
+    assert (pending[b"change"], pending[b"status"]) == (b"48284", b"pending")
+    [full] = records(p4("-G", "changes", "-s", "submitted", "-l", "-m", "1", "//depot/tools/...").stdout)
     assert full[b"desc"] == change_json(48220)["desc"].encode()
-    text = p4("changes", "-m", "1", "//depot/tools/...").stdout
+    text = p4("changes", "-s", "submitted", "-m", "1", "//depot/tools/...").stdout
     assert text.startswith(b"Change 48220 on 2024/05/") and b"by pnair@" in text and text.endswith(b"'\n")
     bad = p4("-G", "changes", "-s", "lost")
     assert bad.returncode == 1 and b"Invalid changelist status" in records(bad.stdout)[0][b"data"]

@@ -251,6 +251,28 @@ def test_skip_policy_sends_nothing_for_a_review_without_findings(moto_endpoint, 
         assert (finished.recipients_required, finished.recipients_notified) == (0, 0)
 
 
+def test_skip_policy_still_sends_a_rerun_that_resolved_every_finding(moto_endpoint, aws_reset, mail):
+    """No findings left is news when the previous version had some: what was fixed."""
+    from p4review.models.review_result import ResolvedFinding, StoredReview, VersionHistory
+
+    env = {
+        "P4REVIEW_NO_FINDINGS_POLICY": "skip",
+        "P4REVIEW_NOISE_POLICY": json.dumps([{"prefix": "//depot/...", "max_findings": 0}]),
+    }
+    with _service(moto_endpoint, mail, extra_env=env) as service:
+        job = _reviewed_job(service)
+        artifacts = get_data_access().redacted_artifacts
+        stored = StoredReview.model_validate(artifacts.get_json(job.artifacts.result_key))
+        fixed = ResolvedFinding(
+            severity="high", category="security", title="Unbounded copy", file="//depot/engine/a.cpp", line=3
+        )
+        stored.history = VersionHistory(previous_version=1, previous_job_id="job-v1", resolved=[fixed])
+        artifacts.put_json(job.artifacts.result_key, stored.model_dump(mode="json", exclude_none=True))
+        assert _notify(job).ack
+        (message,) = mail.messages()
+        assert " ".join(str(message.parsed()["Subject"]).split()).endswith("no findings; 0 new, 1 resolved since v1")
+
+
 def test_default_policy_sends_an_all_clear_for_a_review_without_findings(moto_endpoint, aws_reset, mail):
     env = {"P4REVIEW_NOISE_POLICY": json.dumps([{"prefix": "//depot/...", "max_findings": 0}])}
     with _service(moto_endpoint, mail, extra_env=env) as service:

@@ -12,7 +12,7 @@ import pytest
 from p4review.logic.email_render import render_review_email, subject_for
 from p4review.models.change import ChangeDescription, DiffStatus, FileDiff
 from p4review.models.job import ChangeKind, ReviewJob
-from p4review.models.review_result import Finding, ReviewResult
+from p4review.models.review_result import Finding, ResolvedFinding, ReviewResult, VersionHistory
 
 MESSAGE_ID = "<cl12345.v2.bob@p4review.example.com>"
 
@@ -235,7 +235,7 @@ def test_a_submit_that_follows_a_shelf_says_which_version() -> None:
     )
     text, html_body = bodies(render(job=submit))
     assert "Review:      v3\r\nFollows:     shelf v2 of CL 48240\r\n" in text
-    assert '<tr><th align="left">Follows</th><td>shelf v2 of CL 48240</td></tr>' in html_body
+    assert ">Follows</th><td>shelf v2 of CL 48240</td></tr>" in html_body
     plain_text, plain_html = bodies(render())
     assert "Follows" not in plain_text and "Follows" not in plain_html
 
@@ -311,7 +311,7 @@ def test_a_finding_without_its_file_diff_shows_no_code() -> None:
 def test_each_finding_in_the_html_part_carries_its_severity_badge() -> None:
     _, html = bodies(render())
     for severity in ("HIGH", "MEDIUM", "INFO"):
-        assert html.count(f'font-weight: bold; letter-spacing: 0.5px;">{severity}</span> <code>') == 1
+        assert html.count(f'letter-spacing: 0.5px;">{severity}</span> <a href="https://swarm.example.com/changes/') == 1
 
 
 def test_badge_text_is_readable_on_every_badge_colour() -> None:
@@ -324,3 +324,66 @@ def test_badge_text_is_readable_on_every_badge_colour() -> None:
         return 0.2126 * r + 0.7152 * g + 0.0722 * b
 
     assert all((1.0 + 0.05) / (luminance(colour) + 0.05) >= 4.5 for colour in _BADGE_COLOURS.values())
+
+
+def test_each_finding_links_to_its_file_in_swarm_when_a_swarm_url_is_set() -> None:
+    """Swarm names a file's diff on the change page by the MD5 of its depot path."""
+    import hashlib
+
+    anchor = hashlib.md5(b"//depot/main/src/net/buffer.c").hexdigest()
+    link = f"https://swarm.example.com/changes/12345#{anchor}"
+    text, html = bodies(render())
+    assert f"  In Swarm: {link}" in text
+    assert f'<a href="{link}"' in html
+    plain_text, plain_html = bodies(render(swarm_url=None))
+    assert "In Swarm" not in plain_text and "swarm.example.com" not in plain_html
+
+
+def test_the_html_part_is_a_table_layout_with_inline_styles_and_a_dark_palette() -> None:
+    _, html = bodies(render())
+    assert '<meta name="color-scheme" content="light dark">' in html
+    assert "@media (prefers-color-scheme: dark)" in html
+    assert html.count('role="presentation"') >= 3
+    for tag in ("<div", "<ul", "<li"):
+        assert tag not in html  # block layout is what mail clients break; tables they keep
+    # Every card and code block carries its own colours (a client's dark mode inverts them together).
+    assert 'class="p4r-card"' in html and "background-color: #ffffff; color: #1f2328" in html
+
+
+HISTORY = VersionHistory(
+    previous_version=1,
+    previous_job_id="job-v1",
+    new=["F3"],
+    still_open=["F1", "F2"],
+    resolved=[
+        ResolvedFinding(
+            severity="high", category="correctness", title="Bare except hides errors", file="//depot/a.py", line=7
+        )
+    ],
+    files_reused=["//depot/main/src/net/buffer.c"],
+)
+
+
+def test_a_versioned_rerun_leads_with_what_changed_since_the_previous_version() -> None:
+    raw = render(history=HISTORY)
+    subject = " ".join(str(parsed(raw)["Subject"]).split())  # a long subject is folded
+    assert subject == "[p4review] CL 12345 v2: 3 findings (1 high); 1 new, 1 resolved since v1"
+    text, html = bodies(raw)
+    headline = "Since v1: 1 new, 2 still open, 1 resolved."
+    order = [
+        text.index(marker)
+        for marker in (headline, "#### New since v1 (1) ####", "#### Still open (2) ####", "#### Resolved since v1 (1)")
+    ]
+    assert order == sorted(order)
+    new_section = text[text.index("#### New since v1") : text.index("#### Still open")]
+    assert "deploy.py:3-5" in new_section and "buffer.c" not in new_section
+    assert "* [HIGH] //depot/a.py:7  Bare except hides errors" in text
+    assert "1 file unchanged since v1 (review carried over)." in text
+    for marker in (headline, "New since v1 (1)", "Still open (2)", "Resolved since v1 (1)"):
+        assert marker in html
+    assert "<s>Bare except hides errors</s>" in html
+
+
+def test_a_first_review_has_no_history_section() -> None:
+    text, html = bodies(render())
+    assert "Since v" not in text and "Resolved since" not in html

@@ -16,6 +16,8 @@ def test_checked_in_samples_are_current(tmp_path: Path) -> None:
     assert sorted(p.name for p in written) == [
         "all-clear.html",
         "all-clear.txt",
+        "rerun-v2.html",
+        "rerun-v2.txt",
         "review-with-findings.html",
         "review-with-findings.txt",
     ]

@@ -151,7 +151,7 @@ def review_diff(
         from p4review.dal.factory import get_data_access
 
         data_access = get_data_access()
-    work = build_review_work(settings, _ReviewDataAccess(artifacts, data_access))
+    work = build_review_work(settings, _ReviewDataAccess(artifacts, data_access), with_history=False)
     output = work.run(job, NoLease())  # type: ignore[arg-type]
     return StoredReview.model_validate(artifacts.get_json(output.updates["artifacts"]["result_key"]))
 

@@ -23,12 +23,22 @@ from p4review.logic.delivery import delivery_token, message_id_for
 from p4review.logic.email_render import render_review_email
 from p4review.models.change import ChangeDescription, ChangedFile, DiffStatus, FileDiff
 from p4review.models.job import ChangeKind, ReviewJob, job_id_for, request_fingerprint
-from p4review.models.review_result import Coverage, Finding, ReviewResult, SkippedFile, StoredReview
+from p4review.models.review_result import (
+    Coverage,
+    Finding,
+    ResolvedFinding,
+    ReviewResult,
+    SkippedFile,
+    StoredReview,
+    VersionHistory,
+)
 
 SWARM_URL = "https://swarm.example.com"
 SCREENSHOT_WIDTH = 1000
 # Tall enough for each sample's whole message at that width (look again when a sample grows).
-SCREENSHOT_HEIGHTS = {"review-with-findings": 1780, "all-clear": 540}
+SCREENSHOT_HEIGHTS = {"review-with-findings": 1960, "rerun-v2": 2260, "all-clear": 600}
+# Also shot with the browser in dark mode (prefers-color-scheme: dark), as a phone at night shows it.
+DARK_SCREENSHOTS = ("review-with-findings",)
 FROM_ADDRESS = "p4review <p4review@example.com>"
 RECIPIENT = "dkowalski@example.com"
 # Not in the fixture: a hostile file name, to show (and test) that the HTML part escapes it.
@@ -177,6 +187,28 @@ def _with_findings() -> StoredReview:
     return StoredReview(result=result, coverage=_coverage(SkippedFile(file=HOSTILE_PATH, reason="outside_allow_list")))
 
 
+def _rerun() -> StoredReview:
+    """The same review as a versioned rerun: v1 had the first finding, v2 added two and fixed one."""
+    review = _with_findings()
+    review.history = VersionHistory(
+        previous_version=1,
+        previous_job_id=job_id_for("sample-48213-v1"),
+        new=["F2", "F5"],
+        still_open=["F1", "F3", "F4"],
+        resolved=[
+            ResolvedFinding(
+                severity="high",
+                category="correctness",
+                title="Length read before the header is complete",
+                file=f"{_ROOT}/src/net/packet.cpp",
+                line=38,
+            )
+        ],
+        files_reused=[f"{_ROOT}/src/net/packet.h"],
+    )
+    return review
+
+
 def _all_clear() -> StoredReview:
     result = ReviewResult(
         schema_version="1.0", prompt_version="1.0.0", findings=[], summary="No issues found in the reviewed files."
@@ -196,6 +228,7 @@ def _parts(review: StoredReview) -> tuple[str, str]:
         from_address=FROM_ADDRESS,
         swarm_url=SWARM_URL,
         diffs=_fixture_diffs(),
+        history=review.history,
         message_id=message_id_for(delivery_token(job.changelist_id, RECIPIENT, job.review_version), FROM_ADDRESS),
     )
     message = message_from_bytes(raw, policy=default_policy)
@@ -205,10 +238,12 @@ def _parts(review: StoredReview) -> tuple[str, str]:
 
 
 def write_samples(directory: Path) -> list[Path]:
-    """Write the four sample files into `directory` (created if missing); returns their paths."""
+    """Write the sample files (HTML and text of each) into `directory` (created if missing); returns
+    their paths."""
     directory.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    for name, review in (("review-with-findings", _with_findings()), ("all-clear", _all_clear())):
+    samples = (("review-with-findings", _with_findings()), ("rerun-v2", _rerun()), ("all-clear", _all_clear()))
+    for name, review in samples:
         for suffix, content in zip((".html", ".txt"), _parts(review), strict=True):
             path = directory / f"{name}{suffix}"
             # Files in the repository use LF line endings, whatever the wire format uses.
@@ -224,15 +259,18 @@ def write_screenshots(directory: Path, browser: str | None = None) -> list[Path]
     browser = browser or shutil.which("chromium") or shutil.which("chromium-browser")
     if browser is None:
         raise SystemExit("screenshots need Chromium: apt-get install chromium")
+    shots = [(name, height, False) for name, height in SCREENSHOT_HEIGHTS.items()]
+    shots += [(name, SCREENSHOT_HEIGHTS[name], True) for name in DARK_SCREENSHOTS]
     written = []
-    for name, height in SCREENSHOT_HEIGHTS.items():
-        png = (directory / f"{name}.png").resolve()
+    for name, height, dark in shots:
+        png = (directory / f"{name}{'-dark' if dark else ''}.png").resolve()
         command = [
             browser,
             "--headless",
             "--no-sandbox",  # a container's root user has no user namespace to sandbox in
             "--disable-gpu",
             "--hide-scrollbars",
+            *(["--force-dark-mode", "--blink-settings=preferredColorScheme=0"] if dark else []),
             f"--window-size={SCREENSHOT_WIDTH},{height}",
             f"--screenshot={png}",
             (directory / f"{name}.html").resolve().as_uri(),

@@ -171,6 +171,18 @@ class DynamoJobRepository:
         item = answer.get("Item")
         return job_from_item(item) if item else None
 
+    def job_id_for_version(self, changelist_id: int, review_version: int) -> str | None:
+        try:
+            answer = self._client.get_item(
+                TableName=self._table,
+                Key={"pk": to_value(version_pk(changelist_id, review_version))},
+                ConsistentRead=True,
+            )
+        except Exception as exc:
+            translate(exc, "get changelist version")
+        item = answer.get("Item")
+        return from_item(item).get("job_id") if item else None
+
     # ---- job status -----------------------------------------------------------------
     def transition(self, job_id: str, target: JobStatus, event: AuditEvent) -> ReviewJob:
         allowed_from = sorted(predecessors(target))

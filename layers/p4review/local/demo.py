@@ -8,6 +8,9 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from email import message_from_bytes
+from email.message import EmailMessage
+from email.policy import default as default_policy
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -75,14 +78,23 @@ def _table(rows: list[list[str]], header: list[str]) -> str:
     return "\n".join([line(header), line(["-" * width for width in widths]), *map(line, rows)])
 
 
-def _trigger_runs(changes: list[dict[str, Any]]) -> list[tuple[str, int, int | None, int | None, str]]:
-    """What p4d would fire for the fixture: (trigger type, change, %oldchangelist%, shelf version, label)."""
-    runs = []
+TriggerRun = tuple[str, int, int | None, int | None, str]
+
+
+def _trigger_runs(changes: list[dict[str, Any]]) -> tuple[list[TriggerRun], list[TriggerRun]]:
+    """What p4d would fire for the fixture: (trigger type, change, %oldchangelist%, shelf version,
+    label); the second list is the re-shelves that wait for the previous version's review (the
+    owner read it and re-shelved: `reshelved_after_review` in the index)."""
+    runs: list[TriggerRun] = []
+    later: list[TriggerRun] = []
     for change in changes:
         number = change["change"]
         if change["kind"] == "shelved":
             for version in range(1, int(change.get("review_versions", 1)) + 1):
-                runs.append(("shelve-commit", number, None, version, f"shelve (shelf v{version})"))
+                after_review = version > 1 and change.get("reshelved_after_review")
+                (later if after_review else runs).append(
+                    ("shelve-commit", number, None, version, f"shelve (shelf v{version})")
+                )
         elif change.get("shelved_as"):
             runs.append(
                 (
@@ -95,12 +107,13 @@ def _trigger_runs(changes: list[dict[str, Any]]) -> list[tuple[str, int, int | N
             )
         else:
             runs.append(("change-commit", number, number, None, "submit"))
-    return runs
+    return runs, later
 
 
-def _fire(host: TriggerHost, run: tuple[str, int, int | None, int | None, str], fired_before: int) -> int:
+def _fire(host: TriggerHost, run: TriggerRun, fired_before: int, shelves: Path | None = None) -> int:
+    """`shelves`: the service's fake p4 keeps the shelf this run shelves (until the next re-shelve)."""
     trigger_type, number, old, shelf_version, label = run
-    host.set_shelf_version(shelf_version)
+    host.set_shelf_version(shelf_version, number, shelves)
     status, seconds = host.fire(trigger_type, number, old)
     _say(f"  CL {number:>6} {label:<31} {trigger_type:<13} -> exit {status} in {seconds * 1000:4.0f} ms")
     if shelf_version is not None:
@@ -117,6 +130,23 @@ def _job_ids(host: TriggerHost) -> list[tuple[dict[str, Any], str]]:
         if job_id and job_id not in seen:
             seen[job_id] = (event["request"], job_id)
     return list(seen.values())
+
+
+def _show_rerun_email(mailbox: Path, job_id: str) -> None:
+    """The headings and findings of a versioned rerun's email: what changed leads."""
+    for path in sorted(mailbox.glob("*.eml")):
+        message = message_from_bytes(path.read_bytes(), policy=default_policy)
+        if message["X-P4Review-Job"] != job_id:
+            continue
+        body = message.get_body(preferencelist=("plain",))
+        text = body.get_content() if isinstance(body, EmailMessage) else ""
+        _say(f"  Subject: {' '.join(str(message['Subject']).split())}  (to {message['To']})")
+        shown = text.split("-- Coverage --")[0].splitlines()
+        for index, line in enumerate(shown):
+            if line.startswith(("Since v", "#### ", "* ")):
+                title = shown[index + 1].strip() if line.startswith("* ") and index + 1 < len(shown) else ""
+                _say(f"    {line}  {title}".rstrip())
+        return
 
 
 def run_demo(state_root: Path, timeout_seconds: float = 300) -> int:
@@ -140,17 +170,18 @@ def run_demo(state_root: Path, timeout_seconds: float = 300) -> int:
         for line in host.run("--ping").stdout.splitlines():
             _say("  ping: " + line)
 
-        runs = _trigger_runs(fixture_changes())
+        runs, reshelves = _trigger_runs(fixture_changes())
         online, offline = runs[:-OUTAGE_CHANGES], runs[-OUTAGE_CHANGES:]
         _say("Submitting and shelving through the trigger (it spools, starts a detached sender, exits 0):")
         statuses = []
+        shelves = Path(state["p4_shelves_file"])
         for run in online:
-            statuses.append(_fire(host, run, len(statuses)))
+            statuses.append(_fire(host, run, len(statuses), shelves))
         host.wait_until_answered(len(online))
         _say(f"API outage: closing the API's front door ({door.url(api.path.strip('/'))} refuses connections)")
         door.close()
         for run in offline:
-            statuses.append(_fire(host, run, len(statuses)))
+            statuses.append(_fire(host, run, len(statuses), shelves))
         time.sleep(1.0)  # let the detached senders try (and fail) to reach the API
         pending = host.events("pending")
         errors = sorted({event["last_error"] for event in pending if event.get("last_error")})
@@ -184,6 +215,16 @@ def run_demo(state_root: Path, timeout_seconds: float = 300) -> int:
             f"After success, CL {first_request['changelist_id']} v1 under a new key -> {again.status} "
             f"({again.headers.get('x-p4review-replay')}): prior result, no new email"
         )
+        if reshelves:
+            _say("The owner of a shelved change reads its review, fixes one file and re-shelves:")
+            for run in reshelves:
+                statuses.append(_fire(host, run, len(statuses), shelves))
+            known = {job_id for _, job_id in accepted}
+            accepted = _job_ids(host)
+            rerun_ids = [job_id for _, job_id in accepted if job_id not in known]
+            jobs.update(_wait_for_jobs(client, rerun_ids, timeout_seconds))
+            for job_id in rerun_ids:
+                _show_rerun_email(Path(state["mailbox_dir"]), job_id)
         rows = []
         for request, job_id in accepted:
             job = jobs.get(job_id, {})
@@ -209,7 +250,7 @@ def run_demo(state_root: Path, timeout_seconds: float = 300) -> int:
         _say(f"\n{len(emails)} emails in {mailbox}; trigger log: {host.spool / 'p4review-trigger.log'}")
         ok = (
             all(status == 0 for status in statuses)
-            and len(accepted) == len(runs)
+            and len(accepted) == len(runs) + len(reshelves)
             and not host.events("pending")
             and not host.events("rejected")
             and all(row[5] == "succeeded" for row in rows)

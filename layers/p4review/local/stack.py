@@ -45,6 +45,8 @@ class StackInfo:
     smtp_port: int
     state_dir: str
     log_file: str | None = None
+    # The fake p4's record of each change's current shelf version (P4FAKE_SHELVES); absent: latest.
+    p4_shelves_file: str | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)
@@ -125,6 +127,7 @@ class LocalStack:
         workers: bool = True,
     ):
         self.state_dir = Path(state_dir).resolve()
+        self.shelves_file = self.state_dir / "fake-p4" / "shelves.json"
         self._api_port = api_port
         self._smtp_port = smtp_port
         self._environment = environment
@@ -208,7 +211,9 @@ class LocalStack:
             **self.resources.env(),
             # The fake p4 started by this interpreter: through a version-manager shim every p4 call
             # would cost a tenth of a second or more.
-            "P4REVIEW_P4_EXECUTABLE": str(write_fake_p4_wrapper(self.state_dir / "fake-p4" / "p4", {})),
+            "P4REVIEW_P4_EXECUTABLE": str(
+                write_fake_p4_wrapper(self.state_dir / "fake-p4" / "p4", {"P4FAKE_SHELVES": str(self.shelves_file)})
+            ),
             "POWERTOOLS_SERVICE_NAME": "p4review",
             "POWERTOOLS_METRICS_NAMESPACE": "P4Review",
             # Reviewers per depot prefix, as an admin would set them: the fixture depot's UI tree has
@@ -268,6 +273,7 @@ class LocalStack:
             signing_secret_file=str(secret_file),
             smtp_port=self.mail_server.port,
             state_dir=str(self.state_dir),
+            p4_shelves_file=str(self.shelves_file),
         )
         (self.state_dir / "stack.json").write_text(self.info.to_json())
         # Operator commands that talk to AWS directly (`p4review dlq ...`) and worker processes

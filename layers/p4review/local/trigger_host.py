@@ -68,9 +68,19 @@ class TriggerHost:
         }
         self.config.write_text("".join(f"{key}={value}\n" for key, value in values.items()))
 
-    def set_shelf_version(self, version: int | None) -> None:
+    def set_shelf_version(
+        self, version: int | None, change: int | None = None, shelves_file: Path | None = None
+    ) -> None:
         """Which shelf version the fake p4 serves to the trigger (as if the user had just
-        shelved it)."""
+        shelved it); with `change` and `shelves_file` (the service's P4FAKE_SHELVES), the server
+        holds that version from now on, as a re-shelve replaces a shelf."""
+        if version is not None and change is not None and shelves_file is not None:
+            current = json.loads(shelves_file.read_text()) if shelves_file.exists() else {}
+            current[str(change)] = version
+            temporary = shelves_file.with_name(shelves_file.name + ".tmp")
+            temporary.parent.mkdir(parents=True, exist_ok=True)
+            temporary.write_text(json.dumps(current))
+            temporary.replace(shelves_file)
         settings = {"P4FAKE_STATE": str(self.p4_state)}
         if self.depot is not None:
             settings["P4FAKE_DEPOT"] = str(self.depot)

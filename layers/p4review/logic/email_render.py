@@ -22,7 +22,14 @@ from p4review.logic.depot_paths import escaped_character, sanitize_for_log
 from p4review.logic.excerpts import code_excerpt
 from p4review.models.change import ChangeDescription, DiffStatus, FileDiff
 from p4review.models.job import ReviewJob
-from p4review.models.review_result import SEVERITY_ORDER, Coverage, Finding, ReviewResult, Severity
+from p4review.models.review_result import (
+    SEVERITY_ORDER,
+    Coverage,
+    Finding,
+    ReviewResult,
+    Severity,
+    VersionHistory,
+)
 
 DESCRIPTION_EXCERPT_CHARS = 120
 _PATH_LIMIT = 1024  # a depot path is far shorter; the cap only bounds hostile input
@@ -120,10 +127,10 @@ def _location(finding: Finding) -> str:
     return f"{_shown_path(finding.file)}:{finding.line}"
 
 
-def _grouped(result: ReviewResult) -> list[tuple[Severity, list[Finding]]]:
+def _grouped(findings: Sequence[Finding]) -> list[tuple[Severity, list[Finding]]]:
     groups: list[tuple[Severity, list[Finding]]] = []
     for severity in SEVERITY_ORDER:
-        members = [f for f in result.findings if Severity(f.severity) == severity]
+        members = [f for f in findings if Severity(f.severity) == severity]
         if members:
             groups.append((severity, members))
     return groups
@@ -170,15 +177,20 @@ def _follows(job: ReviewJob) -> str:
     return f"shelf v{shelf.review_version} of CL {shelf.changelist_id}" if shelf else ""
 
 
-def subject_for(job: ReviewJob, result: ReviewResult) -> str:
-    """`[p4review] CL 12345 v2: 3 findings (1 high)` or `[p4review] CL 12345 v2: no findings`."""
+def subject_for(job: ReviewJob, result: ReviewResult, history: VersionHistory | None = None) -> str:
+    """`[p4review] CL 12345 v2: 3 findings (1 high)` or `[p4review] CL 12345 v2: no findings`;
+    a versioned rerun adds what changed: `; 1 new, 2 resolved since v1`."""
     prefix = f"[p4review] CL {job.changelist_id} v{job.review_version}"
     if not result.findings:
-        return f"{prefix}: no findings"
-    counts = _severity_counts(result)
-    severe = ", ".join(f"{counts[s]} {s.value}" for s in _SUBJECT_COUNTED if counts[s])
-    text = f"{prefix}: {_plural(len(result.findings), 'finding')}"
-    return f"{text} ({severe})" if severe else text
+        text = f"{prefix}: no findings"
+    else:
+        counts = _severity_counts(result)
+        severe = ", ".join(f"{counts[s]} {s.value}" for s in _SUBJECT_COUNTED if counts[s])
+        text = f"{prefix}: {_plural(len(result.findings), 'finding')}"
+        text = f"{text} ({severe})" if severe else text
+    if history is not None:
+        text += f"; {len(history.new)} new, {len(history.resolved)} resolved since v{history.previous_version}"
+    return text
 
 
 @dataclass(frozen=True)
@@ -197,6 +209,30 @@ class FindingView:
     message_lines: tuple[str, ...]
     suggestion: str | None
     code: tuple[CodeLineView, ...] = ()  # the flagged lines and two of context, from the redacted diff
+    link: str | None = None  # the file in Swarm's view of the change, when a Swarm URL is configured
+    rule: str | None = None  # an analyzer's rule (`ruff/S602`)
+
+
+FindingGroups = tuple[tuple[str, tuple[FindingView, ...]], ...]  # (SEVERITY, findings), most severe first
+
+
+@dataclass(frozen=True)
+class ResolvedView:
+    severity: str
+    location: str  # where it was in the previous version
+    title: str
+
+
+@dataclass(frozen=True)
+class ChangesView:
+    """A versioned rerun: what changed since the previous version, shown first."""
+
+    previous_version: int
+    headline: str  # "Since v1: 1 new, 2 still open, 1 resolved."
+    new: FindingGroups
+    still_open: FindingGroups
+    resolved: tuple[ResolvedView, ...]
+    note: str | None  # files carried over, findings not re-checked
 
 
 @dataclass(frozen=True)
@@ -214,12 +250,13 @@ class EmailView:
     swarm_link: str | None
     summary: str | None
     headline: str
-    groups: tuple[tuple[str, tuple[FindingView, ...]], ...]  # (SEVERITY, findings), most severe first
+    groups: FindingGroups  # every finding; a rerun shows `changes` instead
     reviewed: tuple[str, ...]
     skipped: tuple[tuple[str, str], ...]  # (path, reason)
     job_id: str
     prompt_version: str
     schema_version: str
+    changes: ChangesView | None = None
 
 
 def _code_view(diff_text: str | None, finding: Finding) -> tuple[CodeLineView, ...]:
@@ -231,6 +268,64 @@ def _code_view(diff_text: str | None, finding: Finding) -> tuple[CodeLineView, .
     )
 
 
+def _finding_link(change_link: str | None, path: str) -> str | None:
+    """Swarm's change page names each file's diff by the MD5 of its depot path."""
+    if not change_link:
+        return None
+    return f"{change_link}#{hashlib.md5(path.encode('utf-8', 'surrogatepass'), usedforsecurity=False).hexdigest()}"
+
+
+def _finding_view(finding: Finding, diff_of: dict[str, str], change_link: str | None) -> FindingView:
+    return FindingView(
+        location=_location(finding),
+        title=_one_line(finding.title, 200),
+        category=_one_line(str(finding.category), 40),
+        message_lines=tuple(line.rstrip() for line in _clean(finding.message).split("\n")),
+        suggestion=_one_line(finding.suggestion, 1000) if finding.suggestion and finding.suggestion.strip() else None,
+        code=_code_view(diff_of.get(finding.file), finding),
+        link=_finding_link(change_link, finding.file),
+        rule=_one_line(finding.rule_id, 80) if finding.rule_id and "/" in finding.rule_id else None,
+    )
+
+
+def _groups(findings: Sequence[Finding], diff_of: dict[str, str], change_link: str | None) -> FindingGroups:
+    return tuple(
+        (severity.value.upper(), tuple(_finding_view(f, diff_of, change_link) for f in members))
+        for severity, members in _grouped(findings)
+    )
+
+
+def _changes_view(
+    history: VersionHistory, findings: Sequence[Finding], diff_of: dict[str, str], change_link: str | None
+) -> ChangesView:
+    new_ids, open_ids = set(history.new), set(history.still_open)
+    since = f"v{history.previous_version}"
+    headline = (
+        f"Since {since}: {len(history.new)} new, {len(history.still_open)} still open, "
+        f"{len(history.resolved)} resolved."
+    )
+    notes = []
+    if history.files_reused:
+        notes.append(f"{_plural(len(history.files_reused), 'file')} unchanged since {since} (review carried over).")
+    if history.not_rechecked:
+        notes.append(f"{_plural(history.not_rechecked, 'finding')} of {since} on files not reviewed this time.")
+    return ChangesView(
+        previous_version=history.previous_version,
+        headline=headline,
+        new=_groups([f for f in findings if f.id in new_ids], diff_of, change_link),
+        still_open=_groups([f for f in findings if f.id in open_ids], diff_of, change_link),
+        resolved=tuple(
+            ResolvedView(
+                severity=resolved.severity.value.upper(),
+                location=f"{_shown_path(resolved.file)}:{resolved.line}",
+                title=_one_line(resolved.title, 200),
+            )
+            for resolved in sorted(history.resolved, key=lambda r: (SEVERITY_ORDER.index(r.severity), r.file, r.line))
+        ),
+        note=" ".join(notes) or None,
+    )
+
+
 def email_view(
     *,
     job: ReviewJob,
@@ -239,47 +334,37 @@ def email_view(
     description: ChangeDescription,
     swarm_url: str | None = None,
     diffs: Sequence[FileDiff] = (),
+    history: VersionHistory | None = None,
 ) -> EmailView:
-    """`diffs` are the redacted change's file diffs: each finding shows its lines from them."""
+    """`diffs` are the redacted change's file diffs: each finding shows its lines from them.
+    `history` (a versioned rerun) puts what changed since the previous version first."""
     reviewed, skipped = _coverage(coverage)
     diff_of = {diff.depot_path: diff.unified_diff for diff in diffs if diff.unified_diff}
     summary = _one_line(result.summary, 500) if result.summary and result.summary.strip() else None
+    change_link = _swarm_link(swarm_url, job.changelist_id)
     return EmailView(
-        subject=subject_for(job, result),
+        subject=subject_for(job, result, history),
         changelist_id=job.changelist_id,
         owner=_one_line(description.owner, 80),
         kind=job.kind.value,
         review_version=job.review_version,
         follows=_follows(job) if job.follows_shelf else None,
         description=description_excerpt(description.description),
-        swarm_link=_swarm_link(swarm_url, job.changelist_id),
+        swarm_link=change_link,
         summary=summary,
         headline=_findings_headline(result),
-        groups=tuple(
-            (
-                severity.value.upper(),
-                tuple(
-                    FindingView(
-                        location=_location(finding),
-                        title=_one_line(finding.title, 200),
-                        category=_one_line(str(finding.category), 40),
-                        message_lines=tuple(line.rstrip() for line in _clean(finding.message).split("\n")),
-                        suggestion=_one_line(finding.suggestion, 1000)
-                        if finding.suggestion and finding.suggestion.strip()
-                        else None,
-                        code=_code_view(diff_of.get(finding.file), finding),
-                    )
-                    for finding in members
-                ),
-            )
-            for severity, members in _grouped(result)
-        ),
+        groups=_groups(result.findings, diff_of, change_link),
         reviewed=tuple(reviewed),
         skipped=tuple(skipped),
         job_id=job.job_id,
         prompt_version=_one_line(result.prompt_version, 80),
         schema_version=_one_line(result.schema_version, 80),
+        changes=_changes_view(history, result.findings, diff_of, change_link) if history else None,
     )
+
+
+# ---------------------------------------------------------------------------------------
+# Plain text
 
 
 def render_text(view: EmailView) -> str:
@@ -296,22 +381,21 @@ def render_text(view: EmailView) -> str:
     if view.swarm_link:
         out.append(f"Swarm:       {view.swarm_link}")
     out.append("")
+    if view.changes:
+        out += [view.changes.headline, *([view.changes.note] if view.changes.note else []), ""]
     if view.summary:
         out += [f"Summary: {view.summary}", ""]
     out += [view.headline, ""]
-    for severity, findings in view.groups:
-        out.append(f"== {severity} ({len(findings)}) ==")
+    if view.changes:
+        since = f"v{view.changes.previous_version}"
+        out += _text_section(f"New since {since}", view.changes.new)
+        out += _text_section("Still open", view.changes.still_open)
+        out.append(f"#### Resolved since {since} ({len(view.changes.resolved)}) ####")
         out.append("")
-        for finding in findings:
-            out.append(f"* {finding.location}")
-            out.append(f"  {finding.title}  [{finding.category}]")
-            out += [f"  {line}".rstrip() for line in finding.message_lines]
-            if finding.suggestion:
-                out.append(f"  Suggestion: {finding.suggestion}")
-            if finding.code:
-                out.append("")
-                out += [_text_code_line(line) for line in finding.code]
-            out.append("")
+        out += [f"* [{r.severity}] {r.location}  {r.title}" for r in view.changes.resolved] or ["  (none)"]
+        out.append("")
+    else:
+        out += _text_groups(view.groups)
     out.append("-- Coverage --")
     out.append(f"Files reviewed ({len(view.reviewed)}):")
     out += [f"  {path}" for path in view.reviewed] or ["  (none)"]
@@ -325,20 +409,76 @@ def render_text(view: EmailView) -> str:
     return "\n".join(_clean(line) for line in out) + "\n"
 
 
+def _text_section(title: str, groups: FindingGroups) -> list[str]:
+    count = sum(len(findings) for _, findings in groups)
+    out = [f"#### {title} ({count}) ####", ""]
+    return out + (_text_groups(groups) if groups else ["  (none)", ""])
+
+
+def _text_groups(groups: FindingGroups) -> list[str]:
+    out: list[str] = []
+    for severity, findings in groups:
+        out.append(f"== {severity} ({len(findings)}) ==")
+        out.append("")
+        for finding in findings:
+            out.append(f"* {finding.location}")
+            rule = f" ({finding.rule})" if finding.rule else ""
+            out.append(f"  {finding.title}  [{finding.category}]{rule}")
+            out += [f"  {line}".rstrip() for line in finding.message_lines]
+            if finding.suggestion:
+                out.append(f"  Suggestion: {finding.suggestion}")
+            if finding.code:
+                out.append("")
+                out += [_text_code_line(line) for line in finding.code]
+            if finding.link:
+                out.append(f"  In Swarm: {finding.link}")
+            out.append("")
+    return out
+
+
 def _text_code_line(line: CodeLineView) -> str:
     """`  > 42 + | code`: `>` marks the flagged lines, `+` the lines the change added."""
     return f"  {'>' if line.flagged else ' '}{line.number:>5} {'+' if line.added else ' '}| {line.text}".rstrip()
 
 
-_CODE_BLOCK_STYLE = (
-    "margin: 6px 0; padding: 4px 0; border: 1px solid #d0d7de; border-radius: 4px; "
-    "font-family: Consolas, Menlo, monospace; font-size: 12px; line-height: 1.4; white-space: pre; overflow-x: auto"
-)
+# ---------------------------------------------------------------------------------------
+# HTML: table layout and inline styles (mail clients drop <style> and ignore CSS layout);
+# every block sets its own text and background colour, so a client's dark mode either keeps
+# them (readable as they are) or inverts them together; the <style> block only adds a dark
+# palette for clients that honour prefers-color-scheme.
 
+_TEXT = "#1f2328"
+_MUTED = "#57606a"
+_BORDER = "#d0d7de"
+_PAGE = "#f6f8fa"
+_CARD = "#ffffff"
+_FONT = "-apple-system, 'Segoe UI', Helvetica, Arial, sans-serif"
+_MONO = "Consolas, Menlo, 'Liberation Mono', monospace"
+
+_DARK_MODE_CSS = (
+    ":root { color-scheme: light dark; supported-color-schemes: light dark; } "
+    "@media (prefers-color-scheme: dark) { "
+    ".p4r-page { background-color: #0d1117 !important; } "
+    ".p4r-card { background-color: #161b22 !important; color: #e6edf3 !important; border-color: #30363d !important; } "
+    ".p4r-muted { color: #9198a1 !important; } "
+    ".p4r-text { color: #e6edf3 !important; } "
+    ".p4r-code, .p4r-context { background-color: #0d1117 !important; color: #e6edf3 !important; } "
+    ".p4r-code { border-color: #30363d !important; } "
+    ".p4r-added { background-color: #033a16 !important; color: #e6edf3 !important; } "
+    "a { color: #4493f8 !important; } }"
+)
 
 # White text on each colour has a contrast ratio of at least 4.5:1 (WCAG AA), on light and dark
 # backgrounds alike: the badge carries its own background.
-_BADGE_COLOURS = {"CRITICAL": "#82071e", "HIGH": "#cf222e", "MEDIUM": "#9a6700", "LOW": "#0969da", "INFO": "#57606a"}
+_BADGE_COLOURS = {
+    "CRITICAL": "#82071e",
+    "HIGH": "#cf222e",
+    "MEDIUM": "#9a6700",
+    "LOW": "#0969da",
+    "INFO": "#57606a",
+    "NEW": "#8250df",
+    "RESOLVED": "#1a7f37",
+}
 
 
 def _html_badge(severity: str, e: Callable[[object], str]) -> str:
@@ -350,65 +490,138 @@ def _html_badge(severity: str, e: Callable[[object], str]) -> str:
 
 
 def _html_code_line(line: CodeLineView, e: Callable[[object], str]) -> str:
-    background = "background-color: #e6ffec; color: #1f2328;" if line.added else ""
-    weight = " font-weight: bold;" if line.flagged else ""
-    number = f'<span style="color: #6e7781; user-select: none;">{line.number:>5} {"+" if line.added else " "} </span>'
-    return f'<div style="padding: 0 8px;{background}{weight}">{number}{e(line.text) or " "}</div>'
+    added = ' class="p4r-added"' if line.added else ' class="p4r-context"'
+    background = "#e6ffec" if line.added else "#f6f8fa"
+    weight = "bold" if line.flagged else "normal"
+    marker = "&gt;" if line.flagged else "&nbsp;"
+    return (
+        f'<tr{added} style="background-color: {background}; color: {_TEXT};">'
+        f'<td class="p4r-muted" width="1%" style="padding: 0 6px; color: {_MUTED}; text-align: right; '
+        f'font-family: {_MONO}; font-size: 12px; white-space: pre;">'
+        f"{marker}{line.number} {'+' if line.added else '&nbsp;'}</td>"
+        f'<td style="padding: 0 8px; font-family: {_MONO}; font-size: 12px; font-weight: {weight}; '
+        f'white-space: pre;">{e(line.text) or "&nbsp;"}</td></tr>'
+    )
+
+
+def _html_finding(severity: str, finding: FindingView, e: Callable[[object], str]) -> str:
+    location = f"<code>{e(finding.location)}</code>"
+    if finding.link:
+        location = f'<a href="{e(finding.link)}" style="color: #0969da;">{location}</a>'
+    rule = f' <span class="p4r-muted" style="color: {_MUTED};">{e(finding.rule)}</span>' if finding.rule else ""
+    cell = [
+        f"{_html_badge(severity, e)} {location}<br>",
+        f"<strong>{e(finding.title)}</strong> "
+        f'<span class="p4r-muted" style="color: {_MUTED};">[{e(finding.category)}]</span>{rule}<br>',
+        "<br>\n".join(e(line) for line in finding.message_lines),
+    ]
+    if finding.suggestion:
+        cell.append(f"<br><em>Suggestion:</em> {e(finding.suggestion)}")
+    if finding.code:
+        rows = "".join(_html_code_line(line, e) for line in finding.code)
+        cell.append(
+            f'<table role="presentation" class="p4r-code" cellpadding="0" cellspacing="0" width="100%" '
+            f'style="margin: 6px 0; border: 1px solid {_BORDER}; border-collapse: collapse; '
+            f'background-color: #f6f8fa; line-height: 1.4;">{rows}</table>'
+        )
+    return (
+        f'<tr><td class="p4r-text" style="padding: 8px 0; border-top: 1px solid {_BORDER}; color: {_TEXT};">'
+        f"{''.join(cell)}</td></tr>"
+    )
+
+
+def _html_groups(groups: FindingGroups, e: Callable[[object], str]) -> list[str]:
+    out = []
+    for severity, findings in groups:
+        heading = f'<h3 style="margin: 0; font-size: 15px;">{e(severity)} ({len(findings)})</h3>'
+        out.append(f'<tr><td style="padding: 12px 0 4px 0;">{heading}</td></tr>')
+        out += [_html_finding(severity, finding, e) for finding in findings]
+    return out
+
+
+def _html_heading(text: str, e: Callable[[object], str]) -> str:
+    return f'<tr><td style="padding: 16px 0 4px 0;"><h2 style="margin: 0; font-size: 18px;">{e(text)}</h2></td></tr>'
+
+
+def _html_none() -> str:
+    return f'<tr><td class="p4r-muted" style="padding: 4px 0; color: {_MUTED};">(none)</td></tr>'
 
 
 def render_html(view: EmailView) -> str:
     def e(value: object) -> str:
         return html.escape(_clean(str(value)), quote=True)
 
-    out: list[str] = [
-        "<!DOCTYPE html>",
-        '<html><head><meta charset="utf-8">',
-        f"<title>{e(view.subject)}</title></head>",
-        '<body style="font-family: sans-serif; font-size: 14px;">',
-        f"<h2>p4review: changelist {e(view.changelist_id)}</h2>",
-        "<table>",
-        f'<tr><th align="left">Changelist</th><td>{e(view.changelist_id)}</td></tr>',
-        f'<tr><th align="left">Owner</th><td>{e(view.owner)}</td></tr>',
-        f'<tr><th align="left">Kind</th><td>{e(view.kind)}</td></tr>',
-        f'<tr><th align="left">Review</th><td>v{e(view.review_version)}</td></tr>',
-        *([f'<tr><th align="left">Follows</th><td>{e(view.follows)}</td></tr>'] if view.follows else []),
-        f'<tr><th align="left">Description</th><td>{e(view.description)}</td></tr>',
-        "</table>",
+    def row(label: str, value: str) -> str:
+        return (
+            f'<tr><th align="left" class="p4r-muted" style="padding: 2px 12px 2px 0; color: {_MUTED}; '
+            f'font-weight: normal; white-space: nowrap;">{label}</th><td>{value}</td></tr>'
+        )
+
+    facts = [
+        row("Changelist", e(view.changelist_id)),
+        row("Owner", e(view.owner)),
+        row("Kind", e(view.kind)),
+        row("Review", f"v{e(view.review_version)}"),
+        *([row("Follows", e(view.follows))] if view.follows else []),
+        row("Description", e(view.description)),
     ]
     if view.swarm_link:
-        out.append(f'<p><a href="{e(view.swarm_link)}">View changelist {e(view.changelist_id)} in Swarm</a></p>')
+        label = f"View changelist {e(view.changelist_id)} in Swarm"
+        link = f'<a href="{e(view.swarm_link)}" style="color: #0969da;">{label}</a>'
+        facts.append(row("Swarm", link))
+    table = f'<table role="presentation" cellpadding="0" cellspacing="0">{"".join(facts)}</table>'
+    body: list[str] = [f"<tr><td>{table}</td></tr>"]
+    if view.changes:
+        body.append(f'<tr><td style="padding-top: 12px;"><strong>{e(view.changes.headline)}</strong></td></tr>')
+        if view.changes.note:
+            body.append(f'<tr><td class="p4r-muted" style="color: {_MUTED};">{e(view.changes.note)}</td></tr>')
     if view.summary:
-        out.append(f"<p>{e(view.summary)}</p>")
-    out.append(f"<p><strong>{e(view.headline)}</strong></p>")
-    for severity, findings in view.groups:
-        out.append(f"<h3>{e(severity)} ({len(findings)})</h3>")
-        out.append("<ul>")
-        for finding in findings:
-            item = [
-                f"<li>{_html_badge(severity, e)} <code>{e(finding.location)}</code><br>",
-                f"<strong>{e(finding.title)}</strong> [{e(finding.category)}]<br>",
-                "<br>\n".join(e(line) for line in finding.message_lines),
-            ]
-            if finding.suggestion:
-                item.append(f"<br><em>Suggestion:</em> {e(finding.suggestion)}")
-            if finding.code:
-                lines = "".join(_html_code_line(line, e) for line in finding.code)
-                item.append(f'<div style="{_CODE_BLOCK_STYLE}">{lines}</div>')
-            item.append("</li>")
-            out.append("".join(item))
-        out.append("</ul>")
-    out.append("<h3>Coverage</h3>")
-    out.append(f"<p>Files reviewed ({len(view.reviewed)}):</p><ul>")
-    out += [f"<li><code>{e(path)}</code></li>" for path in view.reviewed] or ["<li>(none)</li>"]
-    out.append(f"</ul><p>Files skipped ({len(view.skipped)}):</p><ul>")
-    out += [f"<li><code>{e(path)}</code> ({e(reason)})</li>" for path, reason in view.skipped] or ["<li>(none)</li>"]
-    out.append("</ul>")
-    out.append(
-        f'<p style="color: #666; font-size: 12px;">Job {e(view.job_id)}; prompt {e(view.prompt_version)}, '
-        f"schema {e(view.schema_version)}. This message was generated automatically by p4review; "
-        "replies are not read.</p>"
+        body.append(f'<tr><td style="padding-top: 12px;">{e(view.summary)}</td></tr>')
+    body.append(f'<tr><td style="padding-top: 12px;"><strong>{e(view.headline)}</strong></td></tr>')
+    if view.changes:
+        since = f"v{view.changes.previous_version}"
+        for title, groups in ((f"New since {since}", view.changes.new), ("Still open", view.changes.still_open)):
+            body.append(_html_heading(f"{title} ({sum(len(f) for _, f in groups)})", e))
+            body += _html_groups(groups, e) or [_html_none()]
+        body.append(_html_heading(f"Resolved since {since} ({len(view.changes.resolved)})", e))
+        body += [
+            f'<tr><td style="padding: 4px 0; border-top: 1px solid {_BORDER};">{_html_badge("RESOLVED", e)} '
+            f"{_html_badge(r.severity, e)} <code>{e(r.location)}</code> <s>{e(r.title)}</s></td></tr>"
+            for r in view.changes.resolved
+        ] or [_html_none()]
+    else:
+        body += _html_groups(view.groups, e)
+    body.append(_html_heading("Coverage", e))
+    reviewed = "<br>".join(f"<code>{e(path)}</code>" for path in view.reviewed) or "(none)"
+    skipped = "<br>".join(f"<code>{e(path)}</code> ({e(reason)})" for path, reason in view.skipped) or "(none)"
+    body.append(f"<tr><td>Files reviewed ({len(view.reviewed)}):<br>{reviewed}</td></tr>")
+    body.append(f'<tr><td style="padding-top: 8px;">Files skipped ({len(view.skipped)}):<br>{skipped}</td></tr>')
+    body.append(
+        f'<tr><td class="p4r-muted" style="padding-top: 16px; color: {_MUTED}; font-size: 12px;">Job {e(view.job_id)}; '
+        f"prompt {e(view.prompt_version)}, schema {e(view.schema_version)}. This message was generated "
+        "automatically by p4review; replies are not read.</td></tr>"
     )
-    out.append("</body></html>")
+    out = [
+        "<!DOCTYPE html>",
+        '<html><head><meta charset="utf-8">',
+        '<meta name="color-scheme" content="light dark"><meta name="supported-color-schemes" content="light dark">',
+        f"<style>{_DARK_MODE_CSS}</style>",
+        f"<title>{e(view.subject)}</title></head>",
+        f'<body class="p4r-page" style="margin: 0; padding: 0; background-color: {_PAGE};">',
+        f'<table role="presentation" class="p4r-page" width="100%" cellpadding="0" cellspacing="0" '
+        f'style="background-color: {_PAGE};"><tr><td align="center" style="padding: 16px;">',
+        f'<table role="presentation" class="p4r-card" width="100%" cellpadding="0" cellspacing="0" '
+        f'style="max-width: 820px; background-color: {_CARD}; color: {_TEXT}; border: 1px solid {_BORDER}; '
+        f'border-radius: 6px; font-family: {_FONT}; font-size: 14px; line-height: 1.5;">',
+        f'<tr><td style="padding: 16px 24px;"><table role="presentation" width="100%" cellpadding="0" '
+        f'cellspacing="0" class="p4r-text" style="color: {_TEXT};">',
+        f'<tr><td><h1 style="margin: 0 0 8px 0; font-size: 20px;">p4review: changelist {e(view.changelist_id)}'
+        "</h1></td></tr>",
+        *body,
+        "</table></td></tr></table>",
+        "</td></tr></table>",
+        "</body></html>",
+    ]
     return "\n".join(out) + "\n"
 
 
@@ -423,6 +636,7 @@ def render_review_email(
     message_id: str,
     swarm_url: str | None = None,
     diffs: Sequence[FileDiff] = (),
+    history: VersionHistory | None = None,
 ) -> bytes:
     """The complete message as bytes (CRLF line endings), byte-identical for equal inputs.
 
@@ -434,14 +648,20 @@ def render_review_email(
     message = EmailMessage(policy=SMTP)
     message["From"] = from_address
     message["To"] = recipient
-    message["Subject"] = subject_for(job, result)
+    message["Subject"] = subject_for(job, result, history)
     message["Date"] = _date_header(job.created_at)
     message["Message-ID"] = _message_id_header(message_id)
     message["X-P4Review-Job"] = job.job_id
     message["X-P4Review-Version"] = str(job.review_version)
     message["Auto-Submitted"] = "auto-generated"
     view = email_view(
-        job=job, result=result, coverage=coverage, description=description, swarm_url=swarm_url, diffs=diffs
+        job=job,
+        result=result,
+        coverage=coverage,
+        description=description,
+        swarm_url=swarm_url,
+        diffs=diffs,
+        history=history,
     )
     text_body, html_body = render_text(view), render_html(view)
     message.set_content(text_body, subtype="plain", charset="utf-8", cte="quoted-printable")

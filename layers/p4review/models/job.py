@@ -111,6 +111,11 @@ class ReviewSummary(BaseModel):
     input_tokens: int | None = None
     output_tokens: int | None = None
     suppressed: int | None = None  # findings the noise controls removed
+    # A versioned rerun compared with the previous version (docs/review.md "Versioned reruns").
+    previous_version: int | None = None
+    findings_new: int | None = None
+    findings_resolved: int | None = None
+    files_reused: int | None = None
 
 
 class ShelfRef(BaseModel):

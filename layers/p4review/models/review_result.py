@@ -162,6 +162,47 @@ class ReviewUsage(BaseModel):
     estimated: bool = False  # the offline reviewer reports estimated tokens
 
 
+class FileAnswer(BaseModel):
+    """The reviewer's findings for one file, kept so the next shelf version can reuse them when
+    the file's reviewed diff section is byte-identical and the same reviewer would answer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    file: str
+    section_sha256: str  # the numbered diff section the reviewer saw
+    answered_by: str  # the reviewer fingerprint: provider, model, prompt version, line policy
+    findings: list[Finding] = Field(default_factory=list)
+
+
+class ResolvedFinding(BaseModel):
+    """A finding of the previous version that this version no longer has (where it was then)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    severity: Severity
+    category: Category
+    title: str
+    file: str
+    line: int
+    rule_id: str | None = None
+
+
+class VersionHistory(BaseModel):
+    """What changed since the previous review version of the same changelist (docs/review.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    previous_version: int
+    previous_job_id: str
+    new: list[str] = Field(default_factory=list)  # ids of this version's findings
+    still_open: list[str] = Field(default_factory=list)  # ids of this version's findings
+    resolved: list[ResolvedFinding] = Field(default_factory=list)
+    # Previous findings on files this version did not review (skipped): neither open nor resolved.
+    not_rechecked: int = 0
+    # Files whose diff did not change since the previous version: its answers were reused.
+    files_reused: list[str] = Field(default_factory=list)
+
+
 class StoredReview(BaseModel):
     """The review stage's result document in the redacted bucket (`results/...`)."""
 
@@ -174,3 +215,7 @@ class StoredReview(BaseModel):
     prompt_version: str | None = None
     prompt_track: str | None = None
     suppressed: dict[str, int] = Field(default_factory=dict)
+    # Finding id -> its fingerprint (file, rule or normalized title, flagged line's content).
+    fingerprints: dict[str, str] = Field(default_factory=dict)
+    file_answers: list[FileAnswer] = Field(default_factory=list)
+    history: VersionHistory | None = None  # review_version > 1 with the previous result found

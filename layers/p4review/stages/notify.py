@@ -24,7 +24,7 @@ from p4review.metric_names import MetricName
 from p4review.models.change import ChangeSnapshot
 from p4review.models.job import JobStatus, ReviewJob, StageName
 from p4review.models.outbox import DeliveryStatus, LookupOutcome, LookupResult, OutboxRow, SendOutcome, SendResult
-from p4review.models.review_result import Coverage, ReviewResult, StoredReview
+from p4review.models.review_result import Coverage, StoredReview
 from p4review.observability import logger, metrics
 from p4review.runtime.faults import FaultPoint, fault
 from p4review.runtime.heartbeat import Lease
@@ -55,9 +55,11 @@ class NotifyWork:
         snapshot = ChangeSnapshot.model_validate(self._artifacts.get_json(job.artifacts.change_key)["snapshot"])
         stored = StoredReview.model_validate(self._artifacts.get_json(job.artifacts.result_key))
         result = stored.result
+        resolved = bool(stored.history and stored.history.resolved)
         # The review's coverage (chunking skips included); results written before it existed: the fetch's.
         coverage = stored.coverage or snapshot.diffs
-        if not result.findings and self._settings.no_findings_policy == "skip":
+        # A rerun that resolved everything is news (what was fixed), not an empty review.
+        if not result.findings and not resolved and self._settings.no_findings_policy == "skip":
             logger.info(
                 "no findings and P4REVIEW_NO_FINDINGS_POLICY=skip: nothing to send", extra={"job_id": job.job_id}
             )
@@ -87,7 +89,7 @@ class NotifyWork:
         refused: list[NonRetryableError] = []
         for recipient in recipients:
             try:
-                self._deliver(job, snapshot, result, coverage, recipient, transport, lease)
+                self._deliver(job, snapshot, stored, coverage, recipient, transport, lease)
             except (AuthError, StaleWriteError):
                 raise  # our credentials, or the lease: every other recipient would meet the same
             except RetryableError as exc:
@@ -177,7 +179,7 @@ class NotifyWork:
         self,
         job: ReviewJob,
         snapshot: ChangeSnapshot,
-        result: ReviewResult,
+        stored: StoredReview,
         coverage: Coverage | list,
         recipient: str,
         transport: EmailTransport,
@@ -209,7 +211,7 @@ class NotifyWork:
             # An earlier attempt may have reached the provider: look before sending again.
             if self._reconcile_earlier_attempt(row, message_id, transport, log):
                 return
-        row, outcome = self._attempt(job, snapshot, result, coverage, row, transport, lease, log)
+        row, outcome = self._attempt(job, snapshot, stored, coverage, row, transport, lease, log)
         if outcome.outcome == SendOutcome.SENT:
             fault(FaultPoint.DB_WRITE_AFTER_PROVIDER)
             self._outbox.mark_sent(row, outcome.notification_id or message_id)
@@ -234,7 +236,7 @@ class NotifyWork:
         self,
         job: ReviewJob,
         snapshot: ChangeSnapshot,
-        result: ReviewResult,
+        stored: StoredReview,
         coverage: Coverage | list,
         row: OutboxRow,
         transport: EmailTransport,
@@ -247,7 +249,7 @@ class NotifyWork:
         for _ in range(2):
             message = render_review_email(
                 job=job,
-                result=result,
+                result=stored.result,
                 coverage=coverage,
                 description=snapshot.description,
                 recipient=row.recipient,
@@ -255,6 +257,7 @@ class NotifyWork:
                 message_id=message_id_for(row.provider_token, transport.from_address),
                 swarm_url=self._settings.swarm_url,
                 diffs=snapshot.diffs,  # the redacted change: an excerpt shows only what the reviewer saw
+                history=stored.history,
             )
             lease.check()
             # The attempt takes the row's send lock until the lease's current end, and the

@@ -33,6 +33,7 @@ from p4review.logic.noise import NoiseRule, apply_noise_policy
 from p4review.logic.prompts import PromptRegistry, estimate_tokens, render_file_section, render_user_message
 from p4review.logic.redaction import RedactionPolicy
 from p4review.logic.result_parser import parse_review_result
+from p4review.logic.review_history import compare_versions, file_answers_for, fingerprints_for, reusable_answers
 from p4review.logic.rollout import PromptChoice, choose_prompt
 from p4review.models.change import DiffStatus
 from p4review.models.job import ReviewJob, ReviewSummary, StageName
@@ -41,11 +42,14 @@ from p4review.models.review_result import (
     SCHEMA_VERSION,
     Coverage,
     Diagnostic,
+    FileAnswer,
+    Finding,
     ParseOutcome,
     ReviewResult,
     ReviewUsage,
     SkippedFile,
     StoredReview,
+    VersionHistory,
 )
 from p4review.observability import logger
 from p4review.runtime.heartbeat import Lease
@@ -62,6 +66,21 @@ class Analyzers(Protocol):
     """Runs the analyzers on {depot path: new content} (p4review.adapters.analyzers)."""
 
     def run(self, contents: Mapping[str, str]) -> AnalyzerRun: ...
+
+
+@dataclass(frozen=True)
+class PreviousReview:
+    """The stored result of the changelist's previous review version."""
+
+    review_version: int
+    job_id: str
+    stored: StoredReview
+
+
+class ReviewHistory(Protocol):
+    """Finds the previous review version's stored result (p4review.stages.review_history)."""
+
+    def previous(self, job: ReviewJob) -> PreviousReview | None: ...
 
 
 class ChunkReviewer(Protocol):
@@ -100,6 +119,8 @@ class _Run:
     answers: list[_ChunkAnswer] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     analysis: AnalyzerRun = field(default_factory=AnalyzerRun)
+    reused: dict[str, FileAnswer] = field(default_factory=dict)  # unchanged files' previous answers
+    previous: PreviousReview | None = None
 
 
 class ReviewWork:
@@ -112,12 +133,14 @@ class ReviewWork:
         reviewer: ChunkReviewer,
         config: ReviewConfig,
         analyzers: Analyzers | None = None,
+        history: ReviewHistory | None = None,
     ):
         self._artifacts = redacted
         self._policy = policy
         self._reviewer = reviewer
         self._config = config
         self._analyzers = analyzers
+        self._history = history
 
     def run(self, job: ReviewJob, lease: Lease) -> StageOutput:
         if job.opted_out:  # fetch found the opt-out keyword and fetched nothing: nothing to review
@@ -131,14 +154,27 @@ class ReviewWork:
         answer_version = self._reviewer.answer_prompt_version(choice)
 
         files = chunk_files_for(review_input)
-        plan = plan_chunks(files, chunk_tokens=self._config.chunk_tokens, job_tokens=self._config.job_tokens)
+        # A re-shelved change: files whose reviewed section did not change since the previous
+        # version keep that version's answer; only the others are sent to the reviewer.
+        previous = self._history.previous(job) if self._history is not None and job.review_version > 1 else None
+        reused = (
+            reusable_answers(
+                {f.depot_path: f.section for f in files},
+                previous.stored.file_answers,
+                self._fingerprint(answer_version),
+            )
+            if previous is not None
+            else {}
+        )
+        to_review = [f for f in files if f.depot_path not in reused]
+        plan = plan_chunks(to_review, chunk_tokens=self._config.chunk_tokens, job_tokens=self._config.job_tokens)
         # The review target is the files whose diff a model can see: a finding on any other file of
         # the change (binary, deleted, outside the allow-list) has nothing under it and is dropped
         # as file_not_in_changed_files; the rest are line-checked against their diff.
         reviewable = [f.depot_path for f in files]
         changed_lines: dict[str, ChangedLines] = {f.depot_path: changed_lines_from_diff(f.diff) for f in files}
 
-        run = _Run(skipped=list(plan.skipped))
+        run = _Run(skipped=list(plan.skipped), reused=reused, previous=previous)
         pending = list(plan.chunks)
         while pending:
             chunk = pending.pop(0)
@@ -159,6 +195,16 @@ class ReviewWork:
 
         run.analysis = self._analyze(review_input, changed_lines)
         stored = self._assemble(snapshot_skips(review_input), run, choice, answer_version, files)
+        if previous is not None:
+            logger.info(
+                "re-review of a new version",
+                extra={
+                    "job_id": job.job_id,
+                    "previous_version": previous.review_version,
+                    "files_reused": len(reused),
+                    "files_sent": len(to_review),
+                },
+            )
         if run.answers and all(answer.outcome.rejected for answer in run.answers):
             reasons = sorted({d.reason for a in run.answers for d in a.outcome.diagnostics if d.reason})
             raise ValidationError(f"review answer rejected: {', '.join(reasons) or 'unknown'}")
@@ -283,8 +329,9 @@ class ReviewWork:
         skipped_paths = {path for path, _ in skipped}
         reviewed = [f.depot_path for f in files if f.depot_path not in skipped_paths]
 
+        reused_findings = [answer.findings for answer in run.reused.values()]
         reviewer_findings, _duplicates = merge_findings(
-            [a.outcome.result.findings for a in accepted], file_order=[f.depot_path for f in files]
+            reused_findings + [a.outcome.result.findings for a in accepted], file_order=[f.depot_path for f in files]
         )
         with_analyzers, _merged = merge_analyzer_findings(reviewer_findings, as_findings(run.analysis.reports))
         merged, _ = merge_findings([with_analyzers], file_order=[f.depot_path for f in files])
@@ -310,10 +357,22 @@ class ReviewWork:
             meta["analyzer_findings"] = len(run.analysis.reports)
         if flagged:
             meta["flagged"] = {"line_outside_diff": flagged}
+        if run.previous is not None:
+            meta["files_reused"] = len(run.reused)
+        diffs = {f.depot_path: f.diff for f in files}
+        fingerprints = fingerprints_for(noise.kept, diffs)
+        answered_by = self._fingerprint(answer_version)
+        sections = {f.depot_path: f.section for f in files}
+        file_answers = list(run.reused.values()) + [
+            answer
+            for a in accepted
+            for answer in file_answers_for(a.paths, sections, a.outcome.result.findings, answered_by)
+        ]
+        history = _history(run, noise.kept, fingerprints, reviewed, [path for path, _ in skipped])
         result = ReviewResult(
             schema_version=SCHEMA_VERSION,
             prompt_version=answer_version,
-            summary=_with_analyzers(_summary_text(accepted, len(reviewed)), run.analysis),
+            summary=_with_analyzers(_with_reuse(_summary_text(accepted, len(reviewed)), history), run.analysis),
             findings=noise.kept,
             meta=meta,
         )
@@ -337,6 +396,9 @@ class ReviewWork:
             prompt_version=answer_version,
             prompt_track=choice.track,
             suppressed=noise.suppressed,
+            fingerprints=fingerprints,
+            file_answers=file_answers,
+            history=history,
         )
 
     def _summary(self, stored: StoredReview, choice: PromptChoice) -> ReviewSummary:
@@ -356,6 +418,10 @@ class ReviewWork:
             input_tokens=usage.input_tokens if usage else None,
             output_tokens=usage.output_tokens if usage else None,
             suppressed=sum(stored.suppressed.values()),
+            previous_version=stored.history.previous_version if stored.history else None,
+            findings_new=len(stored.history.new) if stored.history else None,
+            findings_resolved=len(stored.history.resolved) if stored.history else None,
+            files_reused=len(stored.history.files_reused) if stored.history else None,
         )
 
 
@@ -403,6 +469,41 @@ def snapshot_skips(review_input: ReviewInput) -> list[tuple[str, str]]:
         for diff in review_input.snapshot.diffs
         if diff.status != DiffStatus.FETCHED
     ]
+
+
+def _history(
+    run: _Run, findings: list[Finding], fingerprints: dict[str, str], reviewed: list[str], skipped: list[str]
+) -> VersionHistory | None:
+    """New, still open and resolved since the previous version; None for a first review, or when
+    the previous result predates fingerprints (it has findings but no fingerprints for them)."""
+    previous = run.previous
+    if previous is None:
+        return None
+    before = previous.stored
+    if before.result.findings and not before.fingerprints:
+        return None
+    return compare_versions(
+        previous_version=previous.review_version,
+        previous_job_id=previous.job_id,
+        previous_findings=before.result.findings,
+        previous_fingerprints=before.fingerprints,
+        current_findings=findings,
+        current_fingerprints=fingerprints,
+        reviewed_now=reviewed,
+        skipped_now=skipped,
+        files_reused=sorted(run.reused),
+    )
+
+
+def _with_reuse(summary: str | None, history: VersionHistory | None) -> str | None:
+    if history is None or not history.files_reused:
+        return summary
+    count = len(history.files_reused)
+    said = (
+        f"{count} file{'s' if count != 1 else ''} unchanged since v{history.previous_version}: "
+        f"{'their' if count != 1 else 'its'} review was carried over, not repeated."
+    )
+    return f"{summary} {said}" if summary else said
 
 
 def _with_analyzers(summary: str | None, analysis: AnalyzerRun) -> str | None:

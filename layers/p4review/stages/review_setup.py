@@ -10,6 +10,7 @@ from p4review.config import Settings
 from p4review.logic.noise import parse_noise_policy
 from p4review.logic.prompts import load_registry
 from p4review.stages.review import ChunkReviewer, ReviewConfig, ReviewWork
+from p4review.stages.review_history import StoredReviewHistory
 from p4review.stages.reviewers import OfflineReviewer, ProviderReviewer
 
 
@@ -44,11 +45,14 @@ def build_analyzers(settings: Settings) -> AnalyzerRunner | None:
     return AnalyzerRunner(enabled, timeout=settings.analyzer_timeout_seconds) if enabled else None
 
 
-def build_review_work(settings: Settings, data_access) -> ReviewWork:
+def build_review_work(settings: Settings, data_access, *, with_history: bool = True) -> ReviewWork:
+    """`with_history`: a versioned rerun compares with the previous version's stored result (the
+    jobs table and the results bucket); `p4review review-diff` reviews a lone diff without it."""
     return ReviewWork(
         data_access.redacted_artifacts,
         settings.redaction_policy(),
         build_reviewer(settings, data_access),
         review_config(settings),
         build_analyzers(settings),
+        StoredReviewHistory(data_access.jobs, data_access.redacted_artifacts) if with_history else None,
     )
