@@ -183,7 +183,9 @@ def test_hostile_server_paths_are_skipped_and_never_reach_p4(depot, log_file, re
     assert snapshot.changed_files == [diff.depot_path for diff in snapshot.diffs]  # coverage lists every file
     argvs = [entry["argv"] for entry in logged(log_file)]
     assert argvs[0] == ["-G", "describe", "-s", "1"]
-    assert sorted(argvs[1:]) == sorted([["print", "-q", "//depot/ok/a.c#1"], ["print", "-q", f"{SHELL_FILE}#1"]])
+    # The depot policy is looked for only above allowed files, and only where the list allows.
+    assert argvs[1] == ["print", "-q", "//depot/ok/.p4review.toml@1"]
+    assert sorted(argvs[2:]) == sorted([["print", "-q", "//depot/ok/a.c#1"], ["print", "-q", f"{SHELL_FILE}#1"]])
     flat = "\x01".join(arg for argv in argvs for arg in argv)
     assert not any(fragment in flat for fragment in HOSTILE_FRAGMENTS)
     assert recorded_metrics.names == ["SecurityPathDenied"] * len(HOSTILE)
@@ -197,6 +199,7 @@ def test_shelved_change_denies_the_same_way(depot, log_file, recorded_metrics):
     ]
     assert [entry["argv"] for entry in logged(log_file)] == [
         ["-G", "describe", "-s", "-S", "2"],
+        ["print", "-q", "//depot/ok/.p4review.toml#head"],  # a shelf reads the policy in force now
         ["print", "-q", "//depot/ok/b.c@=2"],
     ]
 
@@ -252,7 +255,7 @@ def test_popen_gets_an_argument_list_shell_false_and_a_minimal_env(depot, log_fi
 
     monkeypatch.setattr(p4_runner.subprocess, "Popen", recording_popen)
     hostile_fetcher(depot, log_file).fetch(1, ChangeKind.SUBMITTED)
-    assert len(calls) == 3
+    assert len(calls) == 4  # describe, the depot policy, two files
     for args, kwargs in calls:
         assert isinstance(args, list) and all(isinstance(arg, str) for arg in args) and args[0] == FAKE_P4
         assert kwargs["shell"] is False and kwargs["stdin"] is subprocess.DEVNULL
@@ -343,8 +346,19 @@ def test_fetch_stage_enforces_the_configured_list_with_credentials_only_in_env(t
         "settings.py": None,
     }
     entries = logged(log_file)
-    # settings.py is edited: its diff, then its new content for the analyzers (one more p4 command).
-    assert [entry["argv"][:2] for entry in entries] == [["-G", "describe"], ["diff2", "-du"], ["print", "-q"]]
+    # The one policy candidate the list allows, then settings.py: its diff, then its new content for
+    # the analyzers (one more p4 command).
+    assert [entry["argv"] for entry in entries][1] == [
+        "print",
+        "-q",
+        "//depot/services/telemetry/main/uploader/.p4review.toml@48234",
+    ]
+    assert [entry["argv"][:2] for entry in entries] == [
+        ["-G", "describe"],
+        ["print", "-q"],
+        ["diff2", "-du"],
+        ["print", "-q"],
+    ]
     for entry in entries:
         assert {"P4PORT", "P4USER", "P4PASSWD"} <= set(entry["env"]) and "P4TICKET" not in entry["env"]
         assert not any(name.startswith("AWS_") for name in entry["env"])

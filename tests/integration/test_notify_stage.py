@@ -270,7 +270,7 @@ def test_skip_policy_still_sends_a_rerun_that_resolved_every_finding(moto_endpoi
         artifacts.put_json(job.artifacts.result_key, stored.model_dump(mode="json", exclude_none=True))
         assert _notify(job).ack
         (message,) = mail.messages()
-        assert " ".join(str(message.parsed()["Subject"]).split()).endswith("no findings; 0 new, 1 resolved since v1")
+        assert " ".join(str(message.parsed()["Subject"]).split()).endswith("no findings; 0 new, 1 resolved")
 
 
 def test_default_policy_sends_an_all_clear_for_a_review_without_findings(moto_endpoint, aws_reset, mail):

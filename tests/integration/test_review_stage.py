@@ -58,6 +58,9 @@ class ScriptedProvider:
         if self.too_long_over_files is not None and len(files) > self.too_long_over_files:
             raise ContextTooLong("scripted: prompt is too long")
         version = re.search(r"prompt_version: (\S+)", request.system)[1]
+        schema = re.search(r"schema_version: (\S+)", request.system)[1]
+        # A 1.1 prompt asks for suggested_code: the model gives it (schema 1.1 is additive).
+        extra = {"suggested_code": "    fixed();"} if schema == "1.1" else {}
         findings = [
             {
                 "id": f"F{i}",
@@ -68,6 +71,7 @@ class ScriptedProvider:
                 "line": (line + 500 if self.wrong_line else line),
                 "message": "m",
                 "confidence": "high",
+                **extra,
             }
             for i, (path, line) in enumerate(files.items())
             if line
@@ -77,7 +81,7 @@ class ScriptedProvider:
             if isinstance(scripted, str)
             else json.dumps(
                 {
-                    "schema_version": "1.0",
+                    "schema_version": schema,
                     "prompt_version": version,
                     "summary": f"{len(files)} files",
                     "findings": findings,
@@ -276,3 +280,46 @@ def test_noise_controls_and_the_canary_track(moto_endpoint, aws_reset, capsys):
         }
         assert values["ReviewJobsReviewed"] == 1 and values["ReviewValidFindings"] == 4
         assert values["ReviewInputTokens"] == job.summary.input_tokens > 0
+
+
+def test_the_1_4_0_canary_asks_for_schema_1_1_and_its_suggested_code_reaches_the_stored_result(
+    moto_endpoint, aws_reset
+):
+    """The rollout of an additive schema version: the parser reads 1.0 and 1.1 (this release), the
+    registry's canary (1.4.0) asks for 1.1 on its slice, the stable prompt keeps answering 1.0."""
+    with provisioned_service(moto_endpoint):
+        job = _fetched_job(48213, "schema-1-1")
+        registry = load_registry().with_overrides(stable="1.2.0", canary="1.4.0", canary_percent=100)
+        provider = ScriptedProvider()
+        disposition, job = _review(job, provider, registry=registry)
+        assert disposition.ack
+        request = provider.requests[0]
+        assert "schema_version: 1.1" in request.system
+        assert "suggested_code" in request.json_schema["properties"]["findings"]["items"]["properties"]
+        stored = _stored(job)
+        assert stored.prompt_track == "canary" and stored.result.findings
+        assert {f.suggested_code for f in stored.result.findings} == {"    fixed();"}
+
+        stable_job = _fetched_job(48220, "schema-1-0")
+        stable = ScriptedProvider()
+        disposition, stable_job = _review(stable_job, stable)  # the shipped registry: canary at 0%
+        assert disposition.ack and "schema_version: 1.0" in stable.requests[0].system
+        assert "suggested_code" not in stable.requests[0].json_schema["properties"]["findings"]["items"]["properties"]
+        assert all(f.suggested_code is None for f in _stored(stable_job).result.findings)
+
+
+def test_the_depot_policys_instructions_reach_the_request_as_delimited_data(moto_endpoint, aws_reset):
+    """48220 is under //depot/tools/main/pipeline/, whose .p4review.toml (fixture) has
+    instructions; the system prompt is the registry's template, untouched."""
+    with provisioned_service(moto_endpoint):
+        job = _fetched_job(48220, "policy-guidance")
+        provider = ScriptedProvider()
+        disposition, job = _review(job, provider)
+        assert disposition.ack
+        request = provider.requests[0]
+        assert request.system == load_registry().template(load_registry().stable).text
+        assert '<repository_review_guidance applies_to="//depot/tools/main/pipeline/...">' in request.user
+        assert "Look hardest at subprocess" in request.user
+        # common/paths.py is under the [[paths]] entry "common/": its instructions come too.
+        assert '<repository_review_guidance applies_to="//depot/tools/main/pipeline/common/...">' in request.user
+        assert "repository_review_guidance" not in request.system

@@ -366,8 +366,7 @@ HISTORY = VersionHistory(
 
 def test_a_versioned_rerun_leads_with_what_changed_since_the_previous_version() -> None:
     raw = render(history=HISTORY)
-    subject = " ".join(str(parsed(raw)["Subject"]).split())  # a long subject is folded
-    assert subject == "[p4review] CL 12345 v2: 3 findings (1 high); 1 new, 1 resolved since v1"
+    assert parsed(raw)["Subject"] == "[p4review] CL 12345 v2: 3 findings (1 high); 1 new, 1 resolved"
     text, html = bodies(raw)
     headline = "Since v1: 1 new, 2 still open, 1 resolved."
     order = [
@@ -387,3 +386,43 @@ def test_a_versioned_rerun_leads_with_what_changed_since_the_previous_version() 
 def test_a_first_review_has_no_history_section() -> None:
     text, html = bodies(render())
     assert "Since v" not in text and "Resolved since" not in html
+
+
+def test_a_suggested_change_is_shown_as_code_in_both_parts() -> None:
+    code = '    snprintf(buf, size, "%s", name);  /* <safe> */\n    return;'
+    text, html = bodies(render(result=result([make_finding(suggested_code=code)])))
+    assert (
+        '  Suggested change:\n        |     snprintf(buf, size, "%s", name);  /* <safe> */\n        |     return;'
+        in text.replace("\r\n", "\n")
+    )
+    assert "<em>Suggested change:</em>" in html
+    assert "snprintf(buf, size, &quot;%s&quot;, name);  /* &lt;safe&gt; */" in html
+    plain_text, _ = bodies(render())
+    assert "Suggested change" not in plain_text
+
+
+def test_the_footer_names_the_depot_policies_used_and_why_one_was_not() -> None:
+    from p4review.models.policy import ChangePolicy, DepotPolicy, PolicyDiagnostic, PolicyFile
+
+    policy = ChangePolicy(
+        policies=[
+            DepotPolicy(
+                source="//depot/main/.p4review.toml",
+                revision="@12345",
+                directory="//depot/main/",
+                policy=PolicyFile(version=1),
+            )
+        ],
+        diagnostics=[
+            PolicyDiagnostic(
+                source="//depot/main/src/.p4review.toml", reason="invalid_policy", detail="max_findings: int_parsing"
+            )
+        ],
+    )
+    text, html = bodies(render(policy=policy))
+    assert "Review policy: //depot/main/.p4review.toml@12345" in text
+    note = (
+        "Review policy //depot/main/src/.p4review.toml was not used (invalid_policy: max_findings: int_parsing); "
+        "the service's defaults applied to its files."
+    )
+    assert note in " ".join(text.split()) and "Review policy: //depot/main/.p4review.toml@12345" in html

@@ -74,7 +74,13 @@ def rule_violations(text: str, version: str, schema_version: str) -> list[str]:
 
 @pytest.mark.parametrize("template", TEMPLATES, ids=lambda t: t.version)
 def test_every_shipped_template_satisfies_the_seven_rules(template):
-    assert template.schema_version == SCHEMA_VERSION
+    # A schema version the parser accepts: SCHEMA_VERSION or a newer minor of its major (1.1 adds
+    # suggested_code), and the prompt names every field that version adds.
+    major, minor = (int(part) for part in template.schema_version.split("."))
+    base_major, base_minor = (int(part) for part in SCHEMA_VERSION.split("."))
+    assert major == base_major and minor >= base_minor
+    if minor >= 1:
+        assert '"suggested_code"' in template.text
     assert rule_violations(template.text, template.version, template.schema_version) == []
 
 

@@ -398,3 +398,41 @@ def test_pathological_inputs_never_raise() -> None:
     for text in ("[" * 100_000, '{"a":' * 50_000, "9" * 10_000, "\ud800", '{"findings": [' + "1," * 10 + "]}"):
         _check_invariants(parse(text), CHANGED)
     _check_invariants(parse_review_result(None, CHANGED, expected_prompt_version=PROMPT), CHANGED)  # type: ignore[arg-type]
+
+
+# ---- schema 1.1: suggested_code (additive) --------------------------------------------------
+
+SUGGESTED = '    snprintf(dst, sizeof dst, "%s", src);\n\n'
+
+
+def test_a_1_1_answer_keeps_suggested_code_as_code() -> None:
+    outcome = parse(answer([finding(suggested_code=SUGGESTED)], schema_version="1.1"))
+    assert not outcome.rejected and outcome.result is not None
+    (kept,) = outcome.result.findings
+    assert kept.suggested_code == '    snprintf(dst, sizeof dst, "%s", src);'  # indentation kept
+    assert outcome.result.schema_version == "1.1"
+
+
+def test_a_1_0_answer_is_still_accepted_and_cannot_carry_suggested_code() -> None:
+    assert parse(answer([finding()])).result.findings  # type: ignore[union-attr]
+    outcome = parse(answer([finding(suggested_code=SUGGESTED)], schema_version="1.0"))
+    assert drops(outcome) == ["schema_mismatch"]
+
+
+def test_suggested_code_that_is_not_a_string_drops_and_too_long_is_removed_with_a_logged_coercion() -> None:
+    outcome = parse(answer([finding(suggested_code=["x"])], schema_version="1.1"))
+    assert drops(outcome) == ["schema_mismatch"]
+    outcome = parse(answer([finding(suggested_code="x" * 4001)], schema_version="1.1"))
+    (kept,) = outcome.result.findings  # type: ignore[union-attr]
+    assert kept.suggested_code is None
+    assert [(d.kind, d.field) for d in outcome.diagnostics] == [("coercion_applied", "suggested_code")]
+
+
+def test_the_1_1_schema_is_the_1_0_schema_plus_suggested_code() -> None:
+    from p4review.models.review_result import REVIEW_RESULT_SCHEMA_1_1, result_schema_for
+
+    assert result_schema_for("1.0") is REVIEW_RESULT_SCHEMA and result_schema_for("1.1") is REVIEW_RESULT_SCHEMA_1_1
+    items = REVIEW_RESULT_SCHEMA_1_1["properties"]["findings"]["items"]["properties"]
+    assert set(items) - set(FINDING_SCHEMA["properties"]) == {"suggested_code"}
+    document = json.loads(answer([finding(suggested_code=SUGGESTED)], schema_version="1.1"))
+    jsonschema.validate(document, REVIEW_RESULT_SCHEMA_1_1)

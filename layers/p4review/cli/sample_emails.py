@@ -36,7 +36,7 @@ from p4review.models.review_result import (
 SWARM_URL = "https://swarm.example.com"
 SCREENSHOT_WIDTH = 1000
 # Tall enough for each sample's whole message at that width (look again when a sample grows).
-SCREENSHOT_HEIGHTS = {"review-with-findings": 1960, "rerun-v2": 2260, "all-clear": 600}
+SCREENSHOT_HEIGHTS = {"review-with-findings": 2040, "rerun-v2": 2340, "all-clear": 600}
 # Also shot with the browser in dark mode (prefers-color-scheme: dark), as a phone at night shows it.
 DARK_SCREENSHOTS = ("review-with-findings",)
 FROM_ADDRESS = "p4review <p4review@example.com>"
@@ -144,6 +144,8 @@ def _with_findings() -> StoredReview:
             message="The change drops std::snprintf(buf, bufSize, ...) for sprintf() and discards bufSize, "
             "so a long peer name now overflows the caller's buffer.",
             suggestion="Keep std::snprintf(buf, bufSize, ...).",
+            suggested_code='    std::snprintf(buf, bufSize, "PacketReader{peer=%s, offset=%zu, size=%zu}", '
+            "peerName_, offset_, size_);",
         ),
         Finding(
             id="F3",
@@ -179,8 +181,8 @@ def _with_findings() -> StoredReview:
         ),
     ]
     result = ReviewResult(
-        schema_version="1.0",
-        prompt_version="1.0.0",
+        schema_version="1.1",
+        prompt_version="1.4.0",
         findings=findings,
         summary="Header lengths are now bounded, but the peer-name code added beside it can overflow two buffers.",
     )

@@ -132,6 +132,24 @@ def _job_ids(host: TriggerHost) -> list[tuple[dict[str, Any], str]]:
     return list(seen.values())
 
 
+def _show_policy_notes(emails: list[Path]) -> None:
+    """What the emails' footers say about the depot's .p4review.toml files (used, or why not)."""
+    notes: dict[str, set[str]] = {}
+    for path in emails:
+        message = message_from_bytes(path.read_bytes(), policy=default_policy)
+        body = message.get_body(preferencelist=("plain",))
+        text = body.get_content() if isinstance(body, EmailMessage) else ""
+        change = str(message["Subject"]).split(" v", 1)[0].replace("[p4review] ", "")
+        for line in " ".join(text.split("\n-- Coverage --", 1)[-1].split("\n\n")).split("\n"):
+            if line.startswith("Review policy"):
+                notes.setdefault(change, set()).add(line)
+    if notes:
+        _say("Depot review policies (.p4review.toml), as the emails' footers report them:")
+        for change, lines in sorted(notes.items()):
+            for line in sorted(lines):
+                _say(f"  {change}: {line}")
+
+
 def _show_rerun_email(mailbox: Path, job_id: str) -> None:
     """The headings and findings of a versioned rerun's email: what changed leads."""
     for path in sorted(mailbox.glob("*.eml")):
@@ -247,6 +265,7 @@ def run_demo(state_root: Path, timeout_seconds: float = 300) -> int:
         _say(_table(rows, ["job", "changelist", "version", "kind", "follows", "status", "findings", "emails"]))
         mailbox = Path(state["mailbox_dir"])
         emails = sorted(mailbox.glob("*.eml"))
+        _show_policy_notes(emails)
         _say(f"\n{len(emails)} emails in {mailbox}; trigger log: {host.spool / 'p4review-trigger.log'}")
         ok = (
             all(status == 0 for status in statuses)

@@ -20,6 +20,7 @@ from typing import Any, BinaryIO
 
 from p4review.logic.redaction import DEFAULT_POLICY, RedactedDocument, RedactionError, RedactionPolicy, redact
 from p4review.models.change import ChangeDescription, ChangeSnapshot, DiffStatus, FileDiff
+from p4review.models.policy import ChangePolicy
 
 REDACTED_ARTIFACT_VERSION = "1"
 
@@ -65,6 +66,27 @@ class ChangeRedactor:
             update["new_content"] = content.text
         return diff.model_copy(update=update) if update else diff
 
+    def policy(self, depot_policy: ChangePolicy) -> ChangePolicy:
+        """The depot policies with their extra review instructions redacted (they reach the model)."""
+        policies = []
+        for found in depot_policy.policies:
+            policy = found.policy
+            update: dict[str, Any] = {}
+            if policy.instructions:
+                update["instructions"] = self._text(policy.instructions)
+            if any(sub.instructions for sub in policy.paths):
+                update["paths"] = [
+                    sub.model_copy(update={"instructions": self._text(sub.instructions)}) if sub.instructions else sub
+                    for sub in policy.paths
+                ]
+            policies.append(found.model_copy(update={"policy": policy.model_copy(update=update)}) if update else found)
+        return depot_policy.model_copy(update={"policies": policies})
+
+    def _text(self, text: str) -> str:
+        document = redact(text, self._policy)
+        self._add(document)
+        return document.text
+
     def _add(self, document: RedactedDocument) -> None:
         self.counts.update(document.counts)
         self.ruleset_version = document.ruleset_version
@@ -80,10 +102,20 @@ def redact_change(snapshot: ChangeSnapshot, policy: RedactionPolicy = DEFAULT_PO
         update={
             "description": redactor.description(snapshot.description),
             "diffs": [redactor.diff(diff) for diff in snapshot.diffs],
+            "policy": redactor.policy(snapshot.policy) if snapshot.policy is not None else None,
         }
     )
     summary = redactor.summary()
     return RedactedChange(snapshot=redacted, counts=summary["counts"], ruleset_version=summary["ruleset_version"])
+
+
+def _policy_instructions(depot_policy: ChangePolicy | None) -> list[str]:
+    if depot_policy is None:
+        return []
+    texts = []
+    for found in depot_policy.policies:
+        texts += [found.policy.instructions or ""] + [sub.instructions or "" for sub in found.policy.paths]
+    return [text for text in texts if text]
 
 
 def _json(value: Any) -> bytes:
@@ -97,6 +129,7 @@ def stream_change_artifacts(
     raw: BinaryIO,
     redacted: BinaryIO,
     policy: RedactionPolicy = DEFAULT_POLICY,
+    depot_policy: ChangePolicy | None = None,
 ) -> dict[str, Any]:
     """Write the raw snapshot to `raw` and the redacted change document to `redacted`, one file
     at a time, so a change of any size needs memory for one file's diff, not the whole change.
@@ -115,9 +148,15 @@ def stream_change_artifacts(
         separator = b"," if index else b""
         raw.write(separator + _json(diff.model_dump(mode="json")))
         redacted.write(separator + _json(redactor.diff(diff).model_dump(mode="json")))
+    raw.write(b"]")
+    redacted.write(b"]")
+    # After the diffs: the redacted copy's instructions go to the model, so they are redacted too.
+    raw.write(b',"policy":' + _json(depot_policy.model_dump(mode="json") if depot_policy else None))
+    redacted_policy = redactor.policy(depot_policy).model_dump(mode="json") if depot_policy else None
+    redacted.write(b',"policy":' + _json(redacted_policy))
     summary = redactor.summary()
-    raw.write(b"]}")
-    redacted.write(b']},"redaction":' + _json(summary) + b"}")
+    raw.write(b"}")
+    redacted.write(b'},"redaction":' + _json(summary) + b"}")
     return summary
 
 
@@ -161,6 +200,8 @@ def prepare_review_input(artifact: dict[str, Any], policy: RedactionPolicy = DEF
             leaked.update(content.counts)
         if diff.status == DiffStatus.FETCHED:
             files.append(ReviewFile(diff=diff, document=document, content=content))
+    for text in _policy_instructions(snapshot.policy):
+        leaked.update(redact(text, policy).counts)
     if leaked:
         # Class names and counts only: the values stay out of the error, the DLQ and the logs.
         classes = ", ".join(f"{name}={count}" for name, count in sorted(leaked.items()))

@@ -22,6 +22,7 @@ from p4review.logic.depot_paths import escaped_character, sanitize_for_log
 from p4review.logic.excerpts import code_excerpt
 from p4review.models.change import ChangeDescription, DiffStatus, FileDiff
 from p4review.models.job import ReviewJob
+from p4review.models.policy import ChangePolicy
 from p4review.models.review_result import (
     SEVERITY_ORDER,
     Coverage,
@@ -35,6 +36,7 @@ DESCRIPTION_EXCERPT_CHARS = 120
 _PATH_LIMIT = 1024  # a depot path is far shorter; the cap only bounds hostile input
 _CODE_LINE_LIMIT = 160
 _SUBJECT_COUNTED = (Severity.CRITICAL, Severity.HIGH)
+_SUGGESTED_LINES = 24
 
 
 # ---------------------------------------------------------------------------------------
@@ -179,7 +181,8 @@ def _follows(job: ReviewJob) -> str:
 
 def subject_for(job: ReviewJob, result: ReviewResult, history: VersionHistory | None = None) -> str:
     """`[p4review] CL 12345 v2: 3 findings (1 high)` or `[p4review] CL 12345 v2: no findings`;
-    a versioned rerun adds what changed: `; 1 new, 2 resolved since v1`."""
+    a versioned rerun adds what changed since the previous version: `; 1 new, 2 resolved` (short:
+    a subject past 78 characters is folded, and some clients show the fold)."""
     prefix = f"[p4review] CL {job.changelist_id} v{job.review_version}"
     if not result.findings:
         text = f"{prefix}: no findings"
@@ -189,7 +192,7 @@ def subject_for(job: ReviewJob, result: ReviewResult, history: VersionHistory | 
         text = f"{prefix}: {_plural(len(result.findings), 'finding')}"
         text = f"{text} ({severe})" if severe else text
     if history is not None:
-        text += f"; {len(history.new)} new, {len(history.resolved)} resolved since v{history.previous_version}"
+        text += f"; {len(history.new)} new, {len(history.resolved)} resolved"
     return text
 
 
@@ -211,6 +214,7 @@ class FindingView:
     code: tuple[CodeLineView, ...] = ()  # the flagged lines and two of context, from the redacted diff
     link: str | None = None  # the file in Swarm's view of the change, when a Swarm URL is configured
     rule: str | None = None  # an analyzer's rule (`ruff/S602`)
+    suggested_code: tuple[str, ...] = ()  # schema 1.1: the replacement lines, as the model gave them
 
 
 FindingGroups = tuple[tuple[str, tuple[FindingView, ...]], ...]  # (SEVERITY, findings), most severe first
@@ -257,6 +261,7 @@ class EmailView:
     prompt_version: str
     schema_version: str
     changes: ChangesView | None = None
+    policy_notes: tuple[str, ...] = ()  # the depot policies used, and why any was not (footer)
 
 
 def _code_view(diff_text: str | None, finding: Finding) -> tuple[CodeLineView, ...]:
@@ -285,7 +290,18 @@ def _finding_view(finding: Finding, diff_of: dict[str, str], change_link: str | 
         code=_code_view(diff_of.get(finding.file), finding),
         link=_finding_link(change_link, finding.file),
         rule=_one_line(finding.rule_id, 80) if finding.rule_id and "/" in finding.rule_id else None,
+        suggested_code=_suggested_lines(finding.suggested_code),
     )
+
+
+def _suggested_lines(code: str | None) -> tuple[str, ...]:
+    """The model's replacement code, each line shown as code is (control characters escaped),
+    at most MAX_EXCERPT_LINES * 2 lines."""
+    if not code or not code.strip():
+        return ()
+    lines = _clean(code).split("\n")
+    shown = tuple(_code_line(line) for line in lines[:_SUGGESTED_LINES])
+    return shown + (("...",) if len(lines) > _SUGGESTED_LINES else ())
 
 
 def _groups(findings: Sequence[Finding], diff_of: dict[str, str], change_link: str | None) -> FindingGroups:
@@ -335,6 +351,7 @@ def email_view(
     swarm_url: str | None = None,
     diffs: Sequence[FileDiff] = (),
     history: VersionHistory | None = None,
+    policy: ChangePolicy | None = None,
 ) -> EmailView:
     """`diffs` are the redacted change's file diffs: each finding shows its lines from them.
     `history` (a versioned rerun) puts what changed since the previous version first."""
@@ -360,7 +377,20 @@ def email_view(
         prompt_version=_one_line(result.prompt_version, 80),
         schema_version=_one_line(result.schema_version, 80),
         changes=_changes_view(history, result.findings, diff_of, change_link) if history else None,
+        policy_notes=_policy_notes(policy),
     )
+
+
+def _policy_notes(policy: ChangePolicy | None) -> tuple[str, ...]:
+    if policy is None:
+        return ()
+    notes = [f"Review policy: {_shown_path(found.source)}{found.revision}" for found in policy.policies]
+    notes += [
+        f"Review policy {_shown_path(d.source)} was not used ({d.reason}: {_one_line(d.detail, 300)}); "
+        "the service's defaults applied to its files."
+        for d in policy.diagnostics
+    ]
+    return tuple(notes)
 
 
 # ---------------------------------------------------------------------------------------
@@ -401,6 +431,7 @@ def render_text(view: EmailView) -> str:
     out += [f"  {path}" for path in view.reviewed] or ["  (none)"]
     out.append(f"Files skipped ({len(view.skipped)}):")
     out += [f"  {path} ({reason})" for path, reason in view.skipped] or ["  (none)"]
+    out += ["", *view.policy_notes] if view.policy_notes else []
     out += [
         "",
         f"Job {view.job_id}; prompt {view.prompt_version}, schema {view.schema_version}.",
@@ -430,6 +461,10 @@ def _text_groups(groups: FindingGroups) -> list[str]:
             if finding.code:
                 out.append("")
                 out += [_text_code_line(line) for line in finding.code]
+            if finding.suggested_code:
+                out.append("")
+                out.append("  Suggested change:")
+                out += [f"        | {line}".rstrip() for line in finding.suggested_code]
             if finding.link:
                 out.append(f"  In Swarm: {finding.link}")
             out.append("")
@@ -524,6 +559,18 @@ def _html_finding(severity: str, finding: FindingView, e: Callable[[object], str
             f'style="margin: 6px 0; border: 1px solid {_BORDER}; border-collapse: collapse; '
             f'background-color: #f6f8fa; line-height: 1.4;">{rows}</table>'
         )
+    if finding.suggested_code:
+        rows = "".join(
+            f'<tr class="p4r-added" style="background-color: #e6ffec; color: {_TEXT};"><td style="padding: 0 8px; '
+            f'font-family: {_MONO}; font-size: 12px; white-space: pre;">{e(line) or "&nbsp;"}</td></tr>'
+            for line in finding.suggested_code
+        )
+        cell.append(
+            "<em>Suggested change:</em>"
+            f'<table role="presentation" class="p4r-code" cellpadding="0" cellspacing="0" width="100%" '
+            f'style="margin: 4px 0 6px 0; border: 1px solid {_BORDER}; border-collapse: collapse; '
+            f'background-color: #e6ffec; line-height: 1.4;">{rows}</table>'
+        )
     return (
         f'<tr><td class="p4r-text" style="padding: 8px 0; border-top: 1px solid {_BORDER}; color: {_TEXT};">'
         f"{''.join(cell)}</td></tr>"
@@ -596,6 +643,9 @@ def render_html(view: EmailView) -> str:
     skipped = "<br>".join(f"<code>{e(path)}</code> ({e(reason)})" for path, reason in view.skipped) or "(none)"
     body.append(f"<tr><td>Files reviewed ({len(view.reviewed)}):<br>{reviewed}</td></tr>")
     body.append(f'<tr><td style="padding-top: 8px;">Files skipped ({len(view.skipped)}):<br>{skipped}</td></tr>')
+    if view.policy_notes:
+        notes = "<br>".join(e(note) for note in view.policy_notes)
+        body.append(f'<tr><td class="p4r-muted" style="padding-top: 12px; color: {_MUTED};">{notes}</td></tr>')
     body.append(
         f'<tr><td class="p4r-muted" style="padding-top: 16px; color: {_MUTED}; font-size: 12px;">Job {e(view.job_id)}; '
         f"prompt {e(view.prompt_version)}, schema {e(view.schema_version)}. This message was generated "
@@ -637,6 +687,7 @@ def render_review_email(
     swarm_url: str | None = None,
     diffs: Sequence[FileDiff] = (),
     history: VersionHistory | None = None,
+    policy: ChangePolicy | None = None,
 ) -> bytes:
     """The complete message as bytes (CRLF line endings), byte-identical for equal inputs.
 
@@ -662,6 +713,7 @@ def render_review_email(
         swarm_url=swarm_url,
         diffs=diffs,
         history=history,
+        policy=policy,
     )
     text_body, html_body = render_text(view), render_html(view)
     message.set_content(text_body, subtype="plain", charset="utf-8", cte="quoted-printable")

@@ -84,3 +84,16 @@ def apply_noise_policy(findings: Sequence[Finding], rules: Sequence[NoiseRule]) 
             group = [group[i] for i in sorted(ranked[: rule.max_findings])]
         kept_ids.update(id(f) for f in group)
     return NoiseOutcome(kept=[f for f in findings if id(f) in kept_ids], suppressed=dict(suppressed))
+
+
+def apply_layered_noise(
+    findings: Sequence[Finding], depot_rules: Sequence[NoiseRule], service_rules: Sequence[NoiseRule]
+) -> NoiseOutcome:
+    """The depot's policy rules (`.p4review.toml`) govern the files under them; the service's
+    P4REVIEW_NOISE_POLICY is the default for every other file."""
+    by_depot = [f for f in findings if _rule_for(depot_rules, f.file) is not None]
+    depot = apply_noise_policy(by_depot, depot_rules)
+    service = apply_noise_policy([f for f in findings if _rule_for(depot_rules, f.file) is None], service_rules)
+    kept_ids = {id(f) for f in depot.kept} | {id(f) for f in service.kept}
+    suppressed = Counter(depot.suppressed) + Counter(service.suppressed)
+    return NoiseOutcome(kept=[f for f in findings if id(f) in kept_ids], suppressed=dict(suppressed))

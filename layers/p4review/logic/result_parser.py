@@ -27,6 +27,7 @@ from pydantic import ValidationError
 
 from p4review.logic.diff_lines import ChangedLines
 from p4review.models.review_result import (
+    MAX_SUGGESTED_CODE_CHARS,
     REVIEW_RESULT_SCHEMA,
     SCHEMA_VERSION,
     Category,
@@ -36,6 +37,7 @@ from p4review.models.review_result import (
     ParseOutcome,
     ReviewResult,
     Severity,
+    finding_fields_in,
 )
 
 # Diagnostic kinds.
@@ -302,14 +304,15 @@ class _Coercions:
         ]
 
 
-def _validate_finding(raw: Any, coercions: _Coercions) -> dict[str, Any]:
-    """Step 4 for one finding: a clean dict, or _Drop."""
+def _validate_finding(raw: Any, coercions: _Coercions, fields: frozenset[str] = _FINDING_FIELDS) -> dict[str, Any]:
+    """Step 4 for one finding: a clean dict, or _Drop. `fields`: what the answer's schema
+    version allows (suggested_code from 1.1)."""
     if not isinstance(raw, dict):
         raise _Drop(SCHEMA_MISMATCH, f"finding is a {_json_type(raw)}, not an object")
     missing = [f for f in _REQUIRED_FINDING_FIELDS if raw.get(f) is None]
     if missing:
         raise _Drop(MISSING_REQUIRED_FIELD, f"missing required field(s): {', '.join(missing)}")
-    unknown = sorted(str(k) for k in raw if k not in _FINDING_FIELDS)
+    unknown = sorted(str(k) for k in raw if k not in fields)
     if unknown:
         names = ", ".join(_safe_value(k) for k in unknown)
         raise _Drop(SCHEMA_MISMATCH, f"unknown field(s): {names}")
@@ -352,6 +355,15 @@ def _validate_finding(raw: Any, coercions: _Coercions) -> dict[str, Any]:
         clean[field] = number
     if "end_line" in clean and clean["end_line"] < clean["line"]:
         raise _Drop(INVALID_LINE_RANGE, "end_line is before line")
+    if "suggested_code" in raw:  # code: indentation and blank lines matter, so it is not stripped
+        code = raw["suggested_code"]
+        if not isinstance(code, str):
+            raise _Drop(SCHEMA_MISMATCH, f"suggested_code is a {_json_type(code)}, not a string")
+        if len(code) > MAX_SUGGESTED_CODE_CHARS:
+            # The finding stands without it; the coercion is logged like any other.
+            coercions.add("suggested_code", f"{len(code)} characters", "(removed: too long)")
+        elif code.strip():
+            clean["suggested_code"] = code.rstrip()
     return clean
 
 
@@ -499,6 +511,7 @@ def _parse(
         )
 
     # 4-5. findings
+    finding_fields = finding_fields_in(schema_version)
     changed = [c for c in changed_files if isinstance(c, str)]
     diagnostics: list[Diagnostic] = []
     kept: list[Finding] = []
@@ -509,7 +522,7 @@ def _parse(
         coercions = _Coercions()
         outside_diff: Diagnostic | None = None
         try:
-            clean = _validate_finding(raw, coercions)
+            clean = _validate_finding(raw, coercions, finding_fields)
             canonical, why = _reconcile_file(clean["file"], changed)
             if canonical is None:
                 raise _Drop(FILE_NOT_IN_CHANGED_FILES, why)

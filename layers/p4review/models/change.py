@@ -7,6 +7,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field
 
 from p4review.models.job import ChangeKind
+from p4review.models.policy import ChangePolicy
 
 
 class FileAction(StrEnum):
@@ -38,6 +39,7 @@ class SkipReason(StrEnum):
     IDENTICAL = "identical"  # no textual difference (e.g. an integrate that accepted "yours")
     NOT_FOUND = "not_found"  # obliterated or re-shelved between describe and fetch
     UNSUPPORTED_ACTION = "unsupported_action"
+    IGNORED_BY_POLICY = "ignored_by_policy"  # an `ignore` glob of the depot's .p4review.toml: never fetched
 
 
 class ChangedFile(BaseModel):
@@ -88,6 +90,8 @@ class ChangeSnapshot(BaseModel):
 
     description: ChangeDescription
     diffs: list[FileDiff] = Field(default_factory=list)
+    # The depot's .p4review.toml files in force for this change (None: written before policies).
+    policy: ChangePolicy | None = None
 
     @property
     def changed_files(self) -> list[str]:

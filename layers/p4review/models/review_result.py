@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import copy
 from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# The schema version the parser expects at least: an answer in 1.0 or any newer 1.x is accepted
+# (spec "Compatibility expectations"); each prompt names the version it asks for (registry.json).
 SCHEMA_VERSION = "1.0"
+# 1.1 adds the optional `suggested_code` to findings: additive, so 1.0 answers stay valid.
+SCHEMA_VERSION_SUGGESTED_CODE = "1.1"
+MAX_SUGGESTED_CODE_CHARS = 4000
 
 REVIEW_RESULT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -54,6 +60,31 @@ REVIEW_RESULT_SCHEMA: dict[str, Any] = {
 }
 
 
+def _schema_1_1() -> dict[str, Any]:
+    schema = copy.deepcopy(REVIEW_RESULT_SCHEMA)
+    schema["properties"]["findings"]["items"]["properties"]["suggested_code"] = {
+        "type": "string",
+        "maxLength": MAX_SUGGESTED_CODE_CHARS,
+    }
+    return schema
+
+
+REVIEW_RESULT_SCHEMA_1_1: dict[str, Any] = _schema_1_1()
+
+
+def finding_fields_in(schema_version: str) -> frozenset[str]:
+    """The finding fields a `schema_version` answer may carry (1.1 and later 1.x: suggested_code)."""
+    return frozenset(result_schema_for(schema_version)["properties"]["findings"]["items"]["properties"])
+
+
+def result_schema_for(schema_version: str) -> dict[str, Any]:
+    """The JSON schema of `schema_version` (1.0 for 1.0 and anything unparseable)."""
+    major, _, minor = schema_version.partition(".")
+    if major == "1" and minor.isdigit() and int(minor) >= 1:
+        return REVIEW_RESULT_SCHEMA_1_1
+    return REVIEW_RESULT_SCHEMA
+
+
 class Severity(StrEnum):
     CRITICAL = "critical"
     HIGH = "high"
@@ -95,6 +126,8 @@ class Finding(BaseModel):
     suggestion: str | None = None
     confidence: Confidence | None = None
     rule_id: str | None = None
+    # Schema 1.1: the replacement for the flagged lines, as code (shown as a code block).
+    suggested_code: str | None = Field(default=None, max_length=MAX_SUGGESTED_CODE_CHARS)
 
 
 class ReviewResult(BaseModel):

@@ -40,9 +40,10 @@ class FetchWork:
         # Same job -> same keys: a retried fetch overwrites its own artifacts, nothing else.
         key = change_key(job.job_id, job.created_at)
         skipped: Counter[str] = Counter()
+        depot_policy = fetcher.read_policy(description)
 
         def diffs() -> Iterator[FileDiff]:
-            for diff in fetcher.iter_file_diffs(description, job_id=job.job_id):
+            for diff in fetcher.iter_file_diffs(description, job_id=job.job_id, policy=depot_policy):
                 if diff.skip_reason:
                     skipped[diff.skip_reason] += 1
                 yield diff
@@ -50,7 +51,9 @@ class FetchWork:
         # Both documents stream, one file at a time, and are uploaded when the block ends; an
         # error before that (RedactionError is non-retryable: dead-letter) uploads nothing.
         with self._raw.json_writer(key) as raw, self._redacted.json_writer(key) as redacted:
-            summary = stream_change_artifacts(description, diffs(), raw=raw, redacted=redacted, policy=policy)
+            summary = stream_change_artifacts(
+                description, diffs(), raw=raw, redacted=redacted, policy=policy, depot_policy=depot_policy
+            )
             lease.check()
         counts = summary["counts"]
         for name, count in counts.items():
@@ -61,6 +64,9 @@ class FetchWork:
                 "job_id": job.job_id,
                 "files": len(description.files),
                 "files_denied": skipped[SkipReason.OUTSIDE_ALLOW_LIST],
+                "files_ignored_by_policy": skipped[SkipReason.IGNORED_BY_POLICY],
+                "policies": len(depot_policy.policies),
+                "policy_diagnostics": len(depot_policy.diagnostics),
                 "redacted": counts,
             },
         )

@@ -18,6 +18,7 @@ from p4review.errors import (
 )
 from p4review.logic.delivery import delivery_token, message_id_for
 from p4review.logic.depot_paths import sanitize_for_log
+from p4review.logic.depot_policy import reviewer_rules_from
 from p4review.logic.email_render import render_review_email
 from p4review.logic.recipients import Rejection, parse_reviewer_policy, plan_recipients
 from p4review.metric_names import MetricName
@@ -72,7 +73,8 @@ class NotifyWork:
             self._owner_email(description.owner),
             description.client,
             snapshot.changed_files,
-            self._reviewer_rules,
+            # The service's reviewers, and those the depot's .p4review.toml names for its paths.
+            self._reviewer_rules + reviewer_rules_from(snapshot.policy.policies if snapshot.policy else []),
             case_insensitive=self._settings.p4_case_insensitive,
         )
         for rejection in plan.rejected:
@@ -258,6 +260,7 @@ class NotifyWork:
                 swarm_url=self._settings.swarm_url,
                 diffs=snapshot.diffs,  # the redacted change: an excerpt shows only what the reviewer saw
                 history=stored.history,
+                policy=snapshot.policy,
             )
             lease.check()
             # The attempt takes the row's send lock until the lease's current end, and the

@@ -8,6 +8,7 @@ retried job resumes instead of paying for the same answer twice."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -27,18 +28,25 @@ from p4review.logic.chunking import (
     ChunkFile,
     plan_chunks,
 )
+from p4review.logic.depot_policy import guidance_for, noise_rules_from
 from p4review.logic.diff_lines import ChangedLines, changed_lines_from_diff
 from p4review.logic.findings_merge import merge_analyzer_findings, merge_findings
-from p4review.logic.noise import NoiseRule, apply_noise_policy
+from p4review.logic.noise import NoiseRule, apply_layered_noise
 from p4review.logic.prompts import PromptRegistry, estimate_tokens, render_file_section, render_user_message
 from p4review.logic.redaction import RedactionPolicy
 from p4review.logic.result_parser import parse_review_result
-from p4review.logic.review_history import compare_versions, file_answers_for, fingerprints_for, reusable_answers
+from p4review.logic.review_history import (
+    compare_versions,
+    file_answers_for,
+    fingerprints_for,
+    reusable_answers,
+    sha256_text,
+)
 from p4review.logic.rollout import PromptChoice, choose_prompt
 from p4review.models.change import DiffStatus
 from p4review.models.job import ReviewJob, ReviewSummary, StageName
+from p4review.models.policy import DepotPolicy
 from p4review.models.review_result import (
-    REVIEW_RESULT_SCHEMA,
     SCHEMA_VERSION,
     Coverage,
     Diagnostic,
@@ -50,6 +58,7 @@ from p4review.models.review_result import (
     SkippedFile,
     StoredReview,
     VersionHistory,
+    result_schema_for,
 )
 from p4review.observability import logger
 from p4review.runtime.heartbeat import Lease
@@ -121,6 +130,7 @@ class _Run:
     analysis: AnalyzerRun = field(default_factory=AnalyzerRun)
     reused: dict[str, FileAnswer] = field(default_factory=dict)  # unchanged files' previous answers
     previous: PreviousReview | None = None
+    answered_by: str = ""  # the reviewer fingerprint the per-file answers are stored under
 
 
 class ReviewWork:
@@ -157,12 +167,12 @@ class ReviewWork:
         # A re-shelved change: files whose reviewed section did not change since the previous
         # version keep that version's answer; only the others are sent to the reviewer.
         previous = self._history.previous(job) if self._history is not None and job.review_version > 1 else None
+        policies = review_input.snapshot.policy.policies if review_input.snapshot.policy else []
+        # Who answered, and under which depot guidance: an answer given under other instructions
+        # is not reused.
+        answered_by = self._fingerprint(answer_version) + "|" + _guidance_digest(policies)
         reused = (
-            reusable_answers(
-                {f.depot_path: f.section for f in files},
-                previous.stored.file_answers,
-                self._fingerprint(answer_version),
-            )
+            reusable_answers({f.depot_path: f.section for f in files}, previous.stored.file_answers, answered_by)
             if previous is not None
             else {}
         )
@@ -174,7 +184,7 @@ class ReviewWork:
         reviewable = [f.depot_path for f in files]
         changed_lines: dict[str, ChangedLines] = {f.depot_path: changed_lines_from_diff(f.diff) for f in files}
 
-        run = _Run(skipped=list(plan.skipped), reused=reused, previous=previous)
+        run = _Run(skipped=list(plan.skipped), reused=reused, previous=previous, answered_by=answered_by)
         pending = list(plan.chunks)
         while pending:
             chunk = pending.pop(0)
@@ -194,7 +204,7 @@ class ReviewWork:
                     run.skipped.append((chunk.files[0].depot_path, SKIP_TOO_LARGE))
 
         run.analysis = self._analyze(review_input, changed_lines)
-        stored = self._assemble(snapshot_skips(review_input), run, choice, answer_version, files)
+        stored = self._assemble(policies, snapshot_skips(review_input), run, choice, answer_version, files)
         if previous is not None:
             logger.info(
                 "re-review of a new version",
@@ -315,6 +325,7 @@ class ReviewWork:
 
     def _assemble(
         self,
+        policies: list[DepotPolicy],
         snapshot_skipped: list[tuple[str, str]],
         run: _Run,
         choice: PromptChoice,
@@ -335,7 +346,8 @@ class ReviewWork:
         )
         with_analyzers, _merged = merge_analyzer_findings(reviewer_findings, as_findings(run.analysis.reports))
         merged, _ = merge_findings([with_analyzers], file_order=[f.depot_path for f in files])
-        noise = apply_noise_policy(merged, self._config.noise_rules)
+        # The depot's .p4review.toml governs the files under it; the service's setting the rest.
+        noise = apply_layered_noise(merged, noise_rules_from(policies), self._config.noise_rules)
         diagnostics: list[Diagnostic] = [d for a in run.answers for d in a.outcome.diagnostics]
         diagnostics += run.analysis.diagnostics
         flagged = sorted(
@@ -361,7 +373,7 @@ class ReviewWork:
             meta["files_reused"] = len(run.reused)
         diffs = {f.depot_path: f.diff for f in files}
         fingerprints = fingerprints_for(noise.kept, diffs)
-        answered_by = self._fingerprint(answer_version)
+        answered_by = run.answered_by
         sections = {f.depot_path: f.section for f in files}
         file_answers = list(run.reused.values()) + [
             answer
@@ -447,6 +459,7 @@ def request_for(
 ) -> LlmRequest:
     """The request for one chunk: the prompt template as the system prompt, the chunk as the user message."""
     description = review_input.snapshot.description
+    policies = review_input.snapshot.policy.policies if review_input.snapshot.policy else []
     return LlmRequest(
         system=choice.template.text,
         user=render_user_message(
@@ -455,8 +468,9 @@ def request_for(
             description=review_input.description.text[:MAX_DESCRIPTION_CHARS],
             changed_files=chunk.paths,
             file_sections=[f.section for f in chunk.files],
+            guidance=[(g.applies_to, g.text) for g in guidance_for(policies, chunk.paths)],
         ),
-        json_schema=REVIEW_RESULT_SCHEMA,
+        json_schema=result_schema_for(choice.template.schema_version),  # 1.1 lets a finding carry suggested_code
         max_output_tokens=max_output_tokens,
         request_id=request_id,
     )
@@ -469,6 +483,13 @@ def snapshot_skips(review_input: ReviewInput) -> list[tuple[str, str]]:
         for diff in review_input.snapshot.diffs
         if diff.status != DiffStatus.FETCHED
     ]
+
+
+def _guidance_digest(policies: list[DepotPolicy]) -> str:
+    """Any change to the depot's policies (its instructions above all) means a fresh answer."""
+    if not policies:
+        return "-"
+    return sha256_text(json.dumps([p.model_dump(mode="json") for p in policies], sort_keys=True))[:16]
 
 
 def _history(

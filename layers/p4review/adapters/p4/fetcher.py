@@ -19,6 +19,7 @@ from p4review.adapters.p4.values import (
     untrusted,
 )
 from p4review.logic.depot_paths import DepotAllowList, PathDecision, sanitize_for_log
+from p4review.logic.depot_policy import candidate_policy_paths, is_ignored, parse_policy_file
 from p4review.metric_names import MetricName
 from p4review.models.change import (
     ChangeDescription,
@@ -30,6 +31,7 @@ from p4review.models.change import (
     SkipReason,
 )
 from p4review.models.job import ChangeKind
+from p4review.models.policy import ChangePolicy, PolicyDiagnostic
 from p4review.observability import logger, metrics
 
 DEFAULT_MAX_FILE_BYTES = 1024 * 1024
@@ -118,6 +120,39 @@ class ChangeFetcher:
             full_name=decode_field(record.get(b"FullName"), "user full name") or None,
         )
 
+    def read_policy(self, description: ChangeDescription) -> ChangePolicy:
+        """The depot's `.p4review.toml` files above the changed files (docs/policy.md): one
+        `p4 print` per candidate directory the allow-list allows (a missing file costs one
+        immediate "no such file"). A submitted change reads each at the change (`@N`: the
+        policy in force when it was submitted); a shelved one reads the head, so a shelf cannot
+        bring its own, weaker policy. A bad file is a diagnostic, never a failed fetch."""
+        number = description.changelist_id
+        revision = "#head" if description.kind is ChangeKind.SHELVED else f"@{number}"
+        found = ChangePolicy()
+        # Only the directories of files the allow-list allows: a refused (hostile) path names nothing.
+        allowed = [c.depot_path for c in description.files if self._allow_list.check(c.depot_path).allowed]
+        for source in candidate_policy_paths(allowed):
+            if not self._allow_list.check(source).allowed:
+                continue
+            try:
+                spec = depot_path_operand(source) + revision
+                data = self._runner.run_text(["print", "-q", spec], changelist_id=number)
+            except P4NotFoundError:
+                continue
+            except P4CommandError:
+                found.diagnostics.append(PolicyDiagnostic(source=source, reason="unreadable", detail="p4 print failed"))
+                continue
+            parsed = parse_policy_file(source, revision, data)
+            if isinstance(parsed, PolicyDiagnostic):
+                logger.warning(
+                    "depot review policy not used",
+                    extra={"changelist_id": number, "policy": sanitize_for_log(source), "reason": parsed.reason},
+                )
+                found.diagnostics.append(parsed)
+            else:
+                found.policies.append(parsed)
+        return found
+
     def denied_files(self, description: ChangeDescription, *, job_id: str | None = None) -> set[str]:
         """First check, on the metadata: the listed paths the allow-list refuses (each reported)."""
         denied = set()
@@ -192,11 +227,17 @@ class ChangeFetcher:
     ) -> ChangeSnapshot:
         """The whole change in memory (tests, benchmarks); the fetch stage streams instead."""
         description = self.describe(changelist_id, kind)
-        diffs = list(self.iter_file_diffs(description, parallelism=parallelism, job_id=job_id))
-        return ChangeSnapshot(description=description, diffs=diffs)
+        policy = self.read_policy(description)
+        diffs = list(self.iter_file_diffs(description, parallelism=parallelism, job_id=job_id, policy=policy))
+        return ChangeSnapshot(description=description, diffs=diffs, policy=policy)
 
     def iter_file_diffs(
-        self, description: ChangeDescription, *, parallelism: int = 8, job_id: str | None = None
+        self,
+        description: ChangeDescription,
+        *,
+        parallelism: int = 8,
+        job_id: str | None = None,
+        policy: ChangePolicy | None = None,
     ) -> Iterator[FileDiff]:
         """Check the paths, then one p4 command per allowed file, yielding the diffs in describe
         order. Per-file commands are latency-bound (a server round trip each), so a few run at
@@ -210,6 +251,13 @@ class ChangeFetcher:
                     action=changed.action,
                     status=DiffStatus.SKIPPED,
                     skip_reason=SkipReason.OUTSIDE_ALLOW_LIST,
+                )
+            if policy is not None and is_ignored(policy.policies, changed.depot_path):
+                return FileDiff(
+                    depot_path=changed.depot_path,
+                    action=changed.action,
+                    status=DiffStatus.SKIPPED,
+                    skip_reason=SkipReason.IGNORED_BY_POLICY,
                 )
             try:
                 return self.file_diff(description, changed, job_id=job_id)

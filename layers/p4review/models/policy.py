@@ -1,0 +1,74 @@
+"""The review policy a depot keeps beside its code: `.p4review.toml` (docs/policy.md).
+
+Version 1 of the file's schema. A policy file governs its directory and everything below it,
+unless a deeper policy file governs a subtree (the nearest one wins, whole: files are not
+merged)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from p4review.models.review_result import Severity
+
+POLICY_FILE_NAME = ".p4review.toml"
+POLICY_SCHEMA_VERSION = 1
+MAX_INSTRUCTIONS_CHARS = 2000
+MAX_REVIEWERS = 20
+
+
+class PathPolicy(BaseModel):
+    """Settings for a subdirectory of the policy file's directory (`path`, e.g. "tests/")."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(min_length=1, max_length=500, pattern=r"^[^/].*/$")
+    min_severity: Severity | None = None
+    max_findings: int | None = Field(default=None, ge=0, le=1000)
+    reviewers: list[str] = Field(default_factory=list, max_length=MAX_REVIEWERS)
+    instructions: str | None = Field(default=None, max_length=MAX_INSTRUCTIONS_CHARS)
+
+
+class PolicyFile(BaseModel):
+    """What a `.p4review.toml` holds; anything else in it makes it invalid (never half-read)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: Literal[1]
+    ignore: list[str] = Field(default_factory=list, max_length=200)  # globs, relative to the file's directory
+    min_severity: Severity | None = None
+    max_findings: int | None = Field(default=None, ge=0, le=1000)
+    reviewers: list[str] = Field(default_factory=list, max_length=MAX_REVIEWERS)
+    instructions: str | None = Field(default=None, max_length=MAX_INSTRUCTIONS_CHARS)
+    paths: list[PathPolicy] = Field(default_factory=list, max_length=100)
+
+
+class DepotPolicy(BaseModel):
+    """A policy file found for a change: where it is, which revision was read, what it says."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str  # //depot/project/.p4review.toml
+    revision: str  # "@48220" (submitted: in force at the change) or "#head" (shelved)
+    directory: str  # //depot/project/ (what it governs)
+    policy: PolicyFile
+
+
+class PolicyDiagnostic(BaseModel):
+    """Why a policy file was not used; the review went on with the service's defaults."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str
+    reason: str  # invalid_toml | invalid_policy | unsupported_version | unreadable
+    detail: str  # where and what (line and column, field names), never the file's content
+
+
+class ChangePolicy(BaseModel):
+    """The policies in force for one change, as fetch stored them with the snapshot."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    policies: list[DepotPolicy] = Field(default_factory=list)
+    diagnostics: list[PolicyDiagnostic] = Field(default_factory=list)
