@@ -80,6 +80,7 @@ def main() -> int:
     from benchmarks.cold_start import bench_cold_start
     from benchmarks.cost import bench_cost_per_job
     from benchmarks.incremental_review import bench_incremental_review
+    from benchmarks.prompt_cache import bench_prompt_cache
     from benchmarks.redaction import bench_redaction
     from benchmarks.redaction_external import bench_redaction_external
     from benchmarks.review_quality import bench_review_quality
@@ -95,6 +96,7 @@ def main() -> int:
         bench_redaction_external,
         bench_review_tokens,
         bench_incremental_review,
+        bench_prompt_cache,
         bench_review_quality,
         bench_smtp_duplicate_risk,
         bench_trigger_latency,

@@ -380,3 +380,19 @@ def test_login_status_checks_the_ticket():
     refused = p4("-G", "login", "-s", P4FAKE_TICKET="right", P4PASSWD="wrong")
     assert refused.returncode == 1 and b"P4PASSWD" in records(refused.stdout)[0][b"data"]
     assert p4("login", "-s", P4FAKE_TICKET="right", P4PASSWD="right").stdout.startswith(b"User ")
+
+
+def test_files_reports_each_file_found_and_a_warning_for_each_missing_one():
+    """As p4 does: one command over several files; a missing file is a severity-2 warning record
+    (EV_EMPTY) among the others, and the command still succeeds."""
+    policy = "//depot/tools/main/pipeline/.p4review.toml"
+    run = p4("-G", "files", f"{policy}@48220", "//depot/tools/.p4review.toml@48220", "//depot/engine/.p4review.toml")
+    assert run.returncode == 0
+    found, missing, absent = records(run.stdout)
+    assert (found[b"code"], found[b"depotFile"], found[b"rev"]) == (b"stat", policy.encode(), b"1")
+    for warning in (missing, absent):
+        assert (warning[b"code"], warning[b"severity"], warning[b"generic"]) == (b"error", 2, 17)
+        assert warning[b"data"].endswith(b" - no such file(s).\n")
+    text = p4("files", f"{policy}#head", "//depot/nope/.p4review.toml")
+    assert text.stdout == f"{policy}#1 - add change 1 (text)\n".encode()
+    assert text.stderr == b"//depot/nope/.p4review.toml - no such file(s).\n"

@@ -184,7 +184,7 @@ def test_hostile_server_paths_are_skipped_and_never_reach_p4(depot, log_file, re
     argvs = [entry["argv"] for entry in logged(log_file)]
     assert argvs[0] == ["-G", "describe", "-s", "1"]
     # The depot policy is looked for only above allowed files, and only where the list allows.
-    assert argvs[1] == ["print", "-q", "//depot/ok/.p4review.toml@1"]
+    assert argvs[1] == ["-G", "files", "//depot/ok/.p4review.toml@1"]
     assert sorted(argvs[2:]) == sorted([["print", "-q", "//depot/ok/a.c#1"], ["print", "-q", f"{SHELL_FILE}#1"]])
     flat = "\x01".join(arg for argv in argvs for arg in argv)
     assert not any(fragment in flat for fragment in HOSTILE_FRAGMENTS)
@@ -199,7 +199,7 @@ def test_shelved_change_denies_the_same_way(depot, log_file, recorded_metrics):
     ]
     assert [entry["argv"] for entry in logged(log_file)] == [
         ["-G", "describe", "-s", "-S", "2"],
-        ["print", "-q", "//depot/ok/.p4review.toml#head"],  # a shelf reads the policy in force now
+        ["-G", "files", "//depot/ok/.p4review.toml#head"],  # a shelf reads the policy in force now
         ["print", "-q", "//depot/ok/b.c@=2"],
     ]
 
@@ -349,13 +349,13 @@ def test_fetch_stage_enforces_the_configured_list_with_credentials_only_in_env(t
     # The one policy candidate the list allows, then settings.py: its diff, then its new content for
     # the analyzers (one more p4 command).
     assert [entry["argv"] for entry in entries][1] == [
-        "print",
-        "-q",
+        "-G",
+        "files",
         "//depot/services/telemetry/main/uploader/.p4review.toml@48234",
     ]
     assert [entry["argv"][:2] for entry in entries] == [
         ["-G", "describe"],
-        ["print", "-q"],
+        ["-G", "files"],
         ["diff2", "-du"],
         ["print", "-q"],
     ]

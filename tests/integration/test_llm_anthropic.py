@@ -92,7 +92,8 @@ def test_success_forces_the_result_tool_and_serializes_its_input(server: Scripte
     assert "anthropic-version" in sent.headers
     assert sent.body["model"] == "claude-test"
     assert sent.body["max_tokens"] == 2048
-    assert sent.body["system"] == SYSTEM_TEXT
+    # The instructions are marked cacheable (with the tool schema before them, the stable prefix).
+    assert sent.body["system"] == [{"type": "text", "text": SYSTEM_TEXT, "cache_control": {"type": "ephemeral"}}]
     assert sent.body["messages"] == [{"role": "user", "content": USER_TEXT}]
     assert sent.body["tools"] == [
         {
@@ -254,3 +255,16 @@ def test_an_error_echoing_the_prompt_is_not_repeated(server: ScriptedServer) -> 
         _provider(server).complete(_request())
 
     _assert_safe(raised.value)
+
+
+def test_prompt_cache_reads_and_writes_are_counted_as_input(server: ScriptedServer) -> None:
+    body = _message()
+    body["usage"] = {
+        "input_tokens": 300,
+        "output_tokens": 77,
+        "cache_read_input_tokens": 1000,
+        "cache_creation_input_tokens": 200,
+    }
+    server.script(Reply(body=body))
+    response = _provider(server).complete(_request())
+    assert (response.input_tokens, response.cache_read_tokens, response.cache_write_tokens) == (1500, 1000, 200)

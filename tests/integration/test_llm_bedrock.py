@@ -51,7 +51,8 @@ def _request(request_id: str = "job-1:chunk-0") -> LlmRequest:
 def _expected_params(request_id: str | None = "job-1:chunk-0") -> dict[str, Any]:
     params: dict[str, Any] = {
         "modelId": MODEL,
-        "system": [{"text": SYSTEM_TEXT}],
+        # MODEL is a Claude model: the instructions end with a cache checkpoint.
+        "system": [{"text": SYSTEM_TEXT}, {"cachePoint": {"type": "default"}}],
         "messages": [{"role": "user", "content": [{"text": USER_TEXT}]}],
         "inferenceConfig": {"maxTokens": 4096, "temperature": 0},
         "toolConfig": {
@@ -325,3 +326,26 @@ def test_throttling_passes_on_retry_after(stubbed: tuple[Any, Stubber]) -> None:
         BedrockProvider(MODEL, client).complete(_request())
 
     assert raised.value.retry_after == 12.0
+
+
+def test_prompt_cache_reads_and_writes_are_counted_as_input(stubbed: tuple[Any, Stubber]) -> None:
+    client, stubber = stubbed
+    answer = _converse_response([{"toolUse": {"toolUseId": "t1", "name": RESULT_TOOL_NAME, "input": ANSWER}}])
+    answer["usage"] = {
+        "inputTokens": 300,
+        "outputTokens": 60,
+        "totalTokens": 1560,
+        "cacheReadInputTokens": 1000,
+        "cacheWriteInputTokens": 200,
+    }
+    stubber.add_response("converse", answer, _expected_params())
+    response = BedrockProvider(MODEL, client).complete(_request())
+    assert (response.input_tokens, response.cache_read_tokens, response.cache_write_tokens) == (1500, 1000, 200)
+
+
+def test_a_model_without_prompt_caching_gets_no_cache_point(stubbed: tuple[Any, Stubber]) -> None:
+    client, stubber = stubbed
+    other = "meta.llama3-70b-instruct-v1:0"
+    params = {**_expected_params(), "modelId": other, "system": [{"text": SYSTEM_TEXT}]}
+    stubber.add_response("converse", _converse_response([{"text": "{}"}], "end_turn"), params)
+    BedrockProvider(other, client).complete(_request())

@@ -337,3 +337,16 @@ def test_an_error_echoing_the_prompt_or_key_is_not_repeated(server: ScriptedServ
             provider.complete(_request())
         _assert_safe(raised.value)
         assert "HTTP 4" in raised.value.message
+
+
+def test_cached_prompt_tokens_are_reported(server: ScriptedServer) -> None:
+    body = _completion()
+    body["usage"] = {
+        "prompt_tokens": 1321,
+        "completion_tokens": 54,
+        "total_tokens": 1375,
+        "prompt_tokens_details": {"cached_tokens": 1024},
+    }
+    server.script(Reply(body=body))
+    response = _provider(server).complete(_request())
+    assert (response.input_tokens, response.cache_read_tokens, response.cache_write_tokens) == (1321, 1024, 0)

@@ -336,10 +336,10 @@ def test_logs_carry_only_sanitized_metadata(caplog):
     fetcher = fetcher_for(make_runner(P4PASSWD=TICKET))
     fetcher.fetch(48234, ChangeKind.SUBMITTED)
     records = [r for r in caplog.records if getattr(r, "p4_command", None)]
-    # describe first, then the depot-policy lookups (one print per directory above the files:
-    # 7 here); the per-file commands run concurrently, so their order varies.
-    assert records[0].p4_command == "describe"
-    assert sorted((r.p4_command, r.p4_arg_count) for r in records[1:]) == [("diff2", 4)] + [("print", 3)] * 9
+    # describe first, then one lookup of the depot policy in the 7 directories above the files;
+    # the per-file commands run concurrently, so their order varies.
+    assert [(r.p4_command, r.p4_arg_count) for r in records[:2]] == [("describe", 3), ("files", 8)]
+    assert sorted((r.p4_command, r.p4_arg_count) for r in records[2:]) == [("diff2", 4), ("print", 3), ("print", 3)]
     assert all(r.changelist_id == 48234 for r in records)
     dumped = " ".join(f"{r.getMessage()} {r.__dict__}" for r in records)
     assert "//depot" not in dumped and TICKET not in dumped and "AKIA" not in dumped
@@ -490,6 +490,7 @@ class StubRunner:
     def __init__(self, paths: list[str]):
         self.paths = paths
         self.text_calls: list[list[str]] = []
+        self.policy_lookups: list[list[str]] = []
 
     def run_marshal(self, args, *, changelist_id=None):
         record = {
@@ -506,6 +507,10 @@ class StubRunner:
             record[b"action%d" % index], record[b"type%d" % index], record[b"rev%d" % index] = b"edit", b"text", b"2"
         return [record]
 
+    def run_marshal_found(self, args, *, changelist_id=None):
+        self.policy_lookups.append(list(args))
+        return []  # no depot policy anywhere
+
     def run_text(self, args, *, changelist_id=None):
         self.text_calls.append(list(args))
         return b"==== a - b ====\n@@ -1 +1 @@\n-a\n+b\n"
@@ -519,10 +524,10 @@ def test_thousands_of_files_are_checked_and_fetched_one_by_one(monkeypatch):
     snapshot = fetcher.fetch(9, ChangeKind.SUBMITTED)
     reasons = [diff.skip_reason for diff in snapshot.diffs]
     assert reasons == [None] * 4000 + ["outside_allow_list"] * 25
-    policy_reads = [call for call in runner.text_calls if call[-1].endswith(".p4review.toml@9")]
-    file_calls = [call for call in runner.text_calls if call not in policy_reads]
-    assert len(file_calls) == 4000 and all(call[0] == "diff2" and len(call) == 4 for call in file_calls)
-    assert len(policy_reads) == 16  # 41 directories above the files; the lookup is bounded
+    assert len(runner.text_calls) == 4000 and all(call[0] == "diff2" and len(call) == 4 for call in runner.text_calls)
+    # One `p4 files` for the depot policy, bounded: 41 directories above the files, 16 looked in.
+    [lookup] = runner.policy_lookups
+    assert lookup[0] == "files" and len(lookup) == 17
     assert not any("//secret" in arg for call in runner.text_calls for arg in call)
 
 
@@ -544,9 +549,10 @@ def test_one_file_per_command_and_no_p4_call_for_skipped_files(log_file):
     fetcher_for(make_runner(log_file)).fetch(48213, ChangeKind.SUBMITTED)
     argvs = [entry["argv"] for entry in logged(log_file)]
     assert argvs[0] == ["-G", "describe", "-s", "48213"]
-    policy_reads = [argv for argv in argvs if argv[-1].endswith(".p4review.toml@48213")]
-    assert len(policy_reads) == 7  # //depot/engine/main/{assets/ui,src/net,...}/ up to //depot/
-    argvs = [argv for argv in argvs if argv not in policy_reads]
+    # One lookup of the depot policy in the 7 directories above the files (none has one).
+    assert argvs[1][:2] == ["-G", "files"] and len(argvs[1]) == 9
+    assert all(arg.endswith("/.p4review.toml@48213") for arg in argvs[1][2:])
+    argvs = [argvs[0], *argvs[2:]]
     base = "//depot/engine/main/src/net/"
     assert sorted(argvs[1:]) == sorted(
         [
@@ -587,7 +593,7 @@ def test_files_outside_the_allow_list_are_skipped_before_any_p4_command(log_file
     argvs = [entry["argv"] for entry in logged(log_file)]
     # describe, the one depot-policy candidate inside the list, then the allowed file's diff.
     assert argvs[0] == ["-G", "describe", "-s", "48234"] and len(argvs) == 3
-    assert argvs[1] == ["print", "-q", "//depot/services/telemetry/main/uploader/.p4review.toml@48234"]
+    assert argvs[1] == ["-G", "files", "//depot/services/telemetry/main/uploader/.p4review.toml@48234"]
     assert argvs[2][:2] == ["diff2", "-du"] and all("uploader/settings.py" in arg for arg in argvs[2][2:])
 
 

@@ -110,6 +110,7 @@ class ReviewSummary(BaseModel):
     chunks: int | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    cache_read_tokens: int | None = None  # of input_tokens, read from the provider's prompt cache
     suppressed: int | None = None  # findings the noise controls removed
     # A versioned rerun compared with the previous version (docs/review.md "Versioned reruns").
     previous_version: int | None = None

@@ -193,6 +193,9 @@ class ReviewUsage(BaseModel):
     chunks: int = 0
     chunks_resumed: int = 0  # chunk results reused from an earlier attempt (no provider call)
     estimated: bool = False  # the offline reviewer reports estimated tokens
+    # Of input_tokens: read from the provider's prompt cache, and written to it (docs/review.md).
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 class FileAnswer(BaseModel):

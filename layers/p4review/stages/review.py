@@ -121,6 +121,8 @@ class _ChunkAnswer:
     input_tokens: int
     output_tokens: int
     resumed: bool
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 @dataclass
@@ -281,6 +283,8 @@ class ReviewWork:
                 input_tokens=document["input_tokens"],
                 output_tokens=document["output_tokens"],
                 resumed=True,
+                cache_read_tokens=document.get("cache_read_tokens", 0),
+                cache_write_tokens=document.get("cache_write_tokens", 0),
             )
         except NotFoundError:
             pass
@@ -313,6 +317,8 @@ class ReviewWork:
                     "outcome": outcome.model_dump(mode="json", exclude_none=True),
                     "input_tokens": response.input_tokens,
                     "output_tokens": response.output_tokens,
+                    "cache_read_tokens": response.cache_read_tokens,
+                    "cache_write_tokens": response.cache_write_tokens,
                 },
             )
         return _ChunkAnswer(
@@ -321,6 +327,8 @@ class ReviewWork:
             input_tokens=response.input_tokens,
             output_tokens=response.output_tokens,
             resumed=False,
+            cache_read_tokens=response.cache_read_tokens,
+            cache_write_tokens=response.cache_write_tokens,
         )
 
     def _assemble(
@@ -393,6 +401,8 @@ class ReviewWork:
             model=self._reviewer.model,
             input_tokens=sum(a.input_tokens for a in run.answers),
             output_tokens=sum(a.output_tokens for a in run.answers),
+            cache_read_tokens=sum(a.cache_read_tokens for a in run.answers),
+            cache_write_tokens=sum(a.cache_write_tokens for a in run.answers),
             chunks=len(run.answers),
             chunks_resumed=sum(1 for a in run.answers if a.resumed),
             estimated=self._reviewer.estimated_usage,
@@ -429,6 +439,7 @@ class ReviewWork:
             chunks=usage.chunks if usage else None,
             input_tokens=usage.input_tokens if usage else None,
             output_tokens=usage.output_tokens if usage else None,
+            cache_read_tokens=usage.cache_read_tokens if usage else None,
             suppressed=sum(stored.suppressed.values()),
             previous_version=stored.history.previous_version if stored.history else None,
             findings_new=len(stored.history.new) if stored.history else None,

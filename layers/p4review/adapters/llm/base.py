@@ -44,6 +44,10 @@ class LlmResponse:
     model: str
     stop_reason: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    # Of input_tokens: read from the provider's prompt cache (billed at a fraction), and written to
+    # it (Anthropic and Bedrock bill a write at a premium). The rest of input_tokens is uncached.
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 class LlmProvider(Protocol):

@@ -55,6 +55,16 @@ def make_bedrock_client(region: str | None, timeout_seconds: float) -> Any:
         raise ConfigError("bedrock: no AWS region configured (P4REVIEW_LLM_REGION)") from None
 
 
+# A cache checkpoint after the instructions (Converse `cachePoint`), for the model families that
+# support prompt caching on Bedrock; another model would refuse the request, so it gets none.
+_CACHE_POINT = ({"cachePoint": {"type": "default"}},)
+_CACHING_MODELS = re.compile(r"(^|[.:/])(anthropic\.claude|amazon\.nova)")
+
+
+def supports_prompt_cache(model_id: str) -> bool:
+    return bool(_CACHING_MODELS.search(model_id))
+
+
 class BedrockProvider:
     name = "bedrock"
 
@@ -65,7 +75,9 @@ class BedrockProvider:
     def complete(self, request: LlmRequest) -> LlmResponse:
         arguments: dict[str, Any] = {
             "modelId": self.model,
-            "system": [{"text": request.system}],
+            "system": [{"text": request.system}, *_CACHE_POINT]
+            if supports_prompt_cache(self.model)
+            else [{"text": request.system}],
             "messages": [{"role": "user", "content": [{"text": request.user}]}],
             "inferenceConfig": {"maxTokens": request.max_output_tokens, "temperature": 0},
             "toolConfig": {
@@ -93,9 +105,14 @@ class BedrockProvider:
             raise ProviderPolicyRefusal(f"{self.name} ({self.model}): stopped by {stop_reason}")
         # "max_tokens" and the malformed-output reasons: the answer goes back as is; the parser rejects it.
         usage = response.get("usage") or {}
+        cache_read = usage.get("cacheReadInputTokens") or 0
+        cache_write = usage.get("cacheWriteInputTokens") or 0
         return LlmResponse(
             text=_answer_text(response.get("output", {}).get("message", {}).get("content") or []),
-            input_tokens=usage.get("inputTokens") or 0,
+            # Converse reports cache reads and writes apart from inputTokens: all three are input.
+            input_tokens=(usage.get("inputTokens") or 0) + cache_read + cache_write,
+            cache_read_tokens=cache_read,
+            cache_write_tokens=cache_write,
             output_tokens=usage.get("outputTokens") or 0,
             provider=self.name,
             model=self.model,

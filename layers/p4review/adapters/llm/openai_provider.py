@@ -79,10 +79,14 @@ class OpenAIProvider:
             raise ProviderPolicyRefusal(f"{self.name} ({self.model}): the model refused the request")
         # finish_reason "length": the truncated text goes back as is; the result parser rejects it.
         usage = getattr(completion, "usage", None)  # some compatible servers leave it out
+        # OpenAI caches a prompt's stable prefix by itself (the system message comes first and is
+        # the same for every request); prompt_tokens includes what it read from the cache.
+        details = getattr(usage, "prompt_tokens_details", None) if usage else None
         return LlmResponse(
             text=(message.content if message else None) or "",
             input_tokens=(usage.prompt_tokens if usage else 0) or 0,
             output_tokens=(usage.completion_tokens if usage else 0) or 0,
+            cache_read_tokens=(getattr(details, "cached_tokens", None) or 0) if details else 0,
             provider=self.name,
             model=self.model,
             stop_reason=finish_reason,

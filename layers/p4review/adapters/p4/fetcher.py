@@ -122,24 +122,35 @@ class ChangeFetcher:
 
     def read_policy(self, description: ChangeDescription) -> ChangePolicy:
         """The depot's `.p4review.toml` files above the changed files (docs/policy.md): one
-        `p4 print` per candidate directory the allow-list allows (a missing file costs one
-        immediate "no such file"). A submitted change reads each at the change (`@N`: the
-        policy in force when it was submitted); a shelved one reads the head, so a shelf cannot
-        bring its own, weaker policy. A bad file is a diagnostic, never a failed fetch."""
+        `p4 files` for every candidate directory the allow-list allows, then one `p4 print` per
+        file found (usually none or one). A submitted change reads each at the change (`@N`:
+        the policy in force when it was submitted); a shelved one reads the head, so a shelf
+        cannot bring its own, weaker policy. A bad file is a diagnostic, never a failed fetch."""
         number = description.changelist_id
         revision = "#head" if description.kind is ChangeKind.SHELVED else f"@{number}"
         found = ChangePolicy()
         # Only the directories of files the allow-list allows: a refused (hostile) path names nothing.
         allowed = [c.depot_path for c in description.files if self._allow_list.check(c.depot_path).allowed]
-        for source in candidate_policy_paths(allowed):
-            if not self._allow_list.check(source).allowed:
-                continue
+        candidates = [path for path in candidate_policy_paths(allowed) if self._allow_list.check(path).allowed]
+        if not candidates:
+            return found
+        by_operand = {depot_path_operand(path): path for path in candidates}
+        try:
+            records = self._runner.run_marshal_found(
+                ["files", *(operand + revision for operand in by_operand)], changelist_id=number
+            )
+        except P4CommandError:
+            found.diagnostics.append(PolicyDiagnostic(source="(lookup)", reason="unreadable", detail="p4 files failed"))
+            return found
+        for record in records:
+            operand = decode_field(record.get(b"depotFile"))
+            source = by_operand.get(operand)
+            rev = int_field(record.get(b"rev"))
+            if source is None or rev is None or decode_field(record.get(b"action")) in _DELETE_ACTIONS:
+                continue  # not a file we asked for, or deleted at that revision: no policy there
             try:
-                spec = depot_path_operand(source) + revision
-                data = self._runner.run_text(["print", "-q", spec], changelist_id=number)
-            except P4NotFoundError:
-                continue
-            except P4CommandError:
+                data = self._runner.run_text(["print", "-q", f"{operand}#{rev}"], changelist_id=number)
+            except (P4NotFoundError, P4CommandError):
                 found.diagnostics.append(PolicyDiagnostic(source=source, reason="unreadable", detail="p4 print failed"))
                 continue
             parsed = parse_policy_file(source, revision, data)
@@ -151,6 +162,7 @@ class ChangeFetcher:
                 found.diagnostics.append(parsed)
             else:
                 found.policies.append(parsed)
+        found.policies.sort(key=lambda policy: candidates.index(policy.source))
         return found
 
     def denied_files(self, description: ChangeDescription, *, job_id: str | None = None) -> set[str]:

@@ -27,6 +27,7 @@ from p4review.runtime.faults import FaultPoint
 _ALLOWED_OPTIONS: dict[str, frozenset[str]] = {
     "describe": frozenset({"-s", "-S"}),
     "diff2": frozenset({"-du"}),
+    "files": frozenset(),
     "print": frozenset({"-q"}),
     "user": frozenset({"-o"}),
 }
@@ -80,6 +81,27 @@ class P4Runner:
         if code != 0:
             raise self._error(args[0], _text(stderr) or f"exit status {code}")
         return records
+
+    def run_marshal_found(self, args: Sequence[str], *, changelist_id: int | None = None) -> list[dict[bytes, Any]]:
+        """`p4 -G ARGS` over several files: the records of those found. p4 reports each missing
+        file as a warning record ("no such file(s)", severity 2) among the others; those are
+        dropped, and any other error record raises."""
+        stdout, stderr, code = self._run(["-G", *args], args, changelist_id)
+        try:
+            records = decode_marshal_stream(stdout)
+        except ValueError:
+            raise P4CommandError(f"p4 {args[0]}: unparseable -G output") from None
+        found = []
+        for record in records:
+            if record.get(b"code") != b"error":
+                found.append(record)
+                continue
+            message = _text(record.get(b"data", b""))
+            if not (_is_warning(record) and "no such file" in message):
+                raise self._error(args[0], message)
+        if code != 0 and not (records and all(_is_warning(r) for r in records if r.get(b"code") == b"error")):
+            raise self._error(args[0], _text(stderr) or f"exit status {code}")
+        return found
 
     def run_text(self, args: Sequence[str], *, changelist_id: int | None = None) -> bytes:
         """Run `p4 ARGS` and return raw stdout bytes."""
@@ -167,3 +189,9 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
 
 def _text(data: bytes) -> str:
     return data.decode("utf-8", "replace").strip()
+
+
+def _is_warning(record: dict[bytes, Any]) -> bool:
+    """p4's severity: 2 is E_WARN (e.g. "no such file(s)"), 3 and 4 are failures."""
+    severity = record.get(b"severity")
+    return isinstance(severity, int) and severity <= 2

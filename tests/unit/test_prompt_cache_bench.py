@@ -1,0 +1,25 @@
+"""The prompt-cache billing model of benchmarks/prompt_cache.py: a prefix below the providers'
+minimum is never cached; above it the first request writes and the others read."""
+
+from __future__ import annotations
+
+from benchmarks.prompt_cache import PROVIDERS, billed
+
+ANTHROPIC, OPENAI = PROVIDERS
+
+
+def test_a_prefix_below_the_minimum_is_billed_in_full() -> None:
+    requests = [(1, 300, 700, 1000)] * 3  # tool schema + instructions = 1,000 < 1,024
+    assert billed(requests, ANTHROPIC) == (6000.0, 0)
+
+
+def test_the_first_request_writes_the_prefix_and_the_others_read_it() -> None:
+    requests = [(1, 400, 700, 1000)] * 3  # prefix 1,100
+    total, read = billed(requests, ANTHROPIC)
+    assert read == 2200 and total == 1.25 * 1100 + 1000 + 2 * (0.1 * 1100 + 1000)
+
+
+def test_openai_caches_the_instructions_only_and_has_no_write_premium() -> None:
+    requests = [(1, 400, 1100, 500)] * 2  # the schema is not part of OpenAI's cached prefix here
+    total, read = billed(requests, OPENAI)
+    assert read == 1100 and total == (1100 + 400 + 500) + (0.5 * 1100 + 400 + 500)
