@@ -132,6 +132,9 @@ class RememberingRunner:
     def run_text(self, args: list[str], **options: Any) -> Any:
         return self._answer("run_text", args, **options)
 
+    def run_marshal_found(self, args: list[str], **options: Any) -> Any:
+        return self._answer("run_marshal_found", args, **options)
+
 
 @pytest.fixture(autouse=True)
 def _p4_answers_are_remembered(monkeypatch):
