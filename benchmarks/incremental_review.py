@@ -46,14 +46,9 @@ class _History:
         return self.by_version.get(job.review_version - 1)
 
 
-class _NoLease:
-    def check(self) -> None:
-        pass
-
-
 def review_shelf_versions(change: int = RESHELVED_CHANGE, versions: tuple[int, ...] = (1, 2)) -> list[VersionReview]:
     from p4review.adapters.p4 import ChangeFetcher, P4Runner
-    from p4review.cli.review_diff import MemoryArtifacts
+    from p4review.cli.review_diff import MemoryArtifacts, NoLease
     from p4review.config import Settings
     from p4review.local.stack import write_fake_p4_wrapper
     from p4review.logic.change_redaction import redact_change
@@ -89,7 +84,7 @@ def review_shelf_versions(change: int = RESHELVED_CHANGE, versions: tuple[int, .
                 updated_at=f"2024-05-2{version}T10:00:00.000000Z",
                 artifacts={"change_key": change_key},
             )
-            output = work.run(job, _NoLease())  # type: ignore[arg-type]
+            output = work.run(job, NoLease())  # type: ignore[arg-type]
             stored = StoredReview.model_validate(artifacts.get_json(output.updates["artifacts"]["result_key"]))
             history.by_version[version] = PreviousReview(review_version=version, job_id=job.job_id, stored=stored)
             usage, past = stored.usage, stored.history

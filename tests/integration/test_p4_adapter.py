@@ -669,3 +669,15 @@ def test_the_cp1252_fallback_is_a_diagnostic_without_the_text(caplog):
     assert record.diagnostic == "p4_text_cp1252_fallback"
     assert record.field == "describe record" and record.byte_count == 11
     assert "secret" not in record.getMessage() and "secret" not in json.dumps(record.__dict__, default=str)
+
+
+def test_a_lookup_over_several_files_drops_only_the_missing_file_warnings():
+    runner = make_runner()
+    policy = "//depot/tools/main/pipeline/.p4review.toml"
+    [found] = runner.run_marshal_found(["files", f"{policy}#head", "//depot/nope/.p4review.toml#head"])
+    assert (found[b"depotFile"], found[b"rev"]) == (policy.encode(), b"1")
+    assert runner.run_marshal_found(["files", "//depot/nope/.p4review.toml"]) == []
+    with pytest.raises(P4CommandError):  # a real error (here a usage error) is not a missing file
+        runner.run_marshal_found(["files"])
+    with pytest.raises(P4NotFoundError):  # the strict reader still refuses the warning
+        runner.run_marshal(["files", "//depot/nope/.p4review.toml"])

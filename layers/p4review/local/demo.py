@@ -132,15 +132,21 @@ def _job_ids(host: TriggerHost) -> list[tuple[dict[str, Any], str]]:
     return list(seen.values())
 
 
+def _read_email(path: Path) -> tuple[EmailMessage, str]:
+    """A stored .eml and its plain-text part."""
+    message = message_from_bytes(path.read_bytes(), policy=default_policy)
+    assert isinstance(message, EmailMessage)
+    body = message.get_body(preferencelist=("plain",))
+    return message, body.get_content() if isinstance(body, EmailMessage) else ""
+
+
 def _show_policy_notes(emails: list[Path]) -> None:
     """What the emails' footers say about the depot's .p4review.toml files (used, or why not)."""
     notes: dict[str, set[str]] = {}
     for path in emails:
-        message = message_from_bytes(path.read_bytes(), policy=default_policy)
-        body = message.get_body(preferencelist=("plain",))
-        text = body.get_content() if isinstance(body, EmailMessage) else ""
+        message, text = _read_email(path)
         change = str(message["Subject"]).split(" v", 1)[0].replace("[p4review] ", "")
-        for line in " ".join(text.split("\n-- Coverage --", 1)[-1].split("\n\n")).split("\n"):
+        for line in text.splitlines():
             if line.startswith("Review policy"):
                 notes.setdefault(change, set()).add(line)
     if notes:
@@ -153,12 +159,10 @@ def _show_policy_notes(emails: list[Path]) -> None:
 def _show_rerun_email(mailbox: Path, job_id: str) -> None:
     """The headings and findings of a versioned rerun's email: what changed leads."""
     for path in sorted(mailbox.glob("*.eml")):
-        message = message_from_bytes(path.read_bytes(), policy=default_policy)
+        message, text = _read_email(path)
         if message["X-P4Review-Job"] != job_id:
             continue
-        body = message.get_body(preferencelist=("plain",))
-        text = body.get_content() if isinstance(body, EmailMessage) else ""
-        _say(f"  Subject: {' '.join(str(message['Subject']).split())}  (to {message['To']})")
+        _say(f"  Subject: {message['Subject']}  (to {message['To']})")
         shown = text.split("-- Coverage --")[0].splitlines()
         for index, line in enumerate(shown):
             if line.startswith(("Since v", "#### ", "* ")):
