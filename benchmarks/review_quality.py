@@ -1,9 +1,11 @@
 """Review quality on real defects: public fix commits played backwards (benchmarks/data/
 reversed_fixes.json.xz, built and cited by tools/build_reversed_fixes.py; each case names its
-commit). Three reviewers in the same run, on the same cases:
+commit). Four reviewers in the same run, on the same cases:
 
 - `heuristics`: the offline reviewer before analyzers (its line heuristics alone);
-- `analyzers`: the reviewdog-style baseline, the analyzers alone with reports kept to added lines;
+- `reviewdog baseline`: the existing practice we compare with: ruff, bandit, shellcheck and
+  cppcheck with their default rule sets, reports kept to added lines (reviewdog's `added` filter);
+- `analyzers`: our analyzers with our rule sets alone, reports kept to added lines;
 - `offline default`: what the service runs without a model, heuristics plus analyzers, merged,
   through `p4review review-diff` (the review stage itself).
 
@@ -27,7 +29,7 @@ from typing import Any
 
 DATA = Path(__file__).parent / "data" / "reversed_fixes.json.xz"
 MATCH_LINES = 3
-_LANGUAGE = {".c": "C", ".h": "C", ".py": "Python", ".sh": "shell"}
+_LANGUAGE = {".c": "C", ".h": "C", ".py": "Python", ".sh": "shell", ".js": "JavaScript"}
 
 
 @dataclass
@@ -65,6 +67,8 @@ def load_cases(path: Path = DATA) -> list[dict[str, Any]]:
 
 
 def language(case: dict[str, Any]) -> str:
+    if case.get("language"):
+        return str(case["language"])
     extensions = {posixpath.splitext(name)[1] for name in case["files"]}
     return _LANGUAGE.get(sorted(extensions)[0], "other") if extensions else "other"
 
@@ -106,9 +110,87 @@ def review_with_analyzers_alone(case: dict[str, Any]) -> list[Located]:
     return [Located(r.file, r.line, r.end_line, r.rule_id) for r in on_added_lines(run.reports, changed)]
 
 
+def _baseline_reports(files: dict[str, str]) -> list[Located]:
+    """ruff, bandit, shellcheck and cppcheck as a CI job runs them: default rule sets, every
+    severity, each on its files, in a scratch directory."""
+    import subprocess  # nosec B404 - the analyzers, fixed arguments
+    import sys
+    import tempfile
+
+    from p4review.adapters.analyzers import _executable, _ruff_binary
+    from p4review.logic.analysis import analyzers_for
+
+    found: list[Located] = []
+    with tempfile.TemporaryDirectory() as root:
+        local: dict[str, str] = {}
+        for index, (path, text) in enumerate(sorted(files.items())):
+            name = f"f{index}/{posixpath.basename(path)}"
+            Path(root, name).parent.mkdir(parents=True)
+            Path(root, name).write_text(text)
+            local[name] = path
+
+        def run(command: list[str], stream: str = "stdout") -> str:
+            done = subprocess.run(command, cwd=root, capture_output=True, text=True, check=False)  # nosec B603
+            return str(getattr(done, stream))
+
+        def named(kind: str) -> list[str]:
+            return [n for n, p in local.items() if kind in analyzers_for(p, files[p].split("\n", 1)[0])]
+
+        if python := named("ruff"):
+            for item in json.loads(
+                run([str(_ruff_binary()), "check", "--isolated", "--output-format", "json", *python]) or "[]"
+            ):
+                found.append(
+                    Located(
+                        local[Path(item["filename"]).relative_to(root).as_posix()],
+                        item["location"]["row"],
+                        None,
+                        f"ruff/{item['code']}",
+                    )
+                )
+            for item in json.loads(run([sys.executable, "-m", "bandit", "-f", "json", "-q", *python]) or "{}").get(
+                "results", []
+            ):
+                found.append(
+                    Located(
+                        local[item["filename"].removeprefix("./")],
+                        item["line_number"],
+                        None,
+                        f"bandit/{item['test_id']}",
+                    )
+                )
+        if shell := named("shellcheck"):
+            for item in json.loads(run([str(_executable("shellcheck")), "-f", "json1", *shell]) or "{}").get(
+                "comments", []
+            ):
+                found.append(
+                    Located(local[item["file"]], item["line"], item.get("endLine"), f"shellcheck/SC{item['code']}")
+                )
+        if c_files := named("cppcheck"):
+            template = "--template={file}\t{line}\t{id}"
+            for line in run([sys.executable, "-m", "cppcheck", "--quiet", template, *c_files], "stderr").splitlines():
+                name, _, rest = line.partition("\t")
+                number, _, rule = rest.partition("\t")
+                if name in local and number.isdigit() and int(number) > 0:
+                    found.append(Located(local[name], int(number), None, f"cppcheck/{rule}"))
+    return found
+
+
+def review_with_reviewdog_baseline(case: dict[str, Any]) -> list[Located]:
+    from p4review.logic.diff_lines import changed_lines_from_diff, split_describe_diff
+
+    changed = {path: changed_lines_from_diff(text) for path, text in split_describe_diff(case["diff"]).items()}
+    return [
+        f
+        for f in _baseline_reports(case["files"])
+        if f.file in changed and changed[f.file].touches_added(f.line, f.end_line)
+    ]
+
+
 REVIEWERS: dict[str, Callable[[dict[str, Any]], list[Located]]] = {
     "heuristics": lambda case: review_with_service(case, analyzers=""),
-    "analyzers (reviewdog-style)": review_with_analyzers_alone,
+    "reviewdog baseline (ruff, bandit, shellcheck, cppcheck defaults)": review_with_reviewdog_baseline,
+    "analyzers (our rule sets)": review_with_analyzers_alone,
     "offline default": lambda case: review_with_service(case, analyzers=None),
 }
 
@@ -162,24 +244,28 @@ def _fmt(value: float | None) -> str:
 def bench_review_quality() -> None:
     import io
 
-    cases = load_cases()
-    with contextlib.redirect_stdout(io.StringIO()):  # the stages log JSON to stdout
-        table = evaluate(cases)
-    languages = sorted({language(c) for c in cases}) + ["all"]
-    counts = {lang: sum(1 for c in cases if lang in ("all", language(c))) for lang in languages}
+    all_cases = load_cases()
     print(
-        f"review quality on {len(cases)} reversed public fix commits "
-        f"({sum(len(c['defects']) for c in cases)} defects; benchmarks/data/reversed_fixes.json.xz):"
+        f"review quality on {len(all_cases)} reversed public fix commits "
+        f"({sum(len(c['defects']) for c in all_cases)} defects; benchmarks/data/reversed_fixes.json.xz). "
+        "'dev' was read while the rules were written; 'test' was not:"
     )
-    for name, per_language in table.items():
-        cells = []
-        for lang in languages:
-            score = per_language.get(lang, Score())
-            cells.append(
-                f"{lang} ({counts[lang]} changes, {score.defects} defects) recall {_fmt(score.recall)} "
-                f"precision {_fmt(score.precision)} [{score.findings} findings]"
-            )
-        print(f"  {name}: " + "; ".join(cells))
+    for split in ("dev", "test"):
+        cases = [c for c in all_cases if c.get("split", "dev") == split]
+        with contextlib.redirect_stdout(io.StringIO()):  # the stages log JSON to stdout
+            table = evaluate(cases)
+        languages = sorted({language(c) for c in cases}) + ["all"]
+        counts = {lang: sum(1 for c in cases if lang in ("all", language(c))) for lang in languages}
+        print(f" {split} ({len(cases)} changes):")
+        for name, per_language in table.items():
+            cells = []
+            for lang in languages:
+                score = per_language.get(lang, Score())
+                cells.append(
+                    f"{lang} ({counts[lang]} changes, {score.defects} defects) recall {_fmt(score.recall)} "
+                    f"precision {_fmt(score.precision)} [{score.findings} findings]"
+                )
+            print(f"  {name}: " + "; ".join(cells))
 
 
 if __name__ == "__main__":

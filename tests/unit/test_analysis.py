@@ -35,12 +35,20 @@ DIFF = """--- a/tools/deploy.py
         ("//d/a.py", "", ("ruff", "bandit")),
         ("//d/run.sh", "", ("shellcheck",)),
         ("//d/x.BASH", "", ("shellcheck",)),
-        ("//d/buf.c", "", ("flawfinder",)),
-        ("//d/buf.hpp", "", ("flawfinder",)),
+        ("//d/buf.c", "", ("flawfinder", "cppcheck")),
+        ("//d/buf.hpp", "", ("flawfinder", "cppcheck")),
         ("//d/deploy", "#!/bin/bash", ("shellcheck",)),
         ("//d/tool", "#!/usr/bin/env python3", ("ruff", "bandit")),
         ("//d/README", "hello", ()),
-        ("//d/app.js", "", ()),
+        ("//d/app.js", "", ("eslint",)),
+        ("//d/lib/index.MJS", "", ("eslint",)),
+        ("//d/docker/Dockerfile", "FROM x", ("hadolint",)),
+        ("//d/docker/Dockerfile.prod", "", ("hadolint",)),
+        ("//d/docker/api.dockerfile", "", ("hadolint",)),
+        ("//d/Containerfile", "", ("hadolint",)),
+        ("//d/proj/.github/workflows/ci.yml", "", ("actionlint",)),
+        ("//d/proj/.github/workflows/sub/ci.yml", "", ()),
+        ("//d/proj/config/ci.yml", "", ()),
     ],
 )
 def test_each_file_goes_to_the_analyzers_for_its_language(path, first_line, expected):
@@ -53,9 +61,18 @@ def test_fetch_keeps_content_only_for_what_an_enabled_analyzer_reads():
     assert analysis.reads_content("//d/deploy", ["shellcheck"])  # a shebang can only be seen in the content
     assert not analysis.reads_content("//d/notes.txt", analysis.ALL_ANALYZERS)
     assert not analysis.reads_content("//d/a.py", [])
+    assert analysis.reads_content("//d/Dockerfile", ["hadolint"])
+    assert not analysis.reads_content("//d/app.js", ["ruff", "hadolint"])
 
 
-PATHS = {"f0000/deploy.py": PY, "f0001/run.sh": "//depot/run.sh", "f0002/buf.c": "//depot/buf.c"}
+PATHS = {
+    "f0000/deploy.py": PY,
+    "f0001/run.sh": "//depot/run.sh",
+    "f0002/buf.c": "//depot/buf.c",
+    "f0003/Dockerfile": "//depot/Dockerfile",
+    "f0004/app.js": "//depot/app.js",
+    "f0005/ci.yml": "//depot/.github/workflows/ci.yml",
+}
 
 
 def test_each_analyzers_report_is_read_and_what_we_did_not_give_it_is_ignored():
@@ -64,10 +81,13 @@ def test_each_analyzers_report_is_read_and_what_we_did_not_give_it_is_ignored():
             {"code": "F821", "filename": "f0000/deploy.py", "location": {"row": 7}, "end_location": {"row": 7},
              "message": "Undefined name `x`"},
             {"code": "B006", "filename": "/elsewhere/x.py", "location": {"row": 1}, "message": "m"},
+            {"code": "F401", "filename": "f0000/deploy.py", "location": {"row": 1}, "message": "`os` unused"},
+            {"code": "E722", "filename": "f0000/deploy.py", "location": {"row": 9}, "message": "bare except"},
         ]
     )  # fmt: skip
-    [r] = analysis.read_ruff(ruff, PATHS)
+    r, unused, bare = analysis.read_ruff(ruff, PATHS)
     assert (r.rule_id, r.file, r.line, r.end_line, r.severity) == ("ruff/F821", PY, 7, None, Severity.HIGH)
+    assert (unused.severity, bare.severity, bare.category) == (Severity.LOW, Severity.MEDIUM, Category.RELIABILITY)
     bandit = json.dumps(
         {
             "results": [
@@ -76,10 +96,13 @@ def test_each_analyzers_report_is_read_and_what_we_did_not_give_it_is_ignored():
                  "issue_confidence": "HIGH", "issue_text": "shell=True", "issue_cwe": {"id": 78}},
                 {"filename": "f0000/deploy.py", "line_number": 2, "test_id": "B101", "issue_severity": "MEDIUM"},
                 {"filename": "f0000/deploy.py", "line_number": 3, "test_id": "B404", "issue_severity": "LOW"},
+                {"filename": "f0000/deploy.py", "line_number": 8, "test_id": "B110", "issue_severity": "LOW",
+                 "test_name": "try_except_pass", "issue_text": "Try, Except, Pass detected."},
             ]
         }
     )  # fmt: skip
-    [b] = analysis.read_bandit(bandit, PATHS)
+    b, swallowed = analysis.read_bandit(bandit, PATHS)  # low severity: only the swallowed-exception tests
+    assert (swallowed.rule_id, swallowed.severity) == ("bandit/B110:try_except_pass", Severity.LOW)
     assert (b.rule_id, b.line, b.end_line, b.category, b.message) == (
         "bandit/B602:subprocess_popen_with_shell_equals_true",
         5,
@@ -91,10 +114,12 @@ def test_each_analyzers_report_is_read_and_what_we_did_not_give_it_is_ignored():
         {"comments": [
             {"file": "f0001/run.sh", "line": 3, "endLine": 3, "level": "warning", "code": 2086, "message": "Quote it"},
             {"file": "f0001/run.sh", "line": 4, "level": "style", "code": 2001, "message": "style"},
+            {"file": "f0001/run.sh", "line": 5, "level": "info", "code": 2046, "message": "Quote this"},
         ]}
     )  # fmt: skip
-    [s] = analysis.read_shellcheck(shellcheck, PATHS)
+    s, info = analysis.read_shellcheck(shellcheck, PATHS)
     assert (s.rule_id, s.file, s.severity) == ("shellcheck/SC2086", "//depot/run.sh", Severity.MEDIUM)
+    assert (info.rule_id, info.severity) == ("shellcheck/SC2046", Severity.LOW)
     flawfinder = (
         "File,Line,Column,DefaultLevel,Level,Category,Name,Warning,Suggestion,Note,CWEs,Context,Fingerprint\n"
         "f0002/buf.c,2,3,5,5,buffer,gets,Does not check for buffer overflows,fgets,,CWE-120,gets(b);,ab\n"
@@ -102,6 +127,53 @@ def test_each_analyzers_report_is_read_and_what_we_did_not_give_it_is_ignored():
     )
     [f] = analysis.read_flawfinder(flawfinder, PATHS)
     assert (f.rule_id, f.line, f.severity) == ("flawfinder/gets", 2, Severity.HIGH)
+    cppcheck = "\n".join(
+        [
+            "f0002/buf.c\t3\terror\tmemleak\t401\tMemory leak: p",
+            "f0002/buf.c\t4\twarning\tnullPointerRedundantCheck\t476\tEither the condition 'q' is redundant\tor not",
+            "f0002/buf.c\t0\tinformation\tmissingIncludeSystem\t0\tInclude file not found",
+            "f0002/buf.c\t5\tstyle\tvariableScope\t398\tThe scope can be reduced",
+            "nofile.c\t1\terror\tnullPointer\t476\tNull pointer",
+        ]
+    )
+    leak, null = analysis.read_cppcheck(cppcheck, PATHS)
+    assert (leak.rule_id, leak.severity, leak.category, leak.message) == (
+        "cppcheck/memleak", Severity.HIGH, Category.RELIABILITY, "Memory leak: p (CWE-401)"
+    )  # fmt: skip
+    assert (null.line, null.severity, null.title) == (
+        4,
+        Severity.MEDIUM,
+        "Either the condition 'q' is redundant or not",
+    )
+    hadolint = json.dumps(
+        [
+            {"code": "DL3002", "file": "f0003/Dockerfile", "level": "warning", "line": 5, "message": "Last USER should not be root"},
+            {"code": "DL3059", "file": "f0003/Dockerfile", "level": "style", "line": 6, "message": "Consolidate RUNs"},
+        ]
+    )  # fmt: skip
+    [h] = analysis.read_hadolint(hadolint, PATHS)
+    assert (h.rule_id, h.file, h.line, h.severity) == ("hadolint/DL3002", "//depot/Dockerfile", 5, Severity.MEDIUM)
+    eslint = json.dumps(
+        [{"filePath": "f0004/app.js", "messages": [
+            {"ruleId": "no-unsanitized/property", "severity": 2, "line": 4, "message": "Unsafe assignment to innerHTML"},
+            {"ruleId": "no-empty", "severity": 1, "line": 5, "endLine": 6, "message": "Empty block statement."},
+            {"ruleId": None, "fatal": True, "severity": 2, "line": 1, "message": "Parsing error"},
+        ]}]
+    )  # fmt: skip
+    xss, empty = analysis.read_eslint(eslint, PATHS)
+    assert (xss.rule_id, xss.severity, xss.category) == (
+        "eslint/no-unsanitized/property",
+        Severity.HIGH,
+        Category.SECURITY,
+    )
+    assert (empty.rule_id, empty.severity, empty.end_line) == ("eslint/no-empty", Severity.LOW, 6)
+    actionlint = json.dumps(
+        [{"file": "f0005/ci.yml", "line": 7, "column": 3, "kind": "expression", "message": "untrusted input. use env"}]
+    )
+    [a] = analysis.read_actionlint(actionlint, PATHS)
+    assert (a.rule_id, a.file, a.severity, a.category) == (
+        "actionlint/expression", "//depot/.github/workflows/ci.yml", Severity.HIGH, Category.SECURITY
+    )  # fmt: skip
     for reader in analysis.READERS.values():  # garbage in: nothing out, no exception
         assert reader("not json, not csv \x00", PATHS) == []
 
@@ -165,3 +237,16 @@ def test_new_content_is_redacted_like_the_diff_and_checked_again_before_review()
     with pytest.raises(RedactionError):
         prepare_review_input(leaky)
     assert ChangeRedactor().diff(FileDiff(depot_path=PY, action="edit", status=DiffStatus.FETCHED)).new_content is None
+
+
+def test_analyzers_read_placeholders_as_identifiers_and_their_reports_there_are_dropped():
+    redacted = "import os\nhost = [REDACTED:internal_host]\nif not isinstance(x, [REDACTED:internal_host]):\n    pass\n"
+    text, lines = analysis.analyzable(redacted)
+    assert text == (
+        "import os\nhost = REDACTED_internal_host\nif not isinstance(x, REDACTED_internal_host):\n    pass\n"
+    )
+    assert lines == {2, 3}
+    compile(text, "x.py", "exec")  # the placeholder no longer makes the file a syntax error
+    reports = [_report(2), _report(3, 4), _report(4), _report(1, file="//depot/other.py")]
+    kept = analysis.without_placeholder_lines(reports, {PY: lines})
+    assert [(r.file, r.line) for r in kept] == [(PY, 4), ("//depot/other.py", 1)]

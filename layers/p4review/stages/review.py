@@ -19,7 +19,7 @@ from p4review.adapters.llm.base import ContextTooLong, LlmRequest, LlmResponse
 from p4review.dal.ports import ArtifactStore
 from p4review.dal.s3_artifacts import chunk_result_key, result_key
 from p4review.errors import ErrorClass, NonRetryableError, NotFoundError, ValidationError
-from p4review.logic.analysis import as_findings, on_added_lines
+from p4review.logic.analysis import analyzable, as_findings, on_added_lines, without_placeholder_lines
 from p4review.logic.change_redaction import ReviewInput, prepare_review_input
 from p4review.logic.chunking import (
     SKIP_ANSWER_REJECTED,
@@ -249,11 +249,12 @@ class ReviewWork:
     def _analyze(self, review_input: ReviewInput, changed_lines: Mapping[str, ChangedLines]) -> AnalyzerRun:
         """The analyzers on the files fetch kept content for, their reports kept to added lines.
         Deterministic for the same input, so a retried job gets the same findings again."""
-        contents = {f.diff.depot_path: f.content.text for f in review_input.files if f.content is not None}
-        if self._analyzers is None or not contents:
+        readable = {f.diff.depot_path: analyzable(f.content.text) for f in review_input.files if f.content is not None}
+        if self._analyzers is None or not readable:
             return AnalyzerRun()
-        analysis = self._analyzers.run(contents)
-        analysis.reports = on_added_lines(analysis.reports, changed_lines)
+        analysis = self._analyzers.run({path: text for path, (text, _) in readable.items()})
+        placeholder_lines = {path: lines for path, (_, lines) in readable.items()}
+        analysis.reports = on_added_lines(without_placeholder_lines(analysis.reports, placeholder_lines), changed_lines)
         return analysis
 
     def _fingerprint(self, answer_version: str) -> str:
