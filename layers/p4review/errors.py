@@ -134,3 +134,10 @@ class StorageError(RetryableError):
     """A data store call failed transiently (throttling, 5xx, timeouts)."""
 
     error_class = ErrorClass.UPSTREAM_ERROR
+
+
+class AnalyzerUnavailable(P4ReviewError):
+    """An analyzer that runs elsewhere (the JavaScript analyzers' function) could not be asked or
+    gave no report. The review goes on without it: a warning diagnostic, never a failed job."""
+
+    error_class = ErrorClass.UPSTREAM_ERROR

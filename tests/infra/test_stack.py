@@ -38,6 +38,7 @@ EXPECTED_ENV = {
         r.NOTIFY_QUEUE.env_var,
         r.REVIEW_QUEUE.env_var,
         r.REVIEW_QUEUE.dlq_env_var,
+        "P4REVIEW_JS_ANALYZER_FUNCTION",
     },
     "notify": {
         r.JOBS_TABLE.env_var,
@@ -113,16 +114,40 @@ def mentions(statement: dict[str, Any], text: str) -> bool:
 # -- functions --------------------------------------------------------------------------------------
 
 
+PYTHON_FUNCTIONS = ("ingest", "fetch", "review", "notify", "sweeper")
+
+
 def test_five_functions_with_handler_runtime_and_no_active_tracing(dev):
     fns = functions(dev)
-    assert set(fns) == {"ingest", "fetch", "review", "notify", "sweeper"}
-    for name, (_, fn) in fns.items():
+    assert set(fns) == {*PYTHON_FUNCTIONS, "js-analyzers"}
+    for name, (_, fn) in ((n, fns[n]) for n in PYTHON_FUNCTIONS):
         assert fn["Handler"] == "handler.lambda_handler"
         assert fn["Runtime"] == "python3.12"
         assert fn["Architectures"] == ["arm64"]
         assert "TracingConfig" not in fn  # no code calls a tracer: no X-Ray, no wildcard grant for it
         assert 256 <= fn["MemorySize"] <= 512
         assert len(fn["Layers"]) == 2, name
+
+
+def test_the_javascript_analyzers_run_on_node_invoked_by_review_only(dev):
+    fns = functions(dev)
+    js_id, js = fns["js-analyzers"]
+    assert (js["Runtime"], js["Handler"], js["Architectures"]) == ("nodejs22.x", "handler.handler", ["arm64"])
+    assert "Layers" not in js
+    # Its own role may write its own log group and nothing else.
+    assert [s["Action"] for s in role_statements(dev, "js-analyzers")] == [
+        ["logs:CreateLogStream", "logs:PutLogEvents"]
+    ]
+    review_env = fns["review"][1]["Environment"]["Variables"]
+    assert review_env["P4REVIEW_JS_ANALYZER_FUNCTION"] == {"Ref": js_id}
+    invokers = [
+        name
+        for name in PYTHON_FUNCTIONS
+        if any(
+            "lambda:InvokeFunction" in as_list(s["Action"]) and mentions(s, js_id) for s in role_statements(dev, name)
+        )
+    ]
+    assert invokers == ["review"]
 
 
 def test_function_timeouts_come_from_queue_specs(dev):
@@ -134,6 +159,9 @@ def test_function_timeouts_come_from_queue_specs(dev):
 
 def test_each_function_gets_exactly_the_env_vars_it_needs(dev):
     for name, (_, fn) in functions(dev).items():
+        if name == "js-analyzers":
+            assert "Environment" not in fn  # it reads the event and nothing else
+            continue
         variables = fn["Environment"]["Variables"]
         assert set(variables) == COMMON_ENV | EXPECTED_ENV[name], name
         assert variables["P4REVIEW_ENV"] == ENV
@@ -739,7 +767,7 @@ def test_p4_cli_layer_attached_only_where_p4_runs(prod, p4_layer_arn):
         name = props(res).get("FunctionName", "")
         if not isinstance(name, str) or not name.startswith("p4review-prod-"):
             continue
-        has_p4 = p4_layer_arn in props(res)["Layers"]
+        has_p4 = p4_layer_arn in props(res).get("Layers", [])
         assert has_p4 == name.endswith(("-fetch", "-notify")), name
 
 

