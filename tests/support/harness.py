@@ -117,9 +117,10 @@ def new_job(idempotency_key: str, changelist_id: int, review_version: int = 1, k
     return create_review(request, jobs=dal.jobs, queues=dal.queues, request_id=None).job
 
 
-def fetch_work() -> FetchWork:
+def fetch_work(**settings: object) -> FetchWork:
+    """`settings`: Settings fields to override (e.g. review_generated=True)."""
     dal = get_data_access()
-    return FetchWork(get_settings(), dal.raw_artifacts, dal.redacted_artifacts, dal.secrets)
+    return FetchWork(get_settings().model_copy(update=settings), dal.raw_artifacts, dal.redacted_artifacts, dal.secrets)
 
 
 def run_through(job: ReviewJob, *works: StageWork, worker_id: str = "setup") -> ReviewJob:
@@ -135,6 +136,6 @@ def run_through(job: ReviewJob, *works: StageWork, worker_id: str = "setup") -> 
     return stored
 
 
-def fetched_job(idempotency_key: str, changelist_id: int) -> ReviewJob:
+def fetched_job(idempotency_key: str, changelist_id: int, **settings: object) -> ReviewJob:
     """A new job for `changelist_id` (version 1, submitted) whose fetch stage completed."""
-    return run_through(new_job(idempotency_key, changelist_id), fetch_work(), worker_id="fetcher")
+    return run_through(new_job(idempotency_key, changelist_id), fetch_work(**settings), worker_id="fetcher")

@@ -40,6 +40,7 @@ class SkipReason(StrEnum):
     NOT_FOUND = "not_found"  # obliterated or re-shelved between describe and fetch
     UNSUPPORTED_ACTION = "unsupported_action"
     IGNORED_BY_POLICY = "ignored_by_policy"  # an `ignore` glob of the depot's .p4review.toml: never fetched
+    GENERATED = "generated"  # its header says a generator wrote it (logic/generated.py): not reviewed
 
 
 class ChangedFile(BaseModel):

@@ -65,6 +65,7 @@ class FetchWork:
                 "files": len(description.files),
                 "files_denied": skipped[SkipReason.OUTSIDE_ALLOW_LIST],
                 "files_ignored_by_policy": skipped[SkipReason.IGNORED_BY_POLICY],
+                "files_generated": skipped[SkipReason.GENERATED],
                 "policies": len(depot_policy.policies),
                 "policy_diagnostics": len(depot_policy.diagnostics),
                 "redacted": counts,

@@ -32,4 +32,9 @@ def build_change_fetcher(settings: Settings, secrets: SecretReader) -> ChangeFet
         settings.require("p4_executable"), timeout_seconds=settings.p4_timeout_seconds, env=p4_environment(credentials)
     )
     analyzers = settings.enabled_analyzers()
-    return ChangeFetcher(runner, allow_list=allow_list, keep_content=lambda path: reads_content(path, analyzers))
+    return ChangeFetcher(
+        runner,
+        allow_list=allow_list,
+        keep_content=lambda path: reads_content(path, analyzers),
+        skip_generated=not settings.review_generated,
+    )

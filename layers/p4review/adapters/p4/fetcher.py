@@ -20,6 +20,7 @@ from p4review.adapters.p4.values import (
 )
 from p4review.logic.depot_paths import DepotAllowList, PathDecision, sanitize_for_log
 from p4review.logic.depot_policy import candidate_policy_paths, is_ignored, parse_policy_file
+from p4review.logic.generated import declares_generated, diff_declares_generated
 from p4review.metric_names import MetricName
 from p4review.models.change import (
     ChangeDescription,
@@ -57,8 +58,11 @@ class ChangeFetcher:
         allow_list: DepotAllowList,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         keep_content: Callable[[str], bool] | None = None,
+        skip_generated: bool = False,
     ):
         self._runner = runner
+        # The service skips generated files (P4REVIEW_REVIEW_GENERATED, stages/p4_access.py).
+        self._skip_generated = skip_generated
         self._allow_list = allow_list
         self._max_bytes = max_file_bytes
         # Which files' whole new content to keep (for the analyzers); the others get a diff only.
@@ -203,6 +207,8 @@ class ChangeFetcher:
             content = self._runner.run_text(["print", "-q", spec], changelist_id=number)
             if len(content) > self._max_bytes:
                 return skipped(SkipReason.TOO_LARGE)
+            if self._skip_generated and declares_generated(content[:4096].decode("utf-8", "replace")):
+                return skipped(SkipReason.GENERATED)
             return FileDiff(
                 depot_path=path,
                 action=action,
@@ -223,12 +229,16 @@ class ChangeFetcher:
             diff = normalize_diff2(path, output)
             if diff is None:
                 return skipped(SkipReason.IDENTICAL)
+            if self._skip_generated and diff_declares_generated(diff):
+                return skipped(SkipReason.GENERATED)  # before the analyzers' print: no p4 call spent
             new_content = None
             if self._keep_content(path):
                 # One more p4 command for this file: the analyzers read the whole new file.
                 content = self._runner.run_text(["print", "-q", right], changelist_id=number)
                 if len(content) <= self._max_bytes:
                     new_content = decode_text(content, "file content").removeprefix("\ufeff")
+                    if self._skip_generated and declares_generated(new_content[:4096]):
+                        return skipped(SkipReason.GENERATED)  # edited below a header the diff did not show
             return FileDiff(
                 depot_path=path, action=action, status=DiffStatus.FETCHED, unified_diff=diff, new_content=new_content
             )
