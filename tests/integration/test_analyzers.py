@@ -112,6 +112,44 @@ def test_a_redaction_placeholder_in_code_does_not_blind_the_analyzers():
     assert analyzer_findings == [("ruff/B009", 6)]
 
 
+def test_iac_reports_on_compose_files_and_terraform_in_process_and_only_on_added_lines():
+    from p4review.cli.review_diff import review_diff
+
+    compose = "services:\n  app:\n    image: app:1\n    privileged: true\n    network_mode: host\n"
+    terraform = 'resource "aws_db_instance" "db" {\n  storage_encrypted   = false\n  publicly_accessible = true\n}\n'
+    contents = {"//depot/ops/docker-compose.yml": compose, "//depot/infra/db.tf": terraform}
+    run = AnalyzerRunner().run(contents)
+    assert run.diagnostics == [] and run.ran == ["iac"]
+    assert sorted((r.file, r.rule_id, r.line) for r in run.reports) == [
+        ("//depot/infra/db.tf", "iac/IAC-tf-publicly-accessible", 3),
+        ("//depot/infra/db.tf", "iac/IAC-tf-unencrypted-storage", 2),
+        ("//depot/ops/docker-compose.yml", "iac/IAC-compose-host-network", 5),
+        ("//depot/ops/docker-compose.yml", "iac/IAC-compose-privileged", 4),
+    ]
+    # A change that adds only network_mode and publicly_accessible is told about those two.
+    diff = (
+        "--- a/ops/docker-compose.yml\n+++ b/ops/docker-compose.yml\n@@ -1,4 +1,5 @@\n services:\n   app:\n"
+        "     image: app:1\n     privileged: true\n+    network_mode: host\n"
+        '--- a/infra/db.tf\n+++ b/infra/db.tf\n@@ -1,3 +1,4 @@\n resource "aws_db_instance" "db" {\n'
+        "   storage_encrypted   = false\n+  publicly_accessible = true\n }\n"
+    )
+    files = {"ops/docker-compose.yml": compose, "infra/db.tf": terraform}
+    stored = review_diff(diff, "", "offline", files=files, analyzers="iac")
+    assert stored.result.meta["analyzers"] == ["iac"]
+    found = sorted((f.rule_id, f.line) for f in stored.result.findings if f.rule_id.startswith("iac/"))
+    assert found == [("iac/IAC-compose-host-network", 5), ("iac/IAC-tf-publicly-accessible", 3)]
+
+
+def test_a_failing_iac_check_is_a_diagnostic_and_the_others_still_run(monkeypatch):
+    def broken(path, text):
+        raise RecursionError("deep")
+
+    monkeypatch.setattr(analyzers_module.iac_checks, "check", broken)
+    run = AnalyzerRunner(["iac", "bandit"]).run({**CONTENTS, "//depot/infra/main.tf": "x = 1\n"})
+    assert [(d.reason, d.detail) for d in run.diagnostics] == [("analyzer_failed", "iac: RecursionError")]
+    assert run.ran == ["bandit"]
+
+
 HANDLER = Path(__file__).resolve().parents[2] / "layers" / "analyzers-js" / "handler.mjs"
 
 

@@ -49,6 +49,15 @@ DIFF = """--- a/tools/deploy.py
         ("//d/proj/.github/workflows/ci.yml", "", ("actionlint",)),
         ("//d/proj/.github/workflows/sub/ci.yml", "", ()),
         ("//d/proj/config/ci.yml", "", ()),
+        ("//d/infra/main.tf", "", ("iac",)),
+        ("//d/infra/main.tf.json", "", ()),
+        ("//d/app/docker-compose.yml", "", ("iac",)),
+        ("//d/app/docker-compose.prod.yaml", "", ("iac",)),
+        ("//d/app/compose.yaml", "", ("iac",)),
+        ("//d/app/compose.override.yml", "", ("iac",)),
+        ("//d/app/api.compose.yml", "", ("iac",)),
+        ("//d/app/composer.yml", "", ()),
+        ("//d/proj/.github/workflows/compose.yml", "", ("actionlint",)),
     ],
 )
 def test_each_file_goes_to_the_analyzers_for_its_language(path, first_line, expected):

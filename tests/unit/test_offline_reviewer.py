@@ -267,3 +267,64 @@ def test_no_fetched_diffs_gives_an_honest_empty_answer() -> None:
     assert document["findings"] == []
     assert document["meta"]["files_reviewed"] == 0
     assert document["summary"] == "Offline heuristic review of 0 files found no issues."
+
+
+def rules_on(path: str, diff: str) -> set[tuple[int, str]]:
+    """(line, rule_id) of the offline reviewer's findings on one file's diff."""
+    one = FileDiff(depot_path=path, action="edit", status=DiffStatus.FETCHED, unified_diff=diff)
+    return {(line, rule) for _, line, rule in findings_of(review_change(snapshot([one])))}
+
+
+def added(path: str, line: str) -> set[str]:
+    return {rule for _, rule in rules_on(path, f"@@ -1,2 +1,3 @@\n ctx\n+{line}\n ctx\n")}
+
+
+def test_line_rules_for_security_settings_injection_and_unsafe_calls() -> None:
+    fires = [
+        ("//depot/main/lib/utils.js", "  return qs.parse(str, { allowPrototypes: true });", "insecure-setting"),
+        ("//depot/main/app/fetch.py", "    r = requests.get(url, verify=False)", "insecure-setting"),
+        ("//depot/main/Dockerfile", "RUN curl https://k.example/key | apt-key add -", "insecure-setting"),
+        ("//depot/main/app/db.py", '    cur.execute(f"SELECT * FROM t WHERE id = {uid}")', "injection-built-string"),
+        ("//depot/main/lib/run.js", "  exec(`git log ${branch}`, done);", "injection-built-string"),
+        ("//depot/main/lib/view.js", "  el.innerHTML = message;", "html-injection-sink"),
+        ("//depot/main/app/load.py", "    data = yaml.load(stream)", "py-unsafe-deserialization"),
+        ("//depot/main/tools/clean.sh", "rm -rf $BUILD_DIR/", "shell-rm-variable-path"),
+        ("//depot/main/src/in.c", '    scanf("%s", name);', "c-unbounded-scanf"),
+    ]
+    for path, line, rule in fires:
+        assert rule in added(path, line), (path, line)
+    quiet = [
+        ("//depot/main/lib/utils.js", "  return qs.parse(str, { allowPrototypes: false });"),
+        ("//depot/main/lib/tls.js", "  const agent = new Agent({ rejectUnauthorized: true });"),
+        ("//depot/main/app/fetch.py", "    r = requests.get(url, verify=True)"),
+        ("//depot/main/app/db.py", '    cur.execute("SELECT * FROM t WHERE id = %s", (uid,))'),
+        ("//depot/main/lib/view.js", "  el.textContent = message;"),
+        ("//depot/main/app/load.py", "    data = yaml.safe_load(stream)"),
+        ("//depot/main/tools/clean.sh", 'rm -rf -- "${BUILD_DIR:?}"'),
+        ("//depot/main/tools/clean.sh", "# curl -k https://example.test"),
+        ("//depot/main/src/in.c", '    scanf("%63s", name);'),
+    ]
+    for path, line in quiet:
+        assert not added(path, line) - {"todo-marker", "debug-output"}, (path, line)
+
+
+def test_an_unchecked_allocation_is_flagged_and_a_checked_one_is_not() -> None:
+    path = "//depot/main/src/buf.c"
+    unchecked = "@@ -1,3 +1,4 @@\n ctx\n+    char *s = malloc(n + 1);\n     memcpy(s, src, n);\n     s[n] = 0;\n"
+    assert (2, "c-unchecked-allocation") in rules_on(path, unchecked)
+    checked = "@@ -1,3 +1,5 @@\n ctx\n+    char *s = malloc(n + 1);\n+    if (s == NULL) return -1;\n     memcpy(s, src, n);\n"
+    assert not any(rule == "c-unchecked-allocation" for _, rule in rules_on(path, checked))
+    unseen = "@@ -1,1 +1,2 @@\n ctx\n+    char *s = malloc(n + 1);\n"  # nothing shown after it: no guess
+    assert not any(rule == "c-unchecked-allocation" for _, rule in rules_on(path, unseen))
+
+
+def test_a_handler_that_swallows_the_error_is_flagged_and_one_that_handles_it_is_not() -> None:
+    py = "//depot/main/app/job.py"
+    swallowed = "@@ -1,3 +1,5 @@\n     try:\n         run()\n+    except OSError:\n+        pass\n     done()\n"
+    assert (3, "swallowed-error") in rules_on(py, swallowed)
+    handled = "@@ -1,3 +1,5 @@\n     try:\n         run()\n+    except OSError as e:\n+        log(e)\n     done()\n"
+    assert not any(rule == "swallowed-error" for _, rule in rules_on(py, handled))
+    js = "//depot/main/lib/job.js"
+    assert (2, "swallowed-error") in rules_on(js, "@@ -1,2 +1,3 @@\n   try { run(); }\n+  catch (e) {}\n ctx\n")
+    logged = "@@ -1,2 +1,4 @@\n   try { run(); }\n+  catch (e) {\n+    log(e);\n   }\n"
+    assert not any(rule == "swallowed-error" for _, rule in rules_on(js, logged))

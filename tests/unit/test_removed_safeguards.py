@@ -106,3 +106,108 @@ def test_the_offline_reviewer_reports_them_and_the_parser_keeps_them():
     assert "removed-null-check" in RULE_IDS
     outcome = parse_review_result(text, [path], expected_prompt_version=OFFLINE_PROMPT_VERSION)
     assert [f.line for f in outcome.result.findings] == [11]
+
+
+@pytest.mark.parametrize(
+    ("path", "removed", "added", "kind"),
+    [
+        ("//d/x.sh", "  curl -fsSL https://e.x/k | sh", "  curl https://e.x/k | sh", "curl-fail"),
+        ("//d/a.c", "    s->data[len] = 0;", "    s->length = len;", "termination"),
+        ("//d/a.c", "    onig_set_parse_depth_limit(1024);", "    onig_init();", "limit"),
+        ("//d/Dockerfile", "    'protobuf>=5.28,<6' \\", "    'numpy' \\", "version-pin"),
+        ("//d/a.c", "    hooks->deallocate(buffer);", "    return true;", "release"),
+        ("//d/a.py", "    _try_close(out)", "    return result", "release"),
+        ("//d/x.sh", "      _retval=1", '      _err "failed"', "error-check"),
+        ("//d/a.js", "  if (e) return next(err);", "  next();", "error-check"),
+    ],
+)
+def test_more_kinds_of_safeguard(path, removed, added, kind):
+    diff = f"@@ -1,3 +1,3 @@\n ctx\n-{removed}\n+{added}\n ctx\n"
+    assert kind in {k for _, k in kinds(path, diff)}
+
+
+def test_a_safeguard_on_a_condition_continued_over_lines_is_found():
+    diff = (
+        "@@ -1,6 +1,2 @@\n ctx\n-  if (kind == STRING &&\n-      (size_t)length(x) > bufsize) {\n"
+        "-    x = slice(x, bufsize);\n-  }\n ctx\n"
+    )
+    assert "bounds-check" in {k for _, k in kinds("//d/a.c", diff)}
+
+
+def test_several_removals_of_a_kind_in_a_hunk_span_them():
+    diff = "@@ -1,6 +1,4 @@\n ctx\n-  a_free(p);\n ctx\n ctx\n-  b_free(q);\n ctx\n"
+    [found] = removed_safeguards("//d/a.c", diff)
+    assert (found.safeguard.kind, found.line, found.end_line) == ("release", 2, 4)
+
+
+@pytest.mark.parametrize(
+    ("path", "diff"),
+    [
+        ("//d/a.c", "@@ -1,4 +1,2 @@\n   a = append(a, x);\n-  if (!is_valid(a)) break;\n   p++;\n"),
+        ("//d/a.c", "@@ -1,6 +1,3 @@\n ctx\n-  if (cannot_access(buf, 1))\n-  {\n-    goto fail;\n-  }\n ctx\n"),
+        ("//d/a.py", "@@ -1,4 +1,2 @@\n ctx\n-    if user.banned:\n-        return None\n ctx\n"),
+        ("//d/x.sh", '@@ -1,5 +1,2 @@\n ctx\n-  if [ ! -r "$f" ]; then\n-    return 0\n-  fi\n ctx\n'),
+    ],
+)
+def test_a_removed_guard_clause_is_reported(path, diff):
+    assert "guard-clause" in {k for _, k in kinds(path, diff)}
+
+
+def test_a_guard_clause_rewritten_in_the_hunk_is_not_reported():
+    diff = "@@ -1,3 +1,3 @@\n ctx\n-  if (!ok(a)) break;\n+  if (!valid(a)) break;\n ctx\n"
+    assert kinds("//d/a.c", diff) == []
+
+
+def test_a_block_that_loses_its_condition_is_reported_and_a_rewritten_condition_is_not():
+    unwrapped = (
+        "@@ -1,5 +1,3 @@\n ctx\n-  if (nerrors == 0) {\n-    register_lib(x);\n-  }\n+  register_lib(x);\n ctx\n"
+    )
+    assert kinds("//d/a.c", unwrapped) == [(2, "unconditional-block")]
+    rewritten = "@@ -1,5 +1,5 @@\n ctx\n-  if (a == 0) {\n-    run(x);\n+  if (b == 0) {\n+    run(x);\n   }\n"
+    assert "unconditional-block" not in {k for _, k in kinds("//d/a.c", rewritten)}
+
+
+def test_a_pointer_no_longer_reset_after_free_is_reported_only_after_its_free():
+    after_free = "@@ -1,4 +1,3 @@\n   if (p != NULL) {\n     hooks.deallocate(p->buf);\n-    p->buf = NULL;\n   }\n"
+    assert kinds("//d/a.c", after_free) == [(3, "null-after-free")]
+    elsewhere = "@@ -1,4 +1,3 @@\n   int n = 0;\n   count(n);\n-  p->buf = NULL;\n   }\n"
+    assert kinds("//d/a.c", elsewhere) == []
+
+
+@pytest.mark.parametrize(
+    ("path", "before", "after"),
+    [
+        ("//d/a.c", "      TRY(tokenadd(p, ch));", "      tokenadd(p, ch);"),
+        ("//d/a.c", "  for (i = 0; i < n && valid(t); i++) {", "  for (i = 0; i < n; i++) {"),
+        ("//d/a.c", '  fmt("%.*s", len, s);', '  fmt("%s", len, s);'),
+        ("//d/a.c", "  buf = malloc(len + 1);", "  buf = malloc(len);"),
+        ("//d/x.sh", '  if [ "$n" -gt "$max" ]; then', "  if [ $n -gt $max ]; then"),
+        ("//d/x.sh", 'SRC="${_:-}"', 'SRC="$_"'),
+        ("//d/x.sh", '  command curl -q "$@"', '  curl -q "$@"'),
+        ("//d/x.sh", '  n=$(grep -c "^${d}$" list)', '  n=$(grep -c "${d}" list)'),
+        ("//d/a.py", "    path = getattr(m, '__file__', '') or ''", "    path = getattr(m, '__file__') or ''"),
+        ("//d/a.py", "    name = getattr(cb, '__name__', '?')", "    name = cb.__name__"),
+        ("//d/a.py", '    ok = re.compile(r"^\\S+\\Z")', '    ok = re.compile(r"^\\S+$")'),
+        ("//d/a.py", '    url = f"https://{host}"', '    url = f"http://{host}"'),
+    ],
+)
+def test_a_line_edited_only_by_deleting_a_protective_part_is_reported(path, before, after):
+    diff = f"@@ -1,3 +1,3 @@\n ctx\n-{before}\n+{after}\n ctx\n"
+    found = {k for _, k in kinds(path, diff)}
+    assert found & {"weakened-line", "condition-clause"}, found
+    reverse = f"@@ -1,3 +1,3 @@\n ctx\n-{after}\n+{before}\n ctx\n"  # the fix direction
+    assert not {k for _, k in kinds(path, reverse)} & {"weakened-line", "condition-clause"}
+
+
+@pytest.mark.parametrize(
+    ("path", "before", "after"),
+    [
+        ("//d/x.sh", '  [ -z "$A" ] && \\', '  [ -z "$A" ] &&'),  # a line continuation dropped (reformat)
+        ("//d/a.c", "  static int parse(int depth) {", "  int parse(int depth) {"),
+        ("//d/a.py", "    total = compute(a, b)  # sum", "    total = compute(a, b)"),
+        ("//d/x.sh", '  file=$(prepare "$A") || return 1', "    return 1"),  # mostly rewritten
+    ],
+)
+def test_ordinary_deletions_are_not_weakenings(path, before, after):
+    diff = f"@@ -1,3 +1,3 @@\n ctx\n-{before}\n+{after}\n ctx\n"
+    assert "weakened-line" not in {k for _, k in kinds(path, diff)}

