@@ -14,7 +14,19 @@ def test_every_case_is_a_cited_public_commit_with_its_defects_on_its_files():
         assert re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+/commit/[0-9a-f]{40}", case["source"])
         assert case["defects"] and case["diff"].startswith("diff --git ")
         assert all(d["file"] in case["files"] for d in case["defects"])
-    assert {language(c) for c in cases} == {"C", "Python", "shell"}
+    assert {language(c) for c in cases} == {"C", "Python", "shell", "JavaScript", "config"}
+
+
+def test_each_split_covers_every_language_and_fresh_comes_from_repositories_not_used_before():
+    cases = load_cases()
+    splits = {c.get("split", "dev") for c in cases}
+    assert splits == {"dev", "test", "fresh"}
+    for split in splits:
+        in_split = [c for c in cases if c.get("split", "dev") == split]
+        assert {language(c) for c in in_split} == {"C", "Python", "shell", "JavaScript", "config"}
+    repositories = {split: {c["id"].split("@")[0] for c in cases if c.get("split", "dev") == split} for split in splits}
+    assert len(repositories["fresh"]) == 10
+    assert not repositories["fresh"] & (repositories["dev"] | repositories["test"])
 
 
 CASE = {
