@@ -202,6 +202,14 @@ def test_only_reports_touching_an_added_line_are_kept_as_reviewdog_does():
     assert [(r.line, r.end_line) for r in kept] == [(5, None), (3, 4)]
 
 
+def test_ruffs_copies_of_bandits_tests_are_left_out_only_while_bandit_runs():
+    ruff_copy = _report(5).model_copy(update={"analyzer": "ruff", "rule": "S602"})
+    ruff_own = _report(5).model_copy(update={"analyzer": "ruff", "rule": "BLE001"})
+    reports = [_report(5), ruff_copy, ruff_own]
+    assert analysis.without_copies(reports, ["ruff", "bandit"]) == [_report(5), ruff_own]
+    assert analysis.without_copies([ruff_copy, ruff_own], ["ruff"]) == [ruff_copy, ruff_own]
+
+
 def test_findings_name_their_analyzer_and_rule():
     [finding] = analysis.as_findings([_report(5), _report(5)])  # one report, once
     assert finding.rule_id == "bandit/B602:shell"

@@ -48,10 +48,12 @@ from p4review.logic.analysis import (
     NODE_ANALYZERS,
     READERS,
     RUFF,
+    RUFF_IGNORED,
     RUFF_RULES,
     SHELLCHECK,
     AnalyzerReport,
     analyzers_for,
+    without_copies,
 )
 from p4review.models.review_result import Diagnostic
 
@@ -120,9 +122,12 @@ def _command(analyzer: str, files: list[str]) -> list[str] | None:
         ruff = _ruff_binary()
         extend = ",".join(RUFF_RULES)
         options = ["check", "--isolated", "--no-cache", "--output-format", "json", "--extend-select", extend]
+        options += ["--extend-ignore", ",".join(RUFF_IGNORED)]
         return None if ruff is None else [ruff, *options, *files]
     if analyzer == BANDIT:
-        return [sys.executable, "-m", "bandit", "--format", "json", "--quiet", "--severity-level", "medium", *files]
+        # Every severity: read_bandit keeps medium and high, and of the low ones the swallowed
+        # exceptions (BANDIT_LOW_KEPT), which a --severity-level would hide from it.
+        return [sys.executable, "-m", "bandit", "--format", "json", "--quiet", *files]
     if analyzer == SHELLCHECK:
         shellcheck = _executable("shellcheck")
         # SC2148 (no shebang) is left out: the dialect comes from the extension instead.
@@ -228,6 +233,7 @@ class AnalyzerRunner:
         for analyzer in self.enabled:
             if analyzer in in_process:
                 self._run_in_process(analyzer, in_process[analyzer], contents, result)
+        result.reports = without_copies(result.reports, self.enabled)
         return result
 
     def _run_processes(

@@ -59,6 +59,11 @@ _TERRAFORM = frozenset({".tf"})
 # pylint's errors, files opened outside a `with` (leaks), dropped asyncio tasks, blocking calls in
 # async code. Security is bandit's job (ruff's S rules copy it).
 RUFF_RULES = ("F", "E711", "E712", "E721", "E722", "B", "PLE", "BLE001", "SIM115", "RUF006", "ASYNC")
+# Of ruff's defaults, import sorting is formatting, not review: never asked for.
+RUFF_IGNORED = ("I",)
+# ruff's S rules are bandit's tests written again (S110 is B110...): with bandit enabled, one
+# problem would be two findings, so bandit's report is the one kept.
+_RUFF_BANDIT_COPIES = "S"
 _RUFF_DEFECT_PREFIXES = ("F", "E7", "B", "PLE", "BLE", "SIM115", "RUF006", "ASYNC", "E9")
 # Rules for mistakes that are harmless until they are not (an unused import or variable, a
 # repeated import): reported, at low severity.
@@ -524,6 +529,13 @@ def without_placeholder_lines(
         if not any(report.line <= line <= (report.end_line or report.line) for line in lines):
             kept.append(report)
     return kept
+
+
+def without_copies(reports: Iterable[AnalyzerReport], enabled: Iterable[str]) -> list[AnalyzerReport]:
+    """One report per problem where two analyzers implement the same test: ruff's S rules are
+    left out when bandit runs."""
+    bandit_runs = BANDIT in set(enabled)
+    return [r for r in reports if not (bandit_runs and r.analyzer == RUFF and r.rule.startswith(_RUFF_BANDIT_COPIES))]
 
 
 def on_added_lines(reports: Iterable[AnalyzerReport], changed: Mapping[str, ChangedLines]) -> list[AnalyzerReport]:
