@@ -1,0 +1,234 @@
+"""The Swarm comment channel of notify: each finding as a comment on the change's Swarm review,
+and one summary comment per version, exactly once per (changelist_id, review_version,
+fingerprint); then one Swarm notification for all of them.
+
+Each comment is an outbox row of its own, keyed `swarm:<fingerprint>` where an email's row is
+keyed by its address, so a comment has everything an email has: the send-then-mark order, the
+send lock, the attempt count, `failed` rows for an operator and the `deliveries` commands.
+
+Swarm takes no idempotency key, so every comment carries a marker derived from its row's key
+(`marker_for`). After an attempt that may have reached Swarm (the row counts an attempt and
+has no comment id), the marker is looked up among the review's comments before anything is
+posted again: found, the row is marked with that comment's id and nothing is posted; not found,
+the earlier attempt never arrived and the comment is posted once. A row marked sent without a
+comment id (a bug, a manual edit) is checked the same way before the channel counts it.
+
+The notification is a row too (`swarm:notify`), sent only when every comment row is delivered.
+Swarm cannot say whether a notification went out, so a crash between sending it and marking the
+row sends it once more: one extra Swarm email, never a repeated comment."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from p4review.clock import now_iso, to_iso
+from p4review.dal.ports import OutboxRepository
+from p4review.errors import AuthError, DeliveryInFlight, ErrorClass, NonRetryableError, RetryableError
+from p4review.logic.delivery import delivery_token
+from p4review.models.job import ReviewJob
+from p4review.models.outbox import DeliveryStatus, OutboxRow
+from p4review.observability import logger
+from p4review.runtime.heartbeat import Lease
+
+SWARM_ROW_PREFIX = "swarm:"
+SUMMARY_KEY = "summary"
+NOTIFY_KEY = "notify"
+MARKER_PREFIX = "p4review:"
+
+
+def swarm_row_key(fingerprint: str) -> str:
+    """The outbox row's recipient for one comment (or the summary, or the notification)."""
+    return f"{SWARM_ROW_PREFIX}{fingerprint}"
+
+
+def is_swarm_row(recipient: str) -> bool:
+    return recipient.startswith(SWARM_ROW_PREFIX)
+
+
+def marker_for(row: OutboxRow) -> str:
+    """The comment's marker: the row's provider token (a hash of changelist, key and version),
+    the same in every attempt and unique to this comment."""
+    return f"{MARKER_PREFIX}{row.provider_token[:24]}"
+
+
+@dataclass(frozen=True)
+class CommentIntent:
+    """One comment to post: its fingerprint (the row key), its body without the marker, its
+    anchor (file and right-side line; None for the summary) and whether it opens a task."""
+
+    fingerprint: str
+    body: str
+    context: dict[str, Any] | None = None
+    task_open: bool = False
+
+
+class SwarmPort(Protocol):
+    """What the channel needs of Swarm (p4review.adapters.swarm.SwarmClient)."""
+
+    def find_review(self, change: int) -> int | None: ...
+
+    def create_review(self, change: int) -> int: ...
+
+    def post_comment(self, review_id: int, body: str, context: dict[str, Any] | None, task_open: bool) -> int: ...
+
+    def send_notifications(self, review_id: int) -> None: ...
+
+    def find_comment_by_marker(self, review_id: int, marker: str) -> int | None: ...
+
+
+@dataclass
+class ChannelOutcome:
+    """What one pass of the channel left: rows required and delivered, and the failures met."""
+
+    required: int = 0
+    delivered: int = 0
+    deferred: list[RetryableError] = field(default_factory=list)
+    refused: list[NonRetryableError] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return self.delivered == self.required and not self.deferred and not self.refused
+
+
+class SwarmChannel:
+    def __init__(
+        self,
+        client: SwarmPort,
+        outbox: OutboxRepository,
+        *,
+        create_reviews: bool,
+        lock_holder: Callable[[ReviewJob], tuple[str, int]],
+    ):
+        self._client = client
+        self._outbox = outbox
+        self._create_reviews = create_reviews
+        self._lock_holder = lock_holder
+
+    def deliver(self, job: ReviewJob, intents: Sequence[CommentIntent], lease: Lease) -> ChannelOutcome:
+        """Post what is not posted yet. Our credentials refused: AuthError (every comment would
+        meet the same). Anything else is per row, in the outcome, so one comment's failure does
+        not keep the others (or the email channel) from going out."""
+        outcome = ChannelOutcome()
+        review_id = self._review_id(job)
+        if review_id is None:
+            logger.info("no Swarm review for this change; nothing to comment on", extra={"job_id": job.job_id})
+            return outcome
+        rows = [(intent, self._ensure_row(job, intent.fingerprint, lease)) for intent in intents]
+        for intent, row in rows:
+            outcome.required += 1
+            self._deliver_one(job, review_id, intent, row, lease, outcome)
+        if outcome.delivered == outcome.required and not (outcome.deferred or outcome.refused):
+            outcome.required += 1
+            self._notify_once(job, review_id, lease, outcome)
+        return outcome
+
+    def _review_id(self, job: ReviewJob) -> int | None:
+        found = self._client.find_review(job.changelist_id)
+        if found is None and self._create_reviews:
+            return self._client.create_review(job.changelist_id)
+        return found
+
+    def _ensure_row(self, job: ReviewJob, fingerprint: str, lease: Lease) -> OutboxRow:
+        recipient = swarm_row_key(fingerprint)
+        now = now_iso()
+        lease.check()
+        return self._outbox.ensure_row(
+            OutboxRow(
+                changelist_id=job.changelist_id,
+                recipient=recipient,
+                review_version=job.review_version,
+                job_id=job.job_id,
+                provider_token=delivery_token(job.changelist_id, recipient, job.review_version),
+                created_at=now,
+                updated_at=now,
+            )
+        )
+
+    def _deliver_one(
+        self,
+        job: ReviewJob,
+        review_id: int,
+        intent: CommentIntent,
+        row: OutboxRow,
+        lease: Lease,
+        outcome: ChannelOutcome,
+    ) -> None:
+        marker = marker_for(row)
+        log = {"job_id": job.job_id, "token": row.provider_token}
+        try:
+            if row.notified_at and not row.notification_id:
+                row = self._reconcile_unevidenced(review_id, row, marker, log)
+            if row.notified_at or row.status == DeliveryStatus.SKIPPED:
+                outcome.delivered += row.notified_at is not None
+                outcome.required -= row.status == DeliveryStatus.SKIPPED
+                return
+            if row.status == DeliveryStatus.FAILED:
+                raise NonRetryableError(
+                    "Swarm comment failed permanently; needs an operator", error_class=ErrorClass.POLICY_DENIED
+                )
+            if row.attempts > 0:
+                found = self._client.find_comment_by_marker(review_id, marker)
+                if found is not None:  # the earlier attempt arrived: record it, post nothing
+                    self._outbox.mark_sent(row, str(found))
+                    logger.info("earlier Swarm comment found by its marker; not posting again", extra=log)
+                    outcome.delivered += 1
+                    return
+            row = self._take(job, row, lease)
+            comment_id = self._client.post_comment(
+                review_id, f"{intent.body}\n\n{marker}", intent.context, intent.task_open
+            )
+            self._outbox.mark_sent(row, str(comment_id))
+            outcome.delivered += 1
+        except AuthError:
+            raise
+        except RetryableError as exc:
+            self._outbox.note_error(row, exc.message)
+            outcome.deferred.append(exc)
+        except NonRetryableError as exc:
+            if row.status != DeliveryStatus.FAILED:
+                self._outbox.mark_failed(row, exc.message)
+            outcome.refused.append(exc)
+
+    def _take(self, job: ReviewJob, row: OutboxRow, lease: Lease) -> OutboxRow:
+        """Count the attempt and take the row's send lock before Swarm is called."""
+        lease.check()
+        owner, fence = self._lock_holder(job)
+        try:
+            row = self._outbox.record_attempt(row, owner=owner, fence=fence, locked_until=to_iso(lease.expires_at))
+        except DeliveryInFlight:
+            raise RetryableError("another worker is posting this comment", error_class=ErrorClass.CONFLICT) from None
+        lease.check()
+        return row
+
+    def _reconcile_unevidenced(self, review_id: int, row: OutboxRow, marker: str, log: dict[str, str]) -> OutboxRow:
+        found = self._client.find_comment_by_marker(review_id, marker)
+        if found is not None:
+            logger.warning("Swarm row marked sent without evidence; the comment exists: evidence recorded", extra=log)
+            return self._outbox.backfill_evidence(row, str(found))
+        logger.error("Swarm row marked sent without evidence and no such comment: reopened to post once", extra=log)
+        return self._outbox.reopen_unconfirmed(row, actor="notify")
+
+    def _notify_once(self, job: ReviewJob, review_id: int, lease: Lease, outcome: ChannelOutcome) -> None:
+        row = self._ensure_row(job, NOTIFY_KEY, lease)
+        if row.notified_at:
+            outcome.delivered += 1
+            return
+        try:
+            row = self._take(job, row, lease)
+            self._client.send_notifications(review_id)
+            self._outbox.mark_sent(row, f"review-{review_id}")
+            outcome.delivered += 1
+        except AuthError:
+            raise
+        except RetryableError as exc:
+            self._outbox.note_error(row, exc.message)
+            outcome.deferred.append(exc)
+        except NonRetryableError as exc:
+            self._outbox.mark_failed(row, exc.message)
+            outcome.refused.append(exc)
+
+
+def swarm_rows(rows: Iterable[OutboxRow]) -> list[OutboxRow]:
+    return [row for row in rows if is_swarm_row(row.recipient)]

@@ -1,0 +1,163 @@
+"""The Swarm comment channel against the real outbox (serialized moto server) and a scripted
+Swarm: each comment exactly once across retries, a lost answer found by its marker instead of
+posted again, one notification at the end, failures kept per comment."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from p4review.clock import utc_now
+from p4review.dal.factory import get_data_access
+from p4review.errors import AuthError, ErrorClass, NonRetryableError, RetryableError
+from p4review.models.outbox import DeliveryStatus
+from p4review.runtime.heartbeat import Lease
+from p4review.stages.swarm_channel import (
+    NOTIFY_KEY,
+    CommentIntent,
+    SwarmChannel,
+    marker_for,
+    swarm_row_key,
+)
+from tests.support.harness import new_job, provisioned_service
+
+
+class LostAnswer(RetryableError):
+    """Swarm stored the comment, but its answer never reached us (a timeout after the write)."""
+
+
+class ScriptedSwarm:
+    """Swarm's comments in memory; `faults` maps the n-th post (1-based) to what goes wrong."""
+
+    def __init__(self, faults: dict[int, str] | None = None, review: int | None = 7):
+        self.review = review
+        self.comments: dict[int, str] = {}
+        self.notifications = 0
+        self.posts = 0
+        self.faults = faults or {}
+
+    def find_review(self, change: int) -> int | None:
+        return self.review
+
+    def create_review(self, change: int) -> int:
+        self.review = 8
+        return 8
+
+    def post_comment(self, review_id: int, body: str, context: dict[str, Any] | None, task_open: bool) -> int:
+        self.posts += 1
+        fault = self.faults.get(self.posts)
+        if fault == "unavailable":
+            raise RetryableError("swarm 503")
+        if fault == "refused":
+            raise NonRetryableError("swarm 400: bad context", error_class=ErrorClass.POLICY_DENIED)
+        if fault == "unauthorized":
+            raise AuthError("swarm answered Unauthorized")
+        comment_id = 100 + self.posts - 1  # Swarm's ids only grow
+        self.comments[comment_id] = body
+        if fault == "lost":
+            raise LostAnswer("swarm timed out")
+        return comment_id
+
+    def send_notifications(self, review_id: int) -> None:
+        self.notifications += 1
+
+    def find_comment_by_marker(self, review_id: int, marker: str) -> int | None:
+        return next((cid for cid, body in self.comments.items() if body.endswith(marker)), None)
+
+
+INTENTS = [
+    CommentIntent("fp-a", "High: eval of Retry-After", {"file": "//depot/a.py", "rightLine": 3}, task_open=True),
+    CommentIntent("fp-b", "Medium: bare except", {"file": "//depot/a.py", "rightLine": 9}),
+    CommentIntent("summary", "p4review: 2 findings"),
+]
+
+
+def _lease() -> Lease:
+    return Lease(utc_now() + timedelta(minutes=5))
+
+
+def _channel(swarm: ScriptedSwarm, create: bool = False) -> SwarmChannel:
+    return SwarmChannel(swarm, get_data_access().outbox, create_reviews=create, lock_holder=lambda job: ("w1", 1))
+
+
+@pytest.fixture
+def job(moto_endpoint, aws_reset):
+    with provisioned_service(moto_endpoint):
+        yield new_job("swarm-channel", 48284, review_version=2, kind="shelved")
+
+
+def _rows(job):
+    rows = get_data_access().outbox.rows_for_version(job.changelist_id, job.review_version)
+    return {row.recipient: row for row in rows}
+
+
+def test_each_comment_is_posted_once_then_one_notification(job):
+    swarm = ScriptedSwarm()
+    first = _channel(swarm).deliver(job, INTENTS, _lease())
+    assert first.complete and (first.required, first.delivered) == (4, 4)
+    assert len(swarm.comments) == 3 and swarm.notifications == 1
+    again = _channel(swarm).deliver(job, INTENTS, _lease())  # a redelivered message
+    assert again.complete and len(swarm.comments) == 3 and swarm.notifications == 1
+    rows = _rows(job)
+    assert {rows[swarm_row_key(i.fingerprint)].notification_id for i in INTENTS} == {"100", "101", "102"}
+    assert rows[swarm_row_key(NOTIFY_KEY)].notified_at
+    assert all(
+        body.endswith(marker_for(rows[swarm_row_key(i.fingerprint)]))
+        for i, body in zip(INTENTS, swarm.comments.values(), strict=True)
+    )
+
+
+def test_a_lost_answer_is_found_by_its_marker_and_not_posted_again(job):
+    swarm = ScriptedSwarm({2: "lost"})
+    first = _channel(swarm).deliver(job, INTENTS, _lease())
+    assert not first.complete and len(first.deferred) == 1 and swarm.notifications == 0
+    second = _channel(swarm).deliver(job, INTENTS, _lease())
+    assert second.complete
+    assert len(swarm.comments) == 3 and swarm.posts == 3  # the second comment was found, not re-posted
+    assert _rows(job)[swarm_row_key("fp-b")].notification_id == "101"
+
+
+def test_a_failure_that_never_arrived_is_posted_on_the_next_pass(job):
+    swarm = ScriptedSwarm({1: "unavailable"})
+    first = _channel(swarm).deliver(job, INTENTS, _lease())
+    assert not first.complete and (first.delivered, len(first.deferred)) == (2, 1)  # the others went out
+    assert _channel(swarm).deliver(job, INTENTS, _lease()).complete
+    assert len(swarm.comments) == 3 and swarm.notifications == 1
+
+
+def test_a_refused_comment_is_a_failed_row_for_an_operator_and_the_others_are_posted(job):
+    swarm = ScriptedSwarm({3: "refused"})
+    outcome = _channel(swarm).deliver(job, INTENTS, _lease())
+    assert len(outcome.refused) == 1 and outcome.delivered == 2 and swarm.notifications == 0
+    assert _rows(job)[swarm_row_key("summary")].status == DeliveryStatus.FAILED
+    again = _channel(swarm).deliver(job, INTENTS, _lease())  # nothing is posted for it until retried
+    assert len(again.refused) == 1 and swarm.posts == 3
+
+
+def test_refused_credentials_stop_the_channel(job):
+    with pytest.raises(AuthError):
+        _channel(ScriptedSwarm({1: "unauthorized"})).deliver(job, INTENTS, _lease())
+
+
+def test_a_row_marked_sent_without_evidence_is_checked_against_swarm(job):
+    swarm = ScriptedSwarm()
+    _channel(swarm).deliver(job, INTENTS, _lease())
+    outbox = get_data_access().outbox
+    row = _rows(job)[swarm_row_key("fp-a")]
+    # A manual edit: notified_at kept, the comment id lost, and the comment deleted in Swarm.
+    outbox._client.update_item(  # type: ignore[attr-defined]
+        TableName=outbox._table,  # type: ignore[attr-defined]
+        Key=outbox._key(row),  # type: ignore[attr-defined]
+        UpdateExpression="REMOVE notification_id",
+    )
+    del swarm.comments[100]
+    outcome = _channel(swarm).deliver(job, INTENTS, _lease())
+    assert outcome.complete and swarm.posts == 4 and len(swarm.comments) == 3
+
+
+def test_no_review_is_nothing_to_comment_on_unless_reviews_are_created(job):
+    assert _channel(ScriptedSwarm(review=None)).deliver(job, INTENTS, _lease()).required == 0
+    swarm = ScriptedSwarm(review=None)
+    assert _channel(swarm, create=True).deliver(job, INTENTS, _lease()).complete and swarm.review == 8
