@@ -40,6 +40,8 @@ class MetricName(StrEnum):
     # Ingest (api/ingest_app.py)
     SIGNATURE_REJECTED = "SignatureRejected"
     INGEST_PING = "IngestPing"
+    # A Swarm workflow test call without the right token (POST /v1/swarm/tests).
+    SWARM_TOKEN_REJECTED = "SwarmTokenRejected"  # noqa: S105 - a metric name
 
 
 def stage_completed(stage: str) -> str:

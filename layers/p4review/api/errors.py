@@ -14,6 +14,7 @@ INTAKE_STATUS = {
     IntakeOutcome.KEY_REUSED: 422,
     IntakeOutcome.STALE_VERSION: 409,
     IntakeOutcome.RERUN_NOT_REQUESTED: 409,
+    IntakeOutcome.VERSION_TAKEN: 409,
     IntakeOutcome.STORAGE_INCONSISTENT: 503,
 }
 

@@ -8,6 +8,7 @@ import binascii
 import json
 import re
 import time
+import urllib.parse
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
@@ -17,23 +18,27 @@ from p4review.api.errors import INTAKE_STATUS, ApiError, field_errors, intake_he
 from p4review.config import get_settings
 from p4review.dal.factory import get_data_access
 from p4review.errors import AuthError, ConfigError, NotFoundError, P4ReviewError
-from p4review.logic import signing
-from p4review.logic.ingest_service import create_review, describe_review
-from p4review.logic.intake import STRANDED_AFTER
+from p4review.logic import signing, swarm_intake
+from p4review.logic.ingest_service import create_review, create_swarm_test_review, describe_review
+from p4review.logic.intake import STRANDED_AFTER, IntakeAnswer
 from p4review.metric_names import MetricName
 from p4review.models.api import CreateReviewRequest, ErrorBody, ErrorResponse, JobView, PingResponse
+from p4review.models.swarm_test import SwarmTestCall
 from p4review.observability import logger, metrics
 
 app = APIGatewayRestResolver()
 
 _JOB_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 # Each route's path and its methods, for the 405 answer (with `Allow`) to a method a route does
-# not have. HEAD is not offered: every route is a signed call of the trigger or the CLI.
+# not have. HEAD is not offered: every route is a signed call of the trigger or the CLI, or a
+# Swarm workflow test's call carrying its token.
 _ROUTE_METHODS = (
     (re.compile(r"^/v1/reviews/?$"), ("POST",)),
     (re.compile(r"^/v1/reviews/[^/]+/?$"), ("GET",)),
     (re.compile(r"^/v1/ping/?$"), ("GET",)),
+    (re.compile(r"^/v1/swarm/tests/?$"), ("POST",)),
 )
+_FORM_FIELDS_MAX = 32
 
 
 def _json_response(status_code: int, payload: Any, headers: dict[str, str] | None = None) -> Response:
@@ -98,13 +103,18 @@ def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return dict(pairs)
 
 
-def _parse_create_request(raw_body: bytes) -> CreateReviewRequest:
+def _json_object(raw_body: bytes) -> dict[str, Any]:
     try:
         document = json.loads(raw_body.decode("utf-8"), object_pairs_hook=_reject_duplicate_keys)
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise ApiError(400, "invalid_json", "body is not a JSON object") from None
     if not isinstance(document, dict):
         raise ApiError(400, "invalid_json", "body is not a JSON object")
+    return document
+
+
+def _parse_create_request(raw_body: bytes) -> CreateReviewRequest:
+    document = _json_object(raw_body)
     try:
         return CreateReviewRequest.model_validate(document)
     except PydanticValidationError as exc:
@@ -120,6 +130,12 @@ def post_review() -> Response:
     answer = create_review(
         request, jobs=dal.jobs, queues=dal.queues, request_id=app.current_event.request_context.request_id
     )
+    return _intake_response(request, answer, metric_prefix="Ingest")
+
+
+def _intake_response(
+    request: CreateReviewRequest, answer: IntakeAnswer, *, metric_prefix: str, log_extra: dict[str, Any] | None = None
+) -> Response:
     status_code, headers = INTAKE_STATUS[answer.outcome], intake_headers(answer)
     logger.info(
         "review request answered",
@@ -129,14 +145,97 @@ def post_review() -> Response:
             "review_version": request.review_version,
             "job_id": answer.job.job_id if answer.job else None,
             "reason_code": answer.error_code,
+            **(log_extra or {}),
         },
     )
-    metrics.add_metric(name=f"Ingest{status_code}", unit="Count", value=1)
+    metrics.add_metric(name=f"{metric_prefix}{status_code}", unit="Count", value=1)
     if answer.error_code or answer.job is None:
         return _error_response(
             status_code, answer.error_code or answer.outcome.value, answer.message, answer.details, headers
         )
     return _json_response(status_code, JobView.from_job(answer.job).model_dump(mode="json", exclude_none=True), headers)
+
+
+# --- Helix Swarm workflow tests (docs/swarm-workflow-test.md) ------------------------------------------
+def _swarm_document(raw_body: bytes) -> dict[str, Any]:
+    """The test's body as Swarm encodes it: a JSON object, or (Swarm's default) URL-encoded."""
+    content_type = (app.current_event.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+    if content_type != "application/x-www-form-urlencoded":
+        return _json_object(raw_body)
+    try:
+        pairs = urllib.parse.parse_qsl(
+            raw_body.decode("utf-8"), keep_blank_values=True, strict_parsing=True, max_num_fields=_FORM_FIELDS_MAX
+        )
+    except (UnicodeDecodeError, ValueError):
+        raise ApiError(400, "invalid_body", "body is not URL-encoded form data") from None
+    keys = [key for key, _ in pairs]
+    duplicates = sorted({key for key in keys if keys.count(key) > 1})
+    if duplicates:
+        raise ApiError(400, "invalid_body", "duplicate fields in the form data", {"duplicate_keys": duplicates})
+    return dict(pairs)
+
+
+def _authenticate_swarm(token: Any) -> None:
+    """The workflow test's shared token (Swarm cannot sign a body), from the header or the body,
+    against the current and the previous secret value. The token itself is never logged."""
+    settings = get_settings()
+    if not isinstance(token, str) or not token:
+        code, message = "swarm_token_missing", "the request carries no Swarm test token"
+    elif len(token) > swarm_intake.MAX_TOKEN_CHARS:
+        code, message = "swarm_token_invalid", "the Swarm test token does not match"
+    else:
+        secrets = get_data_access().secrets.get_versions(settings.require("swarm_test_secret_id"))
+        if not secrets:
+            raise ConfigError("no Swarm test token configured")
+        if swarm_intake.token_matches(token, secrets):
+            return
+        code, message = "swarm_token_invalid", "the Swarm test token does not match"
+    metrics.add_metric(name=MetricName.SWARM_TOKEN_REJECTED, unit="Count", value=1)
+    logger.warning("swarm test token rejected", extra={"reason_code": code, "path": app.current_event.path})
+    raise ApiError(401, code, message)
+
+
+def _parse_swarm_call(document: dict[str, Any], swarm_url: str) -> SwarmTestCall:
+    try:
+        call = SwarmTestCall.model_validate(document)
+    except PydanticValidationError as exc:
+        raise ApiError(400, "invalid_request", "request has invalid fields", field_errors(exc)) from None
+    problems = [
+        {"field": name, "problem": problem}
+        for name, url in (("pass", call.pass_url), ("fail", call.fail_url), ("update", call.update_url))
+        if url is not None and (problem := swarm_intake.callback_url_problem(url, swarm_url)) is not None
+    ]
+    if problems:  # the URLs themselves are not echoed: they carry Swarm's tokens
+        raise ApiError(400, "callback_url_not_allowed", "callback URLs must be on the configured Swarm", problems)
+    return call
+
+
+@app.post("/v1/swarm/tests")
+def post_swarm_test() -> Response:
+    settings = get_settings()
+    if not settings.swarm_test_secret_id or not settings.swarm_url:
+        raise ApiError(404, "swarm_tests_not_enabled", "Swarm workflow tests are not enabled on this service")
+    raw_body = _raw_body()
+    if len(raw_body) > settings.max_body_bytes:
+        raise ApiError(413, "body_too_large", f"body exceeds {settings.max_body_bytes} bytes")
+    header_token = app.current_event.headers.get(swarm_intake.TOKEN_HEADER)
+    if header_token is not None:
+        _authenticate_swarm(header_token)
+    document = _swarm_document(raw_body)
+    body_token = document.pop(swarm_intake.TOKEN_FIELD, None)
+    if header_token is None:
+        _authenticate_swarm(body_token)
+    call = _parse_swarm_call(document, settings.swarm_url)
+    dal = get_data_access()
+    request, answer = create_swarm_test_review(
+        call, jobs=dal.jobs, queues=dal.queues, request_id=app.current_event.request_context.request_id
+    )
+    return _intake_response(
+        request,
+        answer,
+        metric_prefix="SwarmTest",
+        log_extra={"swarm_review": call.review, "swarm_version": call.version, "swarm_status": call.status.value},
+    )
 
 
 @app.get("/v1/ping")

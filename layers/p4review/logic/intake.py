@@ -17,6 +17,7 @@ from p4review.models.job import (
     ReviewJob,
     StageName,
     StageStatus,
+    SwarmTestRef,
     job_id_for,
     request_fingerprint,
 )
@@ -38,6 +39,9 @@ class IntakeOutcome(StrEnum):
     STALE_VERSION = "stale_review_version"
     # A higher version without rerun=true.
     RERUN_NOT_REQUESTED = "rerun_not_requested"
+    # A Swarm workflow test's (changelist, review_version) already belongs to a job that does
+    # not answer that test (logic/swarm_intake.py).
+    VERSION_TAKEN = "review_version_taken"
     # The conditional write said "exists" but the read found nothing: retry.
     STORAGE_INCONSISTENT = "storage_inconsistent"
 
@@ -62,7 +66,9 @@ class IntakeAnswer:
         return None if self.outcome in (IntakeOutcome.CREATED, IntakeOutcome.REPLAYED) else self.outcome.value
 
 
-def new_job(request: CreateReviewRequest, now: str, actor: str) -> ReviewJob:
+def new_job(request: CreateReviewRequest, now: str, actor: str, swarm_test: SwarmTestRef | None = None) -> ReviewJob:
+    """`swarm_test`: the Swarm workflow test run the job answers (not part of the request's
+    fingerprint: a repeated test call for the same version is a replay)."""
     return ReviewJob(
         job_id=job_id_for(request.idempotency_key),
         idempotency_key=request.idempotency_key,
@@ -72,22 +78,29 @@ def new_job(request: CreateReviewRequest, now: str, actor: str) -> ReviewJob:
         kind=request.kind,
         rerun=request.rerun,
         follows_shelf=request.shelf_ref(),
+        swarm_test=swarm_test,
         created_at=now,
         updated_at=now,
         audit=[
             AuditEvent(
-                at=now, actor=actor, event="job_created", to_status=JobStatus.QUEUED, detail=_created_detail(request)
+                at=now,
+                actor=actor,
+                event="job_created",
+                to_status=JobStatus.QUEUED,
+                detail=_created_detail(request, swarm_test),
             )
         ],
     )
 
 
-def _created_detail(request: CreateReviewRequest) -> str | None:
+def _created_detail(request: CreateReviewRequest, swarm_test: SwarmTestRef | None = None) -> str | None:
     parts = ["versioned rerun"] if request.rerun else []
     if request.follows_shelf:
         parts.append(
             f"follows shelf v{request.follows_shelf.review_version} of CL {request.follows_shelf.changelist_id}"
         )
+    if swarm_test is not None:
+        parts.append(f"Swarm workflow test of review {swarm_test.review_id} v{swarm_test.version}")
     return "; ".join(parts) or None
 
 

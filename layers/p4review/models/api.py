@@ -70,6 +70,18 @@ class DeliveryView(BaseModel):
     attempts: int = 0
 
 
+class SwarmTestView(BaseModel):
+    """The Swarm workflow test a job answers, as the API shows it: never the callback URLs (they
+    carry Swarm's tokens)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    review_id: int
+    version: int
+    change: int
+    status: str
+
+
 class JobView(BaseModel):
     """What the API returns for a job: never artifacts' content, never secrets."""
 
@@ -87,6 +99,7 @@ class JobView(BaseModel):
     summary: dict[str, Any] | None = None
     redactions: dict[str, int] | None = None  # secrets redacted per class before review (counts only)
     opted_out: str | None = None  # the description's opt-out keyword: the change was not reviewed
+    swarm_test: SwarmTestView | None = None
     deliveries: list[DeliveryView] | None = None
     created_at: str
     updated_at: str
@@ -109,6 +122,14 @@ class JobView(BaseModel):
             summary=job.summary.model_dump() if job.summary else None,
             redactions=job.redactions,
             opted_out=job.opted_out,
+            swarm_test=SwarmTestView(
+                review_id=job.swarm_test.review_id,
+                version=job.swarm_test.version,
+                change=job.swarm_test.change,
+                status=job.swarm_test.status,
+            )
+            if job.swarm_test
+            else None,
             deliveries=deliveries,
             created_at=job.created_at,
             updated_at=job.updated_at,

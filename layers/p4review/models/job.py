@@ -129,6 +129,24 @@ class ShelfRef(BaseModel):
     review_version: int
 
 
+class SwarmTestRef(BaseModel):
+    """The Helix Swarm workflow test run a job answers (docs/swarm-workflow-test.md): the review
+    and version it reviews and Swarm's callback URLs. The URLs carry Swarm's per-run tokens: they
+    are stored on the job for the verdict and never logged, shown by the API or put on a queue."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    review_id: int
+    version: int
+    change: int  # Swarm's {change}: the committed change, or the change shelved into the review
+    status: str  # Swarm's {status}: shelved | committed
+    pass_url: str
+    fail_url: str
+    update_url: str | None = None
+    test: str | None = None  # Swarm's {test}: the test definition's name, when sent
+    test_run_id: str | None = None  # Swarm's {testRunId}, when sent
+
+
 class ReviewJob(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -153,6 +171,9 @@ class ReviewJob(BaseModel):
     opted_out: str | None = None
     # Operator replays out of dead_lettered (p4review.dal.dynamo_replay.replay_stage).
     replays: int = 0
+    # Set when a Swarm workflow test asked for this review (POST /v1/swarm/tests): where its
+    # pass/fail verdict goes once the review is done.
+    swarm_test: SwarmTestRef | None = None
     created_at: str
     updated_at: str
     audit: list[AuditEvent] = Field(default_factory=list)

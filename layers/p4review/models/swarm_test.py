@@ -1,0 +1,65 @@
+"""The body a Helix Swarm workflow test posts to `POST /v1/swarm/tests` (docs/swarm-workflow-test.md).
+
+Swarm fills a test definition's body template with its special arguments ({review}, {version},
+{change}, {status}, {pass}, {fail}, {update}, ...), URL-encoded or as JSON. Substituted values
+are text, so numbers arrive as digit strings (`"12345"`) as well as JSON integers; both are read
+as integers, nothing else is coerced. The field names are Swarm's argument names."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, StringConstraints
+
+
+def _digits_to_int(value: Any) -> Any:
+    """`"123"` -> 123 (ASCII digits only, at most 10 of them); anything else is left for the
+    strict integer check to refuse (a bool, a float, "1e3", "١٢٣", " 12")."""
+    if isinstance(value, str) and 0 < len(value) <= 10 and value.isascii() and value.isdigit():
+        return int(value)
+    return value
+
+
+# A Perforce changelist number (a Swarm review id is one too): a positive 32-bit integer.
+SwarmChange = Annotated[StrictInt, BeforeValidator(_digits_to_int), Field(ge=1, le=2_147_483_647)]
+SwarmVersion = Annotated[StrictInt, BeforeValidator(_digits_to_int), Field(ge=1, le=1_000_000)]
+# Swarm's callback URLs: printable ASCII, no spaces (the host is checked against P4REVIEW_SWARM_URL
+# by logic/swarm_intake.py, which needs the settings).
+CallbackUrl = Annotated[str, StringConstraints(min_length=1, max_length=2048, pattern=r"^[\x21-\x7e]+$")]
+ShortText = Annotated[str, StringConstraints(max_length=128, pattern=r"^[\x20-\x7e]*$")]
+
+
+def _blank_to_none(value: Any) -> Any:
+    """An optional argument the template sends empty (`update=`) is absent."""
+    return None if value == "" else value
+
+
+OptionalUrl = Annotated[CallbackUrl | None, BeforeValidator(_blank_to_none)]
+OptionalText = Annotated[ShortText | None, BeforeValidator(_blank_to_none)]
+
+
+class SwarmChangeStatus(StrEnum):
+    """Swarm's {status}: the state of the change the review version names."""
+
+    SHELVED = "shelved"
+    COMMITTED = "committed"
+
+
+class SwarmTestCall(BaseModel):
+    """What p4review needs from a workflow test call. Unknown fields are refused (a template
+    that also sends {description} would put a change description in a request body)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    review: SwarmChange
+    version: SwarmVersion
+    change: SwarmChange
+    status: SwarmChangeStatus
+    pass_url: CallbackUrl = Field(alias="pass")
+    fail_url: CallbackUrl = Field(alias="fail")
+    update_url: OptionalUrl = Field(default=None, alias="update")
+    # Optional arguments a template may carry; kept for the verdict, never used for the review.
+    test: OptionalText = None
+    test_run_id: OptionalText = Field(default=None, alias="testRunId")
+    review_status: OptionalText = Field(default=None, alias="reviewStatus")
