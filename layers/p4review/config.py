@@ -60,6 +60,17 @@ class Settings(BaseModel):
     swarm_test_fail_at: str = Field(
         default="high", pattern="^(critical|high|medium|low|never)$", alias="P4REVIEW_SWARM_TEST_FAIL_AT"
     )
+    # Swarm comments (docs/swarm.md): notify posts each finding on the change's Swarm review when
+    # the secret is set ({"user": ..., "ticket": ...}, a long-lived ticket of a service user).
+    swarm_secret_id: str | None = Field(default=None, alias="P4REVIEW_SWARM_SECRET_ID")
+    swarm_api: str = Field(default="v9", pattern="^(v9|v11)$", alias="P4REVIEW_SWARM_API")
+    # Create the review when the change has none (off: a change without a review gets no comments).
+    swarm_create_reviews: bool = Field(default=False, alias="P4REVIEW_SWARM_CREATE_REVIEWS")
+    # The lowest severity whose comment opens a task (`never`: no tasks).
+    swarm_task_at: str = Field(
+        default="high", pattern="^(critical|high|medium|low|never)$", alias="P4REVIEW_SWARM_TASK_AT"
+    )
+    swarm_timeout_seconds: float = Field(default=10.0, gt=0, le=60, alias="P4REVIEW_SWARM_TIMEOUT_SECONDS")
     # Notify: reviewers per depot-path prefix besides the owner, a JSON array of {prefix, reviewers}
     # (logic/recipients.py; parsed when the notify stage is built, so a bad value stops its start).
     reviewers: str = Field(default="", alias="P4REVIEW_REVIEWERS")

@@ -5,22 +5,17 @@ posted again, one notification at the end, failures kept per comment."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 import pytest
 
 from p4review.clock import utc_now
 from p4review.dal.factory import get_data_access
 from p4review.errors import AuthError, ErrorClass, NonRetryableError, RetryableError
+from p4review.logic.swarm_comments import comment_marker
 from p4review.models.outbox import DeliveryStatus
+from p4review.models.swarm import PlannedSwarmComment, SwarmCommentContext
 from p4review.runtime.heartbeat import Lease
-from p4review.stages.swarm_channel import (
-    NOTIFY_KEY,
-    CommentIntent,
-    SwarmChannel,
-    marker_for,
-    swarm_row_key,
-)
+from p4review.stages.swarm_channel import NOTIFY_KEY, SwarmChannel, swarm_row_key
 from tests.support.harness import new_job, provisioned_service
 
 
@@ -45,7 +40,9 @@ class ScriptedSwarm:
         self.review = 8
         return 8
 
-    def post_comment(self, review_id: int, body: str, context: dict[str, Any] | None, task_open: bool) -> int:
+    def post_comment(
+        self, review_id: int, body: str, context: SwarmCommentContext | None = None, task_open: bool = False
+    ) -> int:
         self.posts += 1
         fault = self.faults.get(self.posts)
         if fault == "unavailable":
@@ -67,10 +64,16 @@ class ScriptedSwarm:
         return next((cid for cid, body in self.comments.items() if body.endswith(marker)), None)
 
 
+def _planned(key: str, text: str, line: int | None = None, task_open: bool = False) -> PlannedSwarmComment:
+    marker = comment_marker(48284, 2, key)
+    anchor = SwarmCommentContext(file="//depot/a.py", right_line=line) if line else None
+    return PlannedSwarmComment(key=key, marker=marker, body=f"{text}\n\n{marker}", context=anchor, task_open=task_open)
+
+
 INTENTS = [
-    CommentIntent("fp-a", "High: eval of Retry-After", {"file": "//depot/a.py", "rightLine": 3}, task_open=True),
-    CommentIntent("fp-b", "Medium: bare except", {"file": "//depot/a.py", "rightLine": 9}),
-    CommentIntent("summary", "p4review: 2 findings"),
+    _planned("fp-a", "High: eval of Retry-After", 3, task_open=True),
+    _planned("fp-b", "Medium: bare except", 9),
+    _planned("summary", "p4review: 2 findings"),
 ]
 
 
@@ -101,12 +104,9 @@ def test_each_comment_is_posted_once_then_one_notification(job):
     again = _channel(swarm).deliver(job, INTENTS, _lease())  # a redelivered message
     assert again.complete and len(swarm.comments) == 3 and swarm.notifications == 1
     rows = _rows(job)
-    assert {rows[swarm_row_key(i.fingerprint)].notification_id for i in INTENTS} == {"100", "101", "102"}
+    assert {rows[swarm_row_key(i.key)].notification_id for i in INTENTS} == {"100", "101", "102"}
     assert rows[swarm_row_key(NOTIFY_KEY)].notified_at
-    assert all(
-        body.endswith(marker_for(rows[swarm_row_key(i.fingerprint)]))
-        for i, body in zip(INTENTS, swarm.comments.values(), strict=True)
-    )
+    assert [body.rsplit("\n", 1)[-1] for body in swarm.comments.values()] == [i.marker for i in INTENTS]
 
 
 def test_a_lost_answer_is_found_by_its_marker_and_not_posted_again(job):

@@ -166,6 +166,11 @@ class ReviewJob(BaseModel):
     redactions: dict[str, int] | None = None
     recipients_required: int | None = None
     recipients_notified: int = 0
+    # The Swarm comment channel (docs/swarm.md): comment rows required (the notification's
+    # included) and delivered; the workflow test's verdict once sent (`pass` or `fail`).
+    swarm_comments_required: int | None = None
+    swarm_comments_posted: int = 0
+    swarm_test_verdict: str | None = None
     # The opt-out keyword the change's description carried (logic/opt_out.py): fetched no content,
     # reviewed nothing, emailed no one.
     opted_out: str | None = None

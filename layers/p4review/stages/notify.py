@@ -4,6 +4,9 @@ An address that cannot be used gets a failed outbox row for an operator instead 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from p4review.adapters.p4 import P4ArgumentError
 from p4review.clock import now_iso, parse_iso, to_iso, utc_now
 from p4review.config import Settings
@@ -13,6 +16,7 @@ from p4review.errors import (
     DeliveryInFlight,
     ErrorClass,
     NonRetryableError,
+    P4ReviewError,
     RetryableError,
     StaleWriteError,
 )
@@ -21,6 +25,8 @@ from p4review.logic.depot_paths import sanitize_for_log
 from p4review.logic.depot_policy import reviewer_rules_from
 from p4review.logic.email_render import render_review_email
 from p4review.logic.recipients import Rejection, parse_reviewer_policy, plan_recipients
+from p4review.logic.swarm_comments import plan_comments
+from p4review.logic.swarm_verdict import Outcome, Verdict, callback_request, fail_threshold, verdict
 from p4review.metric_names import MetricName
 from p4review.models.change import ChangeSnapshot
 from p4review.models.job import JobStatus, ReviewJob, StageName
@@ -32,6 +38,13 @@ from p4review.runtime.heartbeat import Lease
 from p4review.runtime.stage_runner import StageOutput
 from p4review.stages.email_transport import EmailTransport
 from p4review.stages.p4_access import build_change_fetcher
+from p4review.stages.swarm_access import (
+    build_swarm_channel,
+    post_test_verdict,
+    swarm_comments_enabled,
+    task_threshold,
+)
+from p4review.stages.swarm_channel import VERDICT_KEY, swarm_row_key
 
 
 class NotifyWork:
@@ -45,28 +58,40 @@ class NotifyWork:
         self._reviewer_rules = parse_reviewer_policy(settings.reviewers)  # ConfigError: refuse to start
 
     def run(self, job: ReviewJob, lease: Lease) -> StageOutput:
+        """Each channel (email, Swarm comments, the Swarm test's verdict) is tried in every attempt
+        and fails on its own: one channel's failure never keeps the others from delivering. The
+        job succeeds only when every channel is complete."""
+        channels = _Channels()
+        stored: StoredReview | None = None
         if job.opted_out:  # not reviewed, so nothing to tell anyone; the job says why
             logger.info("change opted out of review: nothing to send", extra={"job_id": job.job_id})
-            return StageOutput(
-                updates={"recipients_required": 0, "recipients_notified": 0}, finish_job=JobStatus.SUCCEEDED
-            )
-        if not (job.artifacts.change_key and job.artifacts.result_key):
-            raise NonRetryableError("review completed without artifacts", error_class=ErrorClass.INTERNAL_BUG)
-        # The redacted change: no email carries content the reviewer was not allowed to see.
-        snapshot = ChangeSnapshot.model_validate(self._artifacts.get_json(job.artifacts.change_key)["snapshot"])
-        stored = StoredReview.model_validate(self._artifacts.get_json(job.artifacts.result_key))
-        result = stored.result
-        resolved = bool(stored.history and stored.history.resolved)
+            channels.updates.update(recipients_required=0, recipients_notified=0)
+        else:
+            if not (job.artifacts.change_key and job.artifacts.result_key):
+                raise NonRetryableError("review completed without artifacts", error_class=ErrorClass.INTERNAL_BUG)
+            # The redacted change: no email carries content the reviewer was not allowed to see.
+            snapshot = ChangeSnapshot.model_validate(self._artifacts.get_json(job.artifacts.change_key)["snapshot"])
+            stored = StoredReview.model_validate(self._artifacts.get_json(job.artifacts.result_key))
+            resolved = bool(stored.history and stored.history.resolved)
+            # A rerun that resolved everything is news (what was fixed), not an empty review.
+            if not stored.result.findings and not resolved and self._settings.no_findings_policy == "skip":
+                logger.info(
+                    "no findings and P4REVIEW_NO_FINDINGS_POLICY=skip: nothing to send", extra={"job_id": job.job_id}
+                )
+                channels.updates.update(recipients_required=0, recipients_notified=0)
+            else:
+                review = stored
+                channels.attempt(lambda: self._by_email(job, snapshot, review, lease))
+                if swarm_comments_enabled(self._settings):
+                    channels.attempt(lambda: self._by_swarm_comments(job, snapshot, review, lease))
+        if job.swarm_test is not None:
+            channels.attempt(lambda: self._swarm_test_verdict(job, stored, lease))
+        channels.raise_unless_complete()
+        return StageOutput(updates=channels.updates, finish_job=JobStatus.SUCCEEDED)
+
+    def _by_email(self, job: ReviewJob, snapshot: ChangeSnapshot, stored: StoredReview, lease: Lease) -> dict[str, Any]:
         # The review's coverage (chunking skips included); results written before it existed: the fetch's.
         coverage = stored.coverage or snapshot.diffs
-        # A rerun that resolved everything is news (what was fixed), not an empty review.
-        if not result.findings and not resolved and self._settings.no_findings_policy == "skip":
-            logger.info(
-                "no findings and P4REVIEW_NO_FINDINGS_POLICY=skip: nothing to send", extra={"job_id": job.job_id}
-            )
-            return StageOutput(
-                updates={"recipients_required": 0, "recipients_notified": 0}, finish_job=JobStatus.SUCCEEDED
-            )
         description = snapshot.description
         plan = plan_recipients(
             description.owner,
@@ -120,10 +145,75 @@ class NotifyWork:
         notified = sum(1 for recipient in required if rows.get(recipient) and rows[recipient].notified_at)
         if notified < len(required):
             raise RetryableError("not every recipient is notified yet")
-        return StageOutput(
-            updates={"recipients_required": len(required), "recipients_notified": notified},
-            finish_job=JobStatus.SUCCEEDED,
+        return {"recipients_required": len(required), "recipients_notified": notified}
+
+    def _by_swarm_comments(
+        self, job: ReviewJob, snapshot: ChangeSnapshot, stored: StoredReview, lease: Lease
+    ) -> dict[str, Any]:
+        """Each finding as a comment on the change's Swarm review, and a summary, exactly once
+        (stages/swarm_channel.py)."""
+        channel = build_swarm_channel(self._settings, self._secrets, self._outbox, self._lock_holder)
+        diffs = {d.depot_path: d.unified_diff for d in snapshot.diffs if d.unified_diff}
+        planned = plan_comments(
+            changelist_id=job.changelist_id,
+            review_version=job.review_version,
+            stored=stored,
+            diffs=diffs,
+            task_threshold=task_threshold(self._settings),
         )
+        outcome = channel.deliver(job, planned, lease)
+        if outcome.deferred:
+            first = outcome.deferred[0]
+            raise RetryableError(
+                f"{len(outcome.deferred)} Swarm comments deferred ({first.message})",
+                error_class=first.error_class,
+                retry_after=max((e.retry_after for e in outcome.deferred if e.retry_after is not None), default=None),
+            )
+        if outcome.refused:
+            raise NonRetryableError(
+                f"{len(outcome.refused)} Swarm comments refused permanently ({outcome.refused[0].message}); "
+                "the others were posted",
+                error_class=ErrorClass.POLICY_DENIED,
+            )
+        return {"swarm_comments_required": outcome.required, "swarm_comments_posted": outcome.delivered}
+
+    def _swarm_test_verdict(self, job: ReviewJob, stored: StoredReview | None, lease: Lease) -> dict[str, Any]:
+        """The Swarm workflow test's pass or fail, sent once (a row of its own, `swarm:verdict`).
+        An opted-out change was not reviewed: it fails unless the test never fails, so an author
+        cannot pass a required test by opting out."""
+        assert job.swarm_test is not None
+        fail_at = fail_threshold(self._settings.swarm_test_fail_at)
+        if stored is None:
+            result = Verdict(
+                outcome=Outcome.PASS if fail_at is None else Outcome.FAIL,
+                summary="p4review: not reviewed (the description opts out: #review-skip)",
+                failing=0,
+            )
+        else:
+            result = verdict(stored.result.findings, fail_at)
+        row = self._ensure_row(job, swarm_row_key(VERDICT_KEY), lease)
+        if row.notified_at:
+            return {"swarm_test_verdict": result.outcome.value}
+        owner, fence = self._lock_holder(job)
+        lease.check()
+        try:
+            row = self._outbox.record_attempt(row, owner=owner, fence=fence, locked_until=to_iso(lease.expires_at))
+        except DeliveryInFlight:
+            raise RetryableError(
+                "another worker is sending the Swarm verdict", error_class=ErrorClass.CONFLICT
+            ) from None
+        lease.check()
+        try:
+            # Sent again after a crash before the mark: Swarm keeps the last status of a test run.
+            post_test_verdict(callback_request(job.swarm_test, result, self._settings.swarm_url), self._settings)
+        except RetryableError as exc:
+            self._outbox.note_error(row, exc.message)
+            raise
+        except NonRetryableError as exc:
+            self._outbox.mark_failed(row, exc.message)
+            raise
+        self._outbox.mark_sent(row, result.outcome.value)
+        return {"swarm_test_verdict": result.outcome.value}
 
     def _owner_email(self, owner: str) -> str | None:
         """The owner's address from `p4 user -o`; None when p4 cannot be asked about this name
@@ -346,3 +436,37 @@ def _seconds_until(moment: str | None) -> float | None:
     if not moment:
         return None
     return max(1.0, (parse_iso(moment) - utc_now()).total_seconds())
+
+
+class _Channels:
+    """What notify's channels left in one attempt: the job fields they report, and the errors of
+    those that are not complete (each channel is tried whatever the others did)."""
+
+    def __init__(self) -> None:
+        self.updates: dict[str, Any] = {}
+        self.errors: list[P4ReviewError] = []
+
+    def attempt(self, channel: Callable[[], dict[str, Any]]) -> None:
+        try:
+            self.updates.update(channel())
+        except StaleWriteError:
+            raise  # the lease is gone: this worker must stop, whatever the channel
+        except P4ReviewError as exc:
+            self.errors.append(exc)
+
+    def raise_unless_complete(self) -> None:
+        """One channel's error as it is; several: retryable when any is (the complete channels
+        deliver nothing twice on the retry), else the first permanent one's class."""
+        if not self.errors:
+            return
+        if len(self.errors) == 1:
+            raise self.errors[0]
+        message = "; ".join(error.message for error in self.errors)
+        retryable = [error for error in self.errors if isinstance(error, RetryableError)]
+        if retryable:
+            raise RetryableError(
+                message,
+                error_class=retryable[0].error_class,
+                retry_after=max((e.retry_after for e in retryable if e.retry_after is not None), default=None),
+            )
+        raise NonRetryableError(message, error_class=self.errors[0].error_class)

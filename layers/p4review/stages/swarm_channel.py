@@ -6,12 +6,13 @@ Each comment is an outbox row of its own, keyed `swarm:<fingerprint>` where an e
 keyed by its address, so a comment has everything an email has: the send-then-mark order, the
 send lock, the attempt count, `failed` rows for an operator and the `deliveries` commands.
 
-Swarm takes no idempotency key, so every comment carries a marker derived from its row's key
-(`marker_for`). After an attempt that may have reached Swarm (the row counts an attempt and
-has no comment id), the marker is looked up among the review's comments before anything is
-posted again: found, the row is marked with that comment's id and nothing is posted; not found,
-the earlier attempt never arrived and the comment is posted once. A row marked sent without a
-comment id (a bug, a manual edit) is checked the same way before the channel counts it.
+Swarm takes no idempotency key, so every comment carries a marker derived from its key
+(`p4review.logic.swarm_comments.comment_marker`, the body's last line). After an attempt that
+may have reached Swarm (the row counts an attempt and has no comment id), the marker is looked
+up among the review's comments before anything is posted again: found, the row is marked with
+that comment's id and nothing is posted; not found, the earlier attempt never arrived and the
+comment is posted once. A row marked sent without a comment id (a bug, a manual edit) is
+checked the same way before the channel counts it.
 
 The notification is a row too (`swarm:notify`), sent only when every comment row is delivered.
 Swarm cannot say whether a notification went out, so a crash between sending it and marking the
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from p4review.clock import now_iso, to_iso
 from p4review.dal.ports import OutboxRepository
@@ -29,39 +30,24 @@ from p4review.errors import AuthError, DeliveryInFlight, ErrorClass, NonRetryabl
 from p4review.logic.delivery import delivery_token
 from p4review.models.job import ReviewJob
 from p4review.models.outbox import DeliveryStatus, OutboxRow
+from p4review.models.swarm import PlannedSwarmComment, SwarmCommentContext
 from p4review.observability import logger
 from p4review.runtime.heartbeat import Lease
 
 SWARM_ROW_PREFIX = "swarm:"
-SUMMARY_KEY = "summary"
+# The row of the one Swarm notification per version (comment keys are fingerprints or "summary").
 NOTIFY_KEY = "notify"
-MARKER_PREFIX = "p4review:"
+# The row of a Swarm workflow test's verdict (stages/notify.py).
+VERDICT_KEY = "verdict"
 
 
-def swarm_row_key(fingerprint: str) -> str:
+def swarm_row_key(comment_key: str) -> str:
     """The outbox row's recipient for one comment (or the summary, or the notification)."""
-    return f"{SWARM_ROW_PREFIX}{fingerprint}"
+    return f"{SWARM_ROW_PREFIX}{comment_key}"
 
 
 def is_swarm_row(recipient: str) -> bool:
     return recipient.startswith(SWARM_ROW_PREFIX)
-
-
-def marker_for(row: OutboxRow) -> str:
-    """The comment's marker: the row's provider token (a hash of changelist, key and version),
-    the same in every attempt and unique to this comment."""
-    return f"{MARKER_PREFIX}{row.provider_token[:24]}"
-
-
-@dataclass(frozen=True)
-class CommentIntent:
-    """One comment to post: its fingerprint (the row key), its body without the marker, its
-    anchor (file and right-side line; None for the summary) and whether it opens a task."""
-
-    fingerprint: str
-    body: str
-    context: dict[str, Any] | None = None
-    task_open: bool = False
 
 
 class SwarmPort(Protocol):
@@ -71,7 +57,9 @@ class SwarmPort(Protocol):
 
     def create_review(self, change: int) -> int: ...
 
-    def post_comment(self, review_id: int, body: str, context: dict[str, Any] | None, task_open: bool) -> int: ...
+    def post_comment(
+        self, review_id: int, body: str, context: SwarmCommentContext | None = None, task_open: bool = False
+    ) -> int: ...
 
     def send_notifications(self, review_id: int) -> None: ...
 
@@ -106,7 +94,7 @@ class SwarmChannel:
         self._create_reviews = create_reviews
         self._lock_holder = lock_holder
 
-    def deliver(self, job: ReviewJob, intents: Sequence[CommentIntent], lease: Lease) -> ChannelOutcome:
+    def deliver(self, job: ReviewJob, comments: Sequence[PlannedSwarmComment], lease: Lease) -> ChannelOutcome:
         """Post what is not posted yet. Our credentials refused: AuthError (every comment would
         meet the same). Anything else is per row, in the outcome, so one comment's failure does
         not keep the others (or the email channel) from going out."""
@@ -115,10 +103,10 @@ class SwarmChannel:
         if review_id is None:
             logger.info("no Swarm review for this change; nothing to comment on", extra={"job_id": job.job_id})
             return outcome
-        rows = [(intent, self._ensure_row(job, intent.fingerprint, lease)) for intent in intents]
-        for intent, row in rows:
+        rows = [(comment, self._ensure_row(job, comment.key, lease)) for comment in comments]
+        for comment, row in rows:
             outcome.required += 1
-            self._deliver_one(job, review_id, intent, row, lease, outcome)
+            self._deliver_one(job, review_id, comment, row, lease, outcome)
         if outcome.delivered == outcome.required and not (outcome.deferred or outcome.refused):
             outcome.required += 1
             self._notify_once(job, review_id, lease, outcome)
@@ -130,8 +118,8 @@ class SwarmChannel:
             return self._client.create_review(job.changelist_id)
         return found
 
-    def _ensure_row(self, job: ReviewJob, fingerprint: str, lease: Lease) -> OutboxRow:
-        recipient = swarm_row_key(fingerprint)
+    def _ensure_row(self, job: ReviewJob, comment_key: str, lease: Lease) -> OutboxRow:
+        recipient = swarm_row_key(comment_key)
         now = now_iso()
         lease.check()
         return self._outbox.ensure_row(
@@ -150,12 +138,12 @@ class SwarmChannel:
         self,
         job: ReviewJob,
         review_id: int,
-        intent: CommentIntent,
+        comment: PlannedSwarmComment,
         row: OutboxRow,
         lease: Lease,
         outcome: ChannelOutcome,
     ) -> None:
-        marker = marker_for(row)
+        marker = comment.marker
         log = {"job_id": job.job_id, "token": row.provider_token}
         try:
             if row.notified_at and not row.notification_id:
@@ -176,9 +164,7 @@ class SwarmChannel:
                     outcome.delivered += 1
                     return
             row = self._take(job, row, lease)
-            comment_id = self._client.post_comment(
-                review_id, f"{intent.body}\n\n{marker}", intent.context, intent.task_open
-            )
+            comment_id = self._client.post_comment(review_id, comment.body, comment.context, comment.task_open)
             self._outbox.mark_sent(row, str(comment_id))
             outcome.delivered += 1
         except AuthError:

@@ -1,0 +1,64 @@
+"""Notify's Swarm side, built from settings and secrets: the comment channel (when
+P4REVIEW_SWARM_SECRET_ID names the service user's ticket) and the workflow test's verdict (when
+the job came from a Swarm test, POST /v1/swarm/tests). docs/swarm.md."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from p4review.config import Settings
+from p4review.dal.ports import OutboxRepository, SecretReader
+from p4review.errors import ConfigError
+from p4review.models.job import ReviewJob
+from p4review.stages.swarm_channel import SwarmChannel
+
+
+class SwarmCredentials(BaseModel):
+    """The Swarm secret: a service user and its long-lived ticket (basic auth user:ticket)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    user: str = Field(min_length=1)
+    ticket: str = Field(min_length=1)
+
+
+def swarm_comments_enabled(settings: Settings) -> bool:
+    return bool(settings.swarm_secret_id)
+
+
+def build_swarm_channel(
+    settings: Settings,
+    secrets: SecretReader,
+    outbox: OutboxRepository,
+    lock_holder: Callable[[ReviewJob], tuple[str, int]],
+) -> SwarmChannel:
+    """The comment channel; ConfigError names what is missing (never the ticket)."""
+    from p4review.adapters.swarm import SwarmClient  # only where Swarm is configured (cold start)
+
+    if not settings.swarm_url:
+        raise ConfigError("P4REVIEW_SWARM_SECRET_ID is set but P4REVIEW_SWARM_URL is not")
+    try:
+        credentials = SwarmCredentials.model_validate(secrets.get_json(settings.require("swarm_secret_id")))
+    except ValidationError:
+        raise ConfigError("the Swarm secret needs a user and a ticket") from None
+    client = SwarmClient(
+        settings.swarm_url,
+        credentials.user,
+        credentials.ticket,
+        api=settings.swarm_api,
+        timeout_seconds=settings.swarm_timeout_seconds,
+    )
+    return SwarmChannel(client, outbox, create_reviews=settings.swarm_create_reviews, lock_holder=lock_holder)
+
+
+def task_threshold(settings: Settings) -> str | None:
+    return None if settings.swarm_task_at == "never" else settings.swarm_task_at
+
+
+def post_test_verdict(request: Any, settings: Settings) -> None:
+    from p4review.adapters.swarm_callback import post_verdict
+
+    post_verdict(request, swarm_url=settings.require("swarm_url"))
