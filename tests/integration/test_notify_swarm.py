@@ -9,12 +9,19 @@ import json
 
 import pytest
 
+from p4review.config import get_settings
 from p4review.dal.factory import get_data_access
+from p4review.errors import ErrorClass, NonRetryableError, RetryableError
 from p4review.local.smtp_server import LocalMailServer
 from p4review.local.swarm_server import FakeSwarmServer
-from p4review.models.job import JobStatus
+from p4review.logic.ingest_service import create_review
+from p4review.models.api import CreateReviewRequest
+from p4review.models.job import JobStatus, StageName, SwarmTestRef
 from p4review.models.outbox import DeliveryStatus
+from p4review.stages import notify as notify_module
+from p4review.stages.review_setup import build_review_work
 from p4review.stages.swarm_channel import is_swarm_row
+from tests.support.harness import drain, fetch_work, run_through
 from tests.support.notify import (
     RELAY_PASSWORD,
     RELAY_USER,
@@ -135,3 +142,79 @@ def test_a_change_without_a_swarm_review_gets_none_unless_reviews_are_created(mo
         assert run_notify(job).ack
         review_id = swarm.review_for_change(job.changelist_id)
         assert review_id is not None and swarm.comments_for_review(review_id)
+
+
+# ---- the workflow test's verdict ----------------------------------------------------------------
+
+SWARM_HOST = "https://swarm.example.test"
+
+
+def _swarm_test_job(service, changelist_id=48213):
+    """A reviewed job that a Swarm workflow test asked for (its callbacks on the job)."""
+    dal = get_data_access()
+    ref = SwarmTestRef(
+        review_id=4242,
+        version=1,
+        change=changelist_id,
+        status="committed",
+        pass_url=f"{SWARM_HOST}/api/v9/testruns/7/pass/TOKEN",
+        fail_url=f"{SWARM_HOST}/api/v9/testruns/7/fail/TOKEN",
+    )
+    request = CreateReviewRequest(
+        idempotency_key="swarm-test-4242-v1", changelist_id=changelist_id, review_version=1, kind="submitted"
+    )
+    job = create_review(request, jobs=dal.jobs, queues=dal.queues, request_id=None, swarm_test=ref).job
+    job = run_through(job, fetch_work(), build_review_work(get_settings(), dal))
+    sqs = service.client("sqs")
+    for stage in StageName:
+        drain(sqs, service.resources.queue_for_stage(stage).url)
+    return job
+
+
+@pytest.fixture
+def callbacks(monkeypatch):
+    """The verdict POSTs notify makes (the callback is Swarm's, not the fake's)."""
+    sent: list = []
+    failures: list[Exception] = []
+
+    def post(request, settings):
+        if failures:
+            raise failures.pop(0)
+        sent.append(request)
+
+    monkeypatch.setattr(notify_module, "post_test_verdict", post)
+    return sent, failures
+
+
+def test_the_verdict_goes_to_swarm_once_and_fails_on_high_findings(moto_endpoint, aws_reset, mail, callbacks):
+    sent, failures = callbacks
+    with notify_service(moto_endpoint, mail, extra_env={"P4REVIEW_SWARM_URL": SWARM_HOST}) as service:
+        job = _swarm_test_job(service)  # 48213 has high findings
+        failures.append(RetryableError("Swarm callback timed out"))
+        assert not run_notify(job).ack  # the callback deferred: retried
+        assert run_notify(job, worker="retry").ack
+        run_notify(job, worker="redelivered")
+        assert [request.url for request in sent] == [f"{SWARM_HOST}/api/v9/testruns/7/fail/TOKEN"]
+        assert json.loads(sent[0].body)["messages"][0].startswith("p4review:")
+        assert _job_status(job).swarm_test_verdict == "fail"
+
+
+def test_the_verdict_passes_when_nothing_reaches_the_threshold(moto_endpoint, aws_reset, mail, callbacks):
+    sent, _ = callbacks
+    env = {"P4REVIEW_SWARM_URL": SWARM_HOST, "P4REVIEW_SWARM_TEST_FAIL_AT": "never"}
+    with notify_service(moto_endpoint, mail, extra_env=env) as service:
+        job = _swarm_test_job(service)
+        assert run_notify(job).ack
+        assert [request.url for request in sent] == [f"{SWARM_HOST}/api/v9/testruns/7/pass/TOKEN"]
+
+
+def test_a_refused_verdict_is_a_failed_row_and_the_email_still_goes_out(moto_endpoint, aws_reset, mail, callbacks):
+    _, failures = callbacks
+    with notify_service(moto_endpoint, mail, extra_env={"P4REVIEW_SWARM_URL": SWARM_HOST}) as service:
+        job = _swarm_test_job(service)
+        failures.append(NonRetryableError("Swarm callback answered HTTP 404", error_class=ErrorClass.POLICY_DENIED))
+        assert run_notify(job).ack  # dead-lettered: trying again cannot help
+        rows = {row.recipient: row for row in outbox_rows(job)}
+        assert rows["swarm:verdict"].status == DeliveryStatus.FAILED
+        assert all(row.notified_at for name, row in rows.items() if not is_swarm_row(name))
+        assert _job_status(job).status == JobStatus.DEAD_LETTERED
