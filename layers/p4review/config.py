@@ -52,7 +52,7 @@ class Settings(BaseModel):
     signature_max_age_seconds: int = Field(default=300, ge=30, le=900, alias="P4REVIEW_SIGNATURE_MAX_AGE_SECONDS")
     secret_cache_seconds: int = Field(default=300, ge=0, le=3600, alias="P4REVIEW_SECRET_CACHE_SECONDS")
     swarm_url: str | None = Field(default=None, alias="P4REVIEW_SWARM_URL")
-    # Swarm workflow tests (POST /v1/swarm/tests, docs/swarm-workflow-test.md): the secret holding
+    # Swarm workflow tests (POST /v1/swarm/tests, docs/swarm.md "Workflow test"): the secret holding
     # the shared token a test definition sends (unset: the route is off), and the lowest severity
     # of an open finding that fails the test (`never`: the test always passes). Callback URLs
     # must be on P4REVIEW_SWARM_URL's scheme, host and port.

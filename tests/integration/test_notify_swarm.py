@@ -20,6 +20,7 @@ from p4review.models.job import JobStatus, StageName, SwarmTestRef
 from p4review.models.outbox import DeliveryStatus
 from p4review.stages import notify as notify_module
 from p4review.stages.review_setup import build_review_work
+from p4review.stages.swarm_access import swarm_url
 from p4review.stages.swarm_channel import is_swarm_row
 from tests.support.harness import drain, fetch_work, run_through
 from tests.support.notify import (
@@ -218,3 +219,12 @@ def test_a_refused_verdict_is_a_failed_row_and_the_email_still_goes_out(moto_end
         assert rows["swarm:verdict"].status == DeliveryStatus.FAILED
         assert all(row.notified_at for name, row in rows.items() if not is_swarm_row(name))
         assert _job_status(job).status == JobStatus.DEAD_LETTERED
+
+
+def test_without_a_configured_url_swarm_is_found_from_the_servers_property(moto_endpoint, aws_reset, mail):
+    with notify_service(moto_endpoint, mail):
+        settings = get_settings()
+        assert settings.swarm_url is None
+        assert swarm_url(settings, get_data_access().secrets) == "https://swarm.northwind-games.example"
+        configured = settings.model_copy(update={"swarm_url": "https://swarm.other.example"})
+        assert swarm_url(configured, get_data_access().secrets) == "https://swarm.other.example"

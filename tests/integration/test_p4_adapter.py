@@ -723,3 +723,12 @@ def test_a_lookup_over_several_files_drops_only_the_missing_file_warnings():
         runner.run_marshal_found(["files"])
     with pytest.raises(P4NotFoundError):  # the strict reader still refuses the warning
         runner.run_marshal(["files", "//depot/nope/.p4review.toml"])
+
+
+def test_a_server_property_is_read_and_an_unset_one_is_none(log_file):
+    fetcher = fetcher_for(make_runner(log_file))
+    assert fetcher.server_property("P4.Swarm.URL") == "https://swarm.northwind-games.example"
+    assert fetcher.server_property("P4.Unset.Property") is None
+    assert [entry["argv"] for entry in logged(log_file)][0] == ["-G", "property", "-l", "-n", "P4.Swarm.URL"]
+    with pytest.raises(P4ArgumentError):
+        fetcher.server_property("-a")  # an option look-alike never reaches p4

@@ -156,7 +156,7 @@ def _intake_response(
     return _json_response(status_code, JobView.from_job(answer.job).model_dump(mode="json", exclude_none=True), headers)
 
 
-# --- Helix Swarm workflow tests (docs/swarm-workflow-test.md) ------------------------------------------
+# --- Helix Swarm workflow tests (docs/swarm.md "Workflow test") ------------------------------------------
 def _swarm_document(raw_body: bytes) -> dict[str, Any]:
     """The test's body as Swarm encodes it: a JSON object, or (Swarm's default) URL-encoded."""
     content_type = (app.current_event.headers.get("Content-Type") or "").split(";")[0].strip().lower()

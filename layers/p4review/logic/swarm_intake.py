@@ -1,4 +1,4 @@
-"""A Helix Swarm workflow test call becomes a review request (docs/swarm-workflow-test.md,
+"""A Helix Swarm workflow test call becomes a review request (docs/swarm.md "Workflow test",
 docs/trigger.md "Where review_version comes from"). Pure rules, no I/O: the token check, the
 callback URL check, the mapping to review_version and what a same-version replay means here.
 

@@ -1,4 +1,4 @@
-"""The pass/fail a Swarm workflow test gets for a review (docs/swarm-workflow-test.md), and the
+"""The pass/fail a Swarm workflow test gets for a review (docs/swarm.md "Workflow test"), and the
 callback request that tells Swarm. Pure: no I/O (adapters/swarm_callback.py sends it).
 
 A test fails when an open finding (one in the version's result) is at or above the threshold,

@@ -130,7 +130,7 @@ class ShelfRef(BaseModel):
 
 
 class SwarmTestRef(BaseModel):
-    """The Helix Swarm workflow test run a job answers (docs/swarm-workflow-test.md): the review
+    """The Helix Swarm workflow test run a job answers (docs/swarm.md "Workflow test"): the review
     and version it reviews and Swarm's callback URLs. The URLs carry Swarm's per-run tokens: they
     are stored on the job for the verdict and never logged, shown by the API or put on a queue."""
 

@@ -1,4 +1,4 @@
-"""The body a Helix Swarm workflow test posts to `POST /v1/swarm/tests` (docs/swarm-workflow-test.md).
+"""The body a Helix Swarm workflow test posts to `POST /v1/swarm/tests` (docs/swarm.md "Workflow test").
 
 Swarm fills a test definition's body template with its special arguments ({review}, {version},
 {change}, {status}, {pass}, {fail}, {update}, ...), URL-encoded or as JSON. Substituted values

@@ -42,6 +42,7 @@ from p4review.stages.swarm_access import (
     build_swarm_channel,
     post_test_verdict,
     swarm_comments_enabled,
+    swarm_url,
     task_threshold,
 )
 from p4review.stages.swarm_channel import VERDICT_KEY, swarm_row_key
@@ -56,6 +57,7 @@ class NotifyWork:
         self._outbox = outbox
         self._secrets = secrets
         self._reviewer_rules = parse_reviewer_policy(settings.reviewers)  # ConfigError: refuse to start
+        self._swarm_url: str | None = None
 
     def run(self, job: ReviewJob, lease: Lease) -> StageOutput:
         """Each channel (email, Swarm comments, the Swarm test's verdict) is tried in every attempt
@@ -152,7 +154,9 @@ class NotifyWork:
     ) -> dict[str, Any]:
         """Each finding as a comment on the change's Swarm review, and a summary, exactly once
         (stages/swarm_channel.py)."""
-        channel = build_swarm_channel(self._settings, self._secrets, self._outbox, self._lock_holder)
+        if self._swarm_url is None:  # found once per cold start
+            self._swarm_url = swarm_url(self._settings, self._secrets)
+        channel = build_swarm_channel(self._settings, self._secrets, self._outbox, self._lock_holder, self._swarm_url)
         diffs = {d.depot_path: d.unified_diff for d in snapshot.diffs if d.unified_diff}
         planned = plan_comments(
             changelist_id=job.changelist_id,

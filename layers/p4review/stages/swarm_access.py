@@ -29,23 +29,38 @@ def swarm_comments_enabled(settings: Settings) -> bool:
     return bool(settings.swarm_secret_id)
 
 
+SWARM_URL_PROPERTY = "P4.Swarm.URL"
+
+
+def swarm_url(settings: Settings, secrets: SecretReader) -> str:
+    """P4REVIEW_SWARM_URL, else the URL Swarm publishes on the Perforce server (the
+    P4.Swarm.URL property, `p4 property -l -n`), as Swarm's own trigger finds it."""
+    if settings.swarm_url:
+        return settings.swarm_url
+    from p4review.stages.p4_access import build_change_fetcher
+
+    found = build_change_fetcher(settings, secrets).server_property(SWARM_URL_PROPERTY)
+    if not found:
+        raise ConfigError(f"P4REVIEW_SWARM_URL is not set and the server has no {SWARM_URL_PROPERTY} property")
+    return found
+
+
 def build_swarm_channel(
     settings: Settings,
     secrets: SecretReader,
     outbox: OutboxRepository,
     lock_holder: Callable[[ReviewJob], tuple[str, int]],
+    base_url: str,
 ) -> SwarmChannel:
     """The comment channel; ConfigError names what is missing (never the ticket)."""
     from p4review.adapters.swarm import SwarmClient  # only where Swarm is configured (cold start)
 
-    if not settings.swarm_url:
-        raise ConfigError("P4REVIEW_SWARM_SECRET_ID is set but P4REVIEW_SWARM_URL is not")
     try:
         credentials = SwarmCredentials.model_validate(secrets.get_json(settings.require("swarm_secret_id")))
     except ValidationError:
         raise ConfigError("the Swarm secret needs a user and a ticket") from None
     client = SwarmClient(
-        settings.swarm_url,
+        base_url,
         credentials.user,
         credentials.ticket,
         api=settings.swarm_api,

@@ -124,6 +124,13 @@ class ChangeFetcher:
             full_name=decode_field(record.get(b"FullName"), "user full name") or None,
         )
 
+    def server_property(self, name: str) -> str | None:
+        """A server property's value (`p4 property -l -n NAME`), None when it is not set; Swarm
+        publishes its URL as P4.Swarm.URL."""
+        records = self._runner.run_marshal(["property", "-l", "-n", untrusted(name, "property name")])
+        values = [decode_field(r.get(b"value"), "property value") for r in records if r.get(b"name") == name.encode()]
+        return (values[0] or None) if values else None
+
     def read_policy(self, description: ChangeDescription) -> ChangePolicy:
         """The depot's `.p4review.toml` files above the changed files (docs/policy.md): one
         `p4 files` for every candidate directory the allow-list allows, then one `p4 print` per

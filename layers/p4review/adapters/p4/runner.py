@@ -30,6 +30,8 @@ _ALLOWED_OPTIONS: dict[str, frozenset[str]] = {
     "files": frozenset(),
     "print": frozenset({"-q"}),
     "user": frozenset({"-o"}),
+    # Only to list one server property (P4.Swarm.URL): `-l -n NAME`.
+    "property": frozenset({"-l", "-n"}),
 }
 # Options a command must carry: `describe` without -s prints every file's diff, i.e. the content
 # of the whole change, including files the depot allow-list refuses.
