@@ -36,6 +36,7 @@ from tests.support.notify import (
     notify_service,
     notify_work,
     outbox_rows,
+    race_notify,
     reviewed_job,
     reviewers_env,
     run_notify,
@@ -213,18 +214,7 @@ def test_workers_racing_for_the_same_notify_message_send_each_email_once(moto_en
     server): one claims the stage; the others are told the lease is held."""
     with notify_service(moto_endpoint, mail, extra_env=THREE_RECIPIENTS) as service:
         job = reviewed_job(service)
-        start = threading.Barrier(4)
-        dispositions = []
-
-        def worker(name):
-            start.wait()
-            dispositions.append(run_notify(job, name))
-
-        threads = [threading.Thread(target=worker, args=(f"w{i}",)) for i in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(120)
+        dispositions = race_notify(job)
         assert len(dispositions) == 4 and sum(d.ack for d in dispositions) >= 1
         assert sorted(r for m in mail.messages() for r in m.recipients) == sorted([OWNER, REVIEWER, SECOND_REVIEWER])
         assert get_data_access().jobs.get_job(job.job_id).status == JobStatus.SUCCEEDED

@@ -12,7 +12,6 @@ import pytest
 from p4review.config import get_settings
 from p4review.dal.factory import get_data_access
 from p4review.errors import ErrorClass, NonRetryableError, RetryableError
-from p4review.local.smtp_server import LocalMailServer
 from p4review.local.swarm_server import FakeSwarmServer
 from p4review.logic.ingest_service import create_review
 from p4review.models.api import CreateReviewRequest
@@ -24,8 +23,7 @@ from p4review.stages.swarm_access import swarm_url
 from p4review.stages.swarm_channel import is_swarm_row
 from tests.support.harness import drain, fetch_work, run_through
 from tests.support.notify import (
-    RELAY_PASSWORD,
-    RELAY_USER,
+    local_mail,
     notify_service,
     outbox_rows,
     reviewed_job,
@@ -38,10 +36,8 @@ SECRET_NAME = "p4review-test-swarm"
 
 @pytest.fixture
 def mail(tmp_path):
-    server = LocalMailServer(tmp_path / "mailbox", username=RELAY_USER, password=RELAY_PASSWORD)
-    server.start()
-    yield server
-    server.stop()
+    with local_mail(tmp_path) as server:
+        yield server
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ the fake Swarm over HTTP, a real SMTP server and the serialized moto server."""
 from __future__ import annotations
 
 import json
-import threading
 from collections import Counter
 
 import pytest
@@ -17,20 +16,15 @@ from p4review.local.swarm_server import FakeSwarmServer
 from p4review.models.job import JobStatus
 from p4review.models.outbox import DeliveryStatus
 from tests.integration.test_notify_failure_matrix import ProcessKilled, StepJournal, _journaled_run, _lease_runs_out
-from tests.support.notify import notify_service, outbox_rows, reviewed_job, run_notify
+from tests.support.notify import local_mail, notify_service, outbox_rows, race_notify, reviewed_job, run_notify
 
 SWARM_USER, SWARM_TICKET, SECRET_NAME = "p4review-swarm", "S" * 32, "p4review-test-swarm"
 
 
 @pytest.fixture
 def mail(tmp_path):
-    from p4review.local.smtp_server import LocalMailServer
-    from tests.support.notify import RELAY_PASSWORD, RELAY_USER
-
-    server = LocalMailServer(tmp_path / "mailbox", username=RELAY_USER, password=RELAY_PASSWORD)
-    server.start()
-    yield server
-    server.stop()
+    with local_mail(tmp_path) as server:
+        yield server
 
 
 def _service(moto_endpoint, mail, swarm):
@@ -106,18 +100,7 @@ def test_workers_racing_for_the_same_message_post_each_comment_once(moto_endpoin
         _service(moto_endpoint, mail, swarm) as service,
     ):
         job, review_id = _prepared_job(service, swarm)
-        start = threading.Barrier(4)
-        dispositions = []
-
-        def worker(name):
-            start.wait()
-            dispositions.append(run_notify(job, name))
-
-        threads = [threading.Thread(target=worker, args=(f"w{i}",)) for i in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(120)
+        dispositions = race_notify(job)
         assert len(dispositions) == 4 and sum(d.ack for d in dispositions) >= 1
         markers = _markers(swarm, review_id)
         assert markers and max(markers.values()) == 1 and swarm.notify_calls(review_id) == 1

@@ -4,9 +4,14 @@ mailbox, a job whose fetch and review stages already ran, and one notify run."""
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 from p4review.config import get_settings
 from p4review.dal.factory import get_data_access
+from p4review.local.smtp_server import LocalMailServer
 from p4review.models.job import StageName
 from p4review.models.messages import StageMessage
 from p4review.models.outbox import OutboxRow
@@ -80,3 +85,31 @@ def reviewers_env(*rules) -> dict[str, str]:
             [{"prefix": prefix, "reviewers": list(reviewers)} for prefix, reviewers in rules]
         )
     }
+
+
+@contextmanager
+def local_mail(folder: Path) -> Iterator[LocalMailServer]:
+    """A relay on loopback that takes RELAY_USER / RELAY_PASSWORD and answers lookups."""
+    server = LocalMailServer(folder / "mailbox", username=RELAY_USER, password=RELAY_PASSWORD)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def race_notify(job, workers: int = 4) -> list[Disposition]:
+    """SQS delivered the notify message to `workers` workers at once (real threads)."""
+    start = threading.Barrier(workers)
+    dispositions: list[Disposition] = []
+
+    def worker(name: str) -> None:
+        start.wait()
+        dispositions.append(run_notify(job, name))
+
+    threads = [threading.Thread(target=worker, args=(f"w{i}",)) for i in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    return dispositions

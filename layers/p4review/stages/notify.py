@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from p4review.adapters.p4 import P4ArgumentError
-from p4review.clock import now_iso, parse_iso, to_iso, utc_now
+from p4review.clock import parse_iso, to_iso, utc_now
 from p4review.config import Settings
 from p4review.dal.ports import ArtifactStore, OutboxRepository, SecretReader
 from p4review.errors import (
@@ -20,7 +20,7 @@ from p4review.errors import (
     RetryableError,
     StaleWriteError,
 )
-from p4review.logic.delivery import delivery_token, message_id_for
+from p4review.logic.delivery import message_id_for
 from p4review.logic.depot_paths import sanitize_for_log
 from p4review.logic.depot_policy import reviewer_rules_from
 from p4review.logic.email_render import render_review_email
@@ -37,6 +37,7 @@ from p4review.runtime.faults import FaultPoint, fault
 from p4review.runtime.heartbeat import Lease
 from p4review.runtime.stage_runner import StageOutput
 from p4review.stages.email_transport import EmailTransport
+from p4review.stages.outbox_rows import ensure_delivery_row, lock_holder, take_send_lock
 from p4review.stages.p4_access import build_change_fetcher
 from p4review.stages.swarm_access import (
     build_swarm_channel,
@@ -156,7 +157,7 @@ class NotifyWork:
         (stages/swarm_channel.py)."""
         if self._swarm_url is None:  # found once per cold start
             self._swarm_url = swarm_url(self._settings, self._secrets)
-        channel = build_swarm_channel(self._settings, self._secrets, self._outbox, self._lock_holder, self._swarm_url)
+        channel = build_swarm_channel(self._settings, self._secrets, self._outbox, lock_holder, self._swarm_url)
         diffs = {d.depot_path: d.unified_diff for d in snapshot.diffs if d.unified_diff}
         planned = plan_comments(
             changelist_id=job.changelist_id,
@@ -198,15 +199,7 @@ class NotifyWork:
         row = self._ensure_row(job, swarm_row_key(VERDICT_KEY), lease)
         if row.notified_at:
             return {"swarm_test_verdict": result.outcome.value}
-        owner, fence = self._lock_holder(job)
-        lease.check()
-        try:
-            row = self._outbox.record_attempt(row, owner=owner, fence=fence, locked_until=to_iso(lease.expires_at))
-        except DeliveryInFlight:
-            raise RetryableError(
-                "another worker is sending the Swarm verdict", error_class=ErrorClass.CONFLICT
-            ) from None
-        lease.check()
+        row = take_send_lock(self._outbox, job, row, lease, "the Swarm verdict")
         try:
             # Sent again after a crash before the mark: Swarm keeps the last status of a test run.
             post_test_verdict(callback_request(job.swarm_test, result, self._settings.swarm_url), self._settings)
@@ -231,29 +224,8 @@ class NotifyWork:
             )
             return None
 
-    @staticmethod
-    def _lock_holder(job: ReviewJob) -> tuple[str, int]:
-        """Who takes a row's send lock: the worker that claimed the notify stage, and that
-        claim's number (the stage's claim count, which every new claim raises)."""
-        stage = job.stages[StageName.NOTIFY]
-        return stage.claimed_by or "notify", stage.attempts
-
     def _ensure_row(self, job: ReviewJob, recipient: str, lease: Lease) -> OutboxRow:
-        """The delivery intent for `recipient`: created once, or the persisted row as it is."""
-        token = delivery_token(job.changelist_id, recipient, job.review_version)
-        now = now_iso()
-        lease.check()
-        return self._outbox.ensure_row(
-            OutboxRow(
-                changelist_id=job.changelist_id,
-                recipient=recipient,
-                review_version=job.review_version,
-                job_id=job.job_id,
-                provider_token=token,
-                created_at=now,
-                updated_at=now,
-            )
-        )
+        return ensure_delivery_row(self._outbox, job, recipient, lease)
 
     def _record_rejection(self, job: ReviewJob, rejection: Rejection, lease: Lease) -> None:
         """A permanently failed row, so `deliveries list` shows who was not emailed and why. Not a
@@ -362,7 +334,7 @@ class NotifyWork:
             # included): no send outlives this worker's right to make it, even if its heartbeat
             # dies meanwhile.
             locked_until, commit_by = lease.expires_at, lease.acts_until()
-            owner, fence = self._lock_holder(job)
+            owner, fence = lock_holder(job)
             try:
                 row = self._outbox.record_attempt(row, owner=owner, fence=fence, locked_until=to_iso(locked_until))
             except DeliveryInFlight as busy:

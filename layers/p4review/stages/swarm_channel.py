@@ -24,15 +24,15 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from p4review.clock import now_iso, to_iso
 from p4review.dal.ports import OutboxRepository
-from p4review.errors import AuthError, DeliveryInFlight, ErrorClass, NonRetryableError, RetryableError
-from p4review.logic.delivery import delivery_token
+from p4review.errors import AuthError, ErrorClass, NonRetryableError, P4ReviewError, RetryableError
 from p4review.models.job import ReviewJob
 from p4review.models.outbox import DeliveryStatus, OutboxRow
 from p4review.models.swarm import PlannedSwarmComment, SwarmCommentContext
 from p4review.observability import logger
+from p4review.runtime.faults import FaultPoint, fault
 from p4review.runtime.heartbeat import Lease
+from p4review.stages.outbox_rows import ensure_delivery_row, take_send_lock
 
 SWARM_ROW_PREFIX = "swarm:"
 # The row of the one Swarm notification per version (comment keys are fingerprints or "summary").
@@ -119,20 +119,7 @@ class SwarmChannel:
         return found
 
     def _ensure_row(self, job: ReviewJob, comment_key: str, lease: Lease) -> OutboxRow:
-        recipient = swarm_row_key(comment_key)
-        now = now_iso()
-        lease.check()
-        return self._outbox.ensure_row(
-            OutboxRow(
-                changelist_id=job.changelist_id,
-                recipient=recipient,
-                review_version=job.review_version,
-                job_id=job.job_id,
-                provider_token=delivery_token(job.changelist_id, recipient, job.review_version),
-                created_at=now,
-                updated_at=now,
-            )
-        )
+        return ensure_delivery_row(self._outbox, job, swarm_row_key(comment_key), lease)
 
     def _deliver_one(
         self,
@@ -163,30 +150,25 @@ class SwarmChannel:
                     logger.info("earlier Swarm comment found by its marker; not posting again", extra=log)
                     outcome.delivered += 1
                     return
-            row = self._take(job, row, lease)
+            row = take_send_lock(self._outbox, job, row, lease, "this Swarm comment")
             comment_id = self._client.post_comment(review_id, comment.body, comment.context, comment.task_open)
+            fault(FaultPoint.DB_WRITE_AFTER_PROVIDER)  # local/test only: posted, but the mark fails
             self._outbox.mark_sent(row, str(comment_id))
             outcome.delivered += 1
         except AuthError:
             raise
-        except RetryableError as exc:
+        except P4ReviewError as exc:
+            self._record_failure(row, exc, outcome)
+
+    def _record_failure(self, row: OutboxRow, exc: P4ReviewError, outcome: ChannelOutcome) -> None:
+        """A retryable failure is noted on the row (it stays pending); another marks it failed."""
+        if isinstance(exc, RetryableError):
             self._outbox.note_error(row, exc.message)
             outcome.deferred.append(exc)
-        except NonRetryableError as exc:
-            if row.status != DeliveryStatus.FAILED:
-                self._outbox.mark_failed(row, exc.message)
-            outcome.refused.append(exc)
-
-    def _take(self, job: ReviewJob, row: OutboxRow, lease: Lease) -> OutboxRow:
-        """Count the attempt and take the row's send lock before Swarm is called."""
-        lease.check()
-        owner, fence = self._lock_holder(job)
-        try:
-            row = self._outbox.record_attempt(row, owner=owner, fence=fence, locked_until=to_iso(lease.expires_at))
-        except DeliveryInFlight:
-            raise RetryableError("another worker is posting this comment", error_class=ErrorClass.CONFLICT) from None
-        lease.check()
-        return row
+            return
+        if row.status != DeliveryStatus.FAILED:
+            self._outbox.mark_failed(row, exc.message)
+        outcome.refused.append(exc if isinstance(exc, NonRetryableError) else NonRetryableError(exc.message))
 
     def _reconcile_unevidenced(self, review_id: int, row: OutboxRow, marker: str, log: dict[str, str]) -> OutboxRow:
         found = self._client.find_comment_by_marker(review_id, marker)
@@ -202,18 +184,14 @@ class SwarmChannel:
             outcome.delivered += 1
             return
         try:
-            row = self._take(job, row, lease)
+            row = take_send_lock(self._outbox, job, row, lease, "the Swarm notification")
             self._client.send_notifications(review_id)
             self._outbox.mark_sent(row, f"review-{review_id}")
             outcome.delivered += 1
         except AuthError:
             raise
-        except RetryableError as exc:
-            self._outbox.note_error(row, exc.message)
-            outcome.deferred.append(exc)
-        except NonRetryableError as exc:
-            self._outbox.mark_failed(row, exc.message)
-            outcome.refused.append(exc)
+        except P4ReviewError as exc:
+            self._record_failure(row, exc, outcome)
 
 
 def swarm_rows(rows: Iterable[OutboxRow]) -> list[OutboxRow]:
