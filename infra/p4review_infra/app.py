@@ -14,11 +14,13 @@ from typing import Any
 from aws_cdk import App, Environment, Tags, Validations
 from cdk_nag import AwsSolutionsChecks
 
+from p4review_infra.network_config import notify_network
 from p4review_infra.notify_config import NotifyConfig
 from p4review_infra.paths import CDK_JSON
 from p4review_infra.redaction_config import redaction_env
 from p4review_infra.review_config import ReviewConfig
 from p4review_infra.stack import P4ReviewStack
+from p4review_infra.swarm_config import SwarmConfig
 
 DEFAULT_ENVIRONMENT = "dev"
 # Used in resource and bucket names: lowercase, starts with a letter, short.
@@ -71,6 +73,8 @@ def create_app(context: dict[str, Any] | None = None, outdir: str | None = None)
         review_config=ReviewConfig.from_context(app.node.try_get_context),
         notify_config=NotifyConfig.from_context(app.node.try_get_context),
         redaction_env=redaction_env(app.node.try_get_context),
+        swarm_config=SwarmConfig.from_context(app.node.try_get_context),
+        notify_network=notify_network(app.node.try_get_context),
         env=Environment(account=account, region=region) if account and region else None,
         description=f"p4review ({environment}): automated code review for Perforce changelists",
     )

@@ -26,8 +26,10 @@ from p4review_infra.constructs.secrets import Secrets
 from p4review_infra.constructs.stage_queue import StageQueue
 from p4review_infra.constructs.storage import ArtifactStorage, Tables
 from p4review_infra.layer import P4ReviewLayers
+from p4review_infra.network_config import FunctionNetwork
 from p4review_infra.notify_config import NotifyConfig
 from p4review_infra.review_config import ReviewConfig
+from p4review_infra.swarm_config import SWARM_SECRET, SWARM_TEST_TOKEN_SECRET, SwarmConfig
 
 INGEST_TIMEOUT_SECONDS = 10
 SWEEPER_TIMEOUT_SECONDS = 120
@@ -66,6 +68,8 @@ class P4ReviewStack(Stack):
         review_config: ReviewConfig | None = None,
         notify_config: NotifyConfig | None = None,
         redaction_env: dict[str, str] | None = None,
+        swarm_config: SwarmConfig | None = None,
+        notify_network: FunctionNetwork | None = None,
         **kwargs,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -73,6 +77,7 @@ class P4ReviewStack(Stack):
         protect = is_protected(environment)
         review_config = review_config or ReviewConfig()
         notify_config = notify_config or NotifyConfig()
+        swarm_config = swarm_config or SwarmConfig()
         removal = RemovalPolicy.RETAIN if protect else RemovalPolicy.DESTROY
 
         # -- state ------------------------------------------------------------------------------
@@ -85,7 +90,14 @@ class P4ReviewStack(Stack):
             if artifact_audit_trail
             else None
         )
-        self.secrets = Secrets(self, "Secrets", environment=environment, specs=r.SECRETS, removal_policy=removal)
+        # The Swarm secrets exist only with their feature on (swarm_config.py).
+        self.secrets = Secrets(
+            self,
+            "Secrets",
+            environment=environment,
+            specs=r.SECRETS + swarm_config.secret_specs,
+            removal_policy=removal,
+        )
         self.queues = {
             spec.key: StageQueue(self, f"{spec.key.capitalize()}Stage", environment=environment, spec=spec)
             for spec in r.QUEUES
@@ -115,7 +127,11 @@ class P4ReviewStack(Stack):
             p4_layers.append(lambda_.LayerVersion.from_layer_version_arn(self, "P4CliLayer", p4_layer_arn))
 
         def function(
-            name: str, timeout: int, layers: list[lambda_.ILayerVersion], description: str
+            name: str,
+            timeout: int,
+            layers: list[lambda_.ILayerVersion],
+            description: str,
+            network: FunctionNetwork | None = None,
         ) -> P4ReviewFunction:
             return P4ReviewFunction(
                 self,
@@ -128,6 +144,7 @@ class P4ReviewStack(Stack):
                 log_level=log_level,
                 removal_policy=removal,
                 description=description,
+                network=network,
             )
 
         # Both functions that run p4 refuse to start without a valid list (p4review.config).
@@ -148,6 +165,11 @@ class P4ReviewStack(Stack):
         ingest.uses_table(outbox, write=False)  # GET /v1/reviews/{job_id} reports deliveries
         ingest.sends_to(fetch_q)
         ingest.reads_secret(self.secrets[r.SIGNING_SECRET.key])
+        if swarm_config.workflow_tests:
+            # POST /v1/swarm/tests: the shared token (both values) and the Swarm callbacks must be on.
+            ingest.reads_secret(self.secrets[SWARM_TEST_TOKEN_SECRET.key])
+        for name, value in swarm_config.ingest_env.items():
+            ingest.set_env(name, value)
 
         fetch = function(
             "fetch", r.FETCH_QUEUE.function_timeout_seconds, p4_layers, "Snapshot the changelist from Perforce into S3"
@@ -190,7 +212,12 @@ class P4ReviewStack(Stack):
         self.js_analyzers.invoked_by(review)
 
         notify = function(
-            "notify", r.NOTIFY_QUEUE.function_timeout_seconds, p4_layers, "Email the review to the changelist owner"
+            "notify",
+            r.NOTIFY_QUEUE.function_timeout_seconds,
+            p4_layers,
+            "Email the review to the changelist owner",
+            # In a VPC only when given: a route to an on-premises Swarm, Perforce server or SMTP relay.
+            network=notify_network,
         )
         notify.uses_table(jobs, write=True)
         notify.uses_table(outbox, write=True)
@@ -204,6 +231,12 @@ class P4ReviewStack(Stack):
         notify.reads_secret(self.secrets[r.P4_SECRET.key])  # `p4 user -o` for the owner's email
         notify.set_env("P4REVIEW_P4_EXECUTABLE", P4_EXECUTABLE)
         notify.set_env("P4REVIEW_DEPOT_ALLOW_LIST", depot_allow_list)
+        # Swarm: the comment channel's ticket (swarmComments); the URL (email links, comments, a
+        # workflow test's verdict) and the comment and verdict settings given by context.
+        if swarm_config.comments:
+            notify.reads_secret(self.secrets[SWARM_SECRET.key])
+        for name, value in swarm_config.notify_env.items():
+            notify.set_env(name, value)
 
         sweeper = function(
             "sweeper",
@@ -231,11 +264,25 @@ class P4ReviewStack(Stack):
         for stage_fn, stage in ((fetch, fetch_q), (review, review_q), (notify, notify_q)):
             stage_fn.consumes(stage)
 
-        self.api = ReviewApi(self, "Api", environment=environment, handler=ingest.function, removal_policy=removal)
+        self.api = ReviewApi(
+            self,
+            "Api",
+            environment=environment,
+            handler=ingest.function,
+            removal_policy=removal,
+            swarm_tests=swarm_config.workflow_tests,
+        )
 
         # -- outputs ---------------------------------------------------------------------------
         CfnOutput(self, "ApiUrl", value=self.api.api.url, description="API Gateway stage URL")
         CfnOutput(self, "ReviewsEndpoint", value=self.api.reviews_url, description="Trigger endpoint: POST here")
+        if swarm_config.workflow_tests:
+            CfnOutput(
+                self,
+                "SwarmTestsEndpoint",
+                value=self.api.swarm_tests_url,
+                description="Swarm workflow test definition URL: POST here",
+            )
         for key, provisioned in self.tables.by_key.items():
             CfnOutput(self, f"{key.capitalize()}TableName", value=provisioned.table.table_name)
         for key, stage in self.queues.items():

@@ -1,9 +1,11 @@
 """The trigger-facing REST API: POST /v1/reviews, GET /v1/reviews/{job_id} and GET /v1/ping (the
-trigger's signed self-test), all proxied to `ingest`.
+trigger's signed self-test), and with Swarm workflow tests on POST /v1/swarm/tests, all proxied
+to `ingest`.
 
-There is no API Gateway authorizer: every request is HMAC-signed by the Perforce trigger with the
-key in the trigger-signing secret, and `ingest` verifies signature and timestamp before doing
-anything. Abuse is bounded by stage throttling."""
+There is no API Gateway authorizer: every trigger request is HMAC-signed by the Perforce trigger
+with the key in the trigger-signing secret, and `ingest` verifies signature and timestamp before
+doing anything; a Swarm workflow test's call carries the shared token of the swarm-test-token
+secret, which `ingest` checks first. Abuse is bounded by stage throttling."""
 
 from __future__ import annotations
 
@@ -26,6 +28,12 @@ _HMAC_REASON = (
     "(timestamp outside the allowed skew) requests before touching any resource. An IAM/Cognito "
     "authorizer would need AWS credentials or a user pool on the Perforce server."
 )
+_SWARM_ROUTE_REASON = (
+    " POST /v1/swarm/tests is called by Helix Swarm's workflow test, which cannot sign a body or hold "
+    "AWS credentials: ingest compares its shared per-environment token (swarm-test-token secret, "
+    "current and previous value, constant time) before reading the body's fields and refuses callback "
+    "URLs off the configured Swarm."
+)
 
 
 class ReviewApi(Construct):
@@ -37,6 +45,7 @@ class ReviewApi(Construct):
         environment: str,
         handler: lambda_.IFunction,
         removal_policy: RemovalPolicy,
+        swarm_tests: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
 
@@ -99,13 +108,21 @@ class ReviewApi(Construct):
             request_parameters={"method.request.path.job_id": True},
         )
         self.ping = v1.add_resource("ping").add_method("GET", integration, request_validator=validator)
+        # Swarm's workflow test (docs/swarm-workflow-test.md): as POST /v1/reviews, token instead of HMAC.
+        self.post_swarm_test = (
+            v1.add_resource("swarm").add_resource("tests").add_method("POST", integration, request_validator=validator)
+            if swarm_tests
+            else None
+        )
 
         for rule in ("AwsSolutions-APIG4", "AwsSolutions-COG4"):
-            acknowledge(self.api, rule, _HMAC_REASON)
+            acknowledge(self.api, rule, _HMAC_REASON + (_SWARM_ROUTE_REASON if swarm_tests else ""))
+        callers = "Perforce triggers and Swarm's workflow test" if swarm_tests else "Perforce triggers"
+        checks = "HMAC- or token-verified" if swarm_tests else "HMAC-verified"
         acknowledge(
             self.api,
             "AwsSolutions-APIG3",
-            "No WAF yet: the only callers are Perforce triggers, requests are HMAC-verified in the "
+            f"No WAF yet: the only callers are {callers}, requests are {checks} in the "
             "function, bodies are capped and the stage is throttled (50 rps, burst 100). A WAF web ACL "
             "(IP allow-list of the Perforce servers) is a follow-up once their egress IPs are fixed.",
         )
@@ -127,3 +144,7 @@ class ReviewApi(Construct):
     @property
     def reviews_url(self) -> str:
         return self.api.url_for_path("/v1/reviews")
+
+    @property
+    def swarm_tests_url(self) -> str:
+        return self.api.url_for_path("/v1/swarm/tests")

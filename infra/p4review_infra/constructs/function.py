@@ -4,7 +4,8 @@ function's environment and its IAM policy cannot disagree."""
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import Duration, Fn, RemovalPolicy, Stack
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -16,6 +17,7 @@ from p4review_infra.constructs.stage_queue import StageQueue
 from p4review_infra.constructs.storage import ArtifactBucket, ArtifactStorage, ProvisionedTable
 from p4review_infra.layer import ARCHITECTURE, RUNTIME
 from p4review_infra.nag import acknowledge, arn_finding, resource_finding
+from p4review_infra.network_config import FunctionNetwork
 from p4review_infra.paths import FUNCTIONS_DIR
 from p4review_infra.review_config import bedrock_invoke_resources
 
@@ -27,6 +29,16 @@ POWERTOOLS_METRICS_NAMESPACE = "P4Review"
 
 # Lambda's floor for an SQS event source's maximum concurrency.
 MIN_EVENT_SOURCE_CONCURRENCY = 2
+# What Lambda needs to manage a VPC function's network interfaces: the EC2 actions of the AWS
+# managed policy AWSLambdaVPCAccessExecutionRole (its logs actions are granted per log group).
+VPC_ENI_ACTIONS = (
+    "ec2:CreateNetworkInterface",
+    "ec2:DescribeNetworkInterfaces",
+    "ec2:DescribeSubnets",
+    "ec2:DeleteNetworkInterface",
+    "ec2:AssignPrivateIpAddresses",
+    "ec2:UnassignPrivateIpAddresses",
+)
 
 
 class P4ReviewFunction(Construct):
@@ -43,6 +55,7 @@ class P4ReviewFunction(Construct):
         log_level: str,
         removal_policy: RemovalPolicy,
         description: str,
+        network: FunctionNetwork | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.name = name
@@ -91,6 +104,7 @@ class P4ReviewFunction(Construct):
                 "POWERTOOLS_METRICS_NAMESPACE": POWERTOOLS_METRICS_NAMESPACE,
                 "LOG_LEVEL": log_level,
             },
+            **(self._in_vpc(network) if network else {}),
         )
 
         acknowledge(
@@ -99,6 +113,45 @@ class P4ReviewFunction(Construct):
             f"Pinned to {RUNTIME.name}: the deps layer is built for that exact CPython ABI "
             "(pip --python-version in layer.py); the runtime and the layer move together in one change.",
         )
+
+    def _in_vpc(self, network: FunctionNetwork) -> dict:
+        """The function's VPC placement in existing subnets and security groups (imported by id,
+        no lookup, no resource created), and the ENI permissions Lambda uses to attach it. Own
+        inline statement instead of AWSLambdaVPCAccessExecutionRole: the role keeps no managed policy."""
+        # The AZs are never rendered (the subnets are given explicitly). Elements of Fn::GetAZs, as an
+        # environment-agnostic stack has them: the stack's own AZs would be a context lookup once
+        # CDK_DEFAULT_ACCOUNT/REGION are set, and a bare list token draws a CDK warning.
+        azs = [Fn.select(index, Fn.get_azs()) for index in range(2)]
+        vpc = ec2.Vpc.from_vpc_attributes(self, "Vpc", vpc_id=network.vpc_id, availability_zones=azs)
+        subnets = [
+            ec2.Subnet.from_subnet_id(self, f"Subnet{index}", subnet_id)
+            for index, subnet_id in enumerate(network.subnet_ids)
+        ]
+        security_groups = [
+            ec2.SecurityGroup.from_security_group_id(self, f"SecurityGroup{index}", group_id, mutable=False)
+            for index, group_id in enumerate(network.security_group_ids)
+        ]
+        for subnet in subnets:
+            acknowledge(
+                subnet,
+                "Annotation::@aws-cdk/aws-ec2:noSubnetRouteTableId",
+                "Imported by id only to place the function: the stack never reads or changes its route table.",
+            )
+        self.role.add_to_policy(iam.PolicyStatement(actions=list(VPC_ENI_ACTIONS), resources=["*"]))
+        acknowledge(
+            self.role,
+            "AwsSolutions-IAM5",
+            "Lambda attaches a VPC function through elastic network interfaces it creates, describes and "
+            "deletes with the execution role; EC2's Describe* actions support no resource-level "
+            "permissions and the interfaces' ids are unknown until Lambda creates them, so these are the "
+            "EC2 actions of AWSLambdaVPCAccessExecutionRole on '*', as AWS documents for VPC functions.",
+            findings=["Resource::*"],
+        )
+        return {
+            "vpc": vpc,
+            "vpc_subnets": ec2.SubnetSelection(subnets=subnets),
+            "security_groups": security_groups,
+        }
 
     # -- environment + grants -------------------------------------------------------------------
 

@@ -15,9 +15,11 @@ from constructs import Construct
 
 from p4review.resources import LLM_SECRET, P4_SECRET, SIGNING_SECRET, SMTP_SECRET, SecretSpec
 from p4review_infra.nag import acknowledge
+from p4review_infra.swarm_config import SWARM_SECRET
 
 # spec key -> (JSON template of non-secret placeholder fields, key of the generated value).
-# The signing secret has no template: its whole value is a generated random string.
+# The signing secret and the Swarm workflow-test token have no template: their whole value is a
+# generated random string (both ends are ours: the trigger or Swarm's test definition, and ingest).
 _TEMPLATES: dict[str, tuple[dict[str, str | int], str]] = {
     SMTP_SECRET.key: (
         {
@@ -31,6 +33,8 @@ _TEMPLATES: dict[str, tuple[dict[str, str | int], str]] = {
     ),
     LLM_SECRET.key: ({"provider": "offline"}, "api_key"),
     P4_SECRET.key: ({"P4PORT": "ssl:perforce.example.invalid:1666", "P4USER": "p4review"}, "P4TICKET"),
+    # Only with -c swarmComments=true: the Swarm service user and its ticket (`p4 login -a -p`).
+    SWARM_SECRET.key: ({"user": "p4review"}, "ticket"),
 }
 
 SIGNING_KEY_LENGTH = 64
@@ -74,8 +78,9 @@ class Secrets(Construct):
             self,
             "AwsSolutions-SMG4",
             "Rotation is a later issue: these values are issued by external systems (Perforce "
-            "ticket, SMTP relay, LLM provider) and the trigger signing key is rotated by an operator; "
-            "the ingest function accepts AWSCURRENT and AWSPREVIOUS so a manual rotation is seamless.",
+            "ticket, SMTP relay, LLM provider, Swarm ticket) and the trigger signing key and the Swarm "
+            "workflow-test token are rotated by an operator; the ingest function accepts AWSCURRENT and "
+            "AWSPREVIOUS for both, so a manual rotation is seamless.",
         )
 
     @staticmethod
