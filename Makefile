@@ -59,9 +59,11 @@ bench: $(STAMP) $(JS_STAMP)
 	$(BIN)/python -m benchmarks
 
 ## 500 jobs x 3 recipients through the local stack while worker processes are SIGKILLed and
-## faults fire (30% transient provider failures, 5% sent-but-outbox-write-failed).
+## faults fire (30% transient provider failures, 30% transient fake-Swarm failures (20% HTTP 500,
+## 10% posted-but-answer-lost), 5% sent-or-posted-but-outbox-write-failed).
 ## Last line: jobs=N succeeded=N dead_lettered=N deliveries=N awaiting_operator=N duplicate_emails=N lost=N
-CHAOS_FAULTS := after_claim=0.01,after_side_effect=0.01,before_handoff=0.01,heartbeat_loss=0.02,provider_transient=0.30,provider_permanent=0.01,p4_timeout=0.05,db_write_after_provider=0.05
+##            swarm_comments=N swarm_duplicates=N swarm_lost=N (one line)
+CHAOS_FAULTS := after_claim=0.01,after_side_effect=0.01,before_handoff=0.01,heartbeat_loss=0.02,provider_transient=0.30,provider_permanent=0.01,p4_timeout=0.05,db_write_after_provider=0.05,swarm_error=0.20,swarm_lost=0.10
 chaos: $(STAMP)
 	$(BIN)/python -m p4review.local.chaos --jobs 500 --recipients 3 --faults '$(CHAOS_FAULTS)' --timeout 5400
 

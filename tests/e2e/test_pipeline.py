@@ -1,4 +1,4 @@
-"""The whole pipeline on the embedded local stack: signed HTTP in, emails out."""
+"""The whole pipeline on the embedded local stack: signed HTTP in, emails and Swarm comments out."""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ from p4review.cli.api_client import ReviewApiClient, default_idempotency_key
 from p4review.local.demo import fixture_changes
 from p4review.local.stack import LocalStack, repo_root
 from p4review.logic.redaction import redact
+from p4review.logic.swarm_comments import comment_marker, find_marker
 from p4review.models.job import ACTIVE_STATUSES
+from p4review.stages.swarm_channel import NOTIFY_KEY, SWARM_ROW_PREFIX, is_swarm_row, swarm_row_key
 
 pytestmark = pytest.mark.e2e
 ACTIVE = frozenset(ACTIVE_STATUSES)
@@ -56,6 +58,20 @@ def _mailbox(stack):
     ]
 
 
+def _emails(job):
+    """The job's email deliveries (its Swarm rows aside)."""
+    return [delivery for delivery in job["deliveries"] if not is_swarm_row(delivery["recipient"])]
+
+
+def _comment_rows(job):
+    """The job's Swarm comment rows (each finding, the summary), the notification's aside."""
+    return [
+        delivery
+        for delivery in job["deliveries"]
+        if is_swarm_row(delivery["recipient"]) and delivery["recipient"] != swarm_row_key(NOTIFY_KEY)
+    ]
+
+
 def _users():
     return json.loads((repo_root() / "events" / "depot" / "users.json").read_text())
 
@@ -88,15 +104,24 @@ def test_every_fixture_is_reviewed_and_emailed_exactly_once(stack, client):
         message = by_job[job_id]
         assert message["Subject"].startswith(f"[p4review] CL {change['change']} v{version}:")
         job = jobs[job_id]
-        sent = [delivery for delivery in job["deliveries"] if delivery["status"] == "sent"]
+        sent = [delivery for delivery in _emails(job) if delivery["status"] == "sent"]
         assert len(sent) == 1 and message["To"].lower() == sent[0]["recipient"]
         if change["change"] == 48261:
             # The owner's Email is Perforce's unverified `user@client` default: a failed row, not an
             # email; the UI tree's reviewers (the local stack's P4REVIEW_REVIEWERS) get the review.
-            assert sorted(d["status"] for d in job["deliveries"]) == ["failed", "sent"]
+            assert sorted(d["status"] for d in _emails(job)) == ["failed", "sent"]
             assert sent[0]["recipient"] == "ui-leads@northwind-games.example"
         else:
-            assert [delivery["status"] for delivery in job["deliveries"]] == ["sent"]
+            assert [delivery["status"] for delivery in _emails(job)] == ["sent"]
+        # The local stack's fake Swarm: each finding and the summary a comment on the change's
+        # review (created by P4REVIEW_SWARM_CREATE_REVIEWS), found by its marker, none twice.
+        comment_rows = _comment_rows(job)
+        assert len(comment_rows) == job["summary"]["findings"] + 1
+        assert all(row["status"] == "sent" for row in comment_rows)
+        markers = [find_marker(c["body"]) for c in stack.swarm_server.comments_for_change(change["change"])]
+        for row in comment_rows:
+            key = row["recipient"][len(SWARM_ROW_PREFIX) :]
+            assert markers.count(comment_marker(change["change"], version, key)) == 1, (change["change"], key)
         assert [stage["status"] for stage in job["stages"].values()] == ["completed"] * 3
         assert job["audit"][0]["event"] == "job_created"
         assert job["audit"][-1]["to_status"] == "succeeded"
@@ -111,6 +136,11 @@ def test_every_fixture_is_reviewed_and_emailed_exactly_once(stack, client):
     assert (same_version.status, same_version.body["job_id"], same_version.body["status"]) == (200, job_id, "succeeded")
     time.sleep(3)
     assert len(_mailbox(stack)) == len(submitted)
+    for change in fixture_changes():
+        markers = [find_marker(c["body"]) for c in stack.swarm_server.comments_for_change(change["change"])]
+        assert None not in markers and len(markers) == len(set(markers)), change["change"]
+        # One Swarm notification per review version, however the comments were posted.
+        assert stack.swarm_server.notifications_for_change(change["change"]) == change["review_versions"]
 
 
 def test_no_secret_from_the_credential_fixture_reaches_an_email(stack, client):
@@ -133,6 +163,12 @@ def test_no_secret_from_the_credential_fixture_reaches_an_email(stack, client):
                 assert redact(shown).counts == {}, (path.name, part.get_content_type())
     shown_for_change = _decoded_emails_for(stack, change["change"])
     assert "[REDACTED:" in shown_for_change and "+|" in shown_for_change
+    # Nor a Swarm comment: its bodies and the flagged lines they anchor to are the redacted ones.
+    comments = stack.swarm_server.comments_for_change(change["change"])
+    assert len(comments) == job["summary"]["findings"] + 1
+    for comment in comments:
+        shown = "\n".join([comment["body"], *(comment.get("context") or {}).get("content", [])])
+        assert redact(shown).counts == {} and "AKIA" not in shown, comment["id"]
 
 
 def _decoded_emails_for(stack, changelist_id: int) -> str:

@@ -10,19 +10,28 @@ pollers; every stage runs in `workers_per_stage` separate `p4review local worker
 * every worker runs with `P4REVIEW_FAULTS` switched on (crash points exit the process; provider,
   p4 and database faults return their errors), each with its own seed;
 * leases and visibility timeouts are short so crashed work comes back quickly; the sweeper
-  runs every few seconds.
+  runs every few seconds;
+* the stack's fake Helix Swarm, on which notify comments every finding, fails requests
+  (`swarm_error`: HTTP 500, nothing done; `swarm_lost`: carried out, the answer lost;
+  `swarm_hang`: no answer) from its own seeded RNG; these `swarm_*` entries of `--faults` go to
+  the fake, the rest to the workers' P4REVIEW_FAULTS. `db_write_after_provider` also fails the
+  outbox mark after a posted comment.
 
 `jobs` changelists (copies of fixture changes under new numbers) are submitted through the
 signed API. At the end every job must be `succeeded` or `dead_lettered` (with an envelope in
 its stage's DLQ and a reason), every succeeded job's deliveries must be in the mailbox exactly
 once, and nothing may be missing. With `recipients` > 1 every change also goes to that many
 minus one reviewers (P4REVIEW_REVIEWERS on `//depot/...`), so each job has that many required
-deliveries. `make chaos` runs 500 jobs x 3 recipients with 30% transient provider failures and
-5% "sent but the outbox write failed"; the suite's e2e test runs 200 x 1. The last line is
+deliveries. Every succeeded job's Swarm comment rows must each be on the fake Swarm exactly once
+(found by the marker, the body's last line). `make chaos` runs 500 jobs x 3 recipients with 30%
+transient provider failures, 30% transient Swarm failures and 5% "sent (or posted) but the outbox
+write failed"; the suite's e2e test runs a smaller one. The last line is
 
     jobs=N succeeded=N dead_lettered=N deliveries=N awaiting_operator=N duplicate_emails=N lost=N
+    swarm_comments=N swarm_duplicates=N swarm_lost=N
 
-and the exit status is 0 only when duplicate_emails=0, lost=0 and succeeded+dead_lettered=jobs.
+(one line) and the exit status is 0 only when duplicate_emails=0, lost=0, swarm_duplicates=0,
+swarm_lost=0 and succeeded+dead_lettered=jobs.
 """
 
 from __future__ import annotations
@@ -46,6 +55,7 @@ from typing import Any
 from p4review.local.stack_process import die_with_parent, exit_on_sigterm
 from p4review.models.job import STAGE_ORDER, JobStatus, StageName, StageStatus
 from p4review.models.outbox import DeliveryStatus, OutboxRow
+from p4review.stages.swarm_channel import NOTIFY_KEY, SWARM_ROW_PREFIX, VERDICT_KEY, is_swarm_row
 
 # Small, deliverable fixture changes (owner with a real address) used as templates.
 TEMPLATE_CHANGES = (48213, 48220, 48270)
@@ -54,8 +64,11 @@ FIRST_CHAOS_CHANGE = 700_001
 # killer adds crashes at arbitrary points on top.
 DEFAULT_FAULTS = (
     "after_claim=0.01,after_side_effect=0.01,before_handoff=0.01,heartbeat_loss=0.02,"
-    "provider_transient=0.15,provider_permanent=0.01,p4_timeout=0.05,db_write_after_provider=0.05"
+    "provider_transient=0.15,provider_permanent=0.01,p4_timeout=0.05,db_write_after_provider=0.05,"
+    "swarm_error=0.10,swarm_lost=0.05"
 )
+# `--faults` entries for the fake Swarm (its FakeSwarmServer.set_faults argument), not P4REVIEW_FAULTS.
+SWARM_FAULTS = {"swarm_error": "error_rate", "swarm_lost": "lost_response_rate", "swarm_hang": "hang_rate"}
 END_STATES = {JobStatus.SUCCEEDED, JobStatus.DEAD_LETTERED}
 
 
@@ -88,26 +101,62 @@ class ChaosReport:
     elapsed_seconds: float = 0.0
     dead_letter_classes: Counter[str] = field(default_factory=Counter)
     deliveries: int = 0
-    # Deliveries still owed by dead-lettered jobs: what an operator's replay would send.
+    # Email deliveries still owed by dead-lettered jobs: what an operator's replay would send.
     awaiting_operator: int = 0
+    # Comments on the fake Swarm's reviews of the chaos changes; the same marker twice; a required
+    # comment row of a succeeded job whose marker is not on its review.
+    swarm_comments: int = 0
+    swarm_duplicates: int = 0
+    swarm_lost: int = 0
+    swarm_faults: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
-        return self.duplicate_emails == 0 and self.lost == 0 and self.succeeded + self.dead_lettered == self.jobs
+        return (
+            self.duplicate_emails == 0
+            and self.lost == 0
+            and self.swarm_duplicates == 0
+            and self.swarm_lost == 0
+            and self.succeeded + self.dead_lettered == self.jobs
+        )
 
     def summary_line(self) -> str:
         return (
             f"jobs={self.jobs} succeeded={self.succeeded} dead_lettered={self.dead_lettered} "
             f"deliveries={self.deliveries} awaiting_operator={self.awaiting_operator} "
-            f"duplicate_emails={self.duplicate_emails} lost={self.lost}"
+            f"duplicate_emails={self.duplicate_emails} lost={self.lost} "
+            f"swarm_comments={self.swarm_comments} swarm_duplicates={self.swarm_duplicates} "
+            f"swarm_lost={self.swarm_lost}"
         )
 
 
+def split_faults(spec: str) -> tuple[str, dict[str, float]]:
+    """`--faults` into the workers' P4REVIEW_FAULTS (the rest, `;seed=` option included) and the
+    fake Swarm's rates (`swarm_*` entries, as FakeSwarmServer.set_faults arguments)."""
+    points, sep, options = spec.partition(";")
+    kept: list[str] = []
+    swarm: dict[str, float] = {}
+    for token in (part.strip() for part in points.split(",")):
+        name, _, value = token.partition("=")
+        if name.strip() in SWARM_FAULTS:
+            rate = float(value)
+            if not 0.0 <= rate <= 1.0:
+                raise SystemExit(f"--faults: {name.strip()} must be within [0, 1]")
+            swarm[SWARM_FAULTS[name.strip()]] = rate
+        elif token:
+            kept.append(token)
+    if sum(swarm.values()) > 1.0:
+        raise SystemExit("--faults: the swarm_* rates add up to more than 1")
+    workers = ",".join(kept) + (sep + options if sep else "")
+    return (workers if kept else ""), swarm
+
+
 def _owed(rows: list[OutboxRow], recipients: int) -> int:
-    """A dead-lettered job's deliveries not yet made: every row neither notified nor closed (an
+    """A dead-lettered job's email deliveries not yet made: every row neither notified nor closed (an
     operator's skip, a rejected address: a failed row that never had an attempt); a job that
     never reached notify owes one per recipient."""
+    rows = [row for row in rows if not is_swarm_row(row.recipient)]
     if not rows:
         return recipients
     return sum(
@@ -176,7 +225,8 @@ class WorkerFleet:
 
     def _spawn(self, stage: StageName, slot: int) -> subprocess.Popen:
         self._spawned += 1
-        faults = f"{self._config.faults};seed={self._config.seed + self._spawned}" if self._config.faults else ""
+        worker_faults, _ = split_faults(self._config.faults)
+        faults = f"{worker_faults};seed={self._config.seed + self._spawned}" if worker_faults else ""
         # The child keeps its own copy of the log descriptor; ours is closed (a run restarts ~150 workers).
         with open(self._log_dir / f"{stage.value}-{slot}.log", "ab") as log:
             return subprocess.Popen(
@@ -344,6 +394,42 @@ def chaos_reviewers(recipients: int) -> list[dict[str, Any]]:
     return [{"prefix": "//depot/...", "reviewers": [f"reviewer-{n}@chaos.example" for n in range(1, recipients)]}]
 
 
+def _check_swarm(swarm: Any, numbers: set[int], required: dict[int, list[OutboxRow]], report: ChaosReport) -> None:
+    """Every comment on the chaos changes' reviews counted; a marker twice is a duplicate; a
+    succeeded job's comment row (neither failed nor skipped) whose marker is not on its review is
+    lost, and so is a succeeded job with no comment rows at all (its Swarm channel never ran)."""
+    from p4review.logic.swarm_comments import comment_marker, find_marker
+
+    swarm.set_faults(error_rate=0.0, hang_rate=0.0, lost_response_rate=0.0)
+    state = swarm.state()
+    report.swarm_faults = dict(state.get("faults_injected") or {})
+    markers_by_change: dict[int, Counter[str | None]] = {}
+    for review in state["reviews"]:
+        change = int(review["change"])
+        if change not in numbers:
+            continue
+        markers = Counter(find_marker(comment["body"]) for comment in review["comments"])
+        markers_by_change[change] = markers
+        report.swarm_comments += sum(markers.values())
+        for marker, count in markers.items():
+            if count > 1:
+                report.swarm_duplicates += count - 1
+                report.problems.append(f"CL {change}: Swarm comment {marker} posted {count} times")
+    for change, rows in sorted(required.items()):
+        if not rows:
+            report.swarm_lost += 1
+            report.problems.append(f"CL {change}: succeeded without any Swarm comment row")
+            continue
+        found = markers_by_change.get(change, Counter())
+        for row in rows:
+            if row.status in (DeliveryStatus.FAILED, DeliveryStatus.SKIPPED):
+                continue
+            marker = comment_marker(row.changelist_id, row.review_version, row.recipient[len(SWARM_ROW_PREFIX) :])
+            if not found.get(marker):
+                report.swarm_lost += 1
+                report.problems.append(f"CL {change}: Swarm comment {row.recipient} not on the review")
+
+
 def run_chaos(state_root: Path, config: ChaosConfig) -> ChaosReport:
     from p4review.cli.api_client import ReviewApiClient
     from p4review.cli.common import load_env_file
@@ -351,6 +437,7 @@ def run_chaos(state_root: Path, config: ChaosConfig) -> ChaosReport:
     from p4review.local.smtp_server import LocalMailServer
     from p4review.local.stack import LOCAL_FROM_ADDRESS
     from p4review.local.stack_process import start_stack_process, stop_stack_process
+    from p4review.local.swarm_server import FakeSwarmControl
     from p4review.logic.delivery import delivery_token, message_id_for
 
     state_dir = (state_root / "chaos").resolve()
@@ -360,6 +447,7 @@ def run_chaos(state_root: Path, config: ChaosConfig) -> ChaosReport:
     p4_executable = _p4_wrapper(state_dir, state_dir / "depot")
     report = ChaosReport(jobs=len(numbers))
     started = time.monotonic()
+    _, swarm_faults = split_faults(config.faults)
     stack, info = start_stack_process(state_dir, _stack_arguments(config, p4_executable))
     fleet = WorkerFleet(state_dir, config, extra_env={"PYTHONUNBUFFERED": "1"})
     try:
@@ -368,6 +456,12 @@ def run_chaos(state_root: Path, config: ChaosConfig) -> ChaosReport:
             f"a SIGKILL every {config.kill_every[0]}-{config.kill_every[1]} s, faults: {config.faults or 'off'}"
         )
         _say(f"  state and logs: {state_dir}")
+        # The fake Swarm lives in the stack's process: the workers reach it through stack.env
+        # (P4REVIEW_SWARM_URL), this process through its control routes.
+        swarm = FakeSwarmControl(info["swarm_url"]) if info.get("swarm_url") else None
+        if swarm is not None:
+            swarm.set_faults(**swarm_faults, seed=config.seed)
+            _say(f"  fake Swarm: {info['swarm_url']}")
         fleet.start()
         client = ReviewApiClient(info["api_url"], Path(info["signing_secret_file"]).read_text().strip())
         job_by_change, problems = _submit_all(client, numbers, run_id=str(config.seed))
@@ -382,6 +476,8 @@ def run_chaos(state_root: Path, config: ChaosConfig) -> ChaosReport:
         report.elapsed_seconds = time.monotonic() - started
 
         parked = _dead_letter_job_ids(dal)
+        required_comments: dict[int, list[OutboxRow]] = {}
+        non_comment_rows = {SWARM_ROW_PREFIX + NOTIFY_KEY, SWARM_ROW_PREFIX + VERDICT_KEY}
         # Message-IDs are derived from the (changelist, recipient, review_version) tuple: two stored
         # messages with one Message-ID are one delivery sent twice.
         mailbox = LocalMailServer(info["mailbox_dir"]).messages()
@@ -417,15 +513,23 @@ def run_chaos(state_root: Path, config: ChaosConfig) -> ChaosReport:
                 )
                 continue
             report.succeeded += 1
-            for row in dal.outbox.rows_for_version(job.changelist_id, job.review_version):
+            rows = dal.outbox.rows_for_version(job.changelist_id, job.review_version)
+            required_comments[job.changelist_id] = [
+                row for row in rows if is_swarm_row(row.recipient) and row.recipient not in non_comment_rows
+            ]
+            for row in rows:
                 if row.status in (DeliveryStatus.FAILED, DeliveryStatus.SKIPPED):
                     continue  # a rejected address or an operator's skip: not a required delivery
+                if is_swarm_row(row.recipient):
+                    continue  # checked against the fake Swarm below
                 report.deliveries += 1
                 token = delivery_token(row.changelist_id, row.recipient, row.review_version)
                 if copies.get(message_id_for(token, LOCAL_FROM_ADDRESS).strip("<>").lower(), 0) == 0:
                     report.lost += 1
                     report.problems.append(f"CL {number}: delivery marked sent but not in the mailbox")
         report.lost += len(numbers) - len(job_by_change)
+        if swarm is not None:
+            _check_swarm(swarm, set(numbers), required_comments, report)
         return report
     finally:
         fleet.stop()
@@ -461,7 +565,8 @@ def main(argv: list[str] | None = None) -> int:
         _say(f"  PROBLEM: {problem}")
     _say(
         f"kills={report.kills} crash_exits={report.crash_exits} "
-        f"dead_letter_classes={dict(report.dead_letter_classes)} elapsed={report.elapsed_seconds:.0f}s"
+        f"dead_letter_classes={dict(report.dead_letter_classes)} swarm_faults={report.swarm_faults} "
+        f"elapsed={report.elapsed_seconds:.0f}s"
     )
     _say(report.summary_line())
     return 0 if report.passed else 1

@@ -1,7 +1,8 @@
 """`make demo`: start the local stack in a child process, install the Perforce trigger beside it,
 and feed every fixture changelist through the trigger as p4d would (spool, detached sender),
 with an API outage in the middle that the timer's drain recovers from. Shows per-stage progress,
-prints a table, stops, exits 0 only if every job succeeded with exactly one email each."""
+prints a table, then each change's comments on the stack's fake Helix Swarm, stops, exits 0 only
+if every job succeeded with exactly one email each and every Swarm comment was posted exactly once."""
 
 from __future__ import annotations
 
@@ -18,8 +19,11 @@ from urllib.parse import urlsplit
 from p4review.cli.api_client import ReviewApiClient
 from p4review.local.stack import repo_root
 from p4review.local.stack_process import start_stack_process, stop_stack_process
+from p4review.local.swarm_server import FakeSwarmControl
 from p4review.local.trigger_host import FrontDoor, TriggerHost, host_python
+from p4review.logic.swarm_comments import find_marker
 from p4review.models.job import ACTIVE_STATUSES
+from p4review.stages.swarm_channel import NOTIFY_KEY, VERDICT_KEY, is_swarm_row, swarm_row_key
 
 # The last changelists of the fixture are fired while the API is unreachable.
 OUTAGE_CHANGES = 3
@@ -171,17 +175,106 @@ def _show_rerun_email(mailbox: Path, job_id: str) -> None:
         return
 
 
+def _sent(job: dict[str, Any], which: str) -> int:
+    """A job's delivered rows: `email`, Swarm `comment` (a finding or the summary) or Swarm `notify`."""
+    count = 0
+    for delivery in job.get("deliveries") or []:
+        recipient = delivery["recipient"]
+        if delivery["status"] != "sent":
+            continue
+        if not is_swarm_row(recipient):
+            kind = "email"
+        elif recipient == swarm_row_key(NOTIFY_KEY):
+            kind = "notify"
+        elif recipient == swarm_row_key(VERDICT_KEY):
+            kind = "verdict"
+        else:
+            kind = "comment"
+        count += kind == which
+    return count
+
+
+def _show_comment(comment: dict[str, Any]) -> None:
+    """A comment's first three lines and its marker (the last line)."""
+    lines = [line for line in comment["body"].splitlines() if line.strip()]
+    anchor = comment.get("context") or {}
+    where = f" at {anchor['file']}:{anchor.get('rightLine')}" if anchor.get("file") else " (no anchor: the summary)"
+    task = ", a task" if comment.get("taskState") == "open" else ""
+    _say(f"  comment {comment['id']}{where}{task}:")
+    for line in lines[:3]:
+        _say(f"    | {line[:110]}")
+    if len(lines) > 4:
+        _say("    | ...")
+    if len(lines) > 3:
+        _say(f"    | {lines[-1]}")
+
+
+def _show_swarm(swarm_url: str, accepted: list[tuple[dict[str, Any], str]], jobs: dict[str, dict[str, Any]]) -> bool:
+    """Each changelist's review on the fake Swarm: comments, notifications, where to read them,
+    and a few comment bodies. True when every comment is there exactly once: no marker twice,
+    one comment per delivered comment row, one Swarm notification per delivered notify row."""
+    reviews = FakeSwarmControl(swarm_url).reviews_by_change()
+    by_change: dict[int, list[dict[str, Any]]] = {}
+    for request, job_id in accepted:
+        by_change.setdefault(int(request["changelist_id"]), []).append(jobs.get(job_id, {}))
+    rows = []
+    problems = []
+    for change, change_jobs in by_change.items():
+        review = reviews.get(change)
+        comments = review["comments"] if review else []
+        markers = [find_marker(comment["body"]) for comment in comments]
+        duplicates = len(markers) - len(set(markers))
+        posted = sum(_sent(job, "comment") for job in change_jobs)
+        notified = sum(_sent(job, "notify") for job in change_jobs)
+        notifications = review["notifications"] if review else 0
+        if duplicates or None in markers:
+            problems.append(f"CL {change}: {duplicates} duplicate markers, {markers.count(None)} without one")
+        if len(comments) != posted or notifications != notified:
+            problems.append(
+                f"CL {change}: {len(comments)} comments for {posted} posted rows, "
+                f"{notifications} notifications for {notified} notify rows"
+            )
+        versions = ", ".join(sorted(f"v{job.get('review_version', '?')}" for job in change_jobs))
+        rows.append(
+            [
+                str(change),
+                versions,
+                str(review["id"]) if review else "-",
+                str(len(comments)),
+                str(notifications),
+                f"GET {swarm_url}/api/v9/comments?topic=reviews/{review['id']}" if review else "",
+            ]
+        )
+    _say(f"\nSwarm comments on the fake Helix Swarm at {swarm_url} (every change gets a review):")
+    _say(_table(rows, ["changelist", "versions", "review", "comments", "notifications", "see them (basic auth)"]))
+    _say(f"  (or, without credentials: GET {swarm_url}/_fake/state; gone when the stack stops)")
+    sample = max(reviews.values(), key=lambda review: (len(review["comments"]) >= 3, -review["id"]), default=None)
+    if sample and sample["comments"]:
+        comments = sample["comments"]
+        shown = comments if len(comments) <= 3 else [*comments[:2], comments[-1]]
+        _say(
+            f"What a comment looks like: {len(shown)} of CL {sample['change']}'s {len(comments)} "
+            f"(review {sample['id']}; the last line is the marker that keeps it exactly once):"
+        )
+        for comment in shown:
+            _show_comment(comment)
+    for problem in problems:
+        _say(f"  PROBLEM: {problem}")
+    return bool(reviews) and not problems
+
+
 def run_demo(state_root: Path, timeout_seconds: float = 300) -> int:
     state_dir = (state_root / "demo").resolve()
     shutil.rmtree(state_dir, ignore_errors=True)  # no state from earlier runs
     state_dir.mkdir(parents=True)
-    _say("Starting the embedded local stack (moto, SMTP, API front, stage pollers)...")
+    _say("Starting the embedded local stack (moto, SMTP, fake Swarm, API front, stage pollers)...")
     child, state = start_stack_process(state_dir)
     door = None
     try:
         secret = Path(state["signing_secret_file"]).read_text().strip()
         client = ReviewApiClient(state["api_url"], secret)
         _say(f"  API {state['api_url']}  (logs: {state_dir / 'stack.log'})")
+        _say(f"  fake Helix Swarm {state['swarm_url']}  (notify comments on each change's review)")
         api = urlsplit(state["api_url"])
         door = FrontDoor(api.port or 80)
         door.open()
@@ -251,7 +344,6 @@ def run_demo(state_root: Path, timeout_seconds: float = 300) -> int:
         for request, job_id in accepted:
             job = jobs.get(job_id, {})
             summary = job.get("summary") or {}
-            sent = sum(1 for delivery in job.get("deliveries") or [] if delivery["status"] == "sent")
             follows = request.get("follows_shelf")
             rows.append(
                 [
@@ -262,15 +354,18 @@ def run_demo(state_root: Path, timeout_seconds: float = 300) -> int:
                     f"shelf v{follows['review_version']} of {follows['changelist_id']}" if follows else "",
                     job.get("status", "?"),
                     summary.get("findings", "-"),
-                    sent,
+                    _sent(job, "email"),
+                    _sent(job, "comment"),
                 ]
             )
         _say("")
-        _say(_table(rows, ["job", "changelist", "version", "kind", "follows", "status", "findings", "emails"]))
+        header = ["job", "changelist", "version", "kind", "follows", "status", "findings", "emails", "comments"]
+        _say(_table(rows, header))
         mailbox = Path(state["mailbox_dir"])
         emails = sorted(mailbox.glob("*.eml"))
         _show_policy_notes(emails)
         _say(f"\n{len(emails)} emails in {mailbox}; trigger log: {host.spool / 'p4review-trigger.log'}")
+        swarm_ok = _show_swarm(state["swarm_url"], accepted, jobs)
         ok = (
             all(status == 0 for status in statuses)
             and len(accepted) == len(runs) + len(reshelves)
@@ -278,9 +373,11 @@ def run_demo(state_root: Path, timeout_seconds: float = 300) -> int:
             and not host.events("rejected")
             and all(row[5] == "succeeded" for row in rows)
             and len(emails) == sum(row[7] for row in rows)
+            and swarm_ok
         )
         _say(
-            "demo: every changelist went through the trigger, was reviewed and emailed exactly once"
+            "demo: every changelist went through the trigger, was reviewed, emailed and commented on in Swarm "
+            "exactly once"
             if ok
             else "demo: FAILED"
         )

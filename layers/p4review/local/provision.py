@@ -213,6 +213,7 @@ def provision(
     region: str = "us-east-1",
     visibility_timeouts: Mapping[str, int] | None = None,
     max_receive_counts: Mapping[str, int] | None = None,
+    extra_secrets: Mapping[str, str | Mapping[str, Any]] | None = None,
 ) -> LocalResources:
     """Create (or converge) every resource in ``p4review.resources`` for ``environment``.
 
@@ -226,6 +227,10 @@ def provision(
 
     ``visibility_timeouts`` / ``max_receive_counts``: overrides keyed by ``QueueSpec.key``
     (tests use short timeouts); anything not listed uses the spec's value.
+
+    ``extra_secrets``: secrets the specs do not list (the local stack's Swarm credentials), keyed
+    like ``secret_values``; created as ``physical_name(environment, key)`` and listed in
+    ``LocalResources.secrets`` (``env()`` maps only the specs' secrets to variables).
     """
     visibility_timeouts = dict(visibility_timeouts or {})
     max_receive_counts = dict(max_receive_counts or {})
@@ -237,6 +242,10 @@ def provision(
     unknown = set(secret_values) - known_secrets
     if unknown:
         raise ValueError(f"provision: unknown secret keys {sorted(unknown)}")
+    extra_secrets = dict(extra_secrets or {})
+    clashing = set(extra_secrets) & known_secrets
+    if clashing:
+        raise ValueError(f"provision: extra secrets named like the specs' {sorted(clashing)}")
     secret_strings: dict[str, str] = {}
     for secret in spec.SECRETS:
         if secret.key in secret_values:
@@ -298,6 +307,11 @@ def provision(
         name = spec.physical_name(environment, secret.key)
         _ensure_secret(sm, secret, name, secret_strings[secret.key])
         secrets[secret.key] = name
+    for key, value in sorted(extra_secrets.items()):
+        name = spec.physical_name(environment, key)
+        extra = spec.SecretSpec(key=key, env_var="", description=f"{key} (local stack only)")
+        _ensure_secret(sm, extra, name, _secret_string(value))
+        secrets[key] = name
 
     return LocalResources(
         environment=environment, region=region, tables=tables, queues=queues, buckets=buckets, secrets=secrets

@@ -1,5 +1,5 @@
-"""The embedded local stack: moto (AWS) + a real SMTP server + API Gateway and SQS event
-source emulation, running the real Lambda handlers from functions/ in this process.
+"""The embedded local stack: moto (AWS) + a real SMTP server + a fake Helix Swarm + API Gateway
+and SQS event source emulation, running the real Lambda handlers from functions/ in this process.
 
 No AWS account, no network beyond loopback, no Docker."""
 
@@ -22,6 +22,11 @@ from p4review.models.job import STAGE_ORDER, StageName
 
 REGION = "us-east-1"
 LOCAL_FROM_ADDRESS = "p4review@p4review.localhost"
+# The fake Swarm's service user; its ticket is drawn per stack and kept in the Swarm secret.
+LOCAL_SWARM_USER = "p4review-swarm"
+# The Swarm secret's key when the specs (p4review.resources.SECRETS) do not list one.
+LOCAL_SWARM_SECRET_KEY = "swarm"
+SWARM_SECRET_ENV_VAR = "P4REVIEW_SWARM_SECRET_ID"
 # What stack.env carries: the functions' settings, the AWS endpoint and Powertools' settings.
 # (Fake-p4 options cannot travel this way: the p4 runner gives its child a minimal environment.)
 STACK_ENV_PREFIXES = ("P4REVIEW_", "AWS_", "POWERTOOLS_")
@@ -47,6 +52,8 @@ class StackInfo:
     log_file: str | None = None
     # The fake p4's record of each change's current shelf version (P4FAKE_SHELVES); absent: latest.
     p4_shelves_file: str | None = None
+    # The fake Helix Swarm the notify stage comments on (None: started without one).
+    swarm_url: str | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)
@@ -125,6 +132,7 @@ class LocalStack:
         sweep_interval_seconds: float = 30.0,
         extra_env: dict[str, str] | None = None,
         workers: bool = True,
+        swarm: bool = True,
     ):
         self.state_dir = Path(state_dir).resolve()
         self.shelves_file = self.state_dir / "fake-p4" / "shelves.json"
@@ -138,6 +146,10 @@ class LocalStack:
         # False: no in-process stage pollers; run `p4review local worker --stage S` processes
         # instead (separately killable, as the chaos test needs).
         self._workers = workers
+        # True: a fake Helix Swarm on loopback, and notify comments on every change's review
+        # (created when missing: P4REVIEW_SWARM_CREATE_REVIEWS). `extra_env` may override.
+        self._swarm = swarm
+        self.swarm_server: Any = None
         self._started: list[Any] = []
         self.pollers: dict[StageName, Any] = {}
         self.info: StackInfo | None = None
@@ -155,6 +167,7 @@ class LocalStack:
         from p4review.local.provision import provision
         from p4review.local.smtp_server import LocalMailServer
         from p4review.local.sqs_poller import SqsPoller
+        from p4review.local.swarm_server import FakeSwarmServer
 
         self._saved_environ = dict(os.environ)
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -172,6 +185,20 @@ class LocalStack:
         self.mail_server = LocalMailServer(mailbox, port=self._smtp_port, username=smtp_user, password=smtp_password)
         self.mail_server.start()
         self._started.append(self.mail_server)
+        swarm_secret: dict[str, str] | None = None
+        swarm_env: dict[str, str] = {}
+        if self._swarm:
+            ticket = secrets.token_hex(16)
+            # Seeded: faults set on it later (`make chaos`) draw the same sequence every run.
+            self.swarm_server = FakeSwarmServer(user=LOCAL_SWARM_USER, ticket=ticket, seed=0)
+            self.swarm_server.start()
+            self._started.append(self.swarm_server)
+            swarm_secret = {"user": LOCAL_SWARM_USER, "ticket": ticket}
+            swarm_env = {"P4REVIEW_SWARM_URL": self.swarm_server.url, "P4REVIEW_SWARM_CREATE_REVIEWS": "true"}
+        # The specs may list a Swarm secret (provision then maps it to its variable); if they do
+        # not, it is a secret of the local stack's own.
+        swarm_spec = next((secret for secret in spec.SECRETS if secret.env_var == SWARM_SECRET_ENV_VAR), None)
+        swarm_key = swarm_spec.key if swarm_spec else LOCAL_SWARM_SECRET_KEY
 
         os.environ.update(
             {
@@ -205,8 +232,12 @@ class LocalStack:
                     "P4USER": "p4review-bot",
                     "P4TICKET": secrets.token_hex(16),
                 },
+                **({swarm_key: swarm_secret} if swarm_spec and swarm_secret else {}),
             },
+            extra_secrets={swarm_key: swarm_secret} if swarm_secret and not swarm_spec else None,
         )
+        if swarm_secret:
+            swarm_env[SWARM_SECRET_ENV_VAR] = self.resources.secrets[swarm_key]
         function_env = {
             **self.resources.env(),
             # The fake p4 started by this interpreter: through a version-manager shim every p4 call
@@ -224,8 +255,11 @@ class LocalStack:
                 [{"prefix": "//depot/game/main/ui/...", "reviewers": ["ui-leads@northwind-games.example"]}]
             ),
             **({"P4REVIEW_LEASE_SECONDS": str(self._lease_seconds)} if self._lease_seconds else {}),
+            **swarm_env,
             **self._extra_env,
         }
+        if not self._swarm and SWARM_SECRET_ENV_VAR not in self._extra_env:
+            function_env.pop(SWARM_SECRET_ENV_VAR, None)  # no fake Swarm: no comments
         os.environ.update(function_env)
         # The fake p4 starts with `#!/usr/bin/env python3`: resolve that to this interpreter,
         # not a version-manager shim that costs ~0.3 s per call.
@@ -274,6 +308,7 @@ class LocalStack:
             smtp_port=self.mail_server.port,
             state_dir=str(self.state_dir),
             p4_shelves_file=str(self.shelves_file),
+            swarm_url=self.swarm_server.url if self.swarm_server is not None else None,
         )
         (self.state_dir / "stack.json").write_text(self.info.to_json())
         # Operator commands that talk to AWS directly (`p4review dlq ...`) and worker processes

@@ -27,6 +27,15 @@ Faults, drawn per request from a seeded RNG (`error_rate`, `hang_rate`, `lost_re
 * `lost`: the request is carried out (a comment is stored), then the connection is closed
   without an answer: "posted, but the response was lost".
 
+Control routes for a fake served by another process (the local stack's, `p4review local up`),
+under `/_fake/` (no authentication, no faults, not recorded in `requests()`; loopback only):
+
+* `GET /_fake/state`: every review (`{"reviews": [{"id", "change", "comments": [...],
+  "notifications"}]}`, comments as `comments_for_review` returns them) and `faults_injected`;
+* `POST /_fake/faults` (JSON `error_rate`, `hang_rate`, `lost_response_rate`, `seed`): `set_faults`.
+
+`FakeSwarmControl(url)` wraps both.
+
 Usage::
 
     with FakeSwarmServer(user="p4review", ticket="T") as swarm:
@@ -46,6 +55,7 @@ import random
 import threading
 import time
 import urllib.parse
+import urllib.request
 from collections import Counter
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -53,11 +63,12 @@ from typing import Any, Literal
 
 from p4review.local.background import BackgroundServer
 
-__all__ = ["FakeSwarmServer", "FaultKind"]
+__all__ = ["FakeSwarmControl", "FakeSwarmServer", "FaultKind"]
 
 FaultKind = Literal["error", "hang", "lost"]
 FIRST_REVIEW_ID = 90001
 _MAX_BODY_BYTES = 4 * 1024 * 1024
+CONTROL_PREFIX = "/_fake"
 
 
 @dataclass
@@ -231,6 +242,24 @@ class FakeSwarmServer(BackgroundServer):
         with self._lock:
             return dict(self._faults_injected)
 
+    def state(self) -> dict[str, Any]:
+        """Every review with its change, comments (ascending ids) and notification count, and the
+        faults injected so far: what `GET /_fake/state` answers."""
+        with self._lock:
+            by_topic: dict[str, list[dict[str, Any]]] = {}
+            for _, comment in sorted(self._comments.items()):
+                by_topic.setdefault(comment["topic"], []).append(copy.deepcopy(comment))
+            reviews = [
+                {
+                    "id": review_id,
+                    "change": review["changes"][0],
+                    "comments": by_topic.get(f"reviews/{review_id}", []),
+                    "notifications": self._notifications[review_id],
+                }
+                for review_id, review in sorted(self._reviews.items())
+            ]
+            return {"reviews": reviews, "faults_injected": dict(self._faults_injected)}
+
     # --- state (the lock held) -----------------------------------------------------------------------
     def _create_review(self, change: int, author: str) -> int:
         if change in self._review_of_change:
@@ -363,6 +392,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         raw = self.rfile.read(length) if length else b""
+        if path == CONTROL_PREFIX or path.startswith(CONTROL_PREFIX + "/"):
+            self._control(method, path, raw)
+            return
         with self.swarm._lock:
             self.swarm._requests.append((method, path))
         fault = self.swarm._draw_fault()
@@ -391,6 +423,36 @@ class _Handler(BaseHTTPRequestHandler):
             self._drop()  # carried out; the answer never leaves
             return
         self._send(status, payload)
+
+    def _control(self, method: str, path: str, raw: bytes) -> None:
+        """The `/_fake/` routes: inspection and fault settings for a fake in another process."""
+        if method == "GET" and path == f"{CONTROL_PREFIX}/state":
+            self._send(200, self.swarm.state())
+            return
+        if method == "POST" and path == f"{CONTROL_PREFIX}/faults":
+            try:
+                settings = self._json(raw)
+                rates = {
+                    name: float(settings[name])
+                    for name in ("error_rate", "hang_rate", "lost_response_rate")
+                    if settings.get(name) is not None
+                }
+                seed = int(settings["seed"]) if settings.get("seed") is not None else None
+            except _Answer as answer:
+                self._send(answer.status, answer.payload)
+                return
+            except (TypeError, ValueError):
+                self._send(400, {"error": "rates must be numbers and the seed an integer"})
+                return
+            if any(not 0.0 <= rate <= 1.0 for rate in rates.values()):
+                self._send(400, {"error": "rates must be within [0, 1]"})
+                return
+            self.swarm.set_faults(**rates, seed=seed)
+            with self.swarm._lock:
+                rates_now = dict(self.swarm._rates)
+            self._send(200, {"faults": rates_now})
+            return
+        self._send(404, {"error": "Not Found"})
 
     def _form(self, raw: bytes) -> list[tuple[str, str]]:
         try:
@@ -530,3 +592,42 @@ class _Handler(BaseHTTPRequestHandler):
         review_id = self._review_id(topic)
         with self.swarm._lock:
             return self.swarm._notify(review_id, self._user())
+
+
+class FakeSwarmControl:
+    """A FakeSwarmServer served by another process (the local stack's), through its `/_fake/`
+    routes: set its faults, read its reviews and comments."""
+
+    def __init__(self, url: str, *, timeout_seconds: float = 30.0):
+        self.url = url.rstrip("/")
+        self._timeout = timeout_seconds
+
+    def _call(self, method: str, path: str, payload: Any = None) -> Any:
+        data = None if payload is None else json.dumps(payload).encode("utf-8")
+        request = urllib.request.Request(
+            f"{self.url}{CONTROL_PREFIX}/{path}", data=data, method=method, headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=self._timeout) as answer:
+            return json.loads(answer.read().decode("utf-8"))
+
+    def set_faults(
+        self,
+        *,
+        error_rate: float | None = None,
+        hang_rate: float | None = None,
+        lost_response_rate: float | None = None,
+        seed: int | None = None,
+    ) -> None:
+        self._call(
+            "POST",
+            "faults",
+            {"error_rate": error_rate, "hang_rate": hang_rate, "lost_response_rate": lost_response_rate, "seed": seed},
+        )
+
+    def state(self) -> dict[str, Any]:
+        answer: dict[str, Any] = self._call("GET", "state")
+        return answer
+
+    def reviews_by_change(self) -> dict[int, dict[str, Any]]:
+        """{change: {"id", "change", "comments", "notifications"}} of every review."""
+        return {int(review["change"]): review for review in self.state()["reviews"]}
