@@ -111,24 +111,28 @@ def test_each_comment_is_posted_once_then_one_notification(job):
 
 def test_a_lost_answer_is_found_by_its_marker_and_not_posted_again(job):
     swarm = ScriptedSwarm({2: "lost"})
-    first = _channel(swarm).deliver(job, INTENTS, _lease())
-    assert not first.complete and len(first.deferred) == 1 and swarm.notifications == 0
-    second = _channel(swarm).deliver(job, INTENTS, _lease())
-    assert second.complete
+    outcome = _channel(swarm).deliver(job, INTENTS, _lease())
+    assert outcome.complete  # looked up within the attempt: no retry of the stage needed
     assert len(swarm.comments) == 3 and swarm.posts == 3  # the second comment was found, not re-posted
     assert _rows(job)[swarm_row_key("fp-b")].notification_id == "101"
 
 
-def test_a_failure_that_never_arrived_is_posted_on_the_next_pass(job):
+def test_a_transient_failure_is_tried_again_within_the_attempt(job):
     swarm = ScriptedSwarm({1: "unavailable"})
+    assert _channel(swarm).deliver(job, INTENTS, _lease()).complete
+    assert len(swarm.comments) == 3 and swarm.posts == 4 and swarm.notifications == 1
+
+
+def test_a_comment_still_failing_after_its_tries_waits_for_the_next_attempt_and_the_others_go_out(job):
+    swarm = ScriptedSwarm({1: "unavailable", 2: "unavailable", 3: "unavailable"})
     first = _channel(swarm).deliver(job, INTENTS, _lease())
-    assert not first.complete and (first.delivered, len(first.deferred)) == (2, 1)  # the others went out
+    assert not first.complete and (first.delivered, len(first.deferred)) == (2, 1) and swarm.notifications == 0
     assert _channel(swarm).deliver(job, INTENTS, _lease()).complete
     assert len(swarm.comments) == 3 and swarm.notifications == 1
 
 
 def test_a_refused_comment_is_a_failed_row_for_an_operator_and_the_others_are_posted(job):
-    swarm = ScriptedSwarm({3: "refused"})
+    swarm = ScriptedSwarm({3: "refused"})  # refusals are not tried again
     outcome = _channel(swarm).deliver(job, INTENTS, _lease())
     assert len(outcome.refused) == 1 and outcome.delivered == 2 and swarm.notifications == 0
     assert _rows(job)[swarm_row_key("summary")].status == DeliveryStatus.FAILED

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from p4review.dal.ports import OutboxRepository
 from p4review.errors import AuthError, ErrorClass, NonRetryableError, P4ReviewError, RetryableError
@@ -39,6 +39,23 @@ SWARM_ROW_PREFIX = "swarm:"
 NOTIFY_KEY = "notify"
 # The row of a Swarm workflow test's verdict (stages/notify.py).
 VERDICT_KEY = "verdict"
+
+
+# Tries of one Swarm call within a notify attempt: a transient 5xx or timeout costs a call, not
+# one of the stage's five attempts. Safe: reads and notify are idempotent, a create is tried again
+# only after the review was not found, and a post only after its marker was not found.
+CALL_TRIES = 3
+T = TypeVar("T")
+
+
+def _retried(call: Callable[[], T]) -> T:
+    for attempt in range(CALL_TRIES):
+        try:
+            return call()
+        except RetryableError:
+            if attempt == CALL_TRIES - 1:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def swarm_row_key(comment_key: str) -> str:
@@ -113,10 +130,30 @@ class SwarmChannel:
         return outcome
 
     def _review_id(self, job: ReviewJob) -> int | None:
-        found = self._client.find_review(job.changelist_id)
-        if found is None and self._create_reviews:
-            return self._client.create_review(job.changelist_id)
-        return found
+        def find_or_create() -> int | None:
+            # After a create whose answer was lost, the next try finds the review it made.
+            found = self._client.find_review(job.changelist_id)
+            if found is None and self._create_reviews:
+                return self._client.create_review(job.changelist_id)
+            return found
+
+        return _retried(find_or_create)
+
+    def _post(self, review_id: int, comment: PlannedSwarmComment, lease: Lease) -> int:
+        """Post the comment; after a failure whose outcome is unknown (the post may have arrived),
+        look its marker up before posting it again."""
+        for attempt in range(CALL_TRIES):
+            if attempt:
+                found = _retried(lambda: self._client.find_comment_by_marker(review_id, comment.marker))
+                if found is not None:
+                    return found
+                lease.check()
+            try:
+                return self._client.post_comment(review_id, comment.body, comment.context, comment.task_open)
+            except RetryableError:
+                if attempt == CALL_TRIES - 1:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _ensure_row(self, job: ReviewJob, comment_key: str, lease: Lease) -> OutboxRow:
         return ensure_delivery_row(self._outbox, job, swarm_row_key(comment_key), lease)
@@ -144,14 +181,14 @@ class SwarmChannel:
                     "Swarm comment failed permanently; needs an operator", error_class=ErrorClass.POLICY_DENIED
                 )
             if row.attempts > 0:
-                found = self._client.find_comment_by_marker(review_id, marker)
+                found = _retried(lambda: self._client.find_comment_by_marker(review_id, marker))
                 if found is not None:  # the earlier attempt arrived: record it, post nothing
                     self._outbox.mark_sent(row, str(found))
                     logger.info("earlier Swarm comment found by its marker; not posting again", extra=log)
                     outcome.delivered += 1
                     return
             row = take_send_lock(self._outbox, job, row, lease, "this Swarm comment")
-            comment_id = self._client.post_comment(review_id, comment.body, comment.context, comment.task_open)
+            comment_id = self._post(review_id, comment, lease)
             fault(FaultPoint.DB_WRITE_AFTER_PROVIDER)  # local/test only: posted, but the mark fails
             self._outbox.mark_sent(row, str(comment_id))
             outcome.delivered += 1
@@ -171,7 +208,7 @@ class SwarmChannel:
         outcome.refused.append(exc if isinstance(exc, NonRetryableError) else NonRetryableError(exc.message))
 
     def _reconcile_unevidenced(self, review_id: int, row: OutboxRow, marker: str, log: dict[str, str]) -> OutboxRow:
-        found = self._client.find_comment_by_marker(review_id, marker)
+        found = _retried(lambda: self._client.find_comment_by_marker(review_id, marker))
         if found is not None:
             logger.warning("Swarm row marked sent without evidence; the comment exists: evidence recorded", extra=log)
             return self._outbox.backfill_evidence(row, str(found))
@@ -185,7 +222,8 @@ class SwarmChannel:
             return
         try:
             row = take_send_lock(self._outbox, job, row, lease, "the Swarm notification")
-            self._client.send_notifications(review_id)
+            # A notify repeated after a lost answer sends nothing: no comment is left delayed.
+            _retried(lambda: self._client.send_notifications(review_id))
             self._outbox.mark_sent(row, f"review-{review_id}")
             outcome.delivered += 1
         except AuthError:
