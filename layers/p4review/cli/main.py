@@ -82,7 +82,8 @@ def cmd_local_up(args: argparse.Namespace) -> int:
         f"  mailbox folder:  {info.mailbox_dir}\n"
         f"  signing secret:  {info.signing_secret_file}\n"
         f"  AWS (moto):      {info.aws_endpoint}\n"
-        f"Press Ctrl-C to stop.",
+        + (f"  fake Swarm:      {info.swarm_url} (GET /_fake/state shows its reviews and comments)\n" if info.swarm_url else "")
+        + "Press Ctrl-C to stop.",
         flush=True,
     )
     try:
