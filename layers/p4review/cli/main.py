@@ -82,9 +82,7 @@ def cmd_local_up(args: argparse.Namespace) -> int:
         f"  API URL:         {info.api_url}\n"
         f"  mailbox folder:  {info.mailbox_dir}\n"
         f"  signing secret:  {info.signing_secret_file}\n"
-        f"  AWS (moto):      {info.aws_endpoint}\n"
-        + (swarm if info.swarm_url else "")
-        + "Press Ctrl-C to stop.",
+        f"  AWS (moto):      {info.aws_endpoint}\n" + (swarm if info.swarm_url else "") + "Press Ctrl-C to stop.",
         flush=True,
     )
     try:
