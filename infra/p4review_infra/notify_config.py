@@ -10,13 +10,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from pydantic import ValidationError
-
 from p4review.config import Settings
 from p4review.errors import ConfigError
 from p4review.logic.delivery import normalize_recipient
 from p4review.logic.recipients import parse_reviewer_policy
-from p4review_infra.review_config import ContextError, _text
+from p4review_infra.review_config import ContextError, _text, settings_from_context
 
 CONTEXT_FIELDS = {
     "emailProvider": "email_provider",
@@ -43,16 +41,7 @@ class NotifyConfig:
     def from_context(cls, get: Callable[[str], Any]) -> NotifyConfig:
         given = {key: text for key in CONTEXT_FIELDS if (text := _text(get(key)))}
         env = {ENV_VARS[key]: text for key, text in given.items()}
-        try:
-            settings = Settings.model_validate(env)
-        except ValidationError as exc:
-            key_for_env = {env_var: key for key, env_var in ENV_VARS.items()}
-            raise ContextError(
-                "; ".join(
-                    f"context {key_for_env.get(str(e['loc'][0]), e['loc'][0])}={e['input']!r}: {e['msg']}"
-                    for e in exc.errors()
-                )
-            ) from None
+        settings = settings_from_context(env, ENV_VARS)
         try:
             parse_reviewer_policy(settings.reviewers)
         except ConfigError as exc:

@@ -150,10 +150,16 @@ def _text(value: Any) -> str:
 
 
 def _validate(env: dict[str, str]) -> Settings:
+    return settings_from_context(env, ENV_VARS)
+
+
+def settings_from_context(env: dict[str, str], env_vars: Mapping[str, str]) -> Settings:
+    """The service's own Settings from context values already turned into their variables
+    (`env_vars`: context key -> variable); an invalid value is a ContextError naming its key."""
     try:
         return Settings.model_validate(env)
     except ValidationError as exc:
-        key_for_env = {env_var: key for key, env_var in ENV_VARS.items()}
+        key_for_env = {env_var: key for key, env_var in env_vars.items()}
         problems = "; ".join(
             f"context {key_for_env.get(loc, loc)}={error['input']!r}: {error['msg']}"
             for error in exc.errors()

@@ -19,11 +19,9 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit
 
-from pydantic import ValidationError
-
 from p4review.config import Settings
 from p4review.resources import SecretSpec
-from p4review_infra.review_config import ContextError, _text
+from p4review_infra.review_config import ContextError, _text, settings_from_context
 
 # The two secrets exist only with their feature on; named like the others, p4review/<env>/<key>.
 SWARM_SECRET = SecretSpec(
@@ -153,13 +151,4 @@ def _env_text(value: Any) -> str:
 
 
 def _validate(env: dict[str, str]) -> Settings:
-    try:
-        return Settings.model_validate(env)
-    except ValidationError as exc:
-        key_for_env = {env_var: key for key, env_var in ENV_VARS.items()}
-        raise ContextError(
-            "; ".join(
-                f"context {key_for_env.get(str(e['loc'][0]), e['loc'][0])}={e['input']!r}: {e['msg']}"
-                for e in exc.errors()
-            )
-        ) from None
+    return settings_from_context(env, ENV_VARS)
