@@ -12,9 +12,9 @@ honoured); 400/422 ValidationError, 404 NotFoundError, other 4xx NonRetryableErr
 the HTTP status and at most a short scrubbed excerpt of Swarm's error text: never the ticket, never
 a body. Only http(s) base URLs; a redirect is never followed to another origin.
 
-Posting is exactly-once only together with the markers of p4review.logic.swarm_comments:
-`post_comment_once` looks a comment's marker up when a post's outcome is unknown, and
-`existing_markers` lists what an earlier attempt already posted."""
+Posting is exactly-once only together with the markers of p4review.logic.swarm_comments and the
+outbox rows of p4review.stages.swarm_channel, which looks a comment's marker up
+(`find_comment_by_marker`) before posting it again after an attempt whose outcome is unknown."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ from p4review.errors import (
     clamp_retry_after,
 )
 from p4review.logic.swarm_comments import find_marker
-from p4review.models.swarm import PlannedSwarmComment, SwarmCommentContext
+from p4review.models.swarm import SwarmCommentContext
 
 ApiVersion = Literal["v9", "v11"]
 API_VERSIONS: tuple[ApiVersion, ...] = ("v9", "v11")
@@ -312,35 +312,6 @@ class SwarmClient:
             if find_marker(body) == marker:
                 return comment_id
         return None
-
-    def existing_markers(self, review_id: int) -> dict[str, int]:
-        """{marker: comment id} of every p4review comment on the review (one listing)."""
-        found: dict[str, int] = {}
-        for comment_id, body in self.list_comments(review_id):
-            marker = find_marker(body)
-            if marker is not None:
-                found.setdefault(marker, comment_id)
-        return found
-
-    def post_comment_once(
-        self, review_id: int, comment: PlannedSwarmComment, known: Mapping[str, int] | None = None
-    ) -> int:
-        """Post `comment` unless its marker is `known` (from `existing_markers`). When the post's
-        outcome is unknown (a retryable failure after the request may have arrived), the marker is
-        looked up before anyone posts again: found, its id is returned; not found, the original
-        error is raised and the caller's retry posts it."""
-        if known and comment.marker in known:
-            return known[comment.marker]
-        try:
-            return self.post_comment(review_id, comment.body, comment.context, comment.task_open)
-        except RetryableError as error:
-            try:
-                found = self.find_comment_by_marker(review_id, comment.marker)
-            except P4ReviewError:
-                raise error from None
-            if found is None:
-                raise
-            return found
 
     # --- HTTP -----------------------------------------------------------------------------------
     def _url(self, path: str, query: Sequence[tuple[str, str]] = (), api: ApiVersion | None = None) -> str:
