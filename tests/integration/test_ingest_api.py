@@ -10,25 +10,15 @@ import pytest
 
 from p4review.cli.api_client import ReviewApiClient
 from p4review.dal.factory import get_data_access
-from p4review.local.http_front import LocalApiGateway
-from p4review.local.stack import load_function
 from p4review.logic.signing import signed_headers
 from p4review.models.job import AuditEvent, JobStatus
-from tests.support.harness import drain, provisioned_service
+from tests.support.harness import drain, ingest_api, provisioned_service
 
 
 @pytest.fixture
 def api(moto_endpoint, aws_reset):
-    with provisioned_service(moto_endpoint) as service:
-        gateway = LocalApiGateway(load_function("ingest").lambda_handler)
-        gateway.start()
-        try:
-            service.gateway = gateway
-            service.api = ReviewApiClient(gateway.url, service.signing_secret)
-            service.sqs = service.client("sqs")
-            yield service
-        finally:
-            gateway.stop()
+    with provisioned_service(moto_endpoint) as service, ingest_api(service):
+        yield service
 
 
 def _request(**overrides):

@@ -10,12 +10,9 @@ import urllib.request
 
 import pytest
 
-from p4review.cli.api_client import ReviewApiClient
 from p4review.config import get_settings
 from p4review.dal.factory import get_data_access
-from p4review.local.http_front import LocalApiGateway
-from p4review.local.stack import load_function
-from tests.support.harness import drain, provisioned_service
+from tests.support.harness import drain, ingest_api, provisioned_service
 
 SWARM = "https://swarm.example.test"
 TOKEN_SECRET = "p4review/test/swarm-test-token"
@@ -30,15 +27,8 @@ def api(moto_endpoint, aws_reset):
     extra_env = {"P4REVIEW_SWARM_URL": SWARM, "P4REVIEW_SWARM_TEST_SECRET_ID": TOKEN_SECRET}
     with provisioned_service(moto_endpoint, extra_env=extra_env) as service:
         service.client("secretsmanager").create_secret(Name=TOKEN_SECRET, SecretString=TOKEN)
-        gateway = LocalApiGateway(load_function("ingest").lambda_handler)
-        gateway.start()
-        try:
-            service.gateway = gateway
-            service.api = ReviewApiClient(gateway.url, service.signing_secret)
-            service.sqs = service.client("sqs")
+        with ingest_api(service):
             yield service
-        finally:
-            gateway.stop()
 
 
 def _call(**overrides):

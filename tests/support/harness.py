@@ -139,3 +139,22 @@ def run_through(job: ReviewJob, *works: StageWork, worker_id: str = "setup") -> 
 def fetched_job(idempotency_key: str, changelist_id: int, **settings: object) -> ReviewJob:
     """A new job for `changelist_id` (version 1, submitted) whose fetch stage completed."""
     return run_through(new_job(idempotency_key, changelist_id), fetch_work(**settings), worker_id="fetcher")
+
+
+@contextmanager
+def ingest_api(service: Provisioned) -> Iterator[Provisioned]:
+    """The real ingest function behind the local API front, on a provisioned service: the
+    service gains `gateway`, `api` (a signing client) and `sqs`."""
+    from p4review.cli.api_client import ReviewApiClient
+    from p4review.local.http_front import LocalApiGateway
+    from p4review.local.stack import load_function
+
+    gateway = LocalApiGateway(load_function("ingest").lambda_handler)
+    gateway.start()
+    try:
+        service.gateway = gateway  # type: ignore[attr-defined]
+        service.api = ReviewApiClient(gateway.url, service.signing_secret)  # type: ignore[attr-defined]
+        service.sqs = service.client("sqs")  # type: ignore[attr-defined]
+        yield service
+    finally:
+        gateway.stop()

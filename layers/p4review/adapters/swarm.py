@@ -133,6 +133,18 @@ def _base_url(url: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
 
 
+def _named_id(data: Mapping[str, Any], kind: str, what: str) -> int:
+    """The id of the one `kind` ("review", "comment") Swarm's answer names: `{kind: {...}}` (v9)
+    or `{kind + "s": [{...}]}` (v11)."""
+    item = data.get(kind, data.get(f"{kind}s"))
+    if isinstance(item, list) and len(item) == 1:
+        item = item[0]
+    item_id = _as_int(item.get("id")) if isinstance(item, dict) else None
+    if item_id is None:
+        raise ValidationError(f"Swarm {what}: the answer names no {kind} id")
+    return item_id
+
+
 def _as_int(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
@@ -204,14 +216,7 @@ class SwarmClient:
             answer = self._call("POST", "reviews", fields=[("change", change)], what="create review")
         else:
             answer = self._call("POST", "reviews", json_body={"change": change}, what="create review")
-        data = self._data(answer)
-        review = data.get("review", data.get("reviews"))
-        if isinstance(review, list) and len(review) == 1:
-            review = review[0]
-        review_id = _as_int(review.get("id")) if isinstance(review, dict) else None
-        if review_id is None:
-            raise ValidationError("Swarm create review: the answer names no review id")
-        return review_id
+        return _named_id(self._data(answer), "review", "create review")
 
     # --- comments -------------------------------------------------------------------------------
     def list_comments(self, review_id: int) -> Iterator[tuple[int, str]]:
@@ -285,14 +290,7 @@ class SwarmClient:
                     anchor["version"] = context.version
                 payload["context"] = anchor
             answer = self._call("POST", f"comments/{topic}", json_body=payload, what="post comment")
-        data = self._data(answer)
-        comment = data.get("comment", data.get("comments"))
-        if isinstance(comment, list) and len(comment) == 1:
-            comment = comment[0]
-        comment_id = _as_int(comment.get("id")) if isinstance(comment, dict) else None
-        if comment_id is None:
-            raise ValidationError("Swarm post comment: the answer names no comment id")
-        return comment_id
+        return _named_id(self._data(answer), "comment", "post comment")
 
     def send_notifications(self, review_id: int) -> None:
         """Send the one notification for this user's delayed comments on the review. Sending again
