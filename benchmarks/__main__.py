@@ -6,6 +6,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from statistics import median
 
@@ -76,7 +77,9 @@ def bench_ingest() -> None:
     )
 
 
-def main() -> int:
+def benchmarks() -> dict[str, Callable[[], None]]:
+    """Every benchmark by the name `python -m benchmarks NAME...` (and `make bench BENCH=...`)
+    selects, in the order a whole run takes them."""
     from benchmarks.cold_start import bench_cold_start
     from benchmarks.cost import bench_cost_per_job
     from benchmarks.incremental_review import bench_incremental_review
@@ -85,24 +88,47 @@ def main() -> int:
     from benchmarks.redaction_external import bench_redaction_external
     from benchmarks.review_quality import bench_review_quality
     from benchmarks.review_tokens import bench_review_tokens
+    from benchmarks.scale import bench_scale
     from benchmarks.smtp_duplicates import bench_smtp_duplicate_risk
+    from benchmarks.sweep_reads import bench_sweep_reads
     from benchmarks.trigger_latency import bench_trigger_latency
 
-    for bench in (
-        bench_ingest,
-        bench_fetch_large_change,
-        bench_cost_per_job,
-        bench_redaction,
-        bench_redaction_external,
-        bench_review_tokens,
-        bench_incremental_review,
-        bench_prompt_cache,
-        bench_review_quality,
-        bench_smtp_duplicate_risk,
-        bench_trigger_latency,
-        bench_cold_start,
-    ):
-        bench()
+    return {
+        "ingest": bench_ingest,
+        "fetch": bench_fetch_large_change,
+        "cost": bench_cost_per_job,
+        "sweep": bench_sweep_reads,
+        "scale": bench_scale,
+        "redaction": bench_redaction,
+        "redaction-external": bench_redaction_external,
+        "review-tokens": bench_review_tokens,
+        "incremental-review": bench_incremental_review,
+        "prompt-cache": bench_prompt_cache,
+        "review-quality": bench_review_quality,
+        "smtp-duplicates": bench_smtp_duplicate_risk,
+        "trigger-latency": bench_trigger_latency,
+        "cold-start": bench_cold_start,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the named benchmarks (all when none is named). Only figures and ratios reach the
+    terminal; the local stack's JSON logs and metrics go to .local/bench.log (benchmarks/output.py)."""
+    from benchmarks.output import figures_only
+
+    available = benchmarks()
+    names = list(argv if argv is not None else sys.argv[1:]) or list(available)
+    if names[0] in ("-h", "--help"):
+        print(f"python -m benchmarks [NAME...], all when none is named; names: {' '.join(available)}")
+        return 0
+    unknown = [name for name in names if name not in available]
+    if unknown:
+        print(f"unknown benchmark(s) {', '.join(unknown)}; choose from: {' '.join(available)}", file=sys.stderr)
+        return 2
+    with figures_only() as log_path:
+        print(f"local stack logs and metrics: {log_path}")
+        for name in names:
+            available[name]()
     return 0
 
 

@@ -1082,11 +1082,13 @@ class Sender:
                           attempts=event["attempts"])
             return "done"
         self.spool.move(path, REJECTED, event)
-        superseded = summary.get("code") == "stale_review_version"
-        (self.log.warning if superseded else self.log.error)(
+        # Nothing to fix for these two: the version was dealt with before (see docs/trigger.md).
+        note = {"stale_review_version": "a newer version of this change was accepted first",
+                "review_records_expired": "this version was reviewed long ago; its records passed the retention period"
+                }.get(summary.get("code"))
+        (self.log.warning if note else self.log.error)(
             "event_rejected", change=change, version=version, kind=request["kind"], status=answer.status,
-            code=summary.get("code"), reason=summary.get("message"), action="moved to rejected/",
-            note="a newer version of this change was accepted first" if superseded else None)
+            code=summary.get("code"), reason=summary.get("message"), action="moved to rejected/", note=note)
         return "rejected"
 
     def _note_attempt(self, path: str, event: dict, error: str) -> None:

@@ -8,7 +8,7 @@ from p4review.config import get_settings
 from p4review.dal.factory import get_data_access
 from p4review.observability import logger, metrics
 from p4review.runtime.retention import check_artifact_ttls
-from p4review.runtime.sweeper import sweep
+from p4review.runtime.sweeper import publish_sweep_metrics, sweep
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -17,13 +17,6 @@ def lambda_handler(event, context):
     dal = get_data_access()
     stranded_after = timedelta(seconds=get_settings().sweep_stranded_seconds)
     report = sweep(dal.sweep_store, dal.queues, stranded_after=stranded_after)
-    metrics.add_metric(name="SweeperExpiredLeasesRequeued", unit="Count", value=report.expired_requeued)
-    metrics.add_metric(name="SweeperStrandedHandoffsResent", unit="Count", value=report.stranded_resent)
-    metrics.add_metric(name="ActiveJobs", unit="Count", value=report.active_jobs)
-    metrics.add_metric(name="OldestActiveJobAgeSeconds", unit="Seconds", value=report.oldest_active_seconds)
-    for stage, count in report.pending.items():
-        metrics.add_metric(name=f"Backlog_{stage}_pending", unit="Count", value=count)
-    for stage, count in report.running.items():
-        metrics.add_metric(name=f"Backlog_{stage}_running", unit="Count", value=count)
+    publish_sweep_metrics(report)
     logger.info("sweep finished", extra=asdict(report))
     return {**asdict(report), "ttl_violations": check_artifact_ttls(dal.artifact_retention)}

@@ -11,14 +11,19 @@ import re
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import App, Environment, Tags, Validations
+from aws_cdk import App, Aspects, Environment, Tags, Validations
 from cdk_nag import AwsSolutionsChecks
 
+from p4review_infra.concurrency_config import ConcurrencyConfig
+from p4review_infra.environment_context import EnvironmentContext
 from p4review_infra.network_config import notify_network
 from p4review_infra.notify_config import NotifyConfig
 from p4review_infra.paths import CDK_JSON
 from p4review_infra.redaction_config import redaction_env
+from p4review_infra.retention_config import retention_env
 from p4review_infra.review_config import ReviewConfig
+from p4review_infra.rotation_config import RotationConfig
+from p4review_infra.scanner_skips import ScannerSkips
 from p4review_infra.stack import P4ReviewStack
 from p4review_infra.swarm_config import SwarmConfig
 
@@ -62,24 +67,32 @@ def create_app(context: dict[str, Any] | None = None, outdir: str | None = None)
         raise ValueError(f"environment {environment!r} must match {_ENV_NAME.pattern}")
 
     account, region = os.environ.get("CDK_DEFAULT_ACCOUNT"), os.environ.get("CDK_DEFAULT_REGION")
+    # Every key below may also come from the environment's block of `environments` (environment_context.py).
+    get = EnvironmentContext(app.node.try_get_context, environment)
     stack = P4ReviewStack(
         app,
         stack_name(environment),
         environment=environment,
-        p4_layer_arn=app.node.try_get_context("p4LayerArn"),
-        log_level=str(app.node.try_get_context("logLevel") or "INFO"),
-        alarm_email=app.node.try_get_context("alarmEmail"),
-        artifact_audit_trail=context_flag(app.node.try_get_context("artifactAuditTrail")),
-        review_config=ReviewConfig.from_context(app.node.try_get_context),
-        notify_config=NotifyConfig.from_context(app.node.try_get_context),
-        redaction_env=redaction_env(app.node.try_get_context),
-        swarm_config=SwarmConfig.from_context(app.node.try_get_context),
-        notify_network=notify_network(app.node.try_get_context),
+        p4_layer_arn=get("p4LayerArn"),
+        log_level=str(get("logLevel") or "INFO"),
+        alarm_email=get("alarmEmail"),
+        artifact_audit_trail=context_flag(get("artifactAuditTrail")),
+        review_config=ReviewConfig.from_context(get),
+        notify_config=NotifyConfig.from_context(get),
+        redaction_env=redaction_env(get),
+        swarm_config=SwarmConfig.from_context(get),
+        notify_network=notify_network(get),
+        concurrency=ConcurrencyConfig.from_context(get),
+        retention_env=retention_env(get),
+        rotation_config=RotationConfig.from_context(get),
         env=Environment(account=account, region=region) if account and region else None,
         description=f"p4review ({environment}): automated code review for Perforce changelists",
     )
+    get.check_every_key_was_read()
     Tags.of(app).add("project", "p4review")
     Tags.of(app).add("environment", environment)
 
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    # checkov and cfn-lint suppressions that hold for every resource of a type (scanner_skips.py).
+    Aspects.of(app).add(ScannerSkips())
     return app, stack

@@ -35,6 +35,7 @@ CONTEXT_FIELDS = {
     "llmStructuredOutput": "llm_structured_output",
     "reviewChunkTokens": "review_chunk_tokens",
     "reviewJobTokens": "review_job_tokens",
+    "llmTokensPerMinute": "llm_tokens_per_minute",  # the shared token budget (docs/capacity.md)
     "lineOutsideDiff": "line_outside_diff",
     "noisePolicy": "noise_policy",
     "promptCanary": "prompt_canary",

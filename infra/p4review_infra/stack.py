@@ -16,9 +16,12 @@ from constructs import Construct
 
 from p4review import resources as r
 from p4review.resources import CHANGES_PREFIX, RESULTS_PREFIX
+from p4review_infra.concurrency_config import SINGLE_RUN_RESERVED, ConcurrencyConfig
 from p4review_infra.constructs.alarms import Alarms
 from p4review_infra.constructs.api import ReviewApi
 from p4review_infra.constructs.audit import ArtifactAuditTrail
+from p4review_infra.constructs.credential_lifecycle import CredentialLifecycle
+from p4review_infra.constructs.dashboard import Dashboard
 from p4review_infra.constructs.function import P4ReviewFunction
 from p4review_infra.constructs.js_analyzers import JsAnalyzersFunction
 from p4review_infra.constructs.rollout_alarms import RolloutAlarms
@@ -29,6 +32,7 @@ from p4review_infra.layer import P4ReviewLayers
 from p4review_infra.network_config import FunctionNetwork
 from p4review_infra.notify_config import NotifyConfig
 from p4review_infra.review_config import ReviewConfig
+from p4review_infra.rotation_config import RotationConfig
 from p4review_infra.swarm_config import SWARM_SECRET, SWARM_TEST_TOKEN_SECRET, SwarmConfig
 
 INGEST_TIMEOUT_SECONDS = 10
@@ -46,7 +50,17 @@ def allow_list_parameter(environment: str) -> str:
 
 # Within the review function's analyzer time limit (P4REVIEW_ANALYZER_TIMEOUT_SECONDS, 60 s).
 JS_ANALYZER_TIMEOUT_SECONDS = 60
-MEMORY_MB = {"ingest": 256, "fetch": 512, "review": 512, "notify": 256, "sweeper": 256}
+MEMORY_MB = {
+    "ingest": 256,
+    "fetch": 512,
+    "review": 512,
+    "notify": 256,
+    "sweeper": 256,
+    "rotate-signing": 256,
+    "credential-age": 256,
+}
+# Secrets Manager calls: a few seconds; the age check lists the versions of up to six secrets.
+CREDENTIAL_TIMEOUT_SECONDS = 30
 
 
 def is_protected(environment: str) -> bool:
@@ -70,6 +84,9 @@ class P4ReviewStack(Stack):
         redaction_env: dict[str, str] | None = None,
         swarm_config: SwarmConfig | None = None,
         notify_network: FunctionNetwork | None = None,
+        concurrency: ConcurrencyConfig | None = None,
+        retention_env: dict[str, str] | None = None,
+        rotation_config: RotationConfig | None = None,
         **kwargs,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -78,6 +95,7 @@ class P4ReviewStack(Stack):
         review_config = review_config or ReviewConfig()
         notify_config = notify_config or NotifyConfig()
         swarm_config = swarm_config or SwarmConfig()
+        concurrency = concurrency or ConcurrencyConfig.default()
         removal = RemovalPolicy.RETAIN if protect else RemovalPolicy.DESTROY
 
         # -- state ------------------------------------------------------------------------------
@@ -117,6 +135,8 @@ class P4ReviewStack(Stack):
             if review_config.provider != "offline"
             else None
         )
+        # What the on-call looks at first (docs/runbook.md, "Dashboard").
+        self.dashboard = Dashboard(self, "Dashboard", environment=environment, queues=self.queues)
 
         # -- code -------------------------------------------------------------------------------
         self.layers = P4ReviewLayers(self, "Layers", environment=environment, removal_policy=removal)
@@ -131,11 +151,12 @@ class P4ReviewStack(Stack):
             timeout: int,
             layers: list[lambda_.ILayerVersion],
             description: str,
+            reserved: int,
             network: FunctionNetwork | None = None,
         ) -> P4ReviewFunction:
             return P4ReviewFunction(
                 self,
-                name.capitalize(),
+                "".join(part.capitalize() for part in name.split("-")),
                 environment=environment,
                 name=name,
                 timeout_seconds=timeout,
@@ -144,6 +165,7 @@ class P4ReviewStack(Stack):
                 log_level=log_level,
                 removal_policy=removal,
                 description=description,
+                reserved_concurrency=reserved,
                 network=network,
             )
 
@@ -160,6 +182,7 @@ class P4ReviewStack(Stack):
             INGEST_TIMEOUT_SECONDS,
             base_layers,
             "Verify a signed trigger request, create the job, enqueue fetch",
+            reserved=concurrency.ingest_reserved,
         )
         ingest.uses_table(jobs, write=True)
         ingest.uses_table(outbox, write=False)  # GET /v1/reviews/{job_id} reports deliveries
@@ -172,7 +195,11 @@ class P4ReviewStack(Stack):
             ingest.set_env(name, value)
 
         fetch = function(
-            "fetch", r.FETCH_QUEUE.function_timeout_seconds, p4_layers, "Snapshot the changelist from Perforce into S3"
+            "fetch",
+            r.FETCH_QUEUE.function_timeout_seconds,
+            p4_layers,
+            "Snapshot the changelist from Perforce into S3",
+            reserved=concurrency.stages[r.FETCH_QUEUE.key].reserved,
         )
         fetch.uses_table(jobs, write=True)
         # Writes the raw snapshot and its redacted copy; reads neither back.
@@ -187,7 +214,11 @@ class P4ReviewStack(Stack):
             fetch.set_env(name, value)
 
         review = function(
-            "review", r.REVIEW_QUEUE.function_timeout_seconds, base_layers, "Review the snapshot and store the result"
+            "review",
+            r.REVIEW_QUEUE.function_timeout_seconds,
+            base_layers,
+            "Review the snapshot and store the result",
+            reserved=concurrency.stages[r.REVIEW_QUEUE.key].reserved,
         )
         review.uses_table(jobs, write=True)
         # Reads results/ too: a retried review resumes from its stored chunk answers (and the prefix
@@ -216,6 +247,7 @@ class P4ReviewStack(Stack):
             r.NOTIFY_QUEUE.function_timeout_seconds,
             p4_layers,
             "Email the review to the changelist owner",
+            reserved=concurrency.stages[r.NOTIFY_QUEUE.key].reserved,
             # In a VPC only when given: a route to an on-premises Swarm, Perforce server or SMTP relay.
             network=notify_network,
         )
@@ -243,8 +275,10 @@ class P4ReviewStack(Stack):
             SWEEPER_TIMEOUT_SECONDS,
             base_layers,
             "Requeue expired leases and lost hand-offs; publish backlog metrics; verify artifact TTLs",
+            reserved=SINGLE_RUN_RESERVED,
         )
-        sweeper.uses_table(jobs, write=True)
+        # The sweeper reads active jobs from the sparse index alone (O(active), not the table).
+        sweeper.uses_table(jobs, write=True, indexes=(r.ACTIVE_JOBS_INDEX,))
         for stage_queue in (fetch_q, review_q, notify_q):
             sweeper.sends_to(stage_queue)
         # TTL verification lists the oldest day prefixes of every bucket: names only, no object, no key.
@@ -258,11 +292,42 @@ class P4ReviewStack(Stack):
             targets=[targets.LambdaFunction(sweeper.function, retry_attempts=0)],
         )
 
-        self.functions = {f.name: f for f in (ingest, fetch, review, notify, sweeper)}
+        # Credentials (SEC-20): the signing secret's rotation, and every used secret's age. Built
+        # after every `reads_secret` above: the secrets in use are those with a reader.
+        rotate_signing = function(
+            "rotate-signing",
+            CREDENTIAL_TIMEOUT_SECONDS,
+            base_layers,
+            "Rotate the trigger-signing secret (Secrets Manager's four rotation steps)",
+            reserved=SINGLE_RUN_RESERVED,
+        )
+        credential_age = function(
+            "credential-age",
+            CREDENTIAL_TIMEOUT_SECONDS,
+            base_layers,
+            "Publish the age of each secret's current value (CredentialAgeDays)",
+            reserved=SINGLE_RUN_RESERVED,
+        )
+        self.credentials = CredentialLifecycle(
+            self,
+            "Credentials",
+            environment=environment,
+            secrets=self.secrets,
+            rotation=rotate_signing,
+            age_check=credential_age,
+            alarms=self.alarms,
+            config=rotation_config or RotationConfig(),
+        )
 
-        # -- wiring: each stage queue drives its function -----------------------------------------
+        self.functions = {f.name: f for f in (ingest, fetch, review, notify, sweeper, rotate_signing, credential_age)}
+        # Retention of job items and outbox rows (DynamoDB TTL): every function using the tables.
+        for table_user in (ingest, fetch, review, notify, sweeper):
+            for name, value in (retention_env or {}).items():
+                table_user.set_env(name, value)
+
+        # -- wiring: each stage queue drives its function, W at a time ------------------------------
         for stage_fn, stage in ((fetch, fetch_q), (review, review_q), (notify, notify_q)):
-            stage_fn.consumes(stage)
+            stage_fn.consumes(stage, max_concurrency=concurrency.stages[stage.spec.key].max_concurrency)
 
         self.api = ReviewApi(
             self,

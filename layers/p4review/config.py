@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, Json, ValidationError, field_validator, model_validator
 
 from p4review.errors import ConfigError
 from p4review.logic import depot_paths
 from p4review.logic.analysis import ALL_ANALYZERS
 from p4review.models.job import StageName
-from p4review.resources import QUEUE_FOR_STAGE
+from p4review.resources import DEFAULT_RETENTION_DAYS, QUEUE_FOR_STAGE
 from p4review.runtime import faults
 
 _ANALYZER_NAME = "|".join(ALL_ANALYZERS)
@@ -38,6 +38,9 @@ class Settings(BaseModel):
     smtp_secret_id: str | None = Field(default=None, alias="P4REVIEW_SMTP_SECRET_ID")
     llm_secret_id: str | None = Field(default=None, alias="P4REVIEW_LLM_SECRET_ID")
     p4_secret_id: str | None = Field(default=None, alias="P4REVIEW_P4_SECRET_ID")
+    # The credential-age check (functions/credential_age): JSON {SecretSpec key: secret id} of every
+    # secret the stack uses; it lists their versions and never reads a value.
+    credential_age_secrets: Json[dict[str, str]] | None = Field(default=None, alias="P4REVIEW_CREDENTIAL_AGE_SECRETS")
     p4_executable: str | None = Field(default=None, alias="P4REVIEW_P4_EXECUTABLE")
     p4_timeout_seconds: float = Field(default=30.0, gt=0, le=600, alias="P4REVIEW_P4_TIMEOUT_SECONDS")
     # Depot path prefixes p4review may read (docs/security.md "Depot allow-list"): a JSON array or a
@@ -106,6 +109,9 @@ class Settings(BaseModel):
     llm_timeout_seconds: float = Field(default=90.0, gt=0, le=600, alias="P4REVIEW_LLM_TIMEOUT_SECONDS")
     llm_max_output_tokens: int = Field(default=4096, ge=256, le=65_536, alias="P4REVIEW_LLM_MAX_OUTPUT_TOKENS")
     llm_region: str | None = Field(default=None, alias="P4REVIEW_LLM_REGION")  # bedrock; unset = the function's
+    # The provider's tokens-per-minute limit for this model, shared by every review worker through
+    # one DynamoDB item (docs/capacity.md); 0 = no budget. Set it below the tier's limit (~90%).
+    llm_tokens_per_minute: int = Field(default=0, ge=0, le=1_000_000_000, alias="P4REVIEW_LLM_TOKENS_PER_MINUTE")
     # Chunking: the change text per request, and the whole job's input, in estimated tokens.
     review_chunk_tokens: int = Field(default=24_000, ge=500, le=1_000_000, alias="P4REVIEW_REVIEW_CHUNK_TOKENS")
     review_job_tokens: int = Field(default=200_000, ge=500, le=10_000_000, alias="P4REVIEW_REVIEW_JOB_TOKENS")
@@ -134,6 +140,9 @@ class Settings(BaseModel):
     # function, which has no Node.js; unset, they run on the local node (adapters/analyzers.py).
     js_analyzer_function: str | None = Field(default=None, alias="P4REVIEW_JS_ANALYZER_FUNCTION")
     analyzer_timeout_seconds: float = Field(default=60.0, gt=0, le=600, alias="P4REVIEW_ANALYZER_TIMEOUT_SECONDS")
+    # Retention of job items, changelist-version claims and outbox rows (DynamoDB TTL; the
+    # changelist head never expires). Longer than any replay window: a dead-letter queue keeps 14 days.
+    retention_days: int = Field(default=DEFAULT_RETENTION_DAYS, ge=30, le=3650, alias="P4REVIEW_RETENTION_DAYS")
     sweep_stranded_seconds: int = Field(default=900, ge=60, le=86_400, alias="P4REVIEW_SWEEP_STRANDED_SECONDS")
 
     def enabled_analyzers(self) -> tuple[str, ...]:

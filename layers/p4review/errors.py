@@ -130,6 +130,15 @@ class LeaseHeldError(RetryableError):
     error_class = ErrorClass.LEASE_HELD
 
 
+class AwaitingCapacity(RetryableError):
+    """The work stopped before its next side effect because shared capacity (the LLM's token
+    budget) would not be there in the time its invocation has left. Not a failure: the runtime
+    gives the stage back without counting the attempt and the message returns after
+    `retry_after` (docs/capacity.md)."""
+
+    error_class = ErrorClass.RATE_LIMITED
+
+
 class StorageError(RetryableError):
     """A data store call failed transiently (throttling, 5xx, timeouts)."""
 

@@ -12,12 +12,24 @@ from p4review.models.job import StageName
 
 
 @dataclass(frozen=True)
+class IndexSpec:
+    """A global secondary index. Sparse when its key attribute is written only on some items:
+    the index then holds those items alone, and a Scan of it reads only them."""
+
+    name: str
+    partition_key: str
+    # The attributes copied into the index (besides the keys): what its readers need, no more.
+    projected: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class TableSpec:
     key: str
     env_var: str
     partition_key: str
     sort_key: str | None = None
     ttl_attribute: str | None = None
+    indexes: tuple[IndexSpec, ...] = ()
     purpose: str = ""
 
 
@@ -59,17 +71,38 @@ class SecretSpec:
     local_template: dict[str, str | int] = field(default_factory=dict)
 
 
+# Retention (spec SEC-23, docs/security.md "Retention"): job items, changelist-version claims and
+# outbox rows carry `expires_at` (epoch seconds) and DynamoDB's TTL deletes them after it; the
+# changelist head item (CL#<cl>) carries none and stays, so a version at or below one already
+# reviewed is refused for ever and nothing is re-emailed after the rows are gone.
+RETENTION_TTL_ATTRIBUTE = "expires_at"
+DEFAULT_RETENTION_DAYS = 400
+
+# Active jobs (queued, in_progress, retryable_failed) carry `active_job` (their job id); the write
+# that moves a job to an end state removes it. The sweeper scans this sparse index: O(active).
+ACTIVE_JOBS_INDEX = IndexSpec(
+    name="active-jobs",
+    partition_key="active_job",
+    projected=("job_id", "status", "stages", "created_at", "updated_at"),
+)
+
 JOBS_TABLE = TableSpec(
     key="jobs",
     env_var="P4REVIEW_JOBS_TABLE",
     partition_key="pk",
-    purpose="Review jobs (pk JOB#id), changelist-version claims (CLV#cl#v) and changelist heads (CL#cl).",
+    ttl_attribute=RETENTION_TTL_ATTRIBUTE,
+    indexes=(ACTIVE_JOBS_INDEX,),
+    purpose=(
+        "Review jobs (pk JOB#id), changelist-version claims (CLV#cl#v), changelist heads (CL#cl) and the "
+        "LLM token budget (TPM#provider#model, docs/capacity.md)."
+    ),
 )
 OUTBOX_TABLE = TableSpec(
     key="outbox",
     env_var="P4REVIEW_OUTBOX_TABLE",
     partition_key="pk",
     sort_key="sk",
+    ttl_attribute=RETENTION_TTL_ATTRIBUTE,
     purpose="One delivery row per (changelist_id, recipient, review_version): pk CLV#cl#v, sk RCPT#recipient.",
 )
 

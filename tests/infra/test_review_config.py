@@ -253,6 +253,16 @@ def test_empty_values_count_as_not_given():
     assert (config.provider, dict(config.env), config.findings_per_job_slo) == ("offline", {}, 0.5)
 
 
+def test_the_token_budget_is_review_context_checked_at_synth():
+    """`llmTokensPerMinute` (docs/capacity.md) reaches the review function as the setting it reads."""
+    from p4review_infra.review_config import ReviewConfig
+
+    context = {"llmProvider": "openai", "llmModel": "gpt-4.1", "llmTokensPerMinute": "400000"}
+    assert ReviewConfig.from_context(context.get).env["P4REVIEW_LLM_TOKENS_PER_MINUTE"] == "400000"
+    error = context_error(llmProvider="openai", llmModel="gpt-4.1", llmTokensPerMinute="lots")
+    assert "llmTokensPerMinute='lots': Input should be a valid integer" in error
+
+
 # -- prompt-rollout alarms ------------------------------------------------------------------------
 
 

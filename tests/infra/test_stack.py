@@ -61,6 +61,10 @@ EXPECTED_ENV = {
         r.RAW_BUCKET.env_var,
         r.REDACTED_BUCKET.env_var,
     },
+    # The signing secret's rotation learns its secret from Secrets Manager's event; the age check
+    # gets the ids of the secrets in use (tests/infra/test_rotation.py).
+    "rotate-signing": set(),
+    "credential-age": {"P4REVIEW_CREDENTIAL_AGE_SECRETS"},
 }
 
 
@@ -114,7 +118,7 @@ def mentions(statement: dict[str, Any], text: str) -> bool:
 # -- functions --------------------------------------------------------------------------------------
 
 
-PYTHON_FUNCTIONS = ("ingest", "fetch", "review", "notify", "sweeper")
+PYTHON_FUNCTIONS = ("ingest", "fetch", "review", "notify", "sweeper", "rotate-signing", "credential-age")
 
 
 def test_five_functions_with_handler_runtime_and_no_active_tracing(dev):
@@ -279,8 +283,9 @@ def test_alarms_go_to_an_encrypted_ssl_only_topic(dev):
     assert '"aws:SecureTransport": "false"' in policies and topic_id in policies
     alarms = of_type(dev, "AWS::CloudWatch::Alarm")
     # One per DLQ, escalation, sent without evidence, possible duplicates, artifact TTL, TTL check
-    # failed (the offline reviewer has no rollout alarms).
-    assert len(alarms) == len(r.QUEUES) + 5
+    # failed (the offline reviewer has no rollout alarms); the credential ages of the three secrets
+    # in use (trigger-signing, smtp, p4), a failed rotation and a failed age check (test_rotation.py).
+    assert len(alarms) == len(r.QUEUES) + 5 + 3 + 2
     names = {a["Properties"]["AlarmName"] for a in alarms.values()}
     assert {f"p4review-{ENV}-sent-without-evidence", f"p4review-{ENV}-possible-duplicate-emails"} <= names
     for alarm in alarms.values():
@@ -365,6 +370,32 @@ def test_table_matches_table_spec(dev, spec):
         assert table["TimeToLiveSpecification"] == {"AttributeName": spec.ttl_attribute, "Enabled": True}
     else:
         assert "TimeToLiveSpecification" not in table
+    indexes = {index["IndexName"]: index for index in table.get("GlobalSecondaryIndexes", [])}
+    assert set(indexes) == {index.name for index in spec.indexes}
+    for index in spec.indexes:
+        assert indexes[index.name]["KeySchema"] == [{"AttributeName": index.partition_key, "KeyType": "HASH"}]
+        assert indexes[index.name]["Projection"] == {
+            "ProjectionType": "INCLUDE",
+            "NonKeyAttributes": list(index.projected),
+        }
+
+
+def test_retention_ttl_on_both_tables_and_the_sweepers_sparse_index(dev):
+    """SEC-23: jobs and outbox rows expire by TTL; the sweeper scans the active-jobs index."""
+    assert r.JOBS_TABLE.ttl_attribute == r.OUTBOX_TABLE.ttl_attribute == r.RETENTION_TTL_ATTRIBUTE
+    assert r.JOBS_TABLE.indexes == (r.ACTIVE_JOBS_INDEX,)
+    index_grants = {
+        name: [
+            json.dumps(statement["Resource"])
+            for statement in role_statements(dev, name)
+            if "/index/" in json.dumps(statement["Resource"])
+        ]
+        for name in PYTHON_FUNCTIONS
+    }
+    # Only the sweeper reads an index, and only that one (no `index/*`).
+    assert {name for name, grants in index_grants.items() if grants} == {"sweeper"}
+    (grant,) = index_grants["sweeper"]
+    assert f"/index/{r.ACTIVE_JOBS_INDEX.name}" in grant and "/index/*" not in grant
 
 
 def test_two_tables(dev):
@@ -444,9 +475,10 @@ def test_access_log_bucket_is_sse_s3_private_and_expires(dev):
     assert encryption["ServerSideEncryptionByDefault"] == {"SSEAlgorithm": "AES256"}
     assert [rule["ExpirationInDays"] for rule in logs["LifecycleConfiguration"]["Rules"]] == [90]
     assert all(logs["PublicAccessBlockConfiguration"].values())
-    # One key, one log bucket, one bucket per spec (the optional audit trail adds its own).
+    # One log bucket, one bucket per spec (the optional audit trail adds its own); two keys: the
+    # artifact key and the logs key (test_logs_key.py).
     dev.template.resource_count_is("AWS::S3::Bucket", len(r.BUCKETS) + 1)
-    dev.template.resource_count_is("AWS::KMS::Key", 1)
+    dev.template.resource_count_is("AWS::KMS::Key", 2)
 
 
 @pytest.mark.parametrize("which", [*(spec.key for spec in r.BUCKETS), "access-logs"])
@@ -700,8 +732,15 @@ def test_kms_grants_only_through_s3_for_one_bucket(dev):
 
 def test_only_notify_reads_the_smtp_secret(dev):
     smtp_id = logical_id_of(dev, "AWS::SecretsManager::Secret", Name=f"p4review/{ENV}/{r.SMTP_SECRET.key}")
-    readers = {name for name in functions(dev) if any(mentions(s, smtp_id) for s in role_statements(dev, name))}
-    assert readers == {"notify"}
+    readers = {
+        name
+        for name in functions(dev)
+        if any(
+            mentions(s, smtp_id) and "secretsmanager:GetSecretValue" in as_list(s["Action"])
+            for s in role_statements(dev, name)
+        )
+    }
+    assert readers == {"notify"}  # the credential-age check lists its versions, never reads a value
 
 
 def test_function_roles_use_no_managed_policies(dev):
@@ -754,9 +793,9 @@ def test_prod_retains_data(prod):
         assert props(res)["DeletionProtectionEnabled"] is True
     for res in of_type(prod, "AWS::S3::Bucket").values():
         assert res["DeletionPolicy"] == "Retain"
-    (key,) = of_type(prod, "AWS::KMS::Key").values()
-    assert key["DeletionPolicy"] == "Retain"
-    assert "PendingWindowInDays" not in props(key)
+    for key in of_type(prod, "AWS::KMS::Key").values():  # the artifact key and the logs key
+        assert key["DeletionPolicy"] == "Retain"
+        assert "PendingWindowInDays" not in props(key)
     prod.template.resource_count_is("Custom::S3AutoDeleteObjects", 0)
     names = {props(res)["QueueName"] for res in of_type(prod, "AWS::SQS::Queue").values()}
     assert r.physical_name("prod", r.FETCH_QUEUE.key) in names

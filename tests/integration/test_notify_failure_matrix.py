@@ -154,7 +154,7 @@ def _kill_then_recover(moto_endpoint, local_aws_server, mail, monkeypatch, extra
     """For every k: a fresh service, a run killed right after its k-th step, the lease running
     out, and a second worker. Returns {step killed after: copies of each recipient's email}."""
     steps = _steps_of_a_clean_run(moto_endpoint, mail, monkeypatch, extra_env)
-    # The run's shape: claim, then per recipient ensure/attempt/send/mark, then the finish.
+    # The run's shape: claim, then per recipient start (intent + attempt)/send/mark, then the finish.
     assert steps[0] == "jobs.claim_stage" and steps.count("provider.send") == len(recipients)
     outcomes = {}
     for kill_after in range(1, len(steps) + 1):
@@ -186,8 +186,10 @@ def test_a_worker_killed_between_any_two_steps_leaves_every_recipient_emailed_ex
     steps, outcomes = _kill_then_recover(
         moto_endpoint, local_aws_server, mail, monkeypatch, TWO_RECIPIENTS, [OWNER, REVIEWER]
     )
-    per_recipient = ["outbox.ensure_row", "outbox.record_attempt", "provider.send", "outbox.mark_sent"]
-    assert steps[1:-2] == per_recipient * 2 and len(outcomes) == len(steps)
+    per_recipient = ["outbox.start_delivery", "provider.send", "outbox.mark_sent"]
+    # No outbox re-read after the sends: the job is finished from what the writes answered.
+    assert steps[1:-1] == per_recipient * 2 and steps[-1] == "jobs.complete_stage"
+    assert len(outcomes) == len(steps)
     assert {point: copies for point, copies in outcomes.items() if set(copies.values()) != {1}} == {}
 
 
@@ -221,8 +223,8 @@ def test_workers_racing_for_the_same_notify_message_send_each_email_once(moto_en
 
 
 class GatedOutbox:
-    """The real outbox; record_attempt first waits at a barrier, so two workers that read the
-    row in the same state reach the conditional write together."""
+    """The real outbox; the first attempt's write (start_delivery: the row and its attempt) first
+    waits at a barrier, so two workers that find no row reach the conditional write together."""
 
     def __init__(self, outbox, barrier: threading.Barrier):
         self._outbox = outbox
@@ -231,9 +233,9 @@ class GatedOutbox:
     def __getattr__(self, name):
         return getattr(self._outbox, name)
 
-    def record_attempt(self, row, **kwargs):
+    def start_delivery(self, intent, **kwargs):
         self._barrier.wait(timeout=30)
-        return self._outbox.record_attempt(row, **kwargs)
+        return self._outbox.start_delivery(intent, **kwargs)
 
 
 def _as_worker(job, worker_id):
@@ -246,10 +248,30 @@ def _lease(minutes=5):
     return Lease(to_iso(utc_now() + timedelta(minutes=minutes)))
 
 
-def test_two_workers_that_read_the_same_row_together_only_one_sends(moto_endpoint, aws_reset, mail):
+def test_two_workers_that_read_the_same_row_together_only_one_sends(moto_endpoint, aws_reset, mail, monkeypatch):
     """Bypassing the stage lease altogether (as a lease bug would): two threads run notify's
-    work on the same job; both read the row unsent; the conditional attempt write lets one
-    through and the other raises a retryable error without calling the provider."""
+    work on the same job; both find no row; the conditional attempt write lets one through and
+    the other raises a retryable error without calling the provider. The winner's send waits
+    until the loser is answered, so the loser meets the row in flight (not already sent)."""
+    loser_answered = threading.Event()
+
+    class WaitingTransport(EmailTransport):
+        def _build(self):
+            sender, from_address = super()._build()
+            return WaitingSender(sender), from_address
+
+    class WaitingSender:
+        def __init__(self, inner):
+            self._inner = inner
+
+        def __getattr__(self, name):
+            return getattr(self._inner, name)
+
+        def send(self, **kwargs):
+            assert loser_answered.wait(30)
+            return self._inner.send(**kwargs)
+
+    monkeypatch.setattr(notify_module, "EmailTransport", WaitingTransport)
     with notify_service(moto_endpoint, mail) as service:
         job = reviewed_job(service)
         barrier = threading.Barrier(2)
@@ -261,6 +283,7 @@ def test_two_workers_that_read_the_same_row_together_only_one_sends(moto_endpoin
                 outcomes[name] = "sent"
             except RetryableError as exc:
                 outcomes[name] = exc
+                loser_answered.set()
 
         threads = [threading.Thread(target=worker, args=(name,)) for name in ("a", "b")]
         for thread in threads:

@@ -5,7 +5,14 @@ import botocore.session
 import pytest
 from botocore.stub import Stubber
 
-from benchmarks.cost import BENCHMARK, SERVICE, CallCounter, counting_dal_clients
+from benchmarks.cost import (
+    BENCHMARK,
+    EVENT_SOURCE,
+    SERVICE,
+    CallCounter,
+    counting_all_boto3_clients,
+    counting_dal_clients,
+)
 
 
 def _client(service: str):
@@ -94,3 +101,36 @@ def test_dal_factory_patch_attaches_and_restores(monkeypatch: pytest.MonkeyPatch
     stub.add_response("get_secret_value", {"SecretString": "s"})
     client.get_secret_value(SecretId="id", VersionStage="AWSCURRENT")
     assert counter.snapshot(SERVICE).calls == {("secretsmanager", "GetSecretValue"): 1}
+
+
+def test_a_client_attached_twice_is_counted_once_under_its_last_origin():
+    """The DAL's clients are made while the stack's own clients are counted too (a poller runs a
+    handler while the stack starts): the client is attached as event-source, then as service.
+    Each call must count once, as the service's (the benchmark once counted none of them)."""
+    counter = CallCounter()
+    client = counter.attach(_client("dynamodb"), EVENT_SOURCE)
+    assert counter.attach(client, SERVICE) is client
+    stub = Stubber(client)
+    stub.activate()
+    stub.add_response("update_item", {})
+    client.update_item(TableName="jobs", Key={"pk": {"S": "a"}})
+    assert counter.snapshot(SERVICE).calls == {("dynamodb", "UpdateItem"): 1}
+    assert counter.snapshot(EVENT_SOURCE).calls == {}
+    assert counter.snapshot(SERVICE).table_total("jobs", ("UpdateItem",)) == 1
+
+
+def test_the_dal_clients_made_inside_the_all_clients_window_count_as_the_service(monkeypatch: pytest.MonkeyPatch):
+    from p4review.dal import factory
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
+    counter = CallCounter()
+    with counting_dal_clients(counter), counting_all_boto3_clients(counter, EVENT_SOURCE):
+        client = factory._client("sqs")
+    stub = Stubber(client)
+    stub.activate()
+    stub.add_response("send_message", {"MessageId": "m", "MD5OfMessageBody": "x"})
+    client.send_message(QueueUrl="https://sqs.us-east-1.amazonaws.com/1/q", MessageBody="{}")
+    assert counter.snapshot(SERVICE).calls == {("sqs", "SendMessage"): 1}
+    assert counter.snapshot(EVENT_SOURCE).calls == {}

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from p4review.adapters.email_sender import TimedSender
+from p4review.metric_names import Dimension, MetricName
 from p4review.models.outbox import LookupOutcome, LookupResult, SendOutcome, SendResult
 from p4review.observability import metrics
+from tests.support.emf import data_points, total
 
 
 class FakeProvider:
@@ -20,21 +22,31 @@ class FakeProvider:
         return LookupResult(outcome=LookupOutcome.UNSUPPORTED)
 
 
-def test_each_call_is_counted_once_with_outcome_and_latency():
+def test_each_call_is_counted_once_with_outcome_and_latency(capsys):
     metrics.clear_metrics()
     inner = FakeProvider(
         SendResult(outcome=SendOutcome.RETRYABLE, error_code="421"),
         SendResult(outcome=SendOutcome.SENT, notification_id="q1"),
     )
     sender = TimedSender(inner, "smtp")
+    capsys.readouterr()
     for _ in range(2):
         sender.send(sender="a@example.com", recipient="b@example.com", message=b"x")
     sender.lookup("<id>")
     recorded = metrics.metric_set
     assert inner.calls == 2
     assert recorded["EmailProviderCalls"]["Value"] == [1.0, 1.0]
-    assert recorded["EmailOutcome_retryable"]["Value"] == [1.0] and recorded["EmailOutcome_sent"]["Value"] == [1.0]
     assert len(recorded["EmailProviderLatency"]["Value"]) == 2  # one value per call: a distribution
     assert recorded["EmailProviderLatency"]["Unit"] == "Milliseconds"
-    assert recorded["EmailLookup_unsupported"]["Value"] == [1.0]
+    # The outcome is a dimension of one metric, in its own document: never on the calls above.
+    assert not any(name.startswith(("EmailOutcome", "EmailLookup")) for name in recorded)
+    points = data_points(capsys.readouterr().out)
+    outcomes = {(p.name, p.dimensions[Dimension.OUTCOME]): sum(p.values) for p in points}
+    assert outcomes == {
+        (MetricName.EMAIL_OUTCOME, "retryable"): 1,
+        (MetricName.EMAIL_OUTCOME, "sent"): 1,
+        (MetricName.EMAIL_LOOKUP, "unsupported"): 1,
+    }
+    assert all(set(p.dimensions) == {"service", Dimension.OUTCOME} for p in points)
+    assert total(points, MetricName.EMAIL_OUTCOME) == 2
     metrics.clear_metrics()

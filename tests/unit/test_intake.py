@@ -130,3 +130,21 @@ def test_api_maps_every_intake_outcome_to_one_status_and_its_headers():
     assert (INTAKE_STATUS[stale.outcome], intake_headers(stale)) == (409, {})
     assert INTAKE_STATUS[IntakeOutcome.KEY_REUSED] == 422
     assert INTAKE_STATUS[IntakeOutcome.STORAGE_INCONSISTENT] == 503
+
+
+def test_the_latest_version_whose_records_expired_is_409_review_records_expired():
+    """SEC-23: the head outlives the job and its claim, so their absence means they expired."""
+    request = _request(review_version=3, rerun=True)
+    for outcome in (
+        CreateOutcome(created=False, conflict=CreateConflict.CHANGELIST_HEAD, head_latest_version=3),
+        CreateOutcome(created=False, conflict=CreateConflict.RECORDS_EXPIRED, head_latest_version=3),
+    ):
+        answer = decide(request, outcome, NOW)
+        assert answer.outcome is IntakeOutcome.RECORDS_EXPIRED
+        assert answer.error_code == "review_records_expired"
+        assert answer.details == {"changelist_id": 100, "requested_version": 3, "latest_version": 3}
+        assert not answer.enqueue_fetch
+        assert INTAKE_STATUS[answer.outcome] == 409
+    # Below the latest: still the stale answer (a newer version was accepted).
+    below = CreateOutcome(created=False, conflict=CreateConflict.CHANGELIST_HEAD, head_latest_version=4)
+    assert decide(request, below, NOW).outcome is IntakeOutcome.STALE_VERSION

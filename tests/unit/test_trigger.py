@@ -490,6 +490,7 @@ def test_the_version_is_recorded_before_the_post_so_a_resend_reuses_it(config, l
         (400, "invalid_request"),
         (409, "rerun_not_requested"),
         (409, "stale_review_version"),
+        (409, "review_records_expired"),
         (413, "body_too_large"),
         (422, "idempotency_key_reused"),
     ],
@@ -506,6 +507,9 @@ def test_an_answer_the_api_will_never_accept_moves_the_event_to_rejected(config,
     assert rejected["outcome"]["details"] == {"latest_version": 2}
     line = next(line for line in log_lines(config) if "event_rejected" in line)
     assert f"code={code}" in line and "moved to rejected/" in line
+    # The version was dealt with before: a warning with a note, not an error to act on.
+    dealt_with_before = code in ("stale_review_version", "review_records_expired")
+    assert (" WARN " in line) == dealt_with_before and ("note=" in line) == dealt_with_before, line
 
 
 @pytest.mark.parametrize(

@@ -12,10 +12,35 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
 from p4review.metric_names import NAMESPACE as METRICS_NAMESPACE
-from p4review.metric_names import SERVICE, MetricName
+from p4review.metric_names import SERVICE, Dimension, MetricName, dimension_names
+from p4review.metric_names import SERVICE_DIMENSION as SERVICE_DIMENSION_NAME
 
 # Powertools' EMF metrics: the default dimension of every p4review metric.
-SERVICE_DIMENSION = {"service": SERVICE}
+SERVICE_DIMENSION = {SERVICE_DIMENSION_NAME: SERVICE}
+
+
+def own_metric(
+    name: MetricName,
+    *,
+    period: Duration,
+    statistic: str = cloudwatch.Stats.SUM,
+    label: str | None = None,
+    dimensions: dict[Dimension, str] | None = None,
+) -> cloudwatch.Metric:
+    """One of the service's own metrics, with the dimension set it is published with
+    (metric_names.DIMENSIONS): CloudWatch matches the full set, so a query naming fewer or more
+    dimensions finds no data, and an alarm on it would never fire."""
+    dimensions_map = {**SERVICE_DIMENSION, **{str(k): v for k, v in (dimensions or {}).items()}}
+    if set(dimensions_map) != dimension_names(name):
+        raise ValueError(f"{name} is published with {sorted(dimension_names(name))}, not {sorted(dimensions_map)}")
+    return cloudwatch.Metric(
+        namespace=METRICS_NAMESPACE,
+        metric_name=name,
+        dimensions_map=dimensions_map,
+        period=period,
+        statistic=statistic,
+        label=label,
+    )
 
 
 class Alarms(Construct):
@@ -72,20 +97,16 @@ class Alarms(Construct):
             "The sweeper could not verify artifact TTLs (see its log for the error class).",
         )
 
-    def _on_runtime_metric(self, metric_name: str, suffix: str, period: Duration, description: str) -> cloudwatch.Alarm:
+    def _on_runtime_metric(
+        self, metric_name: MetricName, suffix: str, period: Duration, description: str
+    ) -> cloudwatch.Alarm:
         """An alarm on one of the service's own metrics (Sum over `period` > 0), sent to the topic."""
         alarm = cloudwatch.Alarm(
             self,
             metric_name,
             alarm_name=f"p4review-{self._environment}-{suffix}",
             alarm_description=description,
-            metric=cloudwatch.Metric(
-                namespace=METRICS_NAMESPACE,
-                metric_name=metric_name,
-                dimensions_map=SERVICE_DIMENSION,
-                period=period,
-                statistic=cloudwatch.Stats.SUM,
-            ),
+            metric=own_metric(metric_name, period=period),
             threshold=0,
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
             evaluation_periods=1,
@@ -95,14 +116,8 @@ class Alarms(Construct):
         return alarm
 
     def _possible_duplicate_rate(self, *, threshold_percent: float) -> cloudwatch.Alarm:
-        def metric(name: str) -> cloudwatch.Metric:
-            return cloudwatch.Metric(
-                namespace=METRICS_NAMESPACE,
-                metric_name=name,
-                dimensions_map=SERVICE_DIMENSION,
-                period=Duration.hours(1),
-                statistic=cloudwatch.Stats.SUM,
-            )
+        def metric(name: MetricName) -> cloudwatch.Metric:
+            return own_metric(name, period=Duration.hours(1))
 
         alarm = cloudwatch.Alarm(
             self,

@@ -16,7 +16,9 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from p4review.resources import physical_name
+from p4review_infra.constructs.logs_key import logs_key
 from p4review_infra.nag import acknowledge
+from p4review_infra.scanner_skips import skip_checkov
 
 THROTTLE_RATE_LIMIT = 50
 THROTTLE_BURST_LIMIT = 100
@@ -33,6 +35,16 @@ _SWARM_ROUTE_REASON = (
     "AWS credentials: ingest compares its shared per-environment token (swarm-test-token secret, "
     "current and previous value, constant time) before reading the body's fields and refuses callback "
     "URLs off the configured Swarm."
+)
+
+
+# checkov CKV_AWS_59 (AuthorizationType NONE), per method.
+_NO_AUTHORIZER_REASON = (
+    " API Gateway has no HMAC authorizer, and a Lambda authorizer never receives the request body "
+    "that the signature covers."
+)
+_SWARM_NO_AUTHORIZER_REASON = (
+    " A Lambda authorizer would only repeat that comparison in a second invocation per request."
 )
 
 
@@ -55,6 +67,7 @@ class ReviewApi(Construct):
             log_group_name=f"/aws/apigateway/{physical_name(environment, 'api')}/access",
             retention=ACCESS_LOG_RETENTION,
             removal_policy=removal_policy,
+            encryption_key=logs_key(self, environment=environment, removal_policy=removal_policy).key,
         )
 
         self.api = apigw.RestApi(
@@ -125,6 +138,23 @@ class ReviewApi(Construct):
             f"No WAF yet: the only callers are {callers}, requests are {checks} in the "
             "function, bodies are capped and the stage is throttled (50 rps, burst 100). A WAF web ACL "
             "(IP allow-list of the Perforce servers) is a follow-up once their egress IPs are fixed.",
+        )
+
+        swarm_route = self.post_swarm_test.node.path if self.post_swarm_test else None
+        for method in self.api.methods:
+            skip_checkov(
+                method,
+                "CKV_AWS_59",
+                _SWARM_ROUTE_REASON.strip() + _SWARM_NO_AUTHORIZER_REASON
+                if method.node.path == swarm_route
+                else _HMAC_REASON + _NO_AUTHORIZER_REASON,
+            )
+        skip_checkov(
+            self.api.deployment_stage,
+            "CKV_AWS_120",
+            "No response caching: a cache hit is answered by API Gateway without ingest running, so "
+            "without its signature and timestamp checks (a replayed GET would be served), and could be a "
+            "stale job status. Every signed request is timestamped and unique, so a cache would not hit.",
         )
 
         cloud_watch_role = self.api.node.try_find_child("CloudWatchRole")

@@ -11,7 +11,9 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from p4review.resources import physical_name
+from p4review.resources import IndexSpec, physical_name
+from p4review_infra.concurrency_config import MIN_EVENT_SOURCE_CONCURRENCY
+from p4review_infra.constructs.logs_key import logs_key
 from p4review_infra.constructs.secrets import ProvisionedSecret
 from p4review_infra.constructs.stage_queue import StageQueue
 from p4review_infra.constructs.storage import ArtifactBucket, ArtifactStorage, ProvisionedTable
@@ -20,15 +22,24 @@ from p4review_infra.nag import acknowledge, arn_finding, resource_finding
 from p4review_infra.network_config import FunctionNetwork
 from p4review_infra.paths import FUNCTIONS_DIR
 from p4review_infra.review_config import bedrock_invoke_resources
+from p4review_infra.scanner_skips import skip_checkov
 
+# DynamoDB item access (TransactWriteItems is authorized per item as Put/Update/ConditionCheck).
+TABLE_READ_ACTIONS = (
+    "dynamodb:GetItem",
+    "dynamodb:BatchGetItem",
+    "dynamodb:Query",
+    "dynamodb:Scan",
+    "dynamodb:ConditionCheckItem",
+    "dynamodb:DescribeTable",
+)
+TABLE_WRITE_ACTIONS = ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem")
+INDEX_READ_ACTIONS = ("dynamodb:Scan", "dynamodb:Query")
 HANDLER = "handler.lambda_handler"
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 POWERTOOLS_SERVICE_NAME = "p4review"
 POWERTOOLS_METRICS_NAMESPACE = "P4Review"
 
-
-# Lambda's floor for an SQS event source's maximum concurrency.
-MIN_EVENT_SOURCE_CONCURRENCY = 2
 # What Lambda needs to manage a VPC function's network interfaces: the EC2 actions of the AWS
 # managed policy AWSLambdaVPCAccessExecutionRole (its logs actions are granted per log group).
 VPC_ENI_ACTIONS = (
@@ -55,10 +66,14 @@ class P4ReviewFunction(Construct):
         log_level: str,
         removal_policy: RemovalPolicy,
         description: str,
+        reserved_concurrency: int,
         network: FunctionNetwork | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.name = name
+        # Every function has a bound (concurrency_config.py): the most it can run at once, and a
+        # share of the account's pool no other function can take.
+        self.reserved_concurrency = reserved_concurrency
         function_name = physical_name(environment, name)
 
         self.log_group = logs.LogGroup(
@@ -67,6 +82,7 @@ class P4ReviewFunction(Construct):
             log_group_name=f"/aws/lambda/{function_name}",
             retention=LOG_RETENTION,
             removal_policy=removal_policy,
+            encryption_key=logs_key(self, environment=environment, removal_policy=removal_policy).key,
         )
         # Own role, no AWS managed policies: logging is granted on this function's log group only.
         self.role = iam.Role(
@@ -93,6 +109,7 @@ class P4ReviewFunction(Construct):
             code=lambda_.Code.from_asset(str(FUNCTIONS_DIR / name), exclude=["__pycache__", "*.pyc"]),
             timeout=Duration.seconds(timeout_seconds),
             memory_size=memory_mb,
+            reserved_concurrent_executions=reserved_concurrency,
             role=self.role,
             layers=layers,
             log_group=self.log_group,
@@ -147,6 +164,13 @@ class P4ReviewFunction(Construct):
             "EC2 actions of AWSLambdaVPCAccessExecutionRole on '*', as AWS documents for VPC functions.",
             findings=["Resource::*"],
         )
+        skip_checkov(
+            self.role.node.find_child("DefaultPolicy"),
+            "CKV_AWS_111",
+            "The EC2 network-interface actions Lambda needs to attach a VPC function (those of "
+            "AWSLambdaVPCAccessExecutionRole): the interfaces' ids are unknown until Lambda creates them, "
+            "so they cannot be constrained to a resource.",
+        )
         return {
             "vpc": vpc,
             "vpc_subnets": ec2.SubnetSelection(subnets=subnets),
@@ -158,21 +182,35 @@ class P4ReviewFunction(Construct):
     def set_env(self, name: str, value: str) -> None:
         self.function.add_environment(name, value)
 
-    def uses_table(self, provisioned: ProvisionedTable, *, write: bool) -> None:
-        self.set_env(provisioned.spec.env_var, provisioned.table.table_name)
-        if write:
-            provisioned.table.grant_read_write_data(self.function)
-        else:
-            provisioned.table.grant_read_data(self.function)
+    def uses_table(self, provisioned: ProvisionedTable, *, write: bool, indexes: tuple[IndexSpec, ...] = ()) -> None:
+        """Item reads (and writes) on the table itself, and reads of exactly the named indexes.
+        Not CDK's `grant_read_*_data`: on a table with an index it grants `index/*` to everyone."""
+        table = provisioned.table
+        self.set_env(provisioned.spec.env_var, table.table_name)
+        actions = TABLE_READ_ACTIONS + (TABLE_WRITE_ACTIONS if write else ())
+        self.function.add_to_role_policy(iam.PolicyStatement(actions=list(actions), resources=[table.table_arn]))
+        if indexes:
+            self.function.add_to_role_policy(
+                iam.PolicyStatement(
+                    actions=list(INDEX_READ_ACTIONS),
+                    resources=[f"{table.table_arn}/index/{index.name}" for index in indexes],
+                )
+            )
 
     def sends_to(self, stage: StageQueue) -> None:
         self.set_env(stage.spec.env_var, stage.queue.queue_url)
         stage.queue.grant_send_messages(self.function)
 
-    def consumes(self, stage: StageQueue) -> None:
-        """The stage's own queue drives this function. The runtime needs the queue's URL to delay
-        a retry (ChangeMessageVisibility, granted by the event source) and its DLQ to park a
-        sanitized dead-letter envelope."""
+    def consumes(self, stage: StageQueue, *, max_concurrency: int) -> None:
+        """The stage's own queue drives this function, `max_concurrency` (W) invocations at most at
+        once. The runtime needs the queue's URL to delay a retry (ChangeMessageVisibility, granted
+        by the event source) and its DLQ to park a sanitized dead-letter envelope."""
+        if not MIN_EVENT_SOURCE_CONCURRENCY <= max_concurrency <= self.reserved_concurrency:
+            # concurrency_config.py refuses such context; this guards the stack's own wiring.
+            raise ValueError(
+                f"{self.name}: event source maximum concurrency {max_concurrency} must be between "
+                f"{MIN_EVENT_SOURCE_CONCURRENCY} and the reserved concurrency ({self.reserved_concurrency})"
+            )
         from aws_cdk import aws_lambda_event_sources as sources
 
         self.set_env(stage.spec.env_var, stage.queue.queue_url)
@@ -183,12 +221,13 @@ class P4ReviewFunction(Construct):
                 stage.queue,
                 batch_size=stage.spec.batch_size,
                 report_batch_item_failures=True,
-                max_concurrency=max(stage.spec.max_concurrency, MIN_EVENT_SOURCE_CONCURRENCY),
+                max_concurrency=max_concurrency,
             )
         )
 
     def reads_secret(self, provisioned: ProvisionedSecret) -> None:
         self.set_env(provisioned.spec.env_var, provisioned.secret.secret_arn)
+        provisioned.readers.append(self.name)  # a secret in use: its age is watched (SEC-20)
         provisioned.secret.grant_read(self.function)
 
     def invokes_bedrock_model(self, model: str) -> None:

@@ -15,9 +15,11 @@ from constructs import Construct
 
 from p4review.resources import physical_name
 from p4review_infra.constructs.function import LOG_RETENTION, P4ReviewFunction
+from p4review_infra.constructs.logs_key import logs_key
 from p4review_infra.layer import ARCHITECTURE
 from p4review_infra.nag import acknowledge
 from p4review_infra.paths import LAYERS_DIR
+from p4review_infra.scanner_skips import skip_checkov
 
 JS_ANALYZERS_DIR = LAYERS_DIR / "analyzers-js"
 NODE_RUNTIME = lambda_.Runtime.NODEJS_22_X
@@ -45,6 +47,7 @@ class JsAnalyzersFunction(Construct):
             log_group_name=f"/aws/lambda/{function_name}",
             retention=LOG_RETENTION,
             removal_policy=removal_policy,
+            encryption_key=logs_key(self, environment=environment, removal_policy=removal_policy).key,
         )
         role = iam.Role(
             self,
@@ -78,6 +81,14 @@ class JsAnalyzersFunction(Construct):
             "AwsSolutions-L1",
             f"Pinned to {NODE_RUNTIME.name}, the Node.js version package-lock.json's eslint is tested with "
             "here; moving it is a reviewed change like any dependency bump.",
+        )
+        skip_checkov(
+            self.function,
+            "CKV_AWS_115",
+            "Invoked only by the review function (the one role allowed to), synchronously, one call at a "
+            "time per review invocation, so review's concurrency (capped by its SQS event source) bounds "
+            "it. A reservation of its own would withhold that much from the account's pool and throttle "
+            "review's calls first.",
         )
 
     def invoked_by(self, caller: P4ReviewFunction) -> None:

@@ -2,20 +2,27 @@
 
 Each secret is created with a generated value so the stack deploys on its own; an operator then
 puts the real value (`aws secretsmanager put-secret-value`). The JSON templates below carry
-non-secret placeholder fields only; the secret part is generated."""
+non-secret placeholder fields only; the secret part is generated.
+
+Rotation (spec SEC-20, docs/runbook.md "Credentials"): the trigger-signing key, whose both ends
+are ours, rotates on a schedule (`rotate_automatically`); every other secret is issued by, or
+held by, a system the service cannot change, so an operator rotates it when its age alarm fires."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from aws_cdk import RemovalPolicy
+from aws_cdk import RemovalPolicy, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
+from p4review.logic.secret_rotation import SIGNING_KEY_LENGTH
 from p4review.resources import LLM_SECRET, P4_SECRET, SIGNING_SECRET, SMTP_SECRET, SecretSpec
 from p4review_infra.nag import acknowledge
-from p4review_infra.swarm_config import SWARM_SECRET
+from p4review_infra.swarm_config import SWARM_SECRET, SWARM_TEST_TOKEN_SECRET
 
 # spec key -> (JSON template of non-secret placeholder fields, key of the generated value).
 # The signing secret and the Swarm workflow-test token have no template: their whole value is a
@@ -37,8 +44,36 @@ _TEMPLATES: dict[str, tuple[dict[str, str | int], str]] = {
     SWARM_SECRET.key: ({"user": "p4review"}, "ticket"),
 }
 
-SIGNING_KEY_LENGTH = 64
 GENERATED_PASSWORD_LENGTH = 32
+# What a rotation function needs on its secret (DescribeSecret for the version labels). No
+# GetRandomPassword: the function draws the key from Python's CSPRNG.
+ROTATION_ACTIONS = (
+    "secretsmanager:DescribeSecret",
+    "secretsmanager:GetSecretValue",
+    "secretsmanager:PutSecretValue",
+    "secretsmanager:UpdateSecretVersionStage",
+)
+
+# Why a secret has no rotation schedule (cdk-nag AwsSolutions-SMG4): its value is issued, or held,
+# by a system the service cannot change. Each is alarmed when older than credentialMaxAgeDays
+# (CredentialAgeDays, constructs/credential_lifecycle.py) and docs/runbook.md "Credentials" gives
+# the procedure. A secret without a reason here and without a schedule fails synth.
+_AGE_ALARM = (
+    "; its age is alarmed (CredentialAgeDays > credentialMaxAgeDays, at most 90 days) and the runbook gives "
+    "the procedure"
+)
+_ISSUED_ELSEWHERE = (
+    (SMTP_SECRET, "The SMTP relay issues this password; the relay must accept a new one before the secret holds it"),
+    (LLM_SECRET, "The LLM provider issues this API key in its own console; the service cannot create one"),
+    (P4_SECRET, "The Perforce server issues this ticket to the service user, whose login the service does not hold"),
+    (SWARM_SECRET, "The Perforce server issues the Swarm service user's ticket; the service does not hold its login"),
+    (
+        SWARM_TEST_TOKEN_SECRET,
+        "Generated here, but held by Swarm's workflow-test definition, which only a Swarm admin can change: a "
+        "scheduled rotation would leave Swarm holding a refused token one period later",
+    ),
+)
+NOT_ROTATED_BECAUSE = {spec.key: reason + _AGE_ALARM for spec, reason in _ISSUED_ELSEWHERE}
 
 
 def secret_name(environment: str, spec: SecretSpec) -> str:
@@ -49,6 +84,8 @@ def secret_name(environment: str, spec: SecretSpec) -> str:
 class ProvisionedSecret:
     spec: SecretSpec
     secret: secretsmanager.Secret
+    # The functions granted read access (P4ReviewFunction.reads_secret): a secret in use.
+    readers: list[str] = field(default_factory=list)
 
 
 class Secrets(Construct):
@@ -63,6 +100,7 @@ class Secrets(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self.by_key: dict[str, ProvisionedSecret] = {}
+        self.rotated: dict[str, int] = {}  # spec key -> days between rotations
         for spec in specs:
             secret = secretsmanager.Secret(
                 self,
@@ -73,15 +111,42 @@ class Secrets(Construct):
                 removal_policy=removal_policy,
             )
             self.by_key[spec.key] = ProvisionedSecret(spec, secret)
+            if spec.key in NOT_ROTATED_BECAUSE:
+                acknowledge(secret, "AwsSolutions-SMG4", NOT_ROTATED_BECAUSE[spec.key])
 
-        acknowledge(
+    def rotate_automatically(self, key: str, rotation_function: lambda_.Function, *, every_days: int) -> None:
+        """Secrets Manager rotates `key` every `every_days` with `rotation_function` (the four
+        steps). Not `Secret.add_rotation_schedule`: that also grants GetRandomPassword on `*` and
+        lets Secrets Manager invoke the function on behalf of any account."""
+        provisioned = self.by_key[key]
+        secret = provisioned.secret
+        permission = lambda_.CfnPermission(
             self,
-            "AwsSolutions-SMG4",
-            "Rotation is a later issue: these values are issued by external systems (Perforce "
-            "ticket, SMTP relay, LLM provider, Swarm ticket) and the trigger signing key and the Swarm "
-            "workflow-test token are rotated by an operator; the ingest function accepts AWSCURRENT and "
-            "AWSPREVIOUS for both, so a manual rotation is seamless.",
+            f"{secret.node.id}RotationInvoke",
+            action="lambda:InvokeFunction",
+            function_name=rotation_function.function_arn,
+            principal="secretsmanager.amazonaws.com",
+            source_account=Stack.of(self).account,  # confused-deputy guard: this account's secrets only
         )
+        rotation_function.add_to_role_policy(
+            iam.PolicyStatement(actions=list(ROTATION_ACTIONS), resources=[secret.secret_arn])
+        )
+        schedule = secretsmanager.CfnRotationSchedule(
+            self,
+            f"{secret.node.id}Rotation",
+            secret_id=secret.secret_arn,
+            rotation_lambda_arn=rotation_function.function_arn,
+            rotation_rules=secretsmanager.CfnRotationSchedule.RotationRulesProperty(
+                schedule_expression=f"rate({every_days} days)"
+            ),
+            # A deploy never moves the key: the first rotation comes on schedule. (Secrets Manager
+            # still runs testSecret once, on a pending copy of the current value, to check the setup.)
+            rotate_immediately_on_update=False,
+        )
+        # Secrets Manager invokes the function as the schedule is created: the permission first. (The
+        # function itself, and through it its role's policy, come first by the ARN reference.)
+        schedule.node.add_dependency(permission)
+        self.rotated[key] = every_days
 
     @staticmethod
     def _generator(spec: SecretSpec) -> secretsmanager.SecretStringGenerator:

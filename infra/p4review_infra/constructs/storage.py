@@ -14,6 +14,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from p4review.resources import BucketSpec, TableSpec, physical_name
+from p4review_infra.scanner_skips import skip_checkov
 
 ACCESS_LOG_RETENTION_DAYS = 90
 # KMS's minimum waiting period before a scheduled key deletion (dev only: protected keys are retained).
@@ -27,7 +28,8 @@ class ProvisionedTable:
 
 
 class Tables(Construct):
-    """One on-demand, PITR-enabled, AWS-managed-encrypted table per TableSpec."""
+    """One on-demand, PITR-enabled, AWS-managed-encrypted table per TableSpec, with its TTL
+    attribute (retention, SEC-23) and its global secondary indexes."""
 
     def __init__(
         self,
@@ -60,6 +62,14 @@ class Tables(Construct):
                 deletion_protection=protect,
                 removal_policy=RemovalPolicy.RETAIN if protect else RemovalPolicy.DESTROY,
             )
+            for index in spec.indexes:
+                # Sparse: only items carrying the key are in the index (resources.ACTIVE_JOBS_INDEX).
+                table.add_global_secondary_index(
+                    index_name=index.name,
+                    partition_key=dynamodb.Attribute(name=index.partition_key, type=dynamodb.AttributeType.STRING),
+                    projection_type=dynamodb.ProjectionType.INCLUDE,
+                    non_key_attributes=list(index.projected),
+                )
             self.by_key[spec.key] = ProvisionedTable(spec, table)
 
     def __getitem__(self, key: str) -> ProvisionedTable:
@@ -203,6 +213,18 @@ class ArtifactStorage(Construct):
             lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(ACCESS_LOG_RETENTION_DAYS))],
             **common,
         )
+        skip_checkov(
+            self.access_logs,
+            "CKV_AWS_18",
+            "This is the server-access-log bucket: S3 advises against a bucket logging to itself (every "
+            "delivery would log another), and no p4review role can read or write it.",
+        )
+        skip_checkov(
+            self.access_logs,
+            "CKV_AWS_21",
+            f"Log files are written once by S3 log delivery and expire after {ACCESS_LOG_RETENTION_DAYS} "
+            "days; versioning would only keep the expired ones as noncurrent versions.",
+        )
         self.by_key: dict[str, ArtifactBucket] = {}
         for spec in specs:
             bucket = s3.Bucket(
@@ -224,6 +246,14 @@ class ArtifactStorage(Construct):
                 server_access_logs_bucket=self.access_logs,
                 server_access_logs_prefix=f"{spec.key}/",
                 **common,
+            )
+            skip_checkov(
+                bucket,
+                "CKV_AWS_21",
+                f"Unversioned on purpose: {spec.key} artifacts must be gone {spec.expiration_days} days after "
+                "they are written (the artifact TTL, docs/security.md), and versioning would keep every "
+                "expired object as a noncurrent version. No role may delete an artifact, so there is no "
+                "early deletion for versions to undo.",
             )
             self.by_key[spec.key] = ArtifactBucket(spec, bucket, self.key)
 

@@ -2,9 +2,10 @@
 
 Providers answer with structured results (`SendResult`, `LookupResult`), never exceptions for
 an expected failure. `TimedSender` counts every provider call once and records its latency and
-outcome as metrics: `EmailProviderCalls` (per call), `EmailOutcome_<sent|retryable|failed>` and
-`EmailProviderLatency` (milliseconds; every call is one value, so CloudWatch's percentile
-statistics give the latency distribution).
+outcome as metrics: `EmailProviderCalls` (per call), `EmailOutcome` (dimension Outcome: sent,
+retryable or failed) and `EmailProviderLatency` (milliseconds; every call is one value, so
+CloudWatch's percentile statistics give the latency distribution); a lookup counts `EmailLookup`
+(dimension Outcome).
 
 `commit_by` is when the caller's right to deliver (its stage lease and the row's send lock)
 ends. A provider must not hand the message over after it: past that moment another worker may
@@ -16,9 +17,9 @@ import time
 from datetime import datetime
 from typing import Protocol
 
-from p4review.metric_names import MetricName
+from p4review.metric_names import Dimension, MetricName
 from p4review.models.outbox import LookupResult, SendResult
-from p4review.observability import metrics
+from p4review.observability import metrics, publish_metric
 
 
 class EmailSender(Protocol):
@@ -41,10 +42,10 @@ class TimedSender:
             unit="Milliseconds",
             value=round((time.perf_counter() - started) * 1000, 1),
         )
-        metrics.add_metric(name=f"EmailOutcome_{result.outcome.value}", unit="Count", value=1)
+        publish_metric(MetricName.EMAIL_OUTCOME, 1, {Dimension.OUTCOME: result.outcome.value})
         return result
 
     def lookup(self, message_id: str) -> LookupResult:
         result = self._inner.lookup(message_id)
-        metrics.add_metric(name=f"EmailLookup_{result.outcome.value}", unit="Count", value=1)
+        publish_metric(MetricName.EMAIL_LOOKUP, 1, {Dimension.OUTCOME: result.outcome.value})
         return result

@@ -13,6 +13,7 @@ INTAKE_STATUS = {
     IntakeOutcome.REPLAYED: 200,
     IntakeOutcome.KEY_REUSED: 422,
     IntakeOutcome.STALE_VERSION: 409,
+    IntakeOutcome.RECORDS_EXPIRED: 409,
     IntakeOutcome.RERUN_NOT_REQUESTED: 409,
     IntakeOutcome.VERSION_TAKEN: 409,
     IntakeOutcome.STORAGE_INCONSISTENT: 503,

@@ -21,10 +21,10 @@ from p4review.errors import AuthError, ConfigError, NotFoundError, P4ReviewError
 from p4review.logic import signing, swarm_intake
 from p4review.logic.ingest_service import create_review, create_swarm_test_review, describe_review
 from p4review.logic.intake import STRANDED_AFTER, IntakeAnswer
-from p4review.metric_names import MetricName
+from p4review.metric_names import Dimension, MetricName
 from p4review.models.api import CreateReviewRequest, ErrorBody, ErrorResponse, JobView, PingResponse
 from p4review.models.swarm_test import SwarmTestCall
-from p4review.observability import logger, metrics
+from p4review.observability import logger, metrics, publish_metric
 
 app = APIGatewayRestResolver()
 
@@ -130,11 +130,13 @@ def post_review() -> Response:
     answer = create_review(
         request, jobs=dal.jobs, queues=dal.queues, request_id=app.current_event.request_context.request_id
     )
-    return _intake_response(request, answer, metric_prefix="Ingest")
+    response = _intake_response(request, answer)
+    publish_metric(MetricName.INGEST_RESPONSES, 1, {Dimension.STATUS_CODE: str(response.status_code)})
+    return response
 
 
 def _intake_response(
-    request: CreateReviewRequest, answer: IntakeAnswer, *, metric_prefix: str, log_extra: dict[str, Any] | None = None
+    request: CreateReviewRequest, answer: IntakeAnswer, *, log_extra: dict[str, Any] | None = None
 ) -> Response:
     status_code, headers = INTAKE_STATUS[answer.outcome], intake_headers(answer)
     logger.info(
@@ -148,7 +150,6 @@ def _intake_response(
             **(log_extra or {}),
         },
     )
-    metrics.add_metric(name=f"{metric_prefix}{status_code}", unit="Count", value=1)
     if answer.error_code or answer.job is None:
         return _error_response(
             status_code, answer.error_code or answer.outcome.value, answer.message, answer.details, headers
@@ -230,12 +231,13 @@ def post_swarm_test() -> Response:
     request, answer = create_swarm_test_review(
         call, jobs=dal.jobs, queues=dal.queues, request_id=app.current_event.request_context.request_id
     )
-    return _intake_response(
+    response = _intake_response(
         request,
         answer,
-        metric_prefix="SwarmTest",
         log_extra={"swarm_review": call.review, "swarm_version": call.version, "swarm_status": call.status.value},
     )
+    publish_metric(MetricName.SWARM_TEST_RESPONSES, 1, {Dimension.STATUS_CODE: str(response.status_code)})
+    return response
 
 
 @app.get("/v1/ping")

@@ -5,6 +5,12 @@ Items in the jobs table:
   JOB#<job_id>            the job (job_id is derived from the idempotency key)
   CLV#<changelist>#<ver>  claim: at most one job per (changelist_id, review_version)
   CL#<changelist>         head: the highest review_version accepted for the changelist
+  TPM#<provider>#<model>  the LLM token budget, written by p4review.dal.dynamo_token_budget
+
+Retention (SEC-23): the job and its claim carry `expires_at`, `retention_days` after creation, and
+DynamoDB's TTL deletes them; the head carries none and is kept, so a version at or below the
+latest accepted one is refused for ever. While a job is active it carries `active_job` (the
+sparse index the sweeper scans); the write that moves it to an end state removes it.
 """
 
 from __future__ import annotations
@@ -14,12 +20,13 @@ import time
 from datetime import timedelta
 from typing import Any
 
-from p4review.clock import now_iso, to_iso, utc_now
+from p4review.clock import now_iso, parse_iso, to_iso, utc_now
 from p4review.dal.aws_errors import translate
 from p4review.dal.dynamo_codec import from_item, to_item, to_value
 from p4review.dal.dynamo_writes import ConditionFailed, conditional_update
 from p4review.dal.ports import ClaimOutcome, ClaimState, CreateConflict, CreateOutcome
 from p4review.errors import IllegalTransitionError, LeaseLostError, NotFoundError, StaleWriteError, StorageError
+from p4review.logic.record_retention import expires_at_epoch, has_expired
 from p4review.logic.transitions import check_transition, predecessors
 from p4review.models.job import (
     ACTIVE_STATUSES,
@@ -30,6 +37,7 @@ from p4review.models.job import (
     StageName,
     StageStatus,
 )
+from p4review.resources import ACTIVE_JOBS_INDEX, DEFAULT_RETENTION_DAYS, RETENTION_TTL_ATTRIBUTE
 
 # Real DynamoDB cancels concurrent transactions on the same item with TransactionConflict;
 # the retry then meets the winner's committed record and fails its condition instead.
@@ -48,11 +56,42 @@ def head_pk(changelist_id: int) -> str:
     return f"CL#{changelist_id}"
 
 
+# Attributes of a job item that are storage bookkeeping, not part of the ReviewJob record.
+_STORAGE_ONLY = ("pk", "record_type", ACTIVE_JOBS_INDEX.partition_key, RETENTION_TTL_ATTRIBUTE)
+ACTIVE_KEY = ACTIVE_JOBS_INDEX.partition_key
+
+
 def job_from_item(item: dict[str, Any]) -> ReviewJob:
     data = from_item(item)
-    for key in ("pk", "record_type"):
+    for key in _STORAGE_ONLY:
         data.pop(key, None)
     return ReviewJob.model_validate(data)
+
+
+def is_expired_item(item: dict[str, Any]) -> bool:
+    """Past its retention: TTL deletes an item up to days later, and until then it reads as gone."""
+    stored = item.get(RETENTION_TTL_ATTRIBUTE, {}).get("N")
+    return has_expired(int(stored) if stored is not None else None, utc_now())
+
+
+def not_expired_condition(values: dict[str, Any]) -> str:
+    """A condition clause that refuses a write to an item past its retention."""
+    values[":epoch_now"] = to_value(int(utc_now().timestamp()))
+    return f"(attribute_not_exists({RETENTION_TTL_ATTRIBUTE}) OR {RETENTION_TTL_ATTRIBUTE} > :epoch_now)"
+
+
+def with_activity(
+    set_expression: str, job_id: str, target: JobStatus, names: dict[str, str], values: dict[str, Any]
+) -> str:
+    """`set_expression` (one SET clause) extended to keep the sparse active-jobs index true for a
+    job moving to `target`: the key is set while the job stays active and removed when it reaches
+    an end state. Part of the same conditional write as the status change, so the two cannot
+    disagree."""
+    names["#active"] = ACTIVE_KEY
+    if target in ACTIVE_STATUSES:
+        values[":active_job"] = to_value(job_id)
+        return f"{set_expression}, #active = :active_job"
+    return f"{set_expression} REMOVE #active"
 
 
 def audit_value(event: AuditEvent) -> dict[str, Any]:
@@ -60,15 +99,23 @@ def audit_value(event: AuditEvent) -> dict[str, Any]:
 
 
 class DynamoJobRepository:
-    def __init__(self, client: Any, table_name: str):
+    def __init__(self, client: Any, table_name: str, retention_days: int = DEFAULT_RETENTION_DAYS):
         self._client = client
         self._table = table_name
+        self._retention_days = retention_days
 
     # ---- creation -------------------------------------------------------------------
     def create_job(self, job: ReviewJob) -> CreateOutcome:
+        expires_at = expires_at_epoch(parse_iso(job.created_at), self._retention_days)
         # Unset fields are left out, not stored as NULL, so if_not_exists() can fill them later.
         job_item = to_item(
-            {"pk": job_pk(job.job_id), "record_type": "job", **job.model_dump(mode="json", exclude_none=True)}
+            {
+                "pk": job_pk(job.job_id),
+                "record_type": "job",
+                ACTIVE_KEY: job.job_id,  # a new job is queued: active
+                RETENTION_TTL_ATTRIBUTE: expires_at,
+                **job.model_dump(mode="json", exclude_none=True),
+            }
         )
         version_item = to_item(
             {
@@ -76,6 +123,7 @@ class DynamoJobRepository:
                 "record_type": "changelist_version",
                 "job_id": job.job_id,
                 "created_at": job.created_at,
+                RETENTION_TTL_ATTRIBUTE: expires_at,
             }
         )
         head_item = to_item(
@@ -133,6 +181,17 @@ class DynamoJobRepository:
 
     def _explain_refusal(self, reasons: list[dict[str, Any]]) -> CreateOutcome:
         job_reason, version_reason, head_reason = (reasons + [{}, {}, {}])[:3]
+        if any(
+            reason.get("Code") == "ConditionalCheckFailed" and is_expired_item(reason.get("Item") or {})
+            for reason in (job_reason, version_reason)
+        ):
+            # Past its retention but not yet deleted by TTL: it reads as gone, and the head refuses.
+            head = from_item(head_reason.get("Item") or {})
+            return CreateOutcome(
+                created=False,
+                conflict=CreateConflict.RECORDS_EXPIRED,
+                head_latest_version=head.get("latest_version"),
+            )
         if job_reason.get("Code") == "ConditionalCheckFailed":
             existing = job_from_item(job_reason["Item"]) if job_reason.get("Item") else None
             return CreateOutcome(
@@ -169,7 +228,9 @@ class DynamoJobRepository:
         except Exception as exc:
             translate(exc, "get job")
         item = answer.get("Item")
-        return job_from_item(item) if item else None
+        if not item or is_expired_item(item):
+            return None
+        return job_from_item(item)
 
     def job_id_for_version(self, changelist_id: int, review_version: int) -> str | None:
         try:
@@ -181,7 +242,9 @@ class DynamoJobRepository:
         except Exception as exc:
             translate(exc, "get changelist version")
         item = answer.get("Item")
-        return from_item(item).get("job_id") if item else None
+        if not item or is_expired_item(item):
+            return None
+        return from_item(item).get("job_id")
 
     # ---- job status -----------------------------------------------------------------
     def transition(self, job_id: str, target: JobStatus, event: AuditEvent) -> ReviewJob:
@@ -191,20 +254,24 @@ class DynamoJobRepository:
             # AWS and a ValueError in moto. Refuse it here, before any call.
             raise IllegalTransitionError(f"no status may move to {target.value}")
         placeholders = {f":from{index}": to_value(status.value) for index, status in enumerate(allowed_from)}
+        names = {"#status": "status"}
+        values = {
+            ":target": to_value(target.value),
+            ":now": to_value(event.at),
+            ":event": audit_value(event),
+            **placeholders,
+        }
+        assignments = "SET #status = :target, updated_at = :now, audit = list_append(audit, :event)"
+        update = with_activity(assignments, job_id, target, names, values)
         try:
             attributes = conditional_update(
                 self._client,
                 table=self._table,
                 key={"pk": to_value(job_pk(job_id))},
-                update="SET #status = :target, updated_at = :now, audit = list_append(audit, :event)",
+                update=update,
                 condition=f"attribute_exists(pk) AND #status IN ({', '.join(placeholders)})",
-                names={"#status": "status"},
-                values={
-                    ":target": to_value(target.value),
-                    ":now": to_value(event.at),
-                    ":event": audit_value(event),
-                    **placeholders,
-                },
+                names=names,
+                values=values,
                 operation="transition job",
             )
         except ConditionFailed as refused:
@@ -219,71 +286,108 @@ class DynamoJobRepository:
 
     # ---- stage leases ---------------------------------------------------------------
     def claim_stage(self, job_id: str, stage: StageName, worker_id: str, lease_seconds: int) -> ClaimOutcome:
-        job = self.get_job(job_id)
-        if job is None:
+        """Claim `stage` for `worker_id` in one conditional write, with no read before it.
+
+        The write's condition holds everything `_claim_verdict` checks (the job active, the stage
+        pending or its lease run out, the previous stage completed, the item not past retention)
+        and pins the exact state its audit event describes, so the event stays true: first the
+        usual one (the stage pending; the job queued before its first stage, in progress after).
+        A refusal answers the item as it was (ALL_OLD): not claimable, that is the verdict; claimable
+        in another state (a lease that ran out, a job the sweeper made retryable_failed), one more
+        write claims exactly that state, and its event names the worker whose lease it took over."""
+        usual = JobStatus.QUEUED if STAGE_ORDER.index(stage) == 0 else JobStatus.IN_PROGRESS
+        try:
+            return self._claim_in_state(job_id, stage, worker_id, lease_seconds, usual, takeover=False, holder=None)
+        except ConditionFailed as refused:
+            current = _live_job(refused.old_item)
+        if current is None:
             return ClaimOutcome(ClaimState.MISSING)
-        verdict = _claim_verdict(job, stage)
+        verdict = _claim_verdict(current, stage)
         if verdict is not None:
-            return ClaimOutcome(verdict, job)
+            return ClaimOutcome(verdict, current)
+        state = current.stages[stage]
+        takeover = state.status == StageStatus.RUNNING
+        try:
+            return self._claim_in_state(
+                job_id, stage, worker_id, lease_seconds, current.status, takeover=takeover, holder=state.claimed_by
+            )
+        except ConditionFailed as refused:  # it moved between the two writes
+            current = _live_job(refused.old_item)
+        if current is None:
+            return ClaimOutcome(ClaimState.MISSING)
+        return ClaimOutcome(_claim_verdict(current, stage) or ClaimState.LEASE_HELD, current)
+
+    def _claim_in_state(
+        self,
+        job_id: str,
+        stage: StageName,
+        worker_id: str,
+        lease_seconds: int,
+        from_status: JobStatus,
+        *,
+        takeover: bool,
+        holder: str | None,
+    ) -> ClaimOutcome:
+        """The claim, if the job is in `from_status` and the stage pending (`takeover` False) or
+        running under `holder`'s lease, run out (True). ConditionFailed otherwise."""
         now = utc_now()
         now_text = to_iso(now)
-        state = job.stages[stage]
         detail = f"worker={worker_id}"
-        if state.status == StageStatus.RUNNING:
-            detail += f" took over expired lease of {state.claimed_by}"
+        if takeover:
+            detail += f" took over expired lease of {holder}"
         event = AuditEvent(
             at=now_text,
             actor=worker_id,
             event="stage_claimed",
             stage=stage,
-            from_status=job.status,
+            from_status=from_status,
             to_status=JobStatus.IN_PROGRESS,
             detail=detail,
         )
         names = {"#stage": stage.value, "#st": "status", "#job_status": "status"}
         values = {
             ":running": to_value(StageStatus.RUNNING.value),
-            ":pending": to_value(StageStatus.PENDING.value),
             ":worker": to_value(worker_id),
             ":expires": to_value(to_iso(now + timedelta(seconds=lease_seconds))),
             ":now": to_value(now_text),
             ":one": to_value(1),
             ":null": to_value(None),
             ":in_progress": to_value(JobStatus.IN_PROGRESS.value),
-            ":observed": to_value(job.status.value),
+            ":observed": to_value(from_status.value),
             ":event": audit_value(event),
         }
-        condition = (
-            "#job_status = :observed AND (stages.#stage.#st = :pending OR "
-            "(stages.#stage.#st = :running AND stages.#stage.lease_expires_at <= :now))"
-        )
+        if takeover:
+            condition = "stages.#stage.#st = :running AND stages.#stage.lease_expires_at <= :now"
+            if holder is not None:
+                values[":holder"] = to_value(holder)
+                condition += " AND stages.#stage.claimed_by = :holder"
+        else:
+            values[":pending"] = to_value(StageStatus.PENDING.value)
+            condition = "stages.#stage.#st = :pending"
+        # An active status pinned: `from_status` comes from the caller's guess or a claimable item.
+        condition = f"#job_status = :observed AND {condition}"
         previous = STAGE_ORDER.index(stage) - 1
         if previous >= 0:
             names["#previous"] = STAGE_ORDER[previous].value
             values[":completed"] = to_value(StageStatus.COMPLETED.value)
             condition += " AND stages.#previous.#st = :completed"
-        try:
-            attributes = conditional_update(
-                self._client,
-                table=self._table,
-                key={"pk": to_value(job_pk(job_id))},
-                update=(
-                    "SET stages.#stage.#st = :running, stages.#stage.claimed_by = :worker, "
-                    "stages.#stage.lease_expires_at = :expires, stages.#stage.started_at = :now, "
-                    "stages.#stage.heartbeat_at = :null, "
-                    "stages.#stage.attempts = stages.#stage.attempts + :one, #job_status = :in_progress, "
-                    "updated_at = :now, audit = list_append(audit, :event)"
-                ),
-                condition=condition,
-                names=names,
-                values=values,
-                operation="claim stage",
-            )
-        except ConditionFailed as refused:
-            if not refused.old_item:
-                return ClaimOutcome(ClaimState.MISSING)
-            current = job_from_item(refused.old_item)
-            return ClaimOutcome(_claim_verdict(current, stage) or ClaimState.LEASE_HELD, current)
+        condition += " AND " + not_expired_condition(values)
+        attributes = conditional_update(
+            self._client,
+            table=self._table,
+            key={"pk": to_value(job_pk(job_id))},
+            update=(
+                "SET stages.#stage.#st = :running, stages.#stage.claimed_by = :worker, "
+                "stages.#stage.lease_expires_at = :expires, stages.#stage.started_at = :now, "
+                "stages.#stage.heartbeat_at = :null, "
+                "stages.#stage.attempts = stages.#stage.attempts + :one, #job_status = :in_progress, "
+                "updated_at = :now, audit = list_append(audit, :event)"
+            ),
+            condition=condition,
+            names=names,
+            values=values,
+            operation="claim stage",
+        )
         return ClaimOutcome(ClaimState.CLAIMED, job_from_item(attributes))
 
     def renew_lease(self, job_id: str, stage: StageName, worker_id: str, lease_seconds: int) -> str:
@@ -363,17 +467,13 @@ class DynamoJobRepository:
             names[f"#u{index}"] = attribute
             values[f":u{index}"] = to_value(value)
             assignments.append(f"#u{index} = :u{index}")
+        expression = "SET " + ", ".join(assignments)
         if finish_job is not None:
             check_transition(JobStatus.IN_PROGRESS, finish_job)
             values[":finish"] = to_value(finish_job.value)
-            assignments.append("#job_status = :finish")
-        return self._owner_update(
-            job_id,
-            "complete stage",
-            "SET " + ", ".join(assignments),
-            names,
-            values,
-        )
+            expression += ", #job_status = :finish"
+            expression = with_activity(expression, job_id, finish_job, names, values)
+        return self._owner_update(job_id, "complete stage", expression, names, values)
 
     def release_stage(
         self,
@@ -422,7 +522,44 @@ class DynamoJobRepository:
         if job_status == JobStatus.DEAD_LETTERED:
             # What a replay's next failure is compared with, to tell a repeat (escalate) from a new problem.
             expression += ", stages.#stage.last_dead_letter_class = :error_class"
+        expression = with_activity(expression, job_id, job_status, names, values)
         return self._owner_update(job_id, "release stage", expression, names, values)
+
+    def defer_stage(self, job_id: str, stage: StageName, worker_id: str, *, reason: str) -> ReviewJob:
+        """Give the stage back (pending) and take back the attempt its claim counted: the work
+        waited for the LLM's token budget, which is no failure (docs/capacity.md). The job stays
+        active, in `retryable_failed` (the status that waits for a message); no error is recorded."""
+        check_transition(JobStatus.IN_PROGRESS, JobStatus.RETRYABLE_FAILED)
+        now_text = now_iso()
+        event = AuditEvent(
+            at=now_text,
+            actor=worker_id,
+            event="stage_deferred",
+            stage=stage,
+            from_status=JobStatus.IN_PROGRESS,
+            to_status=JobStatus.RETRYABLE_FAILED,
+            detail=reason[:200],
+        )
+        names = {"#stage": stage.value, "#st": "status", "#job_status": "status"}
+        values = {
+            ":pending": to_value(StageStatus.PENDING.value),
+            ":running": to_value(StageStatus.RUNNING.value),
+            ":worker": to_value(worker_id),
+            ":now": to_value(now_text),
+            ":null": to_value(None),
+            ":one": to_value(1),
+            ":in_progress": to_value(JobStatus.IN_PROGRESS.value),
+            ":job_target": to_value(JobStatus.RETRYABLE_FAILED.value),
+            ":event": audit_value(event),
+        }
+        expression = (
+            "SET stages.#stage.#st = :pending, stages.#stage.claimed_by = :null, "
+            "stages.#stage.lease_expires_at = :null, stages.#stage.heartbeat_at = :null, "
+            "stages.#stage.attempts = stages.#stage.attempts - :one, "
+            "#job_status = :job_target, updated_at = :now, audit = list_append(audit, :event)"
+        )
+        expression = with_activity(expression, job_id, JobStatus.RETRYABLE_FAILED, names, values)
+        return self._owner_update(job_id, "defer stage", expression, names, values)
 
     def _owner_update(
         self, job_id: str, operation: str, expression: str, names: dict[str, str], values: dict[str, Any]
@@ -446,6 +583,11 @@ class DynamoJobRepository:
 
 # Owner-only writes (heartbeat, complete, fail): id + claimed_by + status = running.
 _OWNER_PREDICATE = "stages.#stage.#st = :running AND stages.#stage.claimed_by = :worker AND #job_status = :in_progress"
+
+
+def _live_job(item: dict[str, Any]) -> ReviewJob | None:
+    """A refused claim's ALL_OLD as the job, or None when it is missing or past its retention."""
+    return job_from_item(item) if item and not is_expired_item(item) else None
 
 
 def _claim_verdict(job: ReviewJob, stage: StageName) -> ClaimState | None:

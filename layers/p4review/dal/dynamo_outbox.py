@@ -1,7 +1,12 @@
 """The notification outbox: one row per (changelist_id, recipient, review_version).
 
 The primary key IS the delivery tuple (pk CLV#cl#v, sk RCPT#recipient), so uniqueness is
-the table's own rule and every write that must not repeat a send is conditional."""
+the table's own rule and every write that must not repeat a send is conditional.
+
+Retention (SEC-23): every row is created with `expires_at`, `retention_days` after its
+`created_at`, and DynamoDB's TTL deletes it then. The changelist's head item in the jobs table
+(never expires) keeps a version at or below one already reviewed from being accepted again, so
+nothing is re-sent once the rows are gone."""
 
 from __future__ import annotations
 
@@ -9,11 +14,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from p4review.clock import now_iso
+from p4review.clock import now_iso, parse_iso
 from p4review.dal.aws_errors import condition_failed_item, translate
 from p4review.dal.dynamo_codec import from_item, to_item, to_value
 from p4review.dal.dynamo_writes import ConditionFailed, conditional_update
+from p4review.dal.ports import DeliveryStart
 from p4review.errors import DeliveryInFlight, StaleWriteError
+from p4review.logic.record_retention import expires_at_epoch
 from p4review.models.outbox import (
     DeliveryAction,
     DeliveryAuditEvent,
@@ -22,6 +29,7 @@ from p4review.models.outbox import (
     OutboxRow,
     UnreadableRow,
 )
+from p4review.resources import DEFAULT_RETENTION_DAYS, RETENTION_TTL_ATTRIBUTE
 
 # Bounds on what an operator's audit event stores (same as the job's replay audit).
 TICKET_LIMIT = 128
@@ -43,6 +51,14 @@ _UNLOCKED = (
 )
 # Every write that records an attempt's outcome releases the send lock.
 _RELEASE = " REMOVE locked_by, locked_until, lock_fence"
+# A persisted row no attempt has touched (what ensure_row leaves): start_delivery may take it as
+# if it created it. The token check keeps the Message-ID the attempt renders the row's own.
+_UNTOUCHED = (
+    f"#status = :pending AND attempts = :zero AND provider_token = :token AND {_NOT_NOTIFIED} "
+    f"AND {_NO_EVIDENCE} AND {_UNLOCKED}"
+)
+# The intent's fields start_delivery writes only when the row is new (if_not_exists).
+_INTENT_FIELDS = ("changelist_id", "recipient", "review_version", "job_id", "provider_token", "created_at")
 
 
 def outbox_key(changelist_id: int, recipient: str, review_version: int) -> dict[str, Any]:
@@ -60,22 +76,40 @@ def _unreadable(item: dict[str, Any], invalid: ValidationError) -> UnreadableRow
 
 def _row_from_item(item: dict[str, Any]) -> OutboxRow:
     data = from_item(item)
-    data.pop("pk", None)
-    data.pop("sk", None)
+    for storage_only in ("pk", "sk", RETENTION_TTL_ATTRIBUTE):
+        data.pop(storage_only, None)
     return OutboxRow.model_validate(data)
 
 
+def _locked_by_another(row: OutboxRow, owner: str, fence: int, now: str) -> bool:
+    """The negation of `_UNLOCKED`, for a row read back from a refused write."""
+    return (
+        row.locked_until is not None
+        and row.locked_until >= now
+        and row.locked_by != owner
+        and (row.lock_fence is None or row.lock_fence >= fence)
+    )
+
+
 class DynamoOutboxRepository:
-    def __init__(self, client: Any, table_name: str):
+    def __init__(self, client: Any, table_name: str, retention_days: int = DEFAULT_RETENTION_DAYS):
         self._client = client
         self._table = table_name
+        self._retention_days = retention_days
 
     def _key(self, row: OutboxRow) -> dict[str, Any]:
         return outbox_key(row.changelist_id, row.recipient, row.review_version)
 
+    def _expires_at(self, row: OutboxRow) -> int:
+        return expires_at_epoch(parse_iso(row.created_at), self._retention_days)
+
     def ensure_row(self, row: OutboxRow) -> OutboxRow:
         """Create the delivery intent once; an existing row (the winner) is returned as is."""
-        item = {**self._key(row), **to_item(row.model_dump(mode="json"))}
+        item = {
+            **self._key(row),
+            **to_item(row.model_dump(mode="json")),
+            RETENTION_TTL_ATTRIBUTE: to_value(self._expires_at(row)),
+        }
         try:
             self._client.put_item(
                 TableName=self._table,
@@ -99,6 +133,62 @@ class DynamoOutboxRepository:
             translate(exc, "get outbox row")
         item = answer.get("Item")
         return _row_from_item(item) if item else None
+
+    def start_delivery(self, intent: OutboxRow, *, owner: str, fence: int, locked_until: str) -> DeliveryStart:
+        """The delivery intent and its first attempt in one conditional write: what ensure_row +
+        record_attempt do in two, for the common case of a row no attempt has touched.
+
+        Creates the row (with `expires_at`) with one attempt counted and the send lock taken, or
+        does the same to a persisted row no attempt has touched (`_UNTOUCHED`). Concurrent callers
+        meet the condition one at a time: one attempts, the others are refused. A refused call
+        writes nothing and answers the row as stored (`attempted` False), for the caller to
+        inspect as it would ensure_row's answer (delivered, skipped, failed, an earlier attempt
+        to reconcile); a row whose send lock another claim holds is DeliveryInFlight at once,
+        as record_attempt would answer."""
+        now = now_iso()
+        names = {"#status": "status", "#expires": RETENTION_TTL_ATTRIBUTE}
+        values = {
+            ":pending": to_value(DeliveryStatus.PENDING.value),
+            ":zero": to_value(0),
+            ":one": to_value(1),
+            ":token": to_value(intent.provider_token),
+            ":now": to_value(now),
+            ":owner": to_value(owner),
+            ":fence": to_value(fence),
+            ":until": to_value(locked_until),
+            ":expires": to_value(self._expires_at(intent)),
+            ":null_type": to_value("NULL"),
+        }
+        assignments = [
+            "#status = :pending",
+            "attempts = :one",
+            "updated_at = :now",
+            "locked_by = :owner",
+            "locked_until = :until",
+            "lock_fence = :fence",
+            "#expires = if_not_exists(#expires, :expires)",
+        ]
+        for index, field in enumerate(_INTENT_FIELDS):
+            names[f"#i{index}"] = field
+            values[f":i{index}"] = to_value(getattr(intent, field))
+            assignments.append(f"#i{index} = if_not_exists(#i{index}, :i{index})")
+        try:
+            attributes = conditional_update(
+                self._client,
+                table=self._table,
+                key=self._key(intent),
+                update="SET " + ", ".join(assignments),
+                condition=f"attribute_not_exists(pk) OR ({_UNTOUCHED})",
+                names=names,
+                values=values,
+                operation="start delivery",
+            )
+        except ConditionFailed as refused:  # the row exists (a missing one meets the condition)
+            current = _row_from_item(refused.old_item)
+            if current.status == DeliveryStatus.PENDING and _locked_by_another(current, owner, fence, now):
+                raise DeliveryInFlight(current.locked_until) from None
+            return DeliveryStart(current, attempted=False)
+        return DeliveryStart(_row_from_item(attributes), attempted=True)
 
     def record_attempt(self, row: OutboxRow, *, owner: str, fence: int, locked_until: str) -> OutboxRow:
         """Counted before the provider call, so a crash mid-send leaves evidence of a possible send,

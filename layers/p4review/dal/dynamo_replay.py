@@ -19,7 +19,14 @@ from typing import Any
 
 from p4review.clock import now_iso
 from p4review.dal.dynamo_codec import to_value
-from p4review.dal.dynamo_jobs import audit_value, job_from_item, job_pk
+from p4review.dal.dynamo_jobs import (
+    audit_value,
+    is_expired_item,
+    job_from_item,
+    job_pk,
+    not_expired_condition,
+    with_activity,
+)
 from p4review.dal.dynamo_writes import ConditionFailed, conditional_update
 from p4review.errors import IllegalTransitionError, NotFoundError
 from p4review.logic.replay import (
@@ -173,19 +180,23 @@ def _update(
         values[":observed_status"] = to_value(observed.status.value)
         values[":observed_at"] = to_value(observed.updated_at)
         condition = "attribute_exists(pk) AND #status = :observed_status AND updated_at = :observed_at"
+    # A job past its retention is gone (its delivery rows may already be deleted): never replayed.
+    condition += " AND " + not_expired_condition(values)
     try:
         attributes = conditional_update(
             client,
             table=table,
             key={"pk": to_value(job_pk(job_id))},
-            update="SET " + ", ".join(assignments),
+            # Back to in_progress: the job is active again, so it re-enters the sweeper's index.
+            update=with_activity("SET " + ", ".join(assignments), job_id, JobStatus.IN_PROGRESS, names, values),
             condition=condition,
             names=names,
             values=values,
             operation="replay job",
         )
     except ConditionFailed as refused:
-        raise _Refused(job_from_item(refused.old_item) if refused.old_item else None) from None
+        old = refused.old_item
+        raise _Refused(job_from_item(old) if old and not is_expired_item(old) else None) from None
     return job_from_item(attributes)
 
 

@@ -1,8 +1,9 @@
 """What the sweeper reads and writes in the jobs table.
 
-Active jobs are found with a filtered Scan: simple and correct, but it reads the whole table.
-At a few thousand changelists a day that is cheap; beyond that a sparse GSI on an `active`
-attribute (removed on terminal transitions) is the upgrade path."""
+Active jobs are found by scanning the sparse `active-jobs` index (`resources.ACTIVE_JOBS_INDEX`):
+only active jobs carry its key, so a sweep reads O(active) items however many finished jobs,
+changelist claims and heads the table holds. The index is eventually consistent; every write
+the sweeper makes is conditioned on what it observed, so a stale entry costs a refused write."""
 
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ from p4review.dal.dynamo_codec import from_item, to_value
 from p4review.dal.dynamo_jobs import audit_value, job_pk
 from p4review.dal.dynamo_writes import ConditionFailed, conditional_update
 from p4review.models.job import ACTIVE_STATUSES, AuditEvent, JobStatus, StageName, StageState, StageStatus
+from p4review.resources import ACTIVE_JOBS_INDEX
+
+_PROJECTED = ACTIVE_JOBS_INDEX.projected
 
 
 class ActiveJob(BaseModel):
@@ -35,21 +39,26 @@ class DynamoSweepRepository:
     def __init__(self, client: Any, table_name: str):
         self._client = client
         self._table = table_name
+        # Items the index scans returned before filtering (what a sweep pays for): the benchmark's figure.
+        self.items_read = 0
 
     def active_jobs(self) -> Iterator[ActiveJob]:
+        # The filter drops an entry the index has not caught up on (a job that just ended).
         statuses = {f":s{index}": to_value(status.value) for index, status in enumerate(ACTIVE_STATUSES)}
         kwargs: dict[str, Any] = {
             "TableName": self._table,
-            "FilterExpression": f"record_type = :job AND #status IN ({', '.join(statuses)})",
-            "ProjectionExpression": "job_id, #status, stages, created_at, updated_at",
+            "IndexName": ACTIVE_JOBS_INDEX.name,
+            "FilterExpression": f"#status IN ({', '.join(statuses)})",
+            "ProjectionExpression": ", ".join(("#status" if name == "status" else name) for name in _PROJECTED),
             "ExpressionAttributeNames": {"#status": "status"},
-            "ExpressionAttributeValues": {":job": to_value("job"), **statuses},
+            "ExpressionAttributeValues": statuses,
         }
         while True:
             try:
                 page = self._client.scan(**kwargs)
             except Exception as exc:
                 translate(exc, "scan active jobs")
+            self.items_read += page.get("ScannedCount", 0)
             for item in page.get("Items", []):
                 yield ActiveJob.model_validate(from_item(item))
             if "LastEvaluatedKey" not in page:

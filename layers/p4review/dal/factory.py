@@ -17,8 +17,16 @@ if TYPE_CHECKING:  # the implementations are imported on first use, where they a
     from p4review.dal.dynamo_replay import DynamoJobReplay
     from p4review.dal.js_analyzer_function import JsAnalyzerFunction
     from p4review.dal.llm_credentials import LlmCredentials
-    from p4review.dal.ports import ArtifactStore, JobRepository, OutboxRepository, SecretReader, StageQueues
+    from p4review.dal.ports import (
+        ArtifactStore,
+        JobRepository,
+        OutboxRepository,
+        SecretReader,
+        StageQueues,
+        TokenBudget,
+    )
     from p4review.dal.s3_artifacts import S3ArtifactRetention
+    from p4review.dal.secret_versions import SecretVersions
     from p4review.dal.secrets import SecretsManagerReader
     from p4review.dal.sqs_dead_letters import SqsDeadLetters
     from p4review.runtime.sweeper import SweepStore
@@ -59,13 +67,33 @@ class DataAccess:
     def jobs(self) -> JobRepository:
         from p4review.dal.dynamo_jobs import DynamoJobRepository
 
-        return DynamoJobRepository(self._dynamodb, self.settings.require("jobs_table"))
+        return DynamoJobRepository(
+            self._dynamodb, self.settings.require("jobs_table"), retention_days=self.settings.retention_days
+        )
 
     @cached_property
     def outbox(self) -> OutboxRepository:
         from p4review.dal.dynamo_outbox import DynamoOutboxRepository
 
-        return DynamoOutboxRepository(self._dynamodb, self.settings.require("outbox_table"))
+        return DynamoOutboxRepository(
+            self._dynamodb, self.settings.require("outbox_table"), retention_days=self.settings.retention_days
+        )
+
+    @cached_property
+    def llm_token_budget(self) -> TokenBudget | None:
+        """The configured model's shared tokens-per-minute budget; None without a limit or a model."""
+        settings = self.settings
+        if not settings.llm_tokens_per_minute or settings.llm_provider == "offline":
+            return None
+        from p4review.dal.dynamo_token_budget import DynamoTokenBudget
+
+        return DynamoTokenBudget(
+            self._dynamodb,
+            settings.require("jobs_table"),
+            provider=settings.llm_provider,
+            model=settings.require("llm_model"),
+            tokens_per_minute=settings.llm_tokens_per_minute,
+        )
 
     @cached_property
     def sweep_store(self) -> SweepStore:
@@ -127,6 +155,12 @@ class DataAccess:
         from p4review.dal.secrets import SecretsManagerReader
 
         return SecretsManagerReader(_client("secretsmanager"), self.settings.secret_cache_seconds)
+
+    @cached_property
+    def secret_versions(self) -> SecretVersions:  # signing-key rotation and the credential-age check
+        from p4review.dal.secret_versions import SecretVersions
+
+        return SecretVersions(_client("secretsmanager"))
 
     @cached_property
     def llm_credentials(self) -> LlmCredentials:  # `.api_key` is the LLM provider's KeySource

@@ -18,6 +18,8 @@ class CreateConflict(StrEnum):
     IDEMPOTENCY_KEY = "idempotency_key"
     CHANGELIST_VERSION = "changelist_version"
     CHANGELIST_HEAD = "changelist_head"
+    # The idempotency key's job or the version's claim exists only past its retention (SEC-23).
+    RECORDS_EXPIRED = "records_expired"
 
 
 @dataclass(frozen=True)
@@ -87,9 +89,29 @@ class JobRepository(Protocol):
         job_status: JobStatus,
     ) -> ReviewJob: ...
 
+    def defer_stage(self, job_id: str, stage: StageName, worker_id: str, *, reason: str) -> ReviewJob:
+        """The owner gives the stage back (pending) without counting its attempt: the work stopped
+        before its next side effect to wait for shared capacity (the LLM's token budget), which is
+        not a failure. Raises StaleWriteError when `worker_id` no longer owns the stage."""
+        ...
+
+
+@dataclass(frozen=True)
+class DeliveryStart:
+    """OutboxRepository.start_delivery's answer: the row as stored, and whether this call counted
+    an attempt and took the row's send lock (only then may the provider be called)."""
+
+    row: OutboxRow
+    attempted: bool
+
 
 class OutboxRepository(Protocol):
     def ensure_row(self, row: OutboxRow) -> OutboxRow: ...
+
+    def start_delivery(self, intent: OutboxRow, *, owner: str, fence: int, locked_until: str) -> DeliveryStart:
+        """ensure_row + record_attempt in one write for a row no attempt has touched; any other row
+        is answered as stored (attempted False), or DeliveryInFlight while another claim holds it."""
+        ...
 
     def get_row(self, changelist_id: int, recipient: str, review_version: int) -> OutboxRow | None: ...
 
@@ -127,6 +149,31 @@ class StageQueues(Protocol):
     def send_dead_letter(self, stage: StageName, envelope: dict[str, Any]) -> None: ...
 
     def delay(self, stage: StageName, receipt_handle: str, seconds: float) -> None: ...
+
+
+@dataclass(frozen=True)
+class TokenGrant:
+    """A reservation's answer: granted, the tokens are there in `wait_seconds` (0: now); refused
+    (they would not be there within the caller's maximum wait), nothing was reserved and
+    `wait_seconds` is how much longer the caller would have to be prepared to wait."""
+
+    granted: bool
+    wait_seconds: float
+
+
+class TokenBudget(Protocol):
+    """The LLM provider's tokens-per-minute limit, shared by every review worker
+    (p4review.logic.token_budget; docs/capacity.md)."""
+
+    def reserve(self, tokens: int, max_wait_seconds: float) -> TokenGrant: ...
+
+    def settle(self, reserved: int, used: int) -> None:
+        """A granted request used `used` tokens of the `reserved`: charge or give back the difference."""
+        ...
+
+    def hold_off(self, seconds: float) -> None:
+        """The provider refused a request and said when to come back: nobody starts one before then."""
+        ...
 
 
 class ArtifactStore(Protocol):

@@ -111,12 +111,22 @@ def _ensure_table(ddb: Any, table: spec.TableSpec, name: str) -> None:
     if table.sort_key:
         attributes.append({"AttributeName": table.sort_key, "AttributeType": "S"})
         keys.append({"AttributeName": table.sort_key, "KeyType": "RANGE"})
+    indexes = [
+        {
+            "IndexName": index.name,
+            "KeySchema": [{"AttributeName": index.partition_key, "KeyType": "HASH"}],
+            "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": list(index.projected)},
+        }
+        for index in table.indexes
+    ]
+    attributes += [{"AttributeName": index.partition_key, "AttributeType": "S"} for index in table.indexes]
     try:
         ddb.create_table(
             TableName=name,
             AttributeDefinitions=attributes,
             KeySchema=keys,
             BillingMode="PAY_PER_REQUEST",
+            **({"GlobalSecondaryIndexes": indexes} if indexes else {}),
         )
     except ddb.exceptions.ResourceInUseException:
         pass

@@ -37,6 +37,9 @@ class IntakeOutcome(StrEnum):
     KEY_REUSED = "idempotency_key_reused"
     # A version at or below the latest accepted one.
     STALE_VERSION = "stale_review_version"
+    # The latest accepted version itself, whose job and claim passed the retention period and
+    # were deleted (SEC-23): the changelist head still refuses it, and nothing is sent again.
+    RECORDS_EXPIRED = "review_records_expired"
     # A higher version without rerun=true.
     RERUN_NOT_REQUESTED = "rerun_not_requested"
     # A Swarm workflow test's (changelist, review_version) already belongs to a job that does
@@ -138,6 +141,18 @@ def decide(request: CreateReviewRequest, outcome: CreateOutcome, now: str) -> In
         "requested_version": request.review_version,
         "latest_version": latest,
     }
+    # The head accepted exactly this version, yet its claim is gone (or past its time): expired.
+    if outcome.conflict == CreateConflict.RECORDS_EXPIRED or (
+        outcome.conflict == CreateConflict.CHANGELIST_HEAD and request.review_version == latest
+    ):
+        return IntakeAnswer(
+            IntakeOutcome.RECORDS_EXPIRED,
+            message=(
+                "this changelist version was reviewed and its records have passed the retention period; "
+                "it is not reviewed or notified again (a new review needs a higher review_version with rerun=true)"
+            ),
+            details=details,
+        )
     if latest is not None and request.review_version <= latest:
         return IntakeAnswer(
             IntakeOutcome.STALE_VERSION,

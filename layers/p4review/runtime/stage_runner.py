@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from p4review.dal.ports import ClaimState, JobRepository, StageQueues
-from p4review.errors import ErrorClass, LeaseLostError, P4ReviewError, StaleWriteError
-from p4review.metric_names import MetricName, stage_completed
+from p4review.errors import AwaitingCapacity, ErrorClass, LeaseLostError, P4ReviewError, StaleWriteError
+from p4review.metric_names import Dimension, MetricName
 from p4review.models.job import JobStatus, ReviewJob, StageName, StageStatus, next_stage
 from p4review.models.messages import StageMessage
-from p4review.observability import logger, metrics
+from p4review.observability import logger, metrics, publish_metric
 from p4review.resources import QUEUE_FOR_STAGE
 from p4review.runtime import dead_letter
-from p4review.runtime.backoff import backoff_delay
+from p4review.runtime.backoff import RETRY_AFTER_CEILING, backoff_delay
 from p4review.runtime.faults import FaultPoint, fault
 from p4review.runtime.heartbeat import Heartbeat, Lease
 
@@ -136,6 +136,8 @@ def run_stage(
             # The failure may well be a consequence of the takeover; either way it is not ours
             # to report: releasing or dead-lettering would overwrite the new owner's stage.
             return _lease_lost(log, "stage failed after its lease was lost")
+        if isinstance(exc, AwaitingCapacity):
+            return _defer(job, stage, exc, jobs, worker_id)
         if isinstance(exc, P4ReviewError):
             return _fail(job, stage, exc, exc.error_class, jobs, queues, worker_id, message, message_id)
         # A bug: dead-letter it rather than retry forever.
@@ -152,7 +154,7 @@ def run_stage(
         )
     except StaleWriteError:
         return _lease_lost(log, "lease lost before completion")
-    metrics.add_metric(name=stage_completed(stage.value), unit="Count", value=1)
+    publish_metric(MetricName.STAGE_COMPLETED, 1, {Dimension.STAGE: stage.value})
     fault(FaultPoint.BEFORE_HANDOFF)
     _ensure_handoff(finished, stage, queues, message.request_id)
     return ACK
@@ -164,6 +166,20 @@ def _lease_lost(log: dict[str, str], what: str) -> Disposition:
     logger.warning(f"{what}; leaving the job to its new owner", extra=log)
     metrics.add_metric(name=MetricName.LEASE_LOST, unit="Count", value=1)
     return Disposition(ack=False, reason="lease lost")
+
+
+def _defer(job: ReviewJob, stage: StageName, exc: AwaitingCapacity, jobs: JobRepository, worker_id: str) -> Disposition:
+    """The work waited for shared capacity and its invocation ran out of time for it: no failure,
+    so the stage goes back to pending without counting this attempt, and the message returns when
+    the capacity should be there (docs/capacity.md). Work already done (stored chunk answers) is kept."""
+    log = {"job_id": job.job_id, "stage": stage.value, "retry_after": exc.retry_after}
+    try:
+        jobs.defer_stage(job.job_id, stage, worker_id, reason=exc.message)
+    except StaleWriteError:
+        return Disposition(ack=False, reason="lease lost")
+    logger.info("stage deferred until capacity frees up; the attempt is not counted", extra=log)
+    delay = min(max(exc.retry_after or 0.0, 1.0), RETRY_AFTER_CEILING)
+    return Disposition(ack=False, delay_seconds=delay, reason="awaiting capacity")
 
 
 def _ensure_handoff(job: ReviewJob | None, stage: StageName, queues: StageQueues, request_id: str | None) -> None:
@@ -211,7 +227,7 @@ def _fail(
     # A replay that fails again the same non-retryable way needs engineering, not another replay.
     escalated = job.replays > 0 and job.stages[stage].last_dead_letter_class == error_class.value
     logger.error("stage dead-lettered", extra={**log, "escalated": escalated})
-    metrics.add_metric(name=MetricName.DEAD_LETTERED, unit="Count", value=1)
+    publish_metric(MetricName.DEAD_LETTERED, 1, {Dimension.STAGE: stage.value})
     if escalated:
         metrics.add_metric(name=MetricName.DEAD_LETTER_ESCALATED, unit="Count", value=1)
     # Envelope first: a crash after it leaves a duplicate envelope at worst, never a silent loss.

@@ -11,9 +11,10 @@ from p4review.dal.ports import ArtifactStore, SecretReader
 from p4review.dal.s3_artifacts import change_key
 from p4review.logic.change_redaction import stream_change_artifacts
 from p4review.logic.opt_out import opted_out
+from p4review.metric_names import Dimension, MetricName
 from p4review.models.change import FileDiff, SkipReason
 from p4review.models.job import ReviewJob, StageName
-from p4review.observability import logger, metrics
+from p4review.observability import logger, publish_metric
 from p4review.runtime.heartbeat import Lease
 from p4review.runtime.stage_runner import StageOutput
 from p4review.stages.p4_access import build_change_fetcher
@@ -57,7 +58,7 @@ class FetchWork:
             lease.check()
         counts = summary["counts"]
         for name, count in counts.items():
-            metrics.add_metric(name=f"Redacted_{name}", unit="Count", value=count)
+            publish_metric(MetricName.REDACTIONS, count, {Dimension.KIND: name})
         logger.info(
             "change fetched",
             extra={

@@ -37,7 +37,13 @@ from p4review.runtime.faults import FaultPoint, fault
 from p4review.runtime.heartbeat import Lease
 from p4review.runtime.stage_runner import StageOutput
 from p4review.stages.email_transport import EmailTransport
-from p4review.stages.outbox_rows import ensure_delivery_row, lock_holder, take_send_lock
+from p4review.stages.outbox_rows import (
+    delivery_intent,
+    ensure_delivery_row,
+    lock_holder,
+    start_delivery,
+    take_send_lock,
+)
 from p4review.stages.p4_access import build_change_fetcher
 from p4review.stages.swarm_access import (
     build_swarm_channel,
@@ -117,9 +123,11 @@ class NotifyWork:
         # keep the review from the others (nor spend the attempt budget on their behalf).
         deferred: list[RetryableError] = []
         refused: list[NonRetryableError] = []
+        # Each recipient's row as this run's last write answered it: no re-read of the outbox.
+        rows: dict[str, OutboxRow] = {}
         for recipient in recipients:
             try:
-                self._deliver(job, snapshot, stored, coverage, recipient, transport, lease)
+                rows[recipient] = self._deliver(job, snapshot, stored, coverage, recipient, transport, lease)
             except (AuthError, StaleWriteError):
                 raise  # our credentials, or the lease: every other recipient would meet the same
             except RetryableError as exc:
@@ -142,10 +150,9 @@ class NotifyWork:
                 "the others were notified",
                 error_class=ErrorClass.POLICY_DENIED,
             )
-        rows = {row.recipient: row for row in self._outbox.rows_for_version(job.changelist_id, job.review_version)}
         # A recipient an operator skipped (`p4review deliveries skip`) is no longer required.
-        required = [r for r in recipients if not (rows.get(r) and rows[r].status == DeliveryStatus.SKIPPED)]
-        notified = sum(1 for recipient in required if rows.get(recipient) and rows[recipient].notified_at)
+        required = [r for r in recipients if rows[r].status != DeliveryStatus.SKIPPED]
+        notified = sum(1 for recipient in required if rows[recipient].notified_at)
         if notified < len(required):
             raise RetryableError("not every recipient is notified yet")
         return {"recipients_required": len(required), "recipients_notified": notified}
@@ -196,10 +203,12 @@ class NotifyWork:
             )
         else:
             result = verdict(stored.result.findings, fail_at)
-        row = self._ensure_row(job, swarm_row_key(VERDICT_KEY), lease)
+        start = start_delivery(self._outbox, job, swarm_row_key(VERDICT_KEY), lease, "the Swarm verdict")
+        row = start.row
         if row.notified_at:
             return {"swarm_test_verdict": result.outcome.value}
-        row = take_send_lock(self._outbox, job, row, lease, "the Swarm verdict")
+        if not start.attempted:
+            row = take_send_lock(self._outbox, job, row, lease, "the Swarm verdict")
         try:
             # Sent again after a crash before the mark: Swarm keeps the last status of a test run.
             post_test_verdict(callback_request(job.swarm_test, result, self._settings.swarm_url), self._settings)
@@ -224,13 +233,10 @@ class NotifyWork:
             )
             return None
 
-    def _ensure_row(self, job: ReviewJob, recipient: str, lease: Lease) -> OutboxRow:
-        return ensure_delivery_row(self._outbox, job, recipient, lease)
-
     def _record_rejection(self, job: ReviewJob, rejection: Rejection, lease: Lease) -> None:
         """A permanently failed row, so `deliveries list` shows who was not emailed and why. Not a
         required recipient. The log names the reason, never the address itself."""
-        row = self._ensure_row(job, rejection.row_key, lease)
+        row = ensure_delivery_row(self._outbox, job, rejection.row_key, lease)
         token = row.provider_token
         # Only a fresh intent: a row already failed needs nothing, and one that was sent or attempted
         # (under an earlier configuration) must not be marked failed without reconciliation.
@@ -252,39 +258,48 @@ class NotifyWork:
         recipient: str,
         transport: EmailTransport,
         lease: Lease,
-    ) -> None:
-        """`lease.check()` guards every step that starts something (outbox row, attempt, SMTP
-        send). The writes that only record what a send already did (mark_sent, note_error,
+    ) -> OutboxRow:
+        """Deliver to `recipient` once; the row as this run left it (delivered, or skipped by an
+        operator). `lease.check()` guards every step that starts something (outbox row, attempt,
+        SMTP send). The writes that only record what a send already did (mark_sent, note_error,
         mark_failed) are deliberately not gated: skipping mark_sent after a lease loss would make
-        the new owner send the same email again."""
-        # ensure_row returns the persisted row when it already exists: that is the re-read.
-        row = self._ensure_row(job, recipient, lease)
+        the new owner send the same email again.
+
+        The first attempt creates the row with it (one write); a row that was there already is
+        answered as stored instead (that is the re-read), and is inspected before anything is sent."""
+        lease.check()
+        row, outcome = self._attempt(
+            job, snapshot, stored, coverage, delivery_intent(job, recipient), transport, lease, persisted=False
+        )
         token = row.provider_token
         log = {"job_id": job.job_id, "token": token}
         message_id = message_id_for(token, transport.from_address)
-        if row.notified_at and not row.notification_id:
-            # Marked sent without provider evidence: reconcile before anything else is sent.
-            row = self._reconcile_unevidenced(row, message_id, transport, log)
-        if row.notified_at:
-            logger.info("already delivered; not sending again", extra=log)
-            return
-        if row.status == DeliveryStatus.SKIPPED:
-            logger.info("an operator skipped this delivery; not sending", extra=log)
-            return
-        if row.status == DeliveryStatus.FAILED:
-            raise NonRetryableError(
-                "delivery failed permanently; needs an operator", error_class=ErrorClass.POLICY_DENIED
-            )
-        if row.attempts > 0 or row.notification_id:
-            # An earlier attempt may have reached the provider: look before sending again.
-            if self._reconcile_earlier_attempt(row, message_id, transport, log):
-                return
-        row, outcome = self._attempt(job, snapshot, stored, coverage, row, transport, lease, log)
+        if outcome is None:
+            if row.notified_at and not row.notification_id:
+                # Marked sent without provider evidence: reconcile before anything else is sent.
+                row = self._reconcile_unevidenced(row, message_id, transport, log)
+            if row.notified_at:
+                logger.info("already delivered; not sending again", extra=log)
+                return row
+            if row.status == DeliveryStatus.SKIPPED:
+                logger.info("an operator skipped this delivery; not sending", extra=log)
+                return row
+            if row.status == DeliveryStatus.FAILED:
+                raise NonRetryableError(
+                    "delivery failed permanently; needs an operator", error_class=ErrorClass.POLICY_DENIED
+                )
+            if row.attempts > 0 or row.notification_id:
+                # An earlier attempt may have reached the provider: look before sending again.
+                delivered = self._reconcile_earlier_attempt(row, message_id, transport, log)
+                if delivered is not None:
+                    return delivered
+            row, outcome = self._attempt(job, snapshot, stored, coverage, row, transport, lease, persisted=True)
+            assert outcome is not None  # a persisted row's attempt always reaches the provider
         if outcome.outcome == SendOutcome.SENT:
             fault(FaultPoint.DB_WRITE_AFTER_PROVIDER)
-            self._outbox.mark_sent(row, outcome.notification_id or message_id)
+            row = self._outbox.mark_sent(row, outcome.notification_id or message_id)
             metrics.add_metric(name=MetricName.EMAIL_SENT, unit="Count", value=1)
-            return
+            return row
         error = f"{outcome.error_code}: {outcome.error_message or ''}"
         if outcome.error_code == "auth_failed":
             self._outbox.note_error(row, error)
@@ -309,11 +324,15 @@ class NotifyWork:
         row: OutboxRow,
         transport: EmailTransport,
         lease: Lease,
-        log: dict[str, str],
-    ) -> tuple[OutboxRow, SendResult]:
+        *,
+        persisted: bool,
+    ) -> tuple[OutboxRow, SendResult | None]:
         """One provider call, counted on the row first; once more if the relay refused the
         credentials and the SMTP secret has since been rotated (authentication precedes MAIL, so
-        the refused call handed nothing over)."""
+        the refused call handed nothing over). `persisted` False: `row` is the intent, created
+        with the attempt (start_delivery); when it was there already, nothing is sent and the
+        stored row is answered with no outcome."""
+        outcome: SendResult | None = None
         for _ in range(2):
             message = render_review_email(
                 job=job,
@@ -336,8 +355,17 @@ class NotifyWork:
             locked_until, commit_by = lease.expires_at, lease.acts_until()
             owner, fence = lock_holder(job)
             try:
-                row = self._outbox.record_attempt(row, owner=owner, fence=fence, locked_until=to_iso(locked_until))
+                if persisted:
+                    row = self._outbox.record_attempt(row, owner=owner, fence=fence, locked_until=to_iso(locked_until))
+                else:
+                    start = self._outbox.start_delivery(
+                        row, owner=owner, fence=fence, locked_until=to_iso(locked_until)
+                    )
+                    if not start.attempted:
+                        return start.row, None
+                    row, persisted = start.row, True
             except DeliveryInFlight as busy:
+                log = {"job_id": job.job_id, "token": row.provider_token}
                 logger.warning("another worker is delivering to this recipient; not sending", extra=log)
                 raise RetryableError(
                     "another worker is delivering to this recipient",
@@ -387,24 +415,24 @@ class NotifyWork:
 
     def _reconcile_earlier_attempt(
         self, row: OutboxRow, message_id: str, transport: EmailTransport, log: dict[str, str]
-    ) -> bool:
-        """True when the earlier attempt is known to have arrived (the row is backfilled, nothing
-        is sent). False means: send. Policy where the provider cannot say (plain SMTP, SES):
+    ) -> OutboxRow | None:
+        """The row, backfilled, when the earlier attempt is known to have arrived (nothing is
+        sent). None means: send. Policy where the provider cannot say (plain SMTP, SES):
         resend with the same deterministic Message-ID, which receiving systems use to collapse
         the rare duplicate; counted by the UnconfirmedDeliveryRetried metric (docs/notify.md
         measures how rare)."""
         found = self._lookup(message_id, transport)
         if found.outcome == LookupOutcome.FOUND:
-            self._outbox.mark_sent(row, found.notification_id or message_id)
+            row = self._outbox.mark_sent(row, found.notification_id or message_id)
             logger.info("earlier attempt was delivered; backfilled without sending", extra=log)
             metrics.add_metric(name=MetricName.DELIVERY_BACKFILLED, unit="Count", value=1)
-            return True
+            return row
         if found.outcome == LookupOutcome.UNAVAILABLE:
             raise RetryableError(f"cannot confirm an earlier delivery attempt ({found.error_code})")
         if found.outcome == LookupOutcome.UNSUPPORTED:
             logger.warning("retrying a delivery whose earlier attempt is unconfirmed", extra=log)
             metrics.add_metric(name=MetricName.UNCONFIRMED_DELIVERY_RETRIED, unit="Count", value=1)
-        return False
+        return None
 
 
 def _seconds_until(moment: str | None) -> float | None:

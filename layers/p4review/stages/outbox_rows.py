@@ -1,11 +1,12 @@
 """The outbox row steps every notify channel shares (email, Swarm comments, a Swarm test's
-verdict): the delivery intent created once, and the attempt counted with the row's send lock
-taken before the provider is called (send, then mark)."""
+verdict): the delivery intent and its first attempt in one conditional write, the attempt counted
+with the row's send lock taken before the provider is called (send, then mark), and the same for
+a row an earlier run left."""
 
 from __future__ import annotations
 
 from p4review.clock import now_iso, to_iso
-from p4review.dal.ports import OutboxRepository
+from p4review.dal.ports import DeliveryStart, OutboxRepository
 from p4review.errors import DeliveryInFlight, ErrorClass, RetryableError
 from p4review.logic.delivery import delivery_token
 from p4review.models.job import ReviewJob, StageName
@@ -20,21 +21,43 @@ def lock_holder(job: ReviewJob) -> tuple[str, int]:
     return stage.claimed_by or "notify", stage.attempts
 
 
-def ensure_delivery_row(outbox: OutboxRepository, job: ReviewJob, recipient: str, lease: Lease) -> OutboxRow:
-    """The delivery intent for `recipient`: created once, or the persisted row as it is."""
+def delivery_intent(job: ReviewJob, recipient: str) -> OutboxRow:
+    """The row `recipient`'s delivery starts from (not stored yet)."""
     now = now_iso()
-    lease.check()
-    return outbox.ensure_row(
-        OutboxRow(
-            changelist_id=job.changelist_id,
-            recipient=recipient,
-            review_version=job.review_version,
-            job_id=job.job_id,
-            provider_token=delivery_token(job.changelist_id, recipient, job.review_version),
-            created_at=now,
-            updated_at=now,
-        )
+    return OutboxRow(
+        changelist_id=job.changelist_id,
+        recipient=recipient,
+        review_version=job.review_version,
+        job_id=job.job_id,
+        provider_token=delivery_token(job.changelist_id, recipient, job.review_version),
+        created_at=now,
+        updated_at=now,
     )
+
+
+def ensure_delivery_row(outbox: OutboxRepository, job: ReviewJob, recipient: str, lease: Lease) -> OutboxRow:
+    """The delivery intent for `recipient`: created once, or the persisted row as it is (for a row
+    that is written without an attempt, e.g. a rejected recipient's failed row)."""
+    lease.check()
+    return outbox.ensure_row(delivery_intent(job, recipient))
+
+
+def start_delivery(outbox: OutboxRepository, job: ReviewJob, recipient: str, lease: Lease, what: str) -> DeliveryStart:
+    """The intent and its first attempt, locked until the lease's end, in one write. `attempted`
+    False: the row was there already, answered as stored, for the channel to inspect (and then
+    `take_send_lock`). A live lock of another worker is a retryable CONFLICT (`what` names the
+    delivery)."""
+    lease.check()
+    owner, fence = lock_holder(job)
+    try:
+        start = outbox.start_delivery(
+            delivery_intent(job, recipient), owner=owner, fence=fence, locked_until=to_iso(lease.expires_at)
+        )
+    except DeliveryInFlight as busy:
+        raise RetryableError(f"another worker is sending {what}", error_class=ErrorClass.CONFLICT) from busy
+    if start.attempted:
+        lease.check()
+    return start
 
 
 def take_send_lock(outbox: OutboxRepository, job: ReviewJob, row: OutboxRow, lease: Lease, what: str) -> OutboxRow:

@@ -12,10 +12,12 @@ import json
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from p4review.adapters.analyzers import AnalyzerRun
 from p4review.adapters.llm.base import ContextTooLong, LlmRequest, LlmResponse
+from p4review.clock import utc_now
 from p4review.dal.ports import ArtifactStore
 from p4review.dal.s3_artifacts import chunk_result_key, result_key
 from p4review.errors import ErrorClass, NonRetryableError, NotFoundError, ValidationError
@@ -63,6 +65,7 @@ from p4review.models.review_result import (
 from p4review.observability import logger
 from p4review.runtime.heartbeat import Lease
 from p4review.runtime.stage_runner import StageOutput
+from p4review.stages.review_capacity import TokenGate
 from p4review.stages.review_metrics import publish_review_metrics
 from p4review.stages.reviewers import chunk_input
 
@@ -112,6 +115,9 @@ class ReviewConfig:
     line_tolerance: int = 3
     noise_rules: tuple[NoiseRule, ...] = ()
     allow_prompt_patch_drift: bool = False
+    # A model call may start until this long after the run began: the function's timeout less one
+    # call's, the analyzers' and a margin (review_setup). Only the token budget's waits use it.
+    last_call_seconds: float = 720.0
 
 
 @dataclass
@@ -146,6 +152,7 @@ class ReviewWork:
         config: ReviewConfig,
         analyzers: Analyzers | None = None,
         history: ReviewHistory | None = None,
+        capacity: TokenGate | None = None,
     ):
         self._artifacts = redacted
         self._policy = policy
@@ -153,6 +160,7 @@ class ReviewWork:
         self._config = config
         self._analyzers = analyzers
         self._history = history
+        self._capacity = capacity  # the LLM token budget (None: no limit configured)
 
     def run(self, job: ReviewJob, lease: Lease) -> StageOutput:
         if job.opted_out:  # fetch found the opt-out keyword and fetched nothing: nothing to review
@@ -160,6 +168,7 @@ class ReviewWork:
             return StageOutput()
         if not job.artifacts.change_key:
             raise NonRetryableError("fetch completed without a change artifact", error_class=ErrorClass.INTERNAL_BUG)
+        last_call_at = utc_now() + timedelta(seconds=self._config.last_call_seconds)
         # The pre-submit guard: RedactionError (non-retryable) if anything is left to redact.
         review_input = prepare_review_input(self._artifacts.get_json(job.artifacts.change_key), self._policy)
         choice = choose_prompt(self._config.registry, job.changelist_id)
@@ -193,7 +202,7 @@ class ReviewWork:
             try:
                 run.answers.append(
                     self._review_chunk(
-                        job, lease, review_input, choice, answer_version, chunk, reviewable, changed_lines
+                        job, lease, review_input, choice, answer_version, chunk, reviewable, changed_lines, last_call_at
                     )
                 )
             except ContextTooLong:
@@ -273,6 +282,7 @@ class ReviewWork:
         chunk: Chunk,
         reviewable: list[str],
         changed_lines: dict[str, ChangedLines],
+        last_call_at: datetime,
     ) -> _ChunkAnswer:
         chunk_id = chunk.chunk_id(self._fingerprint(answer_version))
         key = chunk_result_key(job.job_id, job.created_at, chunk_id)
@@ -296,8 +306,7 @@ class ReviewWork:
             max_output_tokens=self._config.max_output_tokens,
             request_id=f"{job.job_id}:{chunk_id}",
         )
-        lease.check()  # the provider call is the expensive side effect: only with a live lease
-        response = self._reviewer.complete(request, chunk_input(review_input, chunk.paths))
+        response = self._ask(request, chunk_input(review_input, chunk.paths), lease, last_call_at)
         outcome = parse_review_result(
             response.text,
             reviewable,
@@ -331,6 +340,17 @@ class ReviewWork:
             cache_read_tokens=response.cache_read_tokens,
             cache_write_tokens=response.cache_write_tokens,
         )
+
+    def _ask(self, request: LlmRequest, review_input: ReviewInput, lease: Lease, last_call_at: datetime) -> LlmResponse:
+        """The reviewer's answer to one chunk, through the token budget when one is configured."""
+
+        def complete() -> LlmResponse:
+            return self._reviewer.complete(request, review_input)
+
+        if self._capacity is None:
+            lease.check()  # the provider call is the expensive side effect: only with a live lease
+            return complete()
+        return self._capacity.ask(request, complete, lease, last_call_at)  # checks the lease before each call
 
     def _assemble(
         self,

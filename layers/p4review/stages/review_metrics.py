@@ -1,19 +1,25 @@
-"""Publish the review stage's per-job rollout metrics (names: logic/review_metrics.py).
+"""Publish the review stage's metrics: the per-job rollout metrics (names:
+logic/review_metrics.py), parser diagnostics per kind, and each LLM provider call's tokens,
+latency and rate limiting (names: metric_names.py).
 
-Each set goes out twice, as its own EMF document: with {service, PromptTrack} for the canary
-and rollback alarms, and with {service, PromptVersion} for comparing versions. Ephemeral
+Each rollout set goes out twice, as its own EMF document: with {service, PromptTrack} for the
+canary and rollback alarms, and with {service, PromptVersion} for comparing versions. Ephemeral
 metrics keep these dimensions off the function's other metrics."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
 
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
+from p4review.adapters.llm.base import LlmResponse, ProviderRateLimited
 from p4review.logic import review_metrics as names
 from p4review.logic.result_parser import COERCION_APPLIED, FINDING_DROPPED, RESPONSE_REJECTED
+from p4review.metric_names import Dimension, MetricName, TokenType
 from p4review.models.review_result import ParseOutcome, StoredReview
-from p4review.observability import METRICS_NAMESPACE, SERVICE_NAME, metrics
+from p4review.observability import METRICS_NAMESPACE, SERVICE_NAME, metrics, publish_metric
 
 
 def review_metric_values(stored: StoredReview, answers: Sequence[ParseOutcome]) -> dict[str, int]:
@@ -44,7 +50,23 @@ def publish_review_metrics(stored: StoredReview, *, run_answers: Sequence[ParseO
         for name, count in values.items():
             emitter.add_metric(name=name, unit=MetricUnit.Count, value=count)
         emitter.flush_metrics()
-    # The function's own metrics: parser diagnostics by kind, as before.
-    for outcome in run_answers:
-        for diagnostic in outcome.diagnostics:
-            metrics.add_metric(name=f"Parser_{diagnostic.kind}", unit="Count", value=1)
+    kinds = Counter(diagnostic.kind for outcome in run_answers for diagnostic in outcome.diagnostics)
+    for kind, count in sorted(kinds.items()):
+        publish_metric(MetricName.PARSER_DIAGNOSTICS, count, {Dimension.KIND: kind})
+
+
+def metered_completion(call: Callable[[], LlmResponse]) -> LlmResponse:
+    """Make one LLM provider call and measure it: `LlmLatency` and `LlmTokens` (input, output)
+    for an answer, `LlmRateLimited` for a 429 / throttling refusal (re-raised: the stage runtime
+    backs off). Other failures are the runtime's to count."""
+    started = time.perf_counter()
+    try:
+        response = call()
+    except ProviderRateLimited:
+        metrics.add_metric(name=MetricName.LLM_RATE_LIMITED, unit=MetricUnit.Count, value=1)
+        raise
+    elapsed_ms = round((time.perf_counter() - started) * 1000, 1)
+    metrics.add_metric(name=MetricName.LLM_LATENCY, unit=MetricUnit.Milliseconds, value=elapsed_ms)
+    publish_metric(MetricName.LLM_TOKENS, response.input_tokens, {Dimension.TOKEN_TYPE: TokenType.INPUT})
+    publish_metric(MetricName.LLM_TOKENS, response.output_tokens, {Dimension.TOKEN_TYPE: TokenType.OUTPUT})
+    return response

@@ -9,9 +9,15 @@ from p4review.adapters.analyzers import AnalyzerRunner
 from p4review.config import Settings
 from p4review.logic.noise import parse_noise_policy
 from p4review.logic.prompts import load_registry
+from p4review.resources import REVIEW_QUEUE
 from p4review.stages.review import ChunkReviewer, ReviewConfig, ReviewWork
+from p4review.stages.review_capacity import TokenGate
 from p4review.stages.review_history import StoredReviewHistory
 from p4review.stages.reviewers import OfflineReviewer, ProviderReviewer
+
+# Kept free at the end of a review run besides its last call and the analyzers: the S3 writes.
+FINISH_MARGIN_SECONDS = 30
+MIN_LAST_CALL_SECONDS = 60.0
 
 
 def review_config(settings: Settings) -> ReviewConfig:
@@ -27,7 +33,26 @@ def review_config(settings: Settings) -> ReviewConfig:
         line_tolerance=settings.line_near_diff_lines,
         noise_rules=parse_noise_policy(settings.noise_policy),
         allow_prompt_patch_drift=settings.allow_prompt_patch_drift,
+        last_call_seconds=last_call_seconds(settings),
     )
+
+
+def last_call_seconds(settings: Settings) -> float:
+    """How long after a run begins its last model call may start and still finish, with the
+    analyzers and the stored result, inside the function's timeout."""
+    spare = (
+        REVIEW_QUEUE.function_timeout_seconds
+        - settings.llm_timeout_seconds
+        - settings.analyzer_timeout_seconds
+        - FINISH_MARGIN_SECONDS
+    )
+    return max(spare, MIN_LAST_CALL_SECONDS)
+
+
+def build_token_gate(data_access) -> TokenGate | None:
+    """The shared LLM token budget's gate, when P4REVIEW_LLM_TOKENS_PER_MINUTE is set."""
+    budget = data_access.llm_token_budget
+    return TokenGate(budget) if budget is not None else None
 
 
 def build_reviewer(settings: Settings, data_access) -> ChunkReviewer:
@@ -51,7 +76,8 @@ def build_analyzers(settings: Settings, data_access=None) -> AnalyzerRunner | No
 
 def build_review_work(settings: Settings, data_access, *, with_history: bool = True) -> ReviewWork:
     """`with_history`: a versioned rerun compares with the previous version's stored result (the
-    jobs table and the results bucket); `p4review review-diff` reviews a lone diff without it."""
+    jobs table and the results bucket), and calls wait for the shared token budget (the jobs
+    table); `p4review review-diff` reviews a lone diff without either."""
     return ReviewWork(
         data_access.redacted_artifacts,
         settings.redaction_policy(),
@@ -59,4 +85,5 @@ def build_review_work(settings: Settings, data_access, *, with_history: bool = T
         review_config(settings),
         build_analyzers(settings, data_access),
         StoredReviewHistory(data_access.jobs, data_access.redacted_artifacts) if with_history else None,
+        build_token_gate(data_access) if with_history else None,
     )

@@ -11,6 +11,7 @@ from p4review.logic.change_redaction import ReviewInput
 from p4review.logic.offline_reviewer import OFFLINE_PROMPT_VERSION, review_change
 from p4review.logic.prompts import estimate_tokens
 from p4review.logic.rollout import PromptChoice
+from p4review.stages.review_metrics import metered_completion
 
 
 class OfflineReviewer:
@@ -45,7 +46,7 @@ class ProviderReviewer:
         return choice.version
 
     def complete(self, request: LlmRequest, review_input: ReviewInput) -> LlmResponse:
-        return self._provider.complete(request)
+        return metered_completion(lambda: self._provider.complete(request))  # tokens, latency, 429s
 
 
 def chunk_input(review_input: ReviewInput, paths: list[str]) -> ReviewInput:

@@ -24,15 +24,16 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
-from p4review.dal.ports import OutboxRepository
+from p4review.dal.ports import DeliveryStart, OutboxRepository
 from p4review.errors import AuthError, ErrorClass, NonRetryableError, P4ReviewError, RetryableError
+from p4review.metric_names import MetricName
 from p4review.models.job import ReviewJob
 from p4review.models.outbox import DeliveryStatus, OutboxRow
 from p4review.models.swarm import PlannedSwarmComment, SwarmCommentContext
-from p4review.observability import logger
+from p4review.observability import logger, metrics
 from p4review.runtime.faults import FaultPoint, fault
 from p4review.runtime.heartbeat import Lease
-from p4review.stages.outbox_rows import ensure_delivery_row, take_send_lock
+from p4review.stages.outbox_rows import start_delivery, take_send_lock
 
 SWARM_ROW_PREFIX = "swarm:"
 # The row of the one Swarm notification per version (comment keys are fingerprints or "summary").
@@ -120,10 +121,9 @@ class SwarmChannel:
         if review_id is None:
             logger.info("no Swarm review for this change; nothing to comment on", extra={"job_id": job.job_id})
             return outcome
-        rows = [(comment, self._ensure_row(job, comment.key, lease)) for comment in comments]
-        for comment, row in rows:
+        for comment in comments:
             outcome.required += 1
-            self._deliver_one(job, review_id, comment, row, lease, outcome)
+            self._deliver_one(job, review_id, comment, lease, outcome)
         if outcome.delivered == outcome.required and not (outcome.deferred or outcome.refused):
             outcome.required += 1
             self._notify_once(job, review_id, lease, outcome)
@@ -155,42 +155,58 @@ class SwarmChannel:
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _ensure_row(self, job: ReviewJob, comment_key: str, lease: Lease) -> OutboxRow:
-        return ensure_delivery_row(self._outbox, job, swarm_row_key(comment_key), lease)
+    def _start(
+        self, job: ReviewJob, comment_key: str, lease: Lease, what: str, outcome: ChannelOutcome
+    ) -> DeliveryStart | None:
+        """The row's intent and first attempt in one write (stages/outbox_rows.py); None when
+        another worker holds its send lock (deferred, and nothing written: that worker's post is
+        under way). A lost lease or a storage failure ends the channel, as before any post."""
+        try:
+            return start_delivery(self._outbox, job, swarm_row_key(comment_key), lease, what)
+        except RetryableError as busy:
+            if busy.error_class is not ErrorClass.CONFLICT:
+                raise
+            outcome.deferred.append(busy)
+            return None
 
     def _deliver_one(
         self,
         job: ReviewJob,
         review_id: int,
         comment: PlannedSwarmComment,
-        row: OutboxRow,
         lease: Lease,
         outcome: ChannelOutcome,
     ) -> None:
+        start = self._start(job, comment.key, lease, "this Swarm comment", outcome)
+        if start is None:
+            return
+        row = start.row
         marker = comment.marker
         log = {"job_id": job.job_id, "token": row.provider_token}
         try:
-            if row.notified_at and not row.notification_id:
-                row = self._reconcile_unevidenced(review_id, row, marker, log)
-            if row.notified_at or row.status == DeliveryStatus.SKIPPED:
-                outcome.delivered += row.notified_at is not None
-                outcome.required -= row.status == DeliveryStatus.SKIPPED
-                return
-            if row.status == DeliveryStatus.FAILED:
-                raise NonRetryableError(
-                    "Swarm comment failed permanently; needs an operator", error_class=ErrorClass.POLICY_DENIED
-                )
-            if row.attempts > 0:
-                found = _retried(lambda: self._client.find_comment_by_marker(review_id, marker))
-                if found is not None:  # the earlier attempt arrived: record it, post nothing
-                    self._outbox.mark_sent(row, str(found))
-                    logger.info("earlier Swarm comment found by its marker; not posting again", extra=log)
-                    outcome.delivered += 1
+            if not start.attempted:  # an earlier run's row: look before posting again
+                if row.notified_at and not row.notification_id:
+                    row = self._reconcile_unevidenced(review_id, row, marker, log)
+                if row.notified_at or row.status == DeliveryStatus.SKIPPED:
+                    outcome.delivered += row.notified_at is not None
+                    outcome.required -= row.status == DeliveryStatus.SKIPPED
                     return
-            row = take_send_lock(self._outbox, job, row, lease, "this Swarm comment")
+                if row.status == DeliveryStatus.FAILED:
+                    raise NonRetryableError(
+                        "Swarm comment failed permanently; needs an operator", error_class=ErrorClass.POLICY_DENIED
+                    )
+                if row.attempts > 0:
+                    found = _retried(lambda: self._client.find_comment_by_marker(review_id, marker))
+                    if found is not None:  # the earlier attempt arrived: record it, post nothing
+                        self._outbox.mark_sent(row, str(found))
+                        logger.info("earlier Swarm comment found by its marker; not posting again", extra=log)
+                        outcome.delivered += 1
+                        return
+                row = take_send_lock(self._outbox, job, row, lease, "this Swarm comment")
             comment_id = self._post(review_id, comment, lease)
             fault(FaultPoint.DB_WRITE_AFTER_PROVIDER)  # local/test only: posted, but the mark fails
             self._outbox.mark_sent(row, str(comment_id))
+            metrics.add_metric(name=MetricName.SWARM_COMMENT_POSTED, unit="Count", value=1)
             outcome.delivered += 1
         except AuthError:
             raise
@@ -198,9 +214,12 @@ class SwarmChannel:
             self._record_failure(row, exc, outcome)
 
     def _record_failure(self, row: OutboxRow, exc: P4ReviewError, outcome: ChannelOutcome) -> None:
-        """A retryable failure is noted on the row (it stays pending); another marks it failed."""
+        """A retryable failure is noted on the row (it stays pending); another marks it failed.
+        A CONFLICT (another worker holds the row's send lock) writes nothing: noting the error
+        would release that worker's lock while its post is under way."""
         if isinstance(exc, RetryableError):
-            self._outbox.note_error(row, exc.message)
+            if exc.error_class is not ErrorClass.CONFLICT:
+                self._outbox.note_error(row, exc.message)
             outcome.deferred.append(exc)
             return
         if row.status != DeliveryStatus.FAILED:
@@ -216,12 +235,16 @@ class SwarmChannel:
         return self._outbox.reopen_unconfirmed(row, actor="notify")
 
     def _notify_once(self, job: ReviewJob, review_id: int, lease: Lease, outcome: ChannelOutcome) -> None:
-        row = self._ensure_row(job, NOTIFY_KEY, lease)
+        start = self._start(job, NOTIFY_KEY, lease, "the Swarm notification", outcome)
+        if start is None:
+            return
+        row = start.row
         if row.notified_at:
             outcome.delivered += 1
             return
         try:
-            row = take_send_lock(self._outbox, job, row, lease, "the Swarm notification")
+            if not start.attempted:
+                row = take_send_lock(self._outbox, job, row, lease, "the Swarm notification")
             # A notify repeated after a lost answer sends nothing: no comment is left delayed.
             _retried(lambda: self._client.send_notifications(review_id))
             self._outbox.mark_sent(row, f"review-{review_id}")

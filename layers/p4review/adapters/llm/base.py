@@ -4,7 +4,8 @@ A provider turns one `LlmRequest` (instructions + redacted change text + the Rev
 schema) into one `LlmResponse` whose `text` is the model's answer, JSON expected; the answer
 always goes through `logic.result_parser`, even when the provider used a structured-output
 feature. Providers never retry (SDK retries are off): the stage runtime's attempt budget and
-backoff are the only retry authority. Failures are raised as the domain errors below, so the
+backoff are the retry authority, and the token budget's gate (stages/review_capacity.py) asks
+once more after a 429 with Retry-After. Failures are raised as the domain errors below, so the
 runtime classifies them like any other stage failure."""
 
 from __future__ import annotations

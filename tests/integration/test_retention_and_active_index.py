@@ -1,0 +1,189 @@
+"""The jobs table's sparse active-jobs index and its retention (issue 17, SEC-23), against the
+moto server: the index holds exactly the active jobs through every transition, a sweep reads only
+them, job items and claims expire while the changelist head stays, and a request for a version
+whose records expired gets a clear 409."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from benchmarks.sweep_reads import measure_sweep_reads
+from p4review.clock import parse_iso
+from p4review.dal.dynamo_jobs import DynamoJobRepository, head_pk, job_pk, version_pk
+from p4review.dal.dynamo_replay import DynamoJobReplay
+from p4review.dal.dynamo_sweep import DynamoSweepRepository
+from p4review.errors import NotFoundError
+from p4review.logic.intake import IntakeOutcome, decide, new_job
+from p4review.models.api import CreateReviewRequest
+from p4review.models.job import AuditEvent, JobStatus, StageName, StageStatus
+from p4review.resources import ACTIVE_JOBS_INDEX, RETENTION_TTL_ATTRIBUTE
+from tests.support.harness import ingest_api, provisioned_service
+
+NOW = "2026-11-25T10:00:00.000000Z"
+
+
+@pytest.fixture
+def service(moto_endpoint, aws_reset):
+    with provisioned_service(moto_endpoint) as provisioned:
+        provisioned.ddb = provisioned.client("dynamodb")
+        provisioned.table = provisioned.resources.tables["jobs"]
+        yield provisioned
+
+
+def _repo(service, retention_days=400):
+    return DynamoJobRepository(service.ddb, service.table, retention_days=retention_days)
+
+
+def _request(key="k-1", changelist_id=77, version=1, rerun=False):
+    return CreateReviewRequest(
+        idempotency_key=key, changelist_id=changelist_id, review_version=version, kind="submitted", rerun=rerun
+    )
+
+
+def _create(repo, key="k-1", changelist_id=77, version=1, now=NOW):
+    job = new_job(_request(key, changelist_id, version), now, "test")
+    assert repo.create_job(job).created
+    return job
+
+
+def _indexed(service) -> set[str]:
+    page = service.ddb.scan(TableName=service.table, IndexName=ACTIVE_JOBS_INDEX.name)
+    return {item[ACTIVE_JOBS_INDEX.partition_key]["S"] for item in page["Items"]}
+
+
+def _raw(service, pk):
+    return service.ddb.get_item(TableName=service.table, Key={"pk": {"S": pk}}).get("Item")
+
+
+def _event(target):
+    return AuditEvent(at=NOW, actor="test", event="moved", to_status=target)
+
+
+def _run_stage(repo, job_id, stage, finish=None):
+    assert repo.claim_stage(job_id, stage, "w", lease_seconds=60).state.value == "claimed"
+    return repo.complete_stage(job_id, stage, "w", updates={}, finish_job=finish)
+
+
+def test_a_job_is_indexed_while_active_and_leaves_the_index_with_its_end_state(service):
+    repo = _repo(service)
+    succeeded, failed, dead, retrying = (_create(repo, f"k-{n}", 100 + n) for n in range(4))
+    assert _indexed(service) == {succeeded.job_id, failed.job_id, dead.job_id, retrying.job_id}
+
+    _run_stage(repo, succeeded.job_id, StageName.FETCH)
+    _run_stage(repo, succeeded.job_id, StageName.REVIEW)
+    assert succeeded.job_id in _indexed(service)  # in progress: still active
+    _run_stage(repo, succeeded.job_id, StageName.NOTIFY, finish=JobStatus.SUCCEEDED)
+
+    repo.transition(failed.job_id, JobStatus.FAILED, _event(JobStatus.FAILED))
+
+    for job, stage_status, job_status in (
+        (dead, StageStatus.FAILED, JobStatus.DEAD_LETTERED),
+        (retrying, StageStatus.PENDING, JobStatus.RETRYABLE_FAILED),
+    ):
+        repo.claim_stage(job.job_id, StageName.FETCH, "w", lease_seconds=60)
+        repo.release_stage(
+            job.job_id,
+            StageName.FETCH,
+            "w",
+            error_class="P4Timeout",
+            error="timed out",
+            stage_status=stage_status,
+            job_status=job_status,
+        )
+    assert _indexed(service) == {retrying.job_id}
+
+    # An operator replay brings a dead-lettered job back: it is active, so indexed, again.
+    replayed = DynamoJobReplay(service.ddb, service.table).replay_stage(
+        dead.job_id, StageName.FETCH, actor="op", ticket="OPS-1", note=None, from_start=False
+    )
+    assert replayed.status == JobStatus.IN_PROGRESS
+    assert _indexed(service) == {retrying.job_id, dead.job_id}
+    # The index key is storage bookkeeping, never part of the record read back.
+    assert repo.get_job(dead.job_id).model_dump().keys().isdisjoint({"active_job", RETENTION_TTL_ATTRIBUTE})
+
+
+def test_a_sweep_reads_only_the_active_jobs(service):
+    repo = _repo(service)
+    for n in range(30):
+        job = _create(repo, f"done-{n}", 1000 + n)
+        repo.transition(job.job_id, JobStatus.FAILED, _event(JobStatus.FAILED))
+    active = {_create(repo, f"live-{n}", 2000 + n).job_id for n in range(3)}
+    store = DynamoSweepRepository(service.ddb, service.table)
+    assert {job.job_id for job in store.active_jobs()} == active
+    assert store.items_read == 3  # not the 99 items (jobs, claims, heads) in the table
+
+
+def test_the_sweep_benchmark_measures_what_it_claims():
+    """Small sizes of `make bench`'s figure: a benchmark that read nothing, or everything, fails here."""
+    result = measure_sweep_reads(finished=200, active=4)
+    assert result.active_found == 4
+    assert result.index_items_read == 4
+    assert result.full_scan_items_read == result.table_items == 3 * 204
+
+
+def test_job_and_claim_expire_after_the_retention_period_and_the_head_never(service):
+    repo = _repo(service, retention_days=30)
+    job = _create(repo)
+    expected = int((parse_iso(NOW) + timedelta(days=30)).timestamp())
+    assert _raw(service, job_pk(job.job_id))[RETENTION_TTL_ATTRIBUTE] == {"N": str(expected)}
+    assert _raw(service, version_pk(77, 1))[RETENTION_TTL_ATTRIBUTE] == {"N": str(expected)}
+    assert RETENTION_TTL_ATTRIBUTE not in _raw(service, head_pk(77))
+
+
+def test_a_job_past_its_retention_reads_as_gone_and_is_never_replayed(service, manual_clock):
+    repo = _repo(service, retention_days=30)
+    manual_clock.now = parse_iso(NOW)
+    job = _create(repo)
+    repo.claim_stage(job.job_id, StageName.FETCH, "w", lease_seconds=60)
+    repo.release_stage(
+        job.job_id,
+        StageName.FETCH,
+        "w",
+        error_class="P4Timeout",
+        error="timed out",
+        stage_status=StageStatus.FAILED,
+        job_status=JobStatus.DEAD_LETTERED,
+    )
+    manual_clock.advance(timedelta(days=30).total_seconds())
+    assert repo.get_job(job.job_id) is None
+    assert repo.job_id_for_version(77, 1) is None
+    with pytest.raises(NotFoundError):
+        DynamoJobReplay(service.ddb, service.table).replay_stage(
+            job.job_id, StageName.FETCH, actor="op", ticket="OPS-1", note=None, from_start=False
+        )
+    # Not yet deleted by TTL, but a repeated request is answered as expired, not replayed.
+    outcome = repo.create_job(new_job(_request(), NOW, "test"))
+    assert decide(_request(), outcome, NOW).outcome == IntakeOutcome.RECORDS_EXPIRED
+
+
+def _ttl_deletes(service, *pks):
+    for pk in pks:
+        service.ddb.delete_item(TableName=service.table, Key={"pk": {"S": pk}})
+
+
+def test_after_ttl_deleted_the_rows_the_api_refuses_the_version_with_a_clear_code(service):
+    with ingest_api(service) as api:
+        submit = api.api.submit
+        first = submit(changelist_id=4242, review_version=1, kind="submitted", idempotency_key="p4-4242-v1")
+        rerun = submit(changelist_id=4242, review_version=2, kind="submitted", idempotency_key="p4-4242-v2", rerun=True)
+        assert (first.status, rerun.status) == (201, 201)
+        ids = [first.body["job_id"], rerun.body["job_id"]]
+        _ttl_deletes(service, *(job_pk(job_id) for job_id in ids), version_pk(4242, 1), version_pk(4242, 2))
+
+        # The latest version again (the same request, or under a new key): expired, said plainly.
+        for key in ("p4-4242-v2", "another-host-4242-v2"):
+            again = submit(changelist_id=4242, review_version=2, kind="submitted", idempotency_key=key, rerun=True)
+            assert again.status == 409, again.body
+            assert again.body["error"]["code"] == "review_records_expired"
+            assert again.body["error"]["details"] == {
+                "changelist_id": 4242,
+                "requested_version": 2,
+                "latest_version": 2,
+            }
+        # An older version is still what it was: stale.
+        older = submit(changelist_id=4242, review_version=1, kind="submitted", idempotency_key="p4-4242-v1")
+        assert (older.status, older.body["error"]["code"]) == (409, "stale_review_version")
+        assert api.api.get_job(ids[0]).status == 404
+        assert not _indexed(service)  # nothing was created, so nothing will be fetched or e-mailed
