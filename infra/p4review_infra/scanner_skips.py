@@ -98,9 +98,12 @@ TYPE_SKIPS: tuple[TypeSkip, ...] = (
     TypeSkip(
         "AWS::SecretsManager::Secret",
         "CKV_AWS_149",
-        "Encrypted with the AWS-managed key (aws/secretsmanager). Each secret is readable only by the "
-        "roles granted it (GetSecretValue on that secret's ARN); a customer-managed key would be "
-        "granted to the same roles and add no separation, only a key per environment to manage.",
+        "Encrypted with the AWS-managed key (aws/secretsmanager). The stack grants GetSecretValue on a "
+        "secret's ARN to the functions that use it alone; any other principal of the account with "
+        "GetSecretValue on it (an administrator, a trigger host's sync identity) can read it too. A "
+        "customer-managed key would add its key policy as a second gate against an over-broad IAM "
+        "policy; the trade-off taken: a key per environment to manage, for an account whose IAM is "
+        "already the boundary (docs/security.md).",
     ),
     TypeSkip(
         "AWS::SQS::Queue",
@@ -116,7 +119,8 @@ TYPE_SKIPS: tuple[TypeSkip, ...] = (
         "A function's dead-letter queue catches asynchronous invocations only. The stage functions are "
         "driven by SQS event source mappings, whose redrive DLQs hold what fails; ingest is invoked "
         "synchronously by API Gateway and js-analyzers by review; the sweeper's 5-minute schedule "
-        "invokes it with 0 retries and the next run redoes a failed one; a rotation function is called "
+        "invokes it with 0 retries and the next run redoes a failed one, and so does the credential-age "
+        "check's 6-hour schedule (a failed check raises its own alarm); a rotation function is called "
         "by Secrets Manager, which retries a failed rotation itself (and its errors raise an alarm); "
         "CDK's provider handlers are called by CloudFormation, which reports their failures.",
     ),

@@ -83,7 +83,7 @@ DEFAULT_RETENTION_DAYS = 400
 ACTIVE_JOBS_INDEX = IndexSpec(
     name="active-jobs",
     partition_key="active_job",
-    projected=("job_id", "status", "stages", "created_at", "updated_at"),
+    projected=("job_id", "status", "stages", "created_at", "updated_at", RETENTION_TTL_ATTRIBUTE),
 )
 
 JOBS_TABLE = TableSpec(

@@ -187,3 +187,120 @@ def test_after_ttl_deleted_the_rows_the_api_refuses_the_version_with_a_clear_cod
         assert (older.status, older.body["error"]["code"]) == (409, "stale_review_version")
         assert api.api.get_job(ids[0]).status == 404
         assert not _indexed(service)  # nothing was created, so nothing will be fetched or e-mailed
+
+
+def test_a_job_written_before_the_index_existed_enters_it_on_its_next_claim(service):
+    repo = _repo(service)
+    job = _create(repo)
+    service.ddb.update_item(  # as an item from before this index: no key
+        TableName=service.table, Key={"pk": {"S": job_pk(job.job_id)}}, UpdateExpression="REMOVE active_job"
+    )
+    assert not _indexed(service)
+    repo.claim_stage(job.job_id, StageName.FETCH, "w", lease_seconds=60)
+    assert _indexed(service) == {job.job_id}
+
+
+def test_the_sweeper_neither_sees_nor_writes_a_job_past_its_retention(service, manual_clock):
+    repo = _repo(service, retention_days=30)
+    manual_clock.now = parse_iso(NOW)
+    stranded = _create(repo, "stranded", 501)
+    running = _create(repo, "running", 502)
+    repo.claim_stage(running.job_id, StageName.FETCH, "w", lease_seconds=60)
+    store = DynamoSweepRepository(service.ddb, service.table)
+    observed = {job.job_id: job for job in store.active_jobs()}
+    assert set(observed) == {stranded.job_id, running.job_id}
+
+    manual_clock.advance(timedelta(days=30).total_seconds())
+    assert list(store.active_jobs()) == []  # still in the index until TTL runs, but gone
+    assert not store.mark_handoff_resent(stranded.job_id, StageName.FETCH, observed[stranded.job_id].updated_at, "s")
+    lease = observed[running.job_id].stages[StageName.FETCH]
+    assert not store.requeue_expired(running.job_id, StageName.FETCH, lease, "s")
+
+
+def test_an_outbox_row_past_its_retention_reads_as_gone(service, manual_clock):
+    from p4review.dal.dynamo_outbox import DynamoOutboxRepository
+    from p4review.models.outbox import OutboxRow
+
+    outbox = DynamoOutboxRepository(service.ddb, service.resources.tables["outbox"], retention_days=30)
+    manual_clock.now = parse_iso(NOW)
+    row = OutboxRow(
+        changelist_id=77,
+        review_version=1,
+        recipient="dev@example.test",
+        job_id="j-1",
+        provider_token="t-1",
+        created_at=NOW,
+        updated_at=NOW,
+    )
+    outbox.ensure_row(row)
+    assert outbox.get_row(77, "dev@example.test", 1) is not None
+    manual_clock.advance(timedelta(days=30).total_seconds())
+    assert outbox.get_row(77, "dev@example.test", 1) is None
+    assert outbox.rows_for_version(77, 1) == []
+    assert outbox.list_rows(None, 10).rows == []
+
+
+def test_only_the_review_stage_may_be_deferred(service):
+    """Notify's send locks are fenced by its attempt count, which a deferral would take back."""
+    from p4review.errors import IllegalTransitionError
+
+    repo = _repo(service)
+    job = _create(repo)
+    repo.claim_stage(job.job_id, StageName.FETCH, "w", lease_seconds=60)
+    with pytest.raises(IllegalTransitionError):
+        repo.defer_stage(job.job_id, StageName.FETCH, "w", reason="budget")
+
+
+def test_the_backfill_gives_older_items_their_index_key_and_retention_once(service, tmp_path, capsys):
+    """Items from before the index and retention: an active job without its key, a job, claim and
+    outbox row without `expires_at`. `p4review retention backfill` adds exactly those, once."""
+    import argparse
+    import json
+
+    from p4review.cli import retention as retention_cli
+    from p4review.dal.dynamo_outbox import DynamoOutboxRepository
+    from p4review.models.outbox import OutboxRow
+
+    repo = _repo(service)
+    active, ended = _create(repo, "old-active", 601), _create(repo, "old-ended", 602)
+    repo.transition(ended.job_id, JobStatus.FAILED, _event(JobStatus.FAILED))
+    outbox_table = service.resources.tables["outbox"]
+    DynamoOutboxRepository(service.ddb, outbox_table).ensure_row(
+        OutboxRow(
+            changelist_id=601,
+            review_version=1,
+            recipient="dev@example.test",
+            job_id=active.job_id,
+            provider_token="t-1",
+            created_at=NOW,
+            updated_at=NOW,
+        )
+    )
+    old_items = [(service.table, {"pk": {"S": pk}}) for pk in (job_pk(active.job_id), job_pk(ended.job_id))]
+    old_items += [(service.table, {"pk": {"S": version_pk(cl, 1)}}) for cl in (601, 602)]
+    old_items += [(outbox_table, item_key) for item_key in _keys(service, outbox_table)]
+    for table, key in old_items:  # as written before issue 17
+        service.ddb.update_item(TableName=table, Key=key, UpdateExpression="REMOVE active_job, expires_at")
+    assert not _indexed(service)
+
+    def backfill():
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--state-dir", default=str(tmp_path))
+        retention_cli.register(parser.add_subparsers(dest="command"))
+        parsed = parser.parse_args(["retention", "backfill"])
+        capsys.readouterr()
+        assert parsed.func(parsed) == 0
+        return json.loads(capsys.readouterr().out)
+
+    assert backfill() == {"items_scanned": 7, "indexed": 1, "retention_set": 5}
+    assert _indexed(service) == {active.job_id}  # the ended job stays out
+    expected = str(int((parse_iso(NOW) + timedelta(days=400)).timestamp()))
+    for table, key in old_items:
+        item = service.ddb.get_item(TableName=table, Key=key)["Item"]
+        assert item[RETENTION_TTL_ATTRIBUTE] == {"N": expected}
+    assert RETENTION_TTL_ATTRIBUTE not in _raw(service, head_pk(601))  # heads are kept for ever
+    assert backfill() == {"items_scanned": 7, "indexed": 0, "retention_set": 0}  # nothing twice
+
+
+def _keys(service, table):
+    return [{"pk": item["pk"], "sk": item["sk"]} for item in service.ddb.scan(TableName=table)["Items"]]

@@ -158,9 +158,15 @@ def test_a_review_waiting_for_the_budget_spends_no_attempt(service, manual_clock
     reviewer = CountingReviewer()
     budget.hold_off(3_600)
 
-    for _ in range(3):  # each return finds the budget still held: no attempt is ever spent
+    review_queue = service.resources.queue_for_stage(StageName.REVIEW).url
+    sqs = service.client("sqs")
+    for wait in range(3):  # each return finds the budget still held: no attempt is ever spent
         disposition, stored = _review_run(job, reviewer, gate)
-        assert (disposition.ack, disposition.reason, disposition.delay_seconds) == (False, "awaiting capacity", 300)
+        # This message is done with; a fresh one, held back by SQS, carries the job on: waiting
+        # uses up none of the queue's receives (8, then the DLQ).
+        assert (disposition.ack, disposition.reason) == (True, "awaiting capacity: re-sent with a delay")
+        delayed = sqs.get_queue_attributes(QueueUrl=review_queue, AttributeNames=["ApproximateNumberOfMessagesDelayed"])
+        assert int(delayed["Attributes"]["ApproximateNumberOfMessagesDelayed"]) == wait + 1
         review = stored.stages[StageName.REVIEW]
         assert (review.status, review.attempts, review.claimed_by, review.last_error_class) == (
             StageStatus.PENDING,

@@ -154,7 +154,7 @@ class ReviewApi(Construct):
             "CKV_AWS_120",
             "No response caching: a cache hit is answered by API Gateway without ingest running, so "
             "without its signature and timestamp checks (a replayed GET would be served), and could be a "
-            "stale job status. Every signed request is timestamped and unique, so a cache would not hit.",
+            "stale job status.",
         )
 
         cloud_watch_role = self.api.node.try_find_child("CloudWatchRole")

@@ -24,17 +24,12 @@ from p4review_infra.paths import FUNCTIONS_DIR
 from p4review_infra.review_config import bedrock_invoke_resources
 from p4review_infra.scanner_skips import skip_checkov
 
-# DynamoDB item access (TransactWriteItems is authorized per item as Put/Update/ConditionCheck).
-TABLE_READ_ACTIONS = (
-    "dynamodb:GetItem",
-    "dynamodb:BatchGetItem",
-    "dynamodb:Query",
-    "dynamodb:Scan",
-    "dynamodb:ConditionCheckItem",
-    "dynamodb:DescribeTable",
-)
-TABLE_WRITE_ACTIONS = ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem")
-INDEX_READ_ACTIONS = ("dynamodb:Scan", "dynamodb:Query")
+# DynamoDB item access, exactly what the DAL calls (TransactWriteItems is authorized per item as
+# Put/ConditionCheck). No Scan of a table, no delete and no batch: TTL deletes, and the only table
+# scan (`p4review deliveries list`) runs with the operator's credentials.
+TABLE_READ_ACTIONS = ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:ConditionCheckItem")
+TABLE_WRITE_ACTIONS = ("dynamodb:PutItem", "dynamodb:UpdateItem")
+INDEX_READ_ACTIONS = ("dynamodb:Scan",)  # the sweeper's scan of the sparse active-jobs index
 HANDLER = "handler.lambda_handler"
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 POWERTOOLS_SERVICE_NAME = "p4review"

@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from p4review.cli import check_result, deliveries, dlq, redact, review_diff
+from p4review.cli import check_result, deliveries, dlq, redact, retention, review_diff
 from p4review.cli.api_client import ReviewApiClient, default_idempotency_key
 
 DEFAULT_STATE_DIR = Path(".local")
@@ -183,6 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     dlq.register(commands)
     deliveries.register(commands)
+    retention.register(commands)
     redact.register(commands)
     check_result.register(commands)
     review_diff.register(commands)

@@ -23,10 +23,11 @@ from typing import Any
 from p4review.clock import now_iso, parse_iso, to_iso, utc_now
 from p4review.dal.aws_errors import translate
 from p4review.dal.dynamo_codec import from_item, to_item, to_value
+from p4review.dal.dynamo_retention import is_expired_item, not_expired_condition
 from p4review.dal.dynamo_writes import ConditionFailed, conditional_update
 from p4review.dal.ports import ClaimOutcome, ClaimState, CreateConflict, CreateOutcome
 from p4review.errors import IllegalTransitionError, LeaseLostError, NotFoundError, StaleWriteError, StorageError
-from p4review.logic.record_retention import expires_at_epoch, has_expired
+from p4review.logic.record_retention import expires_at_epoch
 from p4review.logic.transitions import check_transition, predecessors
 from p4review.models.job import (
     ACTIVE_STATUSES,
@@ -56,9 +57,9 @@ def head_pk(changelist_id: int) -> str:
     return f"CL#{changelist_id}"
 
 
-# Attributes of a job item that are storage bookkeeping, not part of the ReviewJob record.
-_STORAGE_ONLY = ("pk", "record_type", ACTIVE_JOBS_INDEX.partition_key, RETENTION_TTL_ATTRIBUTE)
 ACTIVE_KEY = ACTIVE_JOBS_INDEX.partition_key
+# Attributes of a job item that are storage bookkeeping, not part of the ReviewJob record.
+_STORAGE_ONLY = ("pk", "record_type", ACTIVE_KEY, RETENTION_TTL_ATTRIBUTE)
 
 
 def job_from_item(item: dict[str, Any]) -> ReviewJob:
@@ -68,25 +69,14 @@ def job_from_item(item: dict[str, Any]) -> ReviewJob:
     return ReviewJob.model_validate(data)
 
 
-def is_expired_item(item: dict[str, Any]) -> bool:
-    """Past its retention: TTL deletes an item up to days later, and until then it reads as gone."""
-    stored = item.get(RETENTION_TTL_ATTRIBUTE, {}).get("N")
-    return has_expired(int(stored) if stored is not None else None, utc_now())
-
-
-def not_expired_condition(values: dict[str, Any]) -> str:
-    """A condition clause that refuses a write to an item past its retention."""
-    values[":epoch_now"] = to_value(int(utc_now().timestamp()))
-    return f"(attribute_not_exists({RETENTION_TTL_ATTRIBUTE}) OR {RETENTION_TTL_ATTRIBUTE} > :epoch_now)"
-
-
 def with_activity(
     set_expression: str, job_id: str, target: JobStatus, names: dict[str, str], values: dict[str, Any]
 ) -> str:
-    """`set_expression` (one SET clause) extended to keep the sparse active-jobs index true for a
-    job moving to `target`: the key is set while the job stays active and removed when it reaches
-    an end state. Part of the same conditional write as the status change, so the two cannot
-    disagree."""
+    """`set_expression` (one SET clause, and nothing after it) extended to keep the sparse
+    active-jobs index true for a job moving to `target`: the key is set while the job stays active
+    (joining the SET) and removed when it reaches an end state (a REMOVE clause appended). Part of
+    the same conditional write as the status change, so the two cannot disagree."""
+    assert set_expression.startswith("SET ") and " REMOVE " not in set_expression, set_expression
     names["#active"] = ACTIVE_KEY
     if target in ACTIVE_STATUSES:
         values[":active_job"] = to_value(job_id)
@@ -293,7 +283,7 @@ class DynamoJobRepository:
         and pins the exact state its audit event describes, so the event stays true: first the
         usual one (the stage pending; the job queued before its first stage, in progress after).
         A refusal answers the item as it was (ALL_OLD): not claimable, that is the verdict; claimable
-        in another state (a lease that ran out, a job the sweeper made retryable_failed), one more
+        in another state (a lease that ran out, a job a failed or deferred attempt left retryable_failed), one more
         write claims exactly that state, and its event names the worker whose lease it took over."""
         usual = JobStatus.QUEUED if STAGE_ORDER.index(stage) == 0 else JobStatus.IN_PROGRESS
         try:
@@ -372,17 +362,21 @@ class DynamoJobRepository:
             values[":completed"] = to_value(StageStatus.COMPLETED.value)
             condition += " AND stages.#previous.#st = :completed"
         condition += " AND " + not_expired_condition(values)
+        update = (
+            "SET stages.#stage.#st = :running, stages.#stage.claimed_by = :worker, "
+            "stages.#stage.lease_expires_at = :expires, stages.#stage.started_at = :now, "
+            "stages.#stage.heartbeat_at = :null, "
+            "stages.#stage.attempts = stages.#stage.attempts + :one, #job_status = :in_progress, "
+            "updated_at = :now, audit = list_append(audit, :event)"
+        )
         attributes = conditional_update(
             self._client,
             table=self._table,
             key={"pk": to_value(job_pk(job_id))},
-            update=(
-                "SET stages.#stage.#st = :running, stages.#stage.claimed_by = :worker, "
-                "stages.#stage.lease_expires_at = :expires, stages.#stage.started_at = :now, "
-                "stages.#stage.heartbeat_at = :null, "
-                "stages.#stage.attempts = stages.#stage.attempts + :one, #job_status = :in_progress, "
-                "updated_at = :now, audit = list_append(audit, :event)"
-            ),
+            # The job is active: the claim sets the index key too, so the one write that moves a
+            # job to in_progress keeps the index true itself (and a job written before the index
+            # existed enters it on its next claim).
+            update=with_activity(update, job_id, JobStatus.IN_PROGRESS, names, values),
             condition=condition,
             names=names,
             values=values,
@@ -528,7 +522,12 @@ class DynamoJobRepository:
     def defer_stage(self, job_id: str, stage: StageName, worker_id: str, *, reason: str) -> ReviewJob:
         """Give the stage back (pending) and take back the attempt its claim counted: the work
         waited for the LLM's token budget, which is no failure (docs/capacity.md). The job stays
-        active, in `retryable_failed` (the status that waits for a message); no error is recorded."""
+        active, in `retryable_failed` (the status that waits for a message); no error is recorded.
+
+        Review only: notify fences its send locks with its stage's attempt count, which must only
+        ever grow (stages/outbox_rows.py: lock_holder), and only review waits for a shared budget."""
+        if stage is not StageName.REVIEW:
+            raise IllegalTransitionError(f"only the review stage may be deferred, not {stage.value}")
         check_transition(JobStatus.IN_PROGRESS, JobStatus.RETRYABLE_FAILED)
         now_text = now_iso()
         event = AuditEvent(

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from p4review.clock import now_iso, parse_iso
 from p4review.dal.aws_errors import condition_failed_item, translate
 from p4review.dal.dynamo_codec import from_item, to_item, to_value
+from p4review.dal.dynamo_retention import is_expired_item
 from p4review.dal.dynamo_writes import ConditionFailed, conditional_update
 from p4review.dal.ports import DeliveryStart
 from p4review.errors import DeliveryInFlight, StaleWriteError
@@ -132,7 +133,7 @@ class DynamoOutboxRepository:
         except Exception as exc:
             translate(exc, "get outbox row")
         item = answer.get("Item")
-        return _row_from_item(item) if item else None
+        return _row_from_item(item) if item and not is_expired_item(item) else None
 
     def start_delivery(self, intent: OutboxRow, *, owner: str, fence: int, locked_until: str) -> DeliveryStart:
         """The delivery intent and its first attempt in one conditional write: what ensure_row +
@@ -326,7 +327,7 @@ class DynamoOutboxRepository:
         try:
             while True:
                 answer = self._client.query(**kwargs)
-                rows.extend(_row_from_item(item) for item in answer.get("Items", []))
+                rows.extend(_row_from_item(item) for item in answer.get("Items", []) if not is_expired_item(item))
                 if "LastEvaluatedKey" not in answer:
                     return rows
                 kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
@@ -354,6 +355,8 @@ class DynamoOutboxRepository:
             while True:
                 answer = self._client.scan(**kwargs)
                 for item in answer.get("Items", []):
+                    if is_expired_item(item):
+                        continue  # past its retention: gone, whether or not TTL has deleted it yet
                     try:
                         rows.append(_row_from_item(item))
                     except ValidationError as invalid:  # one bad item must not hide the others

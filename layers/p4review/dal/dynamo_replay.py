@@ -19,14 +19,8 @@ from typing import Any
 
 from p4review.clock import now_iso
 from p4review.dal.dynamo_codec import to_value
-from p4review.dal.dynamo_jobs import (
-    audit_value,
-    is_expired_item,
-    job_from_item,
-    job_pk,
-    not_expired_condition,
-    with_activity,
-)
+from p4review.dal.dynamo_jobs import audit_value, job_from_item, job_pk, with_activity
+from p4review.dal.dynamo_retention import is_expired_item, not_expired_condition
 from p4review.dal.dynamo_writes import ConditionFailed, conditional_update
 from p4review.errors import IllegalTransitionError, NotFoundError
 from p4review.logic.replay import (

@@ -16,6 +16,7 @@ from p4review.clock import now_iso
 from p4review.dal.aws_errors import translate
 from p4review.dal.dynamo_codec import from_item, to_value
 from p4review.dal.dynamo_jobs import audit_value, job_pk
+from p4review.dal.dynamo_retention import not_expired_condition
 from p4review.dal.dynamo_writes import ConditionFailed, conditional_update
 from p4review.models.job import ACTIVE_STATUSES, AuditEvent, JobStatus, StageName, StageState, StageStatus
 from p4review.resources import ACTIVE_JOBS_INDEX
@@ -43,15 +44,18 @@ class DynamoSweepRepository:
         self.items_read = 0
 
     def active_jobs(self) -> Iterator[ActiveJob]:
-        # The filter drops an entry the index has not caught up on (a job that just ended).
-        statuses = {f":s{index}": to_value(status.value) for index, status in enumerate(ACTIVE_STATUSES)}
+        # The filter drops an entry the index has not caught up on (a job that just ended), and a
+        # job past its retention (it reads as gone: nothing is re-sent for it).
+        values: dict[str, Any] = {f":s{index}": to_value(status.value) for index, status in enumerate(ACTIVE_STATUSES)}
+        statuses = ", ".join(values)
+        live = not_expired_condition(values)
         kwargs: dict[str, Any] = {
             "TableName": self._table,
             "IndexName": ACTIVE_JOBS_INDEX.name,
-            "FilterExpression": f"#status IN ({', '.join(statuses)})",
+            "FilterExpression": f"#status IN ({statuses}) AND {live}",
             "ProjectionExpression": ", ".join(("#status" if name == "status" else name) for name in _PROJECTED),
             "ExpressionAttributeNames": {"#status": "status"},
-            "ExpressionAttributeValues": statuses,
+            "ExpressionAttributeValues": values,
         }
         while True:
             try:
@@ -76,6 +80,20 @@ class DynamoSweepRepository:
             stage=stage,
             detail=f"lease of {observed.claimed_by} expired at {observed.lease_expires_at}",
         )
+        values = {
+            ":pending": to_value(StageStatus.PENDING.value),
+            ":running": to_value(StageStatus.RUNNING.value),
+            ":null": to_value(None),
+            ":now": to_value(now),
+            ":owner": to_value(observed.claimed_by),
+            ":expiry": to_value(observed.lease_expires_at),
+            ":event": audit_value(event),
+        }
+        condition = (
+            "stages.#stage.#st = :running AND stages.#stage.claimed_by = :owner "
+            "AND stages.#stage.lease_expires_at = :expiry AND stages.#stage.lease_expires_at <= :now "
+            f"AND {not_expired_condition(values)}"
+        )
         try:
             conditional_update(
                 self._client,
@@ -85,20 +103,9 @@ class DynamoSweepRepository:
                     "SET stages.#stage.#st = :pending, stages.#stage.claimed_by = :null, "
                     "stages.#stage.lease_expires_at = :null, updated_at = :now, audit = list_append(audit, :event)"
                 ),
-                condition=(
-                    "stages.#stage.#st = :running AND stages.#stage.claimed_by = :owner "
-                    "AND stages.#stage.lease_expires_at = :expiry AND stages.#stage.lease_expires_at <= :now"
-                ),
+                condition=condition,
                 names={"#stage": stage.value, "#st": "status"},
-                values={
-                    ":pending": to_value(StageStatus.PENDING.value),
-                    ":running": to_value(StageStatus.RUNNING.value),
-                    ":null": to_value(None),
-                    ":now": to_value(now),
-                    ":owner": to_value(observed.claimed_by),
-                    ":expiry": to_value(observed.lease_expires_at),
-                    ":event": audit_value(event),
-                },
+                values=values,
                 operation="requeue expired lease",
                 return_new=False,
             )
@@ -118,20 +125,22 @@ class DynamoSweepRepository:
             stage=stage,
             detail=f"no progress since {observed_updated_at}",
         )
+        values = {
+            ":now": to_value(now),
+            ":observed": to_value(observed_updated_at),
+            ":pending": to_value(StageStatus.PENDING.value),
+            ":event": audit_value(event),
+        }
+        live = not_expired_condition(values)
         try:
             conditional_update(
                 self._client,
                 table=self._table,
                 key={"pk": to_value(job_pk(job_id))},
                 update="SET updated_at = :now, audit = list_append(audit, :event)",
-                condition="updated_at = :observed AND stages.#stage.#st = :pending",
+                condition=f"updated_at = :observed AND stages.#stage.#st = :pending AND {live}",
                 names={"#stage": stage.value, "#st": "status"},
-                values={
-                    ":now": to_value(now),
-                    ":observed": to_value(observed_updated_at),
-                    ":pending": to_value(StageStatus.PENDING.value),
-                    ":event": audit_value(event),
-                },
+                values=values,
                 operation="mark stranded hand-off resent",
                 return_new=False,
             )

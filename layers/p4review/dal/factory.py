@@ -14,6 +14,7 @@ from p4review.dal.aws_errors import translate
 from p4review.models.job import STAGE_ORDER
 
 if TYPE_CHECKING:  # the implementations are imported on first use, where they are built
+    from p4review.dal.dynamo_backfill import DynamoRetentionBackfill
     from p4review.dal.dynamo_replay import DynamoJobReplay
     from p4review.dal.js_analyzer_function import JsAnalyzerFunction
     from p4review.dal.llm_credentials import LlmCredentials
@@ -117,6 +118,17 @@ class DataAccess:
 
         dlqs = {stage: getattr(self.settings, f"{stage.value}_dlq_url") for stage in STAGE_ORDER}
         return SqsDeadLetters(_client("sqs"), {k: v for k, v in dlqs.items() if v})
+
+    @cached_property
+    def retention_backfill(self) -> DynamoRetentionBackfill:  # operator: `p4review retention backfill`
+        from p4review.dal.dynamo_backfill import DynamoRetentionBackfill
+
+        return DynamoRetentionBackfill(
+            self._dynamodb,
+            self.settings.require("jobs_table"),
+            self.settings.require("outbox_table"),
+            self.settings.retention_days,
+        )
 
     @cached_property
     def job_replay(self) -> DynamoJobReplay:  # operator replay of dead-lettered jobs

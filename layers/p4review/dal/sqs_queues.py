@@ -9,6 +9,8 @@ from p4review.dal.aws_errors import translate
 from p4review.models.job import StageName
 from p4review.models.messages import StageMessage
 
+MAX_SEND_DELAY_SECONDS = 900
+
 
 class SqsStageQueues:
     def __init__(self, client: Any, queue_urls: dict[StageName, str], dlq_urls: dict[StageName, str]):
@@ -16,10 +18,13 @@ class SqsStageQueues:
         self._queue_urls = queue_urls
         self._dlq_urls = dlq_urls
 
-    def send(self, message: StageMessage) -> None:
+    def send(self, message: StageMessage, *, delay_seconds: int = 0) -> None:
+        """`delay_seconds`: SQS holds the message back this long (at most 900 s, SQS's limit)."""
         try:
             self._client.send_message(
-                QueueUrl=self._queue_urls[message.stage], MessageBody=message.model_dump_json(exclude_none=True)
+                QueueUrl=self._queue_urls[message.stage],
+                MessageBody=message.model_dump_json(exclude_none=True),
+                DelaySeconds=max(0, min(delay_seconds, MAX_SEND_DELAY_SECONDS)),
             )
         except Exception as exc:
             translate(exc, f"enqueue {message.stage.value}")

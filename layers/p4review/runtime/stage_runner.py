@@ -137,7 +137,7 @@ def run_stage(
             # to report: releasing or dead-lettering would overwrite the new owner's stage.
             return _lease_lost(log, "stage failed after its lease was lost")
         if isinstance(exc, AwaitingCapacity):
-            return _defer(job, stage, exc, jobs, worker_id)
+            return _defer(job, stage, exc, jobs, queues, worker_id, message)
         if isinstance(exc, P4ReviewError):
             return _fail(job, stage, exc, exc.error_class, jobs, queues, worker_id, message, message_id)
         # A bug: dead-letter it rather than retry forever.
@@ -168,10 +168,20 @@ def _lease_lost(log: dict[str, str], what: str) -> Disposition:
     return Disposition(ack=False, reason="lease lost")
 
 
-def _defer(job: ReviewJob, stage: StageName, exc: AwaitingCapacity, jobs: JobRepository, worker_id: str) -> Disposition:
+def _defer(
+    job: ReviewJob,
+    stage: StageName,
+    exc: AwaitingCapacity,
+    jobs: JobRepository,
+    queues: StageQueues,
+    worker_id: str,
+    message: StageMessage,
+) -> Disposition:
     """The work waited for shared capacity and its invocation ran out of time for it: no failure,
-    so the stage goes back to pending without counting this attempt, and the message returns when
-    the capacity should be there (docs/capacity.md). Work already done (stored chunk answers) is kept."""
+    so the stage goes back to pending without counting this attempt, and a fresh message, held back
+    until the capacity should be there, replaces this one (docs/capacity.md): putting this one
+    back would use up one of the queue's receives per wait, and a long burst would dead-letter a
+    job that never failed. Work already done (stored chunk answers) is kept."""
     log = {"job_id": job.job_id, "stage": stage.value, "retry_after": exc.retry_after}
     try:
         jobs.defer_stage(job.job_id, stage, worker_id, reason=exc.message)
@@ -179,7 +189,13 @@ def _defer(job: ReviewJob, stage: StageName, exc: AwaitingCapacity, jobs: JobRep
         return Disposition(ack=False, reason="lease lost")
     logger.info("stage deferred until capacity frees up; the attempt is not counted", extra=log)
     delay = min(max(exc.retry_after or 0.0, 1.0), RETRY_AFTER_CEILING)
-    return Disposition(ack=False, delay_seconds=delay, reason="awaiting capacity")
+    try:
+        resend = StageMessage(job_id=job.job_id, stage=stage, request_id=message.request_id)
+        queues.send(resend, delay_seconds=round(delay))
+    except P4ReviewError:
+        # The stage is pending already: this message, put back, carries the job on instead.
+        return Disposition(ack=False, delay_seconds=delay, reason="awaiting capacity")
+    return Disposition(ack=True, reason="awaiting capacity: re-sent with a delay")
 
 
 def _ensure_handoff(job: ReviewJob | None, stage: StageName, queues: StageQueues, request_id: str | None) -> None:

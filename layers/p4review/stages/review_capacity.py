@@ -12,8 +12,9 @@ stage give up (`AwaitingCapacity`): the runtime gives the stage back without cou
 attempt (stage_runner._defer), and the chunks already answered are kept for the next run.
 
 A 429 that still happens (another client on the same key, the estimate short of the provider's
-count) holds the whole budget off for the provider's Retry-After, so every worker pauses, not
-just this one, and this chunk is asked once more in place. A second 429, or one without a
+count) holds the whole budget off for the provider's Retry-After, so every reservation made from
+then on waits, not just this one's (a worker already granted and asleep is not woken: it may meet
+a 429 of its own), and this chunk is asked once more in place. A second 429, or one without a
 Retry-After, is the failed attempt the spec says it is (ERR-3)."""
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
-from p4review.adapters.llm.base import LlmRequest, LlmResponse, ProviderRateLimited
+from p4review.adapters.llm.base import ContextTooLong, LlmRequest, LlmResponse, ProviderRateLimited
 from p4review.clock import utc_now
 from p4review.dal.ports import TokenBudget
 from p4review.errors import AwaitingCapacity, P4ReviewError
@@ -62,13 +63,17 @@ class TokenGate:
             lease.check()
             try:
                 response = complete()
+            except ContextTooLong:
+                self._give_back(reserved)  # refused unread: the budget was not spent (the chunk is split)
+                raise
             except ProviderRateLimited as refused:
+                self._give_back(reserved)  # a 429 processed nothing; a re-ask reserves again
                 if refused.retry_after is None or reasks == 0:
                     raise
                 reasks -= 1
                 self._budget.hold_off(refused.retry_after)
                 logger.warning(
-                    "LLM rate limited despite the token budget; every worker holds off",
+                    "LLM rate limited despite the token budget; the budget is held off",
                     extra={"retry_after": refused.retry_after, "request_id": request.request_id},
                 )
                 try:
@@ -79,11 +84,17 @@ class TokenGate:
             # The provider's count replaces the estimate and unused output tokens go back; an answer
             # without usage (some OpenAI-compatible servers) keeps the reservation as it was.
             if response.input_tokens:
-                try:
-                    self._budget.settle(reserved, response.input_tokens + response.output_tokens)
-                except P4ReviewError as exc:  # the answer is paid for: a budget a little off is the lesser loss
-                    logger.warning("token budget not settled", extra={"error_class": exc.error_class.value})
+                self._settle(reserved, response.input_tokens + response.output_tokens)
             return response
+
+    def _give_back(self, reserved: int) -> None:
+        self._settle(reserved, 0)
+
+    def _settle(self, reserved: int, used: int) -> None:
+        try:
+            self._budget.settle(reserved, used)
+        except P4ReviewError as exc:  # the answer is paid for: a budget a little off is the lesser loss
+            logger.warning("token budget not settled", extra={"error_class": exc.error_class.value})
 
     def _acquire(self, tokens: int, lease: Lease, deadline: datetime) -> None:
         time_left = (deadline - self._clock()).total_seconds()

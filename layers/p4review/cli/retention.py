@@ -1,0 +1,39 @@
+"""`p4review retention backfill`: upgrade items written before the active-jobs index and record
+retention existed (docs/runbook.md, "Upgrading to the active-jobs index and retention").
+
+Talks to AWS directly with the operator's credentials and the service's environment (`--env-file`,
+or `<state-dir>/stack.env` from `p4review local up`), like `p4review dlq`. Safe to run again and
+beside the live service: every write only adds a missing attribute, conditionally."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+
+from p4review.cli.common import data_access, fail
+from p4review.errors import P4ReviewError
+
+
+def cmd_retention_backfill(args: argparse.Namespace) -> int:
+    dal = data_access(args)
+    try:
+        report = dal.retention_backfill.run()
+    except P4ReviewError as exc:
+        return fail(f"retention backfill stopped: {exc.message} (running it again resumes; nothing is done twice)")
+    print(json.dumps(asdict(report), sort_keys=True))
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    retention = subparsers.add_parser("retention", help="record retention and the active-jobs index")
+    commands = retention.add_subparsers(dest="retention_command", required=True)
+    backfill = commands.add_parser(
+        "backfill",
+        help="give items written before the index and retention existed their index key and expires_at",
+    )
+    backfill.add_argument(
+        "--env-file", help="load KEY=VALUE environment lines first (default: <state-dir>/stack.env when present)"
+    )
+    backfill.set_defaults(func=cmd_retention_backfill)
+    return retention
