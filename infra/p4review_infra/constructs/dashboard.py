@@ -18,7 +18,7 @@ from p4review.logic import review_metrics as m
 from p4review.metric_names import BacklogState, Dimension, MetricName, TokenType
 from p4review.models.job import STAGE_ORDER
 from p4review_infra.constructs.alarms import own_metric
-from p4review_infra.constructs.rollout_alarms import rejection_rate, track_metric
+from p4review_infra.constructs.rollout_alarms import per_answer, rejection_rate
 from p4review_infra.constructs.stage_queue import StageQueue
 
 # The sweeper publishes the backlog every 5 minutes (stack.SWEEP_EVERY_MINUTES); the stages'
@@ -53,16 +53,7 @@ def _count(name: MetricName, label: str, dimensions: dict[Dimension, str] | None
 
 
 def _dropped_per_answer(track: str) -> cloudwatch.MathExpression:
-    # As rollout_alarms.rejection_rate: 0 when the track parsed no answer in the period.
-    return cloudwatch.MathExpression(
-        expression=f"IF(parsed_{track} > 0, FILL(dropped_{track}, 0) / parsed_{track}, 0)",
-        using_metrics={
-            f"dropped_{track}": track_metric(m.FINDINGS_DROPPED, track, PERIOD),
-            f"parsed_{track}": track_metric(m.ANSWERS, track, PERIOD),
-        },
-        period=PERIOD,
-        label=f"{track} findings dropped per answer",
-    )
+    return per_answer(track, m.FINDINGS_DROPPED, "dropped", f"{track} findings dropped per answer")
 
 
 class Dashboard(Construct):

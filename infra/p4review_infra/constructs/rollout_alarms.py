@@ -35,18 +35,23 @@ def track_metric(metric_name: str, track: str, period: Duration) -> cloudwatch.M
     )
 
 
-def rejection_rate(track: str) -> cloudwatch.MathExpression:
-    # No answers metric on the track: no data point (answers is not filled). A job publishes
-    # ReviewAnswers even when it parsed none (value 0): rate 0 rather than 0/0.
+def per_answer(track: str, metric_name: str, counted: str, label: str) -> cloudwatch.MathExpression:
+    """`metric_name`'s sum per model answer on `track`, over PERIOD. No answers metric on the
+    track: no data point (answers is not filled). A job publishes ReviewAnswers even when it
+    parsed none (value 0): 0 rather than 0/0."""
     return cloudwatch.MathExpression(
-        expression=f"IF(answers_{track} > 0, FILL(rejected_{track}, 0) / answers_{track}, 0)",
+        expression=f"IF(answers_{track} > 0, FILL({counted}_{track}, 0) / answers_{track}, 0)",
         using_metrics={
-            f"rejected_{track}": track_metric(m.RESPONSES_REJECTED, track, PERIOD),
+            f"{counted}_{track}": track_metric(metric_name, track, PERIOD),
             f"answers_{track}": track_metric(m.ANSWERS, track, PERIOD),
         },
         period=PERIOD,
-        label=f"{track} rejection rate",
+        label=label,
     )
+
+
+def rejection_rate(track: str) -> cloudwatch.MathExpression:
+    return per_answer(track, m.RESPONSES_REJECTED, "rejected", f"{track} rejection rate")
 
 
 def findings_per_job(track: str) -> cloudwatch.MathExpression:
