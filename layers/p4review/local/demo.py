@@ -211,8 +211,11 @@ def _show_comment(comment: dict[str, Any]) -> None:
 
 def _show_swarm(swarm_url: str, accepted: list[tuple[dict[str, Any], str]], jobs: dict[str, dict[str, Any]]) -> bool:
     """Each changelist's review on the fake Swarm: comments, notifications, where to read them,
-    and a few comment bodies. True when every comment is there exactly once: no marker twice,
-    one comment per delivered comment row, one Swarm notification per delivered notify row."""
+    and a few comment bodies. True when every comment is there exactly once (no marker twice, one
+    comment per delivered comment row) and notified: none left delayed, at least one and at most
+    one notification per delivered notify row. Fewer is right when two versions of a change are
+    notified at once: Swarm's notify sends the caller's delayed comments on the review, so the
+    first call may carry the other version's comments too, and the second finds none."""
     reviews = FakeSwarmControl(swarm_url).reviews_by_change()
     by_change: dict[int, list[dict[str, Any]]] = {}
     for request, job_id in accepted:
@@ -227,11 +230,12 @@ def _show_swarm(swarm_url: str, accepted: list[tuple[dict[str, Any], str]], jobs
         posted = sum(_sent(job, "comment") for job in change_jobs)
         notified = sum(_sent(job, "notify") for job in change_jobs)
         notifications = review["notifications"] if review else 0
+        delayed = sum(1 for comment in comments if comment.get("delayed"))
         if duplicates or None in markers:
             problems.append(f"CL {change}: {duplicates} duplicate markers, {markers.count(None)} without one")
-        if len(comments) != posted or notifications != notified:
+        if len(comments) != posted or delayed or not min(notified, 1) <= notifications <= notified:
             problems.append(
-                f"CL {change}: {len(comments)} comments for {posted} posted rows, "
+                f"CL {change}: {len(comments)} comments for {posted} posted rows ({delayed} never notified), "
                 f"{notifications} notifications for {notified} notify rows"
             )
         versions = ", ".join(sorted(f"v{job.get('review_version', '?')}" for job in change_jobs))

@@ -229,6 +229,13 @@ class FakeSwarmServer(BackgroundServer):
         review_id = self.review_for_change(change)
         return 0 if review_id is None else self.notifications_for_review(review_id)
 
+    def delayed_for_change(self, change: int) -> int:
+        """Comments posted delayed whose notification was never sent (should be 0 after notify)."""
+        review_id = self.review_for_change(change)
+        with self._lock:
+            topic = f"reviews/{review_id}"
+            return sum(1 for c in self._comments.values() if c["topic"] == topic and c["delayed"])
+
     def notify_calls(self, review_id: int) -> int:
         with self._lock:
             return self._notify_calls[review_id]
