@@ -20,11 +20,9 @@ from p4review.dal.factory import get_data_access
 from p4review.logic.offline_reviewer import OFFLINE_PROMPT_VERSION
 from p4review.logic.unified_diff import iter_added_lines
 from p4review.models.job import StageName
-from p4review.models.messages import StageMessage
 from p4review.models.review_result import StoredReview
-from p4review.runtime.stage_runner import run_stage
 from p4review.stages.review_setup import build_review_work
-from tests.support.harness import fetched_job, provisioned_service
+from tests.support.harness import fetched_job, provisioned_service, run_once
 from tests.support.llm_server import Reply, scripted_server  # noqa: F401 (fixture)
 
 CHANGE = 48220  # Python edit + add + move: three fetched files
@@ -70,17 +68,8 @@ def _fetch_then_answer(stable_version: str = "1.2.0") -> tuple[Any, dict[str, An
 
 def _review(job) -> tuple[Any, StoredReview]:
     dal = get_data_access()
-    work = build_review_work(get_settings(), dal)
-    disposition = run_stage(
-        StageMessage(job_id=job.job_id, stage=StageName.REVIEW),
-        work,
-        jobs=dal.jobs,
-        queues=dal.queues,
-        worker_id="reviewer",
-        lease_seconds=60,
-    )
+    disposition, job = run_once(job, build_review_work(get_settings(), dal), worker_id="reviewer")
     assert disposition.ack, disposition
-    job = dal.jobs.get_job(job.job_id)
     return job, StoredReview.model_validate(dal.redacted_artifacts.get_json(job.artifacts.result_key))
 
 

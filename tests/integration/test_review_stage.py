@@ -20,12 +20,10 @@ from p4review.dal.factory import get_data_access
 from p4review.logic.noise import parse_noise_policy
 from p4review.logic.prompts import load_registry
 from p4review.models.job import JobStatus, StageName
-from p4review.models.messages import StageMessage
 from p4review.models.review_result import StoredReview
-from p4review.runtime.stage_runner import run_stage
 from p4review.stages.review import ReviewConfig, ReviewWork
 from p4review.stages.reviewers import ProviderReviewer
-from tests.support.harness import fetched_job, provisioned_service
+from tests.support.harness import fetched_job, provisioned_service, run_once
 
 _FILE_HEADER = re.compile(r"^=== FILE (\S+) \(")
 _ADDED = re.compile(r"^(\d+) \+")
@@ -155,15 +153,7 @@ def _review(job, provider, **config):
         ProviderReviewer(provider),
         ReviewConfig(registry=config.pop("registry", load_registry()), **config),
     )
-    disposition = run_stage(
-        StageMessage(job_id=job.job_id, stage=StageName.REVIEW),
-        work,
-        jobs=dal.jobs,
-        queues=dal.queues,
-        worker_id="reviewer",
-        lease_seconds=60,
-    )
-    return disposition, dal.jobs.get_job(job.job_id)
+    return run_once(job, work, worker_id="reviewer")
 
 
 def _stored(job) -> StoredReview:

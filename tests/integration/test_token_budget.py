@@ -16,13 +16,11 @@ from p4review.dal.dynamo_token_budget import EXPIRY_MARGIN_SECONDS, DynamoTokenB
 from p4review.dal.factory import get_data_access
 from p4review.logic.token_budget import BURST_MS, InMemoryTokenBudget, cost_ms
 from p4review.models.job import JobStatus, StageName, StageStatus
-from p4review.models.messages import StageMessage
 from p4review.resources import ACTIVE_JOBS_INDEX, RETENTION_TTL_ATTRIBUTE
-from p4review.runtime.stage_runner import run_stage
 from p4review.stages.review_capacity import TokenGate
 from p4review.stages.review_setup import review_config
 from p4review.stages.reviewers import OfflineReviewer
-from tests.support.harness import fetched_job, provisioned_service
+from tests.support.harness import fetched_job, provisioned_service, run_once
 
 TPM = 400_000
 
@@ -137,15 +135,7 @@ def _review_run(job, reviewer, gate):
         review_config(get_settings()),
         capacity=gate,
     )
-    disposition = run_stage(
-        StageMessage(job_id=job.job_id, stage=StageName.REVIEW),
-        work,
-        jobs=dal.jobs,
-        queues=dal.queues,
-        worker_id="reviewer",
-        lease_seconds=60,
-    )
-    return disposition, dal.jobs.get_job(job.job_id)
+    return run_once(job, work, worker_id="reviewer")
 
 
 def test_a_review_waiting_for_the_budget_spends_no_attempt(service, manual_clock):

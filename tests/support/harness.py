@@ -24,7 +24,7 @@ from p4review.logic.ingest_service import create_review
 from p4review.models.api import CreateReviewRequest
 from p4review.models.job import ReviewJob
 from p4review.models.messages import StageMessage
-from p4review.runtime.stage_runner import StageWork, run_stage
+from p4review.runtime.stage_runner import Disposition, StageWork, run_stage
 from p4review.stages.fetch import FetchWork
 from tests.support.aws import moto_client, shared_session
 
@@ -123,17 +123,24 @@ def fetch_work(**settings: object) -> FetchWork:
     return FetchWork(get_settings().model_copy(update=settings), dal.raw_artifacts, dal.redacted_artifacts, dal.secrets)
 
 
+def run_once(job: ReviewJob, work: StageWork, worker_id: str = "setup") -> tuple[Disposition, ReviewJob]:
+    """One delivery of `work.stage`'s message for `job` through the shared runtime: what the
+    runtime answered the event source, and the job as stored afterwards."""
+    dal = get_data_access()
+    message = StageMessage(job_id=job.job_id, stage=work.stage)
+    disposition = run_stage(message, work, jobs=dal.jobs, queues=dal.queues, worker_id=worker_id, lease_seconds=60)
+    stored = dal.jobs.get_job(job.job_id)
+    assert stored is not None
+    return disposition, stored
+
+
 def run_through(job: ReviewJob, *works: StageWork, worker_id: str = "setup") -> ReviewJob:
     """Run each stage's work for `job` through the shared runtime, in order; each must be
     acknowledged. Returns the job as stored afterwards."""
-    dal = get_data_access()
     for work in works:
-        message = StageMessage(job_id=job.job_id, stage=work.stage)
-        disposition = run_stage(message, work, jobs=dal.jobs, queues=dal.queues, worker_id=worker_id, lease_seconds=60)
+        disposition, job = run_once(job, work, worker_id)
         assert disposition.ack, (work.stage, disposition.reason)
-    stored = dal.jobs.get_job(job.job_id)
-    assert stored is not None
-    return stored
+    return job
 
 
 def fetched_job(idempotency_key: str, changelist_id: int, **settings: object) -> ReviewJob:

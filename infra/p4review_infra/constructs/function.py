@@ -11,6 +11,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from p4review.metric_names import NAMESPACE, SERVICE
 from p4review.resources import IndexSpec, physical_name
 from p4review_infra.concurrency_config import MIN_EVENT_SOURCE_CONCURRENCY
 from p4review_infra.constructs.logs_key import logs_key
@@ -32,8 +33,9 @@ TABLE_WRITE_ACTIONS = ("dynamodb:PutItem", "dynamodb:UpdateItem")
 INDEX_READ_ACTIONS = ("dynamodb:Scan",)  # the sweeper's scan of the sparse active-jobs index
 HANDLER = "handler.lambda_handler"
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
-POWERTOOLS_SERVICE_NAME = "p4review"
-POWERTOOLS_METRICS_NAMESPACE = "P4Review"
+# Powertools reads these; the values are the one definition in p4review.metric_names.
+POWERTOOLS_SERVICE_NAME = SERVICE
+POWERTOOLS_METRICS_NAMESPACE = NAMESPACE
 
 # What Lambda needs to manage a VPC function's network interfaces: the EC2 actions of the AWS
 # managed policy AWSLambdaVPCAccessExecutionRole (its logs actions are granted per log group).

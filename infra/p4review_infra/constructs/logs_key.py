@@ -9,13 +9,12 @@ trail's files from S3 needs kms:Decrypt, granted through IAM (the account root h
 
 from __future__ import annotations
 
-from aws_cdk import ArnFormat, Aws, Duration, RemovalPolicy, Stack
+from aws_cdk import ArnFormat, Aws, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from p4review.resources import physical_name
-from p4review_infra.constructs.storage import KEY_PENDING_WINDOW_DAYS
+from p4review_infra.constructs.storage import rotating_key
 
 LOGS_KEY_ID = "LogsKey"
 # CloudWatch Logs' actions on a customer-managed key (AWS's documented key policy for log groups).
@@ -34,15 +33,11 @@ def logs_key_alias(environment: str) -> str:
 class LogsKey(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, environment: str, removal_policy: RemovalPolicy) -> None:
         super().__init__(scope, construct_id)
-        self.key = kms.Key(
+        self.key = rotating_key(
             self,
-            "Key",
             alias=logs_key_alias(environment),
             description=f"p4review {environment}: encrypts the log groups and the artifact audit trail",
-            enable_key_rotation=True,
             removal_policy=removal_policy,
-            # Only applies when the key is deleted (dev): the shortest window KMS allows.
-            pending_window=Duration.days(KEY_PENDING_WINDOW_DAYS) if removal_policy == RemovalPolicy.DESTROY else None,
         )
         stack = Stack.of(self)
         log_group_arns = [

@@ -152,6 +152,20 @@ class ArtifactBucket:
         )
 
 
+def rotating_key(scope: Construct, *, alias: str, description: str, removal_policy: RemovalPolicy) -> kms.Key:
+    """A customer-managed key (construct id `Key`) with yearly rotation; one the environment does
+    not retain is deleted after KMS's shortest waiting period."""
+    return kms.Key(
+        scope,
+        "Key",
+        alias=alias,
+        description=description,
+        enable_key_rotation=True,
+        removal_policy=removal_policy,
+        pending_window=Duration.days(KEY_PENDING_WINDOW_DAYS) if removal_policy == RemovalPolicy.DESTROY else None,
+    )
+
+
 def secure_bucket_defaults(protect: bool) -> dict[str, Any]:
     """What every p4review bucket shares: no public access, SSL only, no ACLs, and the
     environment's data policy (protected: RETAIN; dev: DESTROY, emptied by CDK's auto-delete)."""
@@ -193,15 +207,11 @@ class ArtifactStorage(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         removal = RemovalPolicy.RETAIN if protect else RemovalPolicy.DESTROY
-        self.key = kms.Key(
+        self.key = rotating_key(
             self,
-            "Key",
             alias=artifact_key_alias(environment),
             description=f"p4review {environment}: encrypts the artifact buckets (SSE-KMS)",
-            enable_key_rotation=True,
             removal_policy=removal,
-            # Only applies when the key is deleted (dev): the shortest window KMS allows.
-            pending_window=None if protect else Duration.days(KEY_PENDING_WINDOW_DAYS),
         )
         common = secure_bucket_defaults(protect)
 
