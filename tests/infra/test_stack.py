@@ -127,7 +127,7 @@ def test_five_functions_with_handler_runtime_and_no_active_tracing(dev):
     for name, (_, fn) in ((n, fns[n]) for n in PYTHON_FUNCTIONS):
         assert fn["Handler"] == "handler.lambda_handler"
         assert fn["Runtime"] == "python3.12"
-        assert fn["Architectures"] == ["arm64"]
+        assert fn["Architectures"] == ["x86_64"]
         assert "TracingConfig" not in fn  # no code calls a tracer: no X-Ray, no wildcard grant for it
         assert 256 <= fn["MemorySize"] <= 512
         assert len(fn["Layers"]) == 2, name
@@ -136,7 +136,7 @@ def test_five_functions_with_handler_runtime_and_no_active_tracing(dev):
 def test_the_javascript_analyzers_run_on_node_invoked_by_review_only(dev):
     fns = functions(dev)
     js_id, js = fns["js-analyzers"]
-    assert (js["Runtime"], js["Handler"], js["Architectures"]) == ("nodejs22.x", "handler.handler", ["arm64"])
+    assert (js["Runtime"], js["Handler"], js["Architectures"]) == ("nodejs22.x", "handler.handler", ["x86_64"])
     assert "Layers" not in js
     # Its own role may write its own log group and nothing else.
     assert [s["Action"] for s in role_statements(dev, "js-analyzers")] == [

@@ -205,3 +205,13 @@ def test_without_the_installed_js_analyzers_eslint_is_unavailable(monkeypatch, t
     run = AnalyzerRunner(["eslint", "ruff"]).run(CONTENTS)
     assert [(d.reason, d.detail) for d in run.diagnostics] == [(ANALYZER_UNAVAILABLE, "eslint is not installed")]
     assert run.ran == ["ruff"]
+
+
+def test_a_python_analyzer_is_told_where_its_package_is_installed(tmp_path):
+    # In Lambda the layer's /opt/python is on the handler's sys.path but not in PYTHONPATH, so a
+    # child `python -m bandit` would not find the layer without it (make package runs it there).
+    env = analyzers_module._analyzer_env("bandit", str(tmp_path))
+    assert Path(env["PYTHONPATH"], "bandit", "__init__.py").is_file()
+    assert Path(analyzers_module._analyzer_env("flawfinder", str(tmp_path))["PYTHONPATH"], "flawfinder.py").is_file()
+    assert "PYTHONPATH" not in analyzers_module._analyzer_env("shellcheck", str(tmp_path))
+    assert env["HOME"] == str(tmp_path) and set(env) == {"PATH", "HOME", "LC_ALL", "PYTHONPATH"}

@@ -25,6 +25,7 @@ from p4review.errors import ErrorClass, P4ReviewError
 from p4review.models.review_result import REVIEW_RESULT_SCHEMA
 from tests.support.llm_server import Keys, Reply, ScriptedServer, scripted_server  # noqa: F401 (fixture)
 
+MODEL = "claude-sonnet-4-6"  # a family that takes a forced tool choice (model_capabilities.py)
 OLD_KEY = "sk-ant-test-old-0123456789abcdef"
 NEW_KEY = "sk-ant-test-new-fedcba9876543210"
 SYSTEM_TEXT = "You are a code reviewer. SYSTEM-MARKER-51d0 answer with a ReviewResult."
@@ -43,9 +44,7 @@ def _request() -> LlmRequest:
 
 
 def _provider(server: ScriptedServer, keys: Keys | None = None, timeout_seconds: float = 5.0) -> AnthropicProvider:
-    return AnthropicProvider(
-        "claude-test", keys or Keys(OLD_KEY), base_url=server.root_url, timeout_seconds=timeout_seconds
-    )
+    return AnthropicProvider(MODEL, keys or Keys(OLD_KEY), base_url=server.root_url, timeout_seconds=timeout_seconds)
 
 
 def _message(*content: dict[str, Any], stop_reason: str = "tool_use") -> dict[str, Any]:
@@ -85,12 +84,12 @@ def test_success_forces_the_result_tool_and_serializes_its_input(server: Scripte
     assert json.loads(response.text) == ANSWER
     assert "Naïve" in response.text  # ensure_ascii=False
     assert (response.input_tokens, response.output_tokens) == (410, 77)
-    assert (response.provider, response.model, response.stop_reason) == ("anthropic", "claude-test", "tool_use")
+    assert (response.provider, response.model, response.stop_reason) == ("anthropic", MODEL, "tool_use")
     [sent] = server.requests
     assert sent.path == "/v1/messages"
     assert _presented_key(sent.headers) == OLD_KEY
     assert "anthropic-version" in sent.headers
-    assert sent.body["model"] == "claude-test"
+    assert sent.body["model"] == MODEL
     assert sent.body["max_tokens"] == 2048
     # The instructions are marked cacheable (with the tool schema before them, the stable prefix).
     assert sent.body["system"] == [{"type": "text", "text": SYSTEM_TEXT, "cache_control": {"type": "ephemeral"}}]
@@ -268,3 +267,16 @@ def test_prompt_cache_reads_and_writes_are_counted_as_input(server: ScriptedServ
     server.script(Reply(body=body))
     response = _provider(server).complete(_request())
     assert (response.input_tokens, response.cache_read_tokens, response.cache_write_tokens) == (1500, 1000, 200)
+
+
+def test_an_adaptive_thinking_model_is_offered_the_tool_without_forcing_it(server: ScriptedServer) -> None:
+    """Forced tool choice is refused while thinking is on, and these models cannot turn it off."""
+    server.script(Reply(body=_message()))
+
+    AnthropicProvider("claude-opus-4-7", Keys(OLD_KEY), base_url=server.root_url, timeout_seconds=5).complete(
+        _request()
+    )
+
+    [sent] = server.requests
+    assert sent.body["tool_choice"] == {"type": "auto"}
+    assert sent.body["tools"][0]["name"] == RESULT_TOOL_NAME

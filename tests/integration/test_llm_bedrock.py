@@ -32,7 +32,7 @@ from p4review.config import Settings
 from p4review.errors import ConfigError, P4ReviewError
 from p4review.models.review_result import REVIEW_RESULT_SCHEMA
 
-MODEL = "anthropic.claude-test-v1:0"
+MODEL = "anthropic.claude-3-7-sonnet-20250219-v1:0"  # caches, takes a forced tool and temperature
 SYSTEM_TEXT = "You are a code reviewer. SYSTEM-MARKER-aa01."
 USER_TEXT = "1 | secret_sauce = compute()  # USER-MARKER-bb02 proprietary business logic\n"
 ANSWER = {"schema_version": "1.0", "prompt_version": "1.0", "findings": []}
@@ -51,7 +51,7 @@ def _request(request_id: str = "job-1:chunk-0") -> LlmRequest:
 def _expected_params(request_id: str | None = "job-1:chunk-0") -> dict[str, Any]:
     params: dict[str, Any] = {
         "modelId": MODEL,
-        # MODEL is a Claude model: the instructions end with a cache checkpoint.
+        # MODEL is Claude 3.7 Sonnet: the instructions end with a cache checkpoint.
         "system": [{"text": SYSTEM_TEXT}, {"cachePoint": {"type": "default"}}],
         "messages": [{"role": "user", "content": [{"text": USER_TEXT}]}],
         "inferenceConfig": {"maxTokens": 4096, "temperature": 0},
@@ -346,6 +346,9 @@ def test_prompt_cache_reads_and_writes_are_counted_as_input(stubbed: tuple[Any, 
 def test_a_model_without_prompt_caching_gets_no_cache_point(stubbed: tuple[Any, Stubber]) -> None:
     client, stubber = stubbed
     other = "meta.llama3-70b-instruct-v1:0"
+    # Not in the table: no cache checkpoint, no tools, no temperature (the safe request).
     params = {**_expected_params(), "modelId": other, "system": [{"text": SYSTEM_TEXT}]}
+    params["inferenceConfig"] = {"maxTokens": 4096}
+    del params["toolConfig"]
     stubber.add_response("converse", _converse_response([{"text": "{}"}], "end_turn"), params)
     BedrockProvider(other, client).complete(_request())

@@ -25,6 +25,7 @@ from p4review.errors import ConfigError, ErrorClass, P4ReviewError
 from p4review.models.review_result import REVIEW_RESULT_SCHEMA
 from tests.support.llm_server import Keys, Reply, ScriptedServer, scripted_server  # noqa: F401 (fixture)
 
+MODEL = "gpt-4o"  # a non-reasoning family: temperature 0, max_tokens off api.openai.com
 OLD_KEY = "sk-test-old-0123456789abcdef"
 NEW_KEY = "sk-test-new-fedcba9876543210"
 SYSTEM_TEXT = "You are a code reviewer. SYSTEM-MARKER-7c1e answer with a ReviewResult."
@@ -44,7 +45,7 @@ def _request() -> LlmRequest:
 
 def _provider(server: ScriptedServer, keys: Keys | None = None, **options: Any) -> OpenAIProvider:
     options.setdefault("timeout_seconds", 5.0)
-    return OpenAIProvider("gpt-test", keys or Keys(OLD_KEY), base_url=server.base_url, **options)
+    return OpenAIProvider(MODEL, keys or Keys(OLD_KEY), base_url=server.base_url, **options)
 
 
 def _completion(content: str | None = json.dumps(ANSWER), finish_reason: str = "stop", **message: Any) -> dict:
@@ -88,15 +89,15 @@ def test_success_sends_the_wire_format_and_reads_the_answer(server: ScriptedServ
 
     assert json.loads(response.text) == ANSWER
     assert (response.input_tokens, response.output_tokens) == (321, 54)
-    assert (response.provider, response.model, response.stop_reason) == ("openai", "gpt-test", "stop")
+    assert (response.provider, response.model, response.stop_reason) == ("openai", MODEL, "stop")
     [sent] = server.requests
     assert sent.path == "/v1/chat/completions"
     assert sent.headers["authorization"] == f"Bearer {OLD_KEY}"
     assert sent.headers["x-client-request-id"] == "job-1:chunk-0"
-    assert sent.body["model"] == "gpt-test"
+    assert sent.body["model"] == MODEL
     assert sent.body["messages"] == [{"role": "system", "content": SYSTEM_TEXT}, {"role": "user", "content": USER_TEXT}]
-    assert sent.body["temperature"] == 0
-    assert sent.body["max_tokens"] == 1024  # an OpenAI-compatible server: max_tokens
+    assert sent.body["temperature"] == 0  # gpt-4o takes one
+    assert sent.body["max_tokens"] == 1024  # a non-reasoning model on an OpenAI-compatible server: max_tokens
     assert "max_completion_tokens" not in sent.body
     assert sent.body["response_format"] == {
         "type": "json_schema",
@@ -350,3 +351,29 @@ def test_cached_prompt_tokens_are_reported(server: ScriptedServer) -> None:
     server.script(Reply(body=body))
     response = _provider(server).complete(_request())
     assert (response.input_tokens, response.cache_read_tokens, response.cache_write_tokens) == (1321, 1024, 0)
+
+
+@pytest.mark.parametrize("model", ["o3-mini", "o4-mini-2025-04-16", "gpt-5-mini"])
+def test_a_reasoning_model_through_a_gateway_gets_no_temperature_and_max_completion_tokens(
+    server: ScriptedServer, model: str
+) -> None:
+    """OpenAI's reasoning models refuse temperature (400 unsupported_value) and max_tokens: the
+    family decides, not the base URL (docs/llm-models.md)."""
+    server.script(Reply(body=_completion()))
+
+    OpenAIProvider(model, Keys(OLD_KEY), base_url=server.base_url, timeout_seconds=5).complete(_request())
+
+    [sent] = server.requests
+    assert "temperature" not in sent.body and "max_tokens" not in sent.body
+    assert sent.body["max_completion_tokens"] == 1024
+    assert sent.body["response_format"]["type"] == "json_schema"
+
+
+def test_an_unknown_model_gets_no_temperature(server: ScriptedServer) -> None:
+    server.script(Reply(body=_completion()))
+
+    OpenAIProvider("qwen2.5-coder:32b", Keys(OLD_KEY), base_url=server.base_url, timeout_seconds=5).complete(_request())
+
+    [sent] = server.requests
+    assert "temperature" not in sent.body
+    assert sent.body["max_tokens"] == 1024  # what every OpenAI-compatible server knows

@@ -30,6 +30,9 @@ KEY = "sk-test-review-0123456789"
 ROTATED = "sk-test-rotated-9876543210"
 
 
+BEDROCK_MODEL = "us.anthropic.claude-3-7-sonnet-20250219-v1:0"
+
+
 def _fetch_then_answer(stable_version: str = "1.2.0") -> tuple[Any, dict[str, Any]]:
     """Fetch the change; return the job and a model answer with one finding on a real added line."""
     dal = get_data_access()
@@ -135,7 +138,7 @@ def test_anthropic_after_a_key_rotation(moto_endpoint, aws_reset, server):
         moto_endpoint,
         extra_env={
             "P4REVIEW_LLM_PROVIDER": "anthropic",
-            "P4REVIEW_LLM_MODEL": "claude-test",
+            "P4REVIEW_LLM_MODEL": "claude-sonnet-4-6",
             "P4REVIEW_LLM_BASE_URL": server.root_url,
             "P4REVIEW_SECRET_CACHE_SECONDS": "300",
         },
@@ -175,7 +178,7 @@ def test_bedrock_converse(moto_endpoint, aws_reset, monkeypatch):
     monkeypatch.setattr(bedrock_provider, "make_bedrock_client", lambda region, timeout: client)
     with provisioned_service(
         moto_endpoint,
-        extra_env={"P4REVIEW_LLM_PROVIDER": "bedrock", "P4REVIEW_LLM_MODEL": "anthropic.claude-test-v1:0"},
+        extra_env={"P4REVIEW_LLM_PROVIDER": "bedrock", "P4REVIEW_LLM_MODEL": BEDROCK_MODEL},
     ):
         job, answer = _fetch_then_answer()
         with Stubber(client) as stubber:
@@ -193,7 +196,7 @@ def test_bedrock_converse(moto_endpoint, aws_reset, monkeypatch):
                     "metrics": {"latencyMs": 10},
                 },
                 {
-                    "modelId": "anthropic.claude-test-v1:0",
+                    "modelId": BEDROCK_MODEL,
                     "system": ANY,
                     "messages": ANY,
                     "inferenceConfig": ANY,

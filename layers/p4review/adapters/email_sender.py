@@ -7,6 +7,10 @@ retryable or failed) and `EmailProviderLatency` (milliseconds; every call is one
 CloudWatch's percentile statistics give the latency distribution); a lookup counts `EmailLookup`
 (dimension Outcome).
 
+`lookup` asks by the deterministic Message-ID notify renders. Only a provider that delivers it
+unchanged can answer: an SMTP relay passes it on, SES replaces it with its own (and has no lookup
+API), so SesSender answers UNSUPPORTED.
+
 `commit_by` is when the caller's right to deliver (its stage lease and the row's send lock)
 ends. A provider must not hand the message over after it: past that moment another worker may
 own the row, look the delivery up, find nothing yet and send again."""

@@ -1,9 +1,14 @@
 """Amazon SES (v2 API) delivery with the SmtpSender interface: structured results, never an
 exception for an expected failure.
 
-The rendered message goes out as-is (`Content.Raw`), so SES delivers the same bytes, headers
-and deterministic Message-ID that the SMTP path would. Error messages carry the SES error
-code and HTTP status only: SES's own message text can echo the addresses involved."""
+The rendered message is handed over as-is (`Content.Raw`), the same bytes the SMTP path sends,
+but SES does not deliver them unchanged: it replaces the Message-ID and Date headers with its own
+(https://docs.aws.amazon.com/ses/latest/dg/header-fields.html). So on SES our deterministic
+Message-ID neither reaches the recipient nor lets a mail system collapse a second copy; what
+joins SES's events back to the outbox row is the `p4review-delivery` message tag, and what keeps
+a second send from happening is the outbox (docs/notify.md, "SES: what reaches the recipient").
+Error messages carry the SES error code and HTTP status only: SES's own message text can echo
+the addresses involved."""
 
 from __future__ import annotations
 
@@ -31,8 +36,9 @@ from p4review.models.outbox import LookupOutcome, LookupResult, SendOutcome, Sen
 
 CONNECT_TIMEOUT_SECONDS = 10
 READ_TIMEOUT_SECONDS = 20
-# Message tag with the delivery token, so SES event records (bounces, complaints) can be joined
-# back to the outbox row. Tag names and values allow only [A-Za-z0-9_-].
+# Message tag with the delivery token, so SES event records (sends, bounces, complaints) can be
+# joined back to the outbox row: SES replaces our Message-ID, the tag survives. Tag names and
+# values allow only [A-Za-z0-9_-].
 DELIVERY_TAG = "p4review-delivery"
 # logic.delivery.message_id_for: "<p4r.{first 32 hex chars of the delivery token}@domain>".
 _TOKEN_IN_MESSAGE_ID = re.compile(r"<p4r\.([0-9a-f]{32})@")
@@ -119,8 +125,10 @@ class SesSender:
         """Always UNSUPPORTED: SES v2 has no API that finds a sent message, by its Message-ID or
         otherwise. What happened to a send is only published as events (send, delivery, bounce)
         to a configuration set's event destination (CloudWatch, Firehose, SNS, EventBridge),
-        which this sender does not read. The notify stage then applies its documented policy for
-        an unconfirmed earlier attempt (resend with the same Message-ID)."""
+        which this sender does not read. Nor could a lookup use `message_id`: SES replaced it on
+        the delivered message. The notify stage then applies its documented policy for an
+        unconfirmed earlier attempt: send again, which on SES is a separate email (its own
+        Message-ID), not a copy a mail system would collapse."""
         return LookupResult(outcome=LookupOutcome.UNSUPPORTED)
 
 

@@ -1,7 +1,10 @@
-"""Anthropic Messages API. The ReviewResult comes back as the input of one forced tool call.
+"""Anthropic Messages API. The ReviewResult comes back as the input of the result tool's call.
 
-Imported only when the provider is `anthropic`. No sampling parameters are sent: the 2.x SDK
-dropped them and its default API version refuses them."""
+The tool is forced by name for the families that allow it (model_capabilities.py); a model whose
+thinking cannot be turned off (and an unknown model) gets tool choice `auto`, the only forced-less
+choice accepted with thinking on, and the parser also reads a text answer. Imported only when the
+provider is `anthropic`. No sampling parameters are sent: the 2.x SDK dropped them and its
+default API version refuses them."""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from p4review.adapters.llm.base import (
     ProviderPolicyRefusal,
 )
 from p4review.adapters.llm.http_errors import KeyedClient, SdkErrors
+from p4review.adapters.llm.model_capabilities import capabilities
 
 ANTHROPIC_API_BASE_URL = "https://api.anthropic.com"
 
@@ -37,6 +41,7 @@ class AnthropicProvider:
         self.model = model
         # Explicit, so the SDK does not pick up ANTHROPIC_BASE_URL or a profile's URL instead.
         self.base_url = base_url or ANTHROPIC_API_BASE_URL
+        self.capabilities = capabilities("anthropic", model)
         self._timeout_seconds = timeout_seconds
         self._client = KeyedClient(self.name, model, key_source, self._build_client, _ERRORS)
 
@@ -47,20 +52,8 @@ class AnthropicProvider:
         )
 
     def complete(self, request: LlmRequest) -> LlmResponse:
-        tool = {"name": RESULT_TOOL_NAME, "description": RESULT_TOOL_DESCRIPTION, "input_schema": request.json_schema}
-        message = self._client.call(
-            lambda client: client.messages.create(
-                model=self.model,
-                max_tokens=request.max_output_tokens,
-                # The instructions (with the tool schema before them) are the same for every request:
-                # cached, a later request within five minutes reads them at a tenth of the price.
-                system=[{"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}],
-                messages=[{"role": "user", "content": request.user}],
-                tools=[tool],
-                tool_choice={"type": "tool", "name": RESULT_TOOL_NAME},
-            ),
-            request,
-        )
+        arguments = self.build_arguments(request)
+        message = self._client.call(lambda client: client.messages.create(**arguments), request)
 
         if message.stop_reason == "refusal":
             raise ProviderPolicyRefusal(f"{self.name} ({self.model}): the model refused the request")
@@ -80,6 +73,27 @@ class AnthropicProvider:
             stop_reason=message.stop_reason,
             meta={"response_id": message.id},
         )
+
+    def build_arguments(self, request: LlmRequest) -> dict[str, Any]:
+        """The keyword arguments of `messages.create` for this model's family."""
+        tool = {"name": RESULT_TOOL_NAME, "description": RESULT_TOOL_DESCRIPTION, "input_schema": request.json_schema}
+        system: dict[str, Any] = {"type": "text", "text": request.system}
+        if self.capabilities.prompt_cache.mechanism == "cache_control":
+            # The instructions (with the tool schema before them) are the same for every request:
+            # cached, a later request within five minutes reads them at a tenth of the price.
+            system["cache_control"] = {"type": "ephemeral"}
+        arguments: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": request.max_output_tokens,
+            "system": [system],
+            "messages": [{"role": "user", "content": request.user}],
+            "tools": [tool],
+        }
+        if self.capabilities.structured_output == "forced_tool":
+            arguments["tool_choice"] = {"type": "tool", "name": RESULT_TOOL_NAME}
+        else:  # auto_tool: the default, stated
+            arguments["tool_choice"] = {"type": "auto"}
+        return arguments
 
 
 def _answer_text(blocks: list[Any]) -> str:

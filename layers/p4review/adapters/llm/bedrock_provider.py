@@ -1,5 +1,10 @@
 """Amazon Bedrock through the Converse API. No API key: the function's IAM role signs the calls.
-The ReviewResult comes back as the input of one forced tool call (toolChoice)."""
+
+The request follows the model's family (model_capabilities.py): a `cachePoint` only for the
+models Bedrock caches for, `toolChoice.tool` only for Claude 3 and Nova (botocore's
+documentation), `toolChoice.any` for later Claude models, the tool offered without a forced choice
+where thinking cannot be turned off, and for an unknown model neither tools, cache checkpoint nor
+temperature: the instructions carry the schema and the result parser reads the text."""
 
 from __future__ import annotations
 
@@ -25,6 +30,7 @@ from p4review.adapters.llm.base import (
     mentions_context_too_long,
 )
 from p4review.adapters.llm.http_errors import safe_excerpt
+from p4review.adapters.llm.model_capabilities import capabilities
 from p4review.errors import ConfigError, P4ReviewError, clamp_retry_after
 
 CONNECT_TIMEOUT_SECONDS = 10
@@ -55,14 +61,9 @@ def make_bedrock_client(region: str | None, timeout_seconds: float) -> Any:
         raise ConfigError("bedrock: no AWS region configured (P4REVIEW_LLM_REGION)") from None
 
 
-# A cache checkpoint after the instructions (Converse `cachePoint`), for the model families that
-# support prompt caching on Bedrock; another model would refuse the request, so it gets none.
-_CACHE_POINT = ({"cachePoint": {"type": "default"}},)
-_CACHING_MODELS = re.compile(r"(^|[.:/])(anthropic\.claude|amazon\.nova)")
-
-
 def supports_prompt_cache(model_id: str) -> bool:
-    return bool(_CACHING_MODELS.search(model_id))
+    """Whether Bedrock takes a cache checkpoint for this model (another model would refuse it)."""
+    return capabilities("bedrock", model_id).prompt_cache.mechanism == "cache_point"
 
 
 class BedrockProvider:
@@ -70,31 +71,11 @@ class BedrockProvider:
 
     def __init__(self, model: str, client: Any):
         self.model = model
+        self.capabilities = capabilities("bedrock", model)
         self._client = client
 
     def complete(self, request: LlmRequest) -> LlmResponse:
-        arguments: dict[str, Any] = {
-            "modelId": self.model,
-            "system": [{"text": request.system}, *_CACHE_POINT]
-            if supports_prompt_cache(self.model)
-            else [{"text": request.system}],
-            "messages": [{"role": "user", "content": [{"text": request.user}]}],
-            "inferenceConfig": {"maxTokens": request.max_output_tokens, "temperature": 0},
-            "toolConfig": {
-                "tools": [
-                    {
-                        "toolSpec": {
-                            "name": RESULT_TOOL_NAME,
-                            "description": RESULT_TOOL_DESCRIPTION,
-                            "inputSchema": {"json": request.json_schema},
-                        }
-                    }
-                ],
-                "toolChoice": {"tool": {"name": RESULT_TOOL_NAME}},
-            },
-        }
-        if _METADATA_VALUE.fullmatch(request.request_id):
-            arguments["requestMetadata"] = {"p4review_request_id": request.request_id}
+        arguments = self.build_arguments(request)
         try:
             response = self._client.converse(**arguments)
         except (ClientError, BotoCoreError) as exc:
@@ -121,6 +102,40 @@ class BedrockProvider:
             if (response_id := response.get("ResponseMetadata", {}).get("RequestId"))
             else {},
         )
+
+    def build_arguments(self, request: LlmRequest) -> dict[str, Any]:
+        """The keyword arguments of `converse` for this model's family."""
+        family = self.capabilities
+        system: list[dict[str, Any]] = [{"text": request.system}]
+        if family.prompt_cache.mechanism == "cache_point":
+            # A cache checkpoint after the instructions, the same in every request.
+            system.append({"cachePoint": {"type": "default"}})
+        inference: dict[str, Any] = {"maxTokens": request.max_output_tokens}
+        if family.accepts_temperature:
+            inference["temperature"] = 0
+        arguments: dict[str, Any] = {
+            "modelId": self.model,
+            "system": system,
+            "messages": [{"role": "user", "content": [{"text": request.user}]}],
+            "inferenceConfig": inference,
+        }
+        if family.structured_output != "prompt_only":
+            tool = {
+                "toolSpec": {
+                    "name": RESULT_TOOL_NAME,
+                    "description": RESULT_TOOL_DESCRIPTION,
+                    "inputSchema": {"json": request.json_schema},
+                }
+            }
+            tool_config: dict[str, Any] = {"tools": [tool]}
+            if family.structured_output == "forced_tool":
+                tool_config["toolChoice"] = {"tool": {"name": RESULT_TOOL_NAME}}
+            elif family.structured_output == "any_tool":
+                tool_config["toolChoice"] = {"any": {}}
+            arguments["toolConfig"] = tool_config  # auto_tool: the default choice, left out
+        if _METADATA_VALUE.fullmatch(request.request_id):
+            arguments["requestMetadata"] = {"p4review_request_id": request.request_id}
+        return arguments
 
     def _domain_error(self, exc: Exception, request: LlmRequest) -> P4ReviewError:
         where = f"{self.name} ({self.model})"

@@ -1,7 +1,10 @@
 """OpenAI chat completions, and any OpenAI-compatible server (vLLM, Ollama, ...) via `base_url`.
 
-This module is imported only when the provider is `openai`, so the SDK import costs nothing to
-functions configured otherwise."""
+What the request carries depends on the model's family (model_capabilities.py), not on the base
+URL: reasoning models (o-series, gpt-5 family) get no temperature and `max_completion_tokens`
+even through a gateway; an unknown model gets no temperature, and the token limit every server
+at that base URL knows. This module is imported only when the provider is `openai`, so the SDK
+import costs nothing to functions configured otherwise."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import openai
 
 from p4review.adapters.llm.base import KeySource, LlmRequest, LlmResponse, ProviderPolicyRefusal
 from p4review.adapters.llm.http_errors import KeyedClient, SdkErrors
+from p4review.adapters.llm.model_capabilities import capabilities
 from p4review.errors import ConfigError
 
 OPENAI_API_BASE_URL = "https://api.openai.com/v1"
@@ -44,10 +48,16 @@ class OpenAIProvider:
         self.structured_output = structured_output
         # Explicit, so the SDK does not pick up OPENAI_BASE_URL from the environment.
         self.base_url = base_url or OPENAI_API_BASE_URL
-        # api.openai.com takes max_completion_tokens (its reasoning models refuse max_tokens);
-        # OpenAI-compatible servers reliably know only max_tokens.
+        self.capabilities = capabilities("openai", model)
         official = urlparse(self.base_url).hostname == "api.openai.com"
-        self.token_limit_field = "max_completion_tokens" if official else "max_tokens"
+        field = self.capabilities.output_limit_field
+        if field == "either":
+            # The model takes both: api.openai.com prefers max_completion_tokens (max_tokens is
+            # deprecated there); OpenAI-compatible servers reliably know only max_tokens.
+            field = "max_completion_tokens" if official else "max_tokens"
+        self.token_limit_field = field
+        # The configured mode, lowered to what the family supports (an unknown model: as configured).
+        self.response_format_mode = _lower_of(structured_output, self.capabilities.structured_output)
         self._timeout_seconds = timeout_seconds
         self._client = KeyedClient(self.name, model, key_source, self._build_client, _ERRORS)
 
@@ -56,17 +66,7 @@ class OpenAIProvider:
         return openai.OpenAI(api_key=api_key, base_url=self.base_url, timeout=self._timeout_seconds, max_retries=0)
 
     def complete(self, request: LlmRequest) -> LlmResponse:
-        arguments: dict[str, Any] = {
-            "model": self.model,
-            "messages": [{"role": "system", "content": request.system}, {"role": "user", "content": request.user}],
-            "temperature": 0,
-            self.token_limit_field: request.max_output_tokens,
-        }
-        response_format = self._response_format(request)
-        if response_format is not None:
-            arguments["response_format"] = response_format
-        if request.request_id.isascii():
-            arguments["extra_headers"] = {"X-Client-Request-Id": request.request_id[:512]}
+        arguments = self.build_arguments(request)
         completion = self._client.call(lambda client: client.chat.completions.create(**arguments), request)
 
         choice = completion.choices[0] if completion.choices else None
@@ -93,13 +93,40 @@ class OpenAIProvider:
             meta={"response_id": response_id} if (response_id := getattr(completion, "id", None)) else {},
         )
 
+    def build_arguments(self, request: LlmRequest) -> dict[str, Any]:
+        """The keyword arguments of `chat.completions.create` for this model's family."""
+        if self.capabilities.accepts_system_message:
+            messages = [{"role": "system", "content": request.system}, {"role": "user", "content": request.user}]
+        else:  # o1-mini, o1-preview: no system (or developer) role; the instructions go first
+            messages = [{"role": "user", "content": f"{request.system}\n\n{request.user}"}]
+        arguments: dict[str, Any] = {"model": self.model, "messages": messages}
+        if self.capabilities.accepts_temperature:
+            arguments["temperature"] = 0
+        arguments[self.token_limit_field] = request.max_output_tokens
+        response_format = self._response_format(request)
+        if response_format is not None:
+            arguments["response_format"] = response_format
+        if request.request_id.isascii():
+            arguments["extra_headers"] = {"X-Client-Request-Id": request.request_id[:512]}
+        return arguments
+
     def _response_format(self, request: LlmRequest) -> dict[str, Any] | None:
-        if self.structured_output == "json_schema":
+        if self.response_format_mode == "json_schema":
             # strict False: strict mode wants every property required and a JSON Schema subset.
             return {
                 "type": "json_schema",
                 "json_schema": {"name": RESULT_SCHEMA_NAME, "schema": request.json_schema, "strict": False},
             }
-        if self.structured_output == "json_object":
+        if self.response_format_mode == "json_object":
             return {"type": "json_object"}
         return None
+
+
+# From most to least structure; "none" (configuration) and "prompt_only" (the table) both mean no
+# response_format.
+_MODES = ("json_schema", "json_object", "none")
+
+
+def _lower_of(configured: str, supported: str) -> str:
+    supported = "none" if supported not in _MODES else supported
+    return _MODES[max(_MODES.index(configured), _MODES.index(supported))]
