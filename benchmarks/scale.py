@@ -467,7 +467,8 @@ LLM_PRICES = (
 class AwsPrices:
     """us-east-1 list prices (USD), as known in 2025; today is 2026-11-25: check the pricing pages."""
 
-    lambda_gb_second_arm: float = 0.0000133334
+    # x86_64 (docs/infra.md "Architecture"); arm64 would be 0.0000133334.
+    lambda_gb_second_x86: float = 0.0000166667
     lambda_request: float = 0.20 / 1e6
     dynamodb_write_unit: float = 0.625 / 1e6  # on-demand, after the November 2024 price cut
     dynamodb_read_unit: float = 0.125 / 1e6
@@ -572,10 +573,10 @@ def daily_costs(
         + per_job.notify_seconds * gb["notify"]
     )
     sweeper = fixed.sweeper_runs_per_day * (
-        fixed.sweeper_seconds * gb["sweeper"] * prices.lambda_gb_second_arm + prices.lambda_request
+        fixed.sweeper_seconds * gb["sweeper"] * prices.lambda_gb_second_x86 + prices.lambda_request
     )
     costs = {
-        "lambda": n * (lambda_seconds * prices.lambda_gb_second_arm + 4 * prices.lambda_request) + sweeper,
+        "lambda": n * (lambda_seconds * prices.lambda_gb_second_x86 + 4 * prices.lambda_request) + sweeper,
         "dynamodb": n
         * (
             (per_job.dynamodb_write_units + per_job.budget_writes_per_chunk * profile.chunks)

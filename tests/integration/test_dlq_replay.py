@@ -18,7 +18,7 @@ from p4review.models.api import CreateReviewRequest
 from p4review.models.job import JobStatus, StageName, StageStatus
 from p4review.models.messages import StageMessage
 from p4review.runtime.stage_runner import StageOutput, run_stage
-from tests.support.harness import drain, provisioned_service
+from tests.support.harness import drain
 
 TICKET = "INC-4711"
 NOTE = "p4 ticket refreshed in p4review/test/p4; verified with p4 login -s"
@@ -41,8 +41,8 @@ class ScriptedWork:
 
 
 @pytest.fixture
-def service(moto_endpoint, aws_reset):
-    with provisioned_service(moto_endpoint) as provisioned:
+def service(dal_provisioned):
+    with dal_provisioned() as provisioned:
         provisioned.sqs = provisioned.client("sqs")
         yield provisioned
 

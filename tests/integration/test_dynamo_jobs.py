@@ -1,5 +1,6 @@
-"""The jobs table's conditional writes against the moto server (DynamoDB served one
-request at a time, so conditions are atomic as in DynamoDB), raced from real threads."""
+"""The jobs table's conditional writes, raced from real threads, against the moto server
+(DynamoDB served one request at a time, so conditions are atomic as in DynamoDB) and against AWS's
+DynamoDB Local (each test runs on both: `dynamo_backend`, tests/integration/conftest.py)."""
 
 from __future__ import annotations
 
@@ -17,14 +18,13 @@ from p4review.logic.intake import new_job
 from p4review.models.api import CreateReviewRequest
 from p4review.models.job import AuditEvent, JobStatus, StageName, StageStatus
 from p4review.models.outbox import DeliveryStatus, OutboxRow
-from tests.support.harness import provisioned_service
 
 NOW = "2026-11-21T10:00:00.000000Z"
 
 
 @pytest.fixture
-def service(moto_endpoint, aws_reset):
-    with provisioned_service(moto_endpoint) as provisioned:
+def service(dal_provisioned):
+    with dal_provisioned() as provisioned:
         yield provisioned
 
 

@@ -1,8 +1,8 @@
 """A deterministic simulation of the claim / finalize / requeue protocol (spec "WorkQueue").
 
 Hypothesis interleaves several workers, crashes, sweeps and clock jumps against the real
-DynamoDB repository (moto server, conditions evaluated atomically) with a controlled clock,
-and checks the invariants after every step:
+DynamoDB repository (on the moto server, conditions evaluated atomically, and on DynamoDB Local)
+with a controlled clock, and checks the invariants after every step:
   * never two live owners of a stage;
   * attempts are counted exactly once per successful claim;
   * the audit trail only ever records allowed transitions;
@@ -29,7 +29,6 @@ from p4review.logic.transitions import can_transition
 from p4review.models.api import CreateReviewRequest
 from p4review.models.job import JobStatus, StageName, StageStatus
 from p4review.runtime import sweeper as sweeper_module
-from tests.support.harness import provisioned_service
 
 WORKERS = ("w1", "w2", "w3")
 _CHANGELISTS = itertools.count(1)  # one fresh changelist per simulated run
@@ -162,7 +161,7 @@ class LeaseProtocol(RuleBasedStateMachine):
         assert self._job().stages[STAGE].status == StageStatus.COMPLETED
 
 
-def test_lease_protocol_keeps_its_invariants_under_any_interleaving(moto_endpoint, aws_reset, monkeypatch):
+def test_lease_protocol_keeps_its_invariants_under_any_interleaving(dal_provisioned, monkeypatch):
     fake = FakeClock()
     for module in ("p4review.dal.dynamo_jobs", "p4review.dal.dynamo_sweep", "p4review.runtime.sweeper"):
         for name in ("utc_now", "now_iso"):
@@ -170,7 +169,7 @@ def test_lease_protocol_keeps_its_invariants_under_any_interleaving(moto_endpoin
                 monkeypatch.setattr(f"{module}.{name}", getattr(fake, name))
             except AttributeError:
                 pass
-    with provisioned_service(moto_endpoint) as service:
+    with dal_provisioned() as service:
         LeaseProtocol.repo = DynamoJobRepository(service.client("dynamodb"), service.resources.tables["jobs"])
         LeaseProtocol.sweep_store = DynamoSweepRepository(service.client("dynamodb"), service.resources.tables["jobs"])
         LeaseProtocol.fake_clock = fake

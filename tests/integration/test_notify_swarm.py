@@ -146,19 +146,32 @@ def test_a_change_without_a_swarm_review_gets_none_unless_reviews_are_created(mo
 SWARM_HOST = "https://swarm.example.test"
 
 
-def _swarm_test_job(service, changelist_id=48213):
-    """A reviewed job that a Swarm workflow test asked for (its callbacks on the job)."""
+UPDATE_URL = f"{SWARM_HOST}/api/v10/testruns/7/TOKEN"
+
+
+def _swarm_test_job(service, changelist_id=48213, *, review_id=4242, version=1, urls=None, update=True):
+    """A reviewed job that a Swarm workflow test asked for (its callbacks on the job): Swarm's own
+    callback URLs (TestExecutor::generateCallbackUrls), {update} included unless `update=False`."""
     dal = get_data_access()
+    urls = urls or {
+        "pass": f"{SWARM_HOST}/api/v10/testruns/7/pass/TOKEN",
+        "fail": f"{SWARM_HOST}/api/v10/testruns/7/fail/TOKEN",
+        "update": UPDATE_URL,
+    }
     ref = SwarmTestRef(
-        review_id=4242,
-        version=1,
+        review_id=review_id,
+        version=version,
         change=changelist_id,
-        status="committed",
-        pass_url=f"{SWARM_HOST}/api/v9/testruns/7/pass/TOKEN",
-        fail_url=f"{SWARM_HOST}/api/v9/testruns/7/fail/TOKEN",
+        status="submitted",
+        pass_url=urls["pass"],
+        fail_url=urls["fail"],
+        update_url=urls["update"] if update else None,
     )
     request = CreateReviewRequest(
-        idempotency_key="swarm-test-4242-v1", changelist_id=changelist_id, review_version=1, kind="submitted"
+        idempotency_key=f"swarm-test-{review_id}-v{version}",
+        changelist_id=changelist_id,
+        review_version=version,
+        kind="submitted",
     )
     job = create_review(request, jobs=dal.jobs, queues=dal.queues, request_id=None, swarm_test=ref).job
     job = run_through(job, fetch_work(), build_review_work(get_settings(), dal))
@@ -191,8 +204,10 @@ def test_the_verdict_goes_to_swarm_once_and_fails_on_high_findings(moto_endpoint
         assert not run_notify(job).ack  # the callback deferred: retried
         assert run_notify(job, worker="retry").ack
         run_notify(job, worker="redelivered")
-        assert [request.url for request in sent] == [f"{SWARM_HOST}/api/v9/testruns/7/fail/TOKEN"]
-        assert json.loads(sent[0].body)["messages"][0].startswith("p4review:")
+        # One POST to {update}: status, summary and link together (TestRunApi::updateWithUuid).
+        assert [request.url for request in sent] == [UPDATE_URL]
+        body = json.loads(sent[0].body)
+        assert body["status"] == "fail" and body["messages"][0].startswith("p4review:")
         assert _job_status(job).swarm_test_verdict == "fail"
 
 
@@ -200,9 +215,11 @@ def test_the_verdict_passes_when_nothing_reaches_the_threshold(moto_endpoint, aw
     sent, _ = callbacks
     env = {"P4REVIEW_SWARM_URL": SWARM_HOST, "P4REVIEW_SWARM_TEST_FAIL_AT": "never"}
     with notify_service(moto_endpoint, mail, extra_env=env) as service:
-        job = _swarm_test_job(service)
+        job = _swarm_test_job(service, update=False)
         assert run_notify(job).ack
-        assert [request.url for request in sent] == [f"{SWARM_HOST}/api/v9/testruns/7/pass/TOKEN"]
+        # Without {update}: the {pass} URL, the link as a form field (Swarm reads no JSON there).
+        assert [request.url for request in sent] == [f"{SWARM_HOST}/api/v10/testruns/7/pass/TOKEN"]
+        assert sent[0].body == f"url={SWARM_HOST.replace(':', '%3A').replace('/', '%2F')}".encode()
 
 
 def test_a_refused_verdict_is_a_failed_row_and_the_email_still_goes_out(moto_endpoint, aws_reset, mail, callbacks):
@@ -224,3 +241,25 @@ def test_without_a_configured_url_swarm_is_found_from_the_servers_property(moto_
         assert swarm_url(settings, get_data_access().secrets) == "https://swarm.northwind-games.example"
         configured = settings.model_copy(update={"swarm_url": "https://swarm.other.example"})
         assert swarm_url(configured, get_data_access().secrets) == "https://swarm.other.example"
+
+
+@pytest.mark.parametrize("api", ["v9", "v11"])
+def test_a_workflow_test_job_comments_on_its_review_at_the_version_asked_and_swarm_records_the_verdict(
+    moto_endpoint, aws_reset, mail, swarm, api
+):
+    """The review is the one Swarm's test named, the comments sit on the version it asked about (not
+    the latest), and the verdict reaches Swarm's test run through the strict fake's {update} URL."""
+    review_id = swarm.add_review(48213, versions=3)
+    run = swarm.add_test_run(review_id, version=2)
+    service_cm, secret = _with_swarm(moto_endpoint, mail, swarm, P4REVIEW_SWARM_API=api)
+    with service_cm as service:
+        _store_secret(service, secret)
+        job = _swarm_test_job(service, review_id=review_id, version=2, urls=run)
+        assert run_notify(job).ack
+        comments = swarm.comments_for_review(review_id)
+        anchored = [comment for comment in comments if comment["context"]]
+        assert anchored and all(comment["context"]["version"] == 2 for comment in anchored)
+        assert swarm.notifications_for_review(review_id) == 1
+        test_run = swarm.test_run(int(run["id"]))
+        assert test_run["status"] == "fail" and test_run["messages"][0].startswith("p4review:")
+        assert test_run["url"] == swarm.url

@@ -19,14 +19,14 @@ from p4review.logic.intake import IntakeOutcome, decide, new_job
 from p4review.models.api import CreateReviewRequest
 from p4review.models.job import AuditEvent, JobStatus, StageName, StageStatus
 from p4review.resources import ACTIVE_JOBS_INDEX, RETENTION_TTL_ATTRIBUTE
-from tests.support.harness import ingest_api, provisioned_service
+from tests.support.harness import ingest_api
 
 NOW = "2026-11-25T10:00:00.000000Z"
 
 
 @pytest.fixture
-def service(moto_endpoint, aws_reset):
-    with provisioned_service(moto_endpoint) as provisioned:
+def service(dal_provisioned):
+    with dal_provisioned() as provisioned:
         provisioned.ddb = provisioned.client("dynamodb")
         provisioned.table = provisioned.resources.tables["jobs"]
         yield provisioned

@@ -93,12 +93,16 @@ def test_post_with_anchor_and_task_delays_the_notification(swarm, api):
     plain_id = client.post_comment(review_id, "a comment", None, task_open=False)
     stored = {c["id"]: c for c in swarm.comments_for_change(48213)}
     assert stored[task_id]["taskState"] == "open"
-    assert stored[task_id]["context"] == {
+    expected = {
         "file": "//depot/main/app.py",
+        "leftLine": None,  # an added line: no left side (sent as null in v11, left out of the v9 form)
         "rightLine": 12,
         "content": ["a = 1", "b = 2"],
         "version": 1,
     }
+    if api == "v9":
+        expected["review"] = review_id  # Swarm's v9 fills in the review (CommentsController::filterCommentContext)
+    assert stored[task_id]["context"] == expected
     assert stored[task_id]["user"] == USER
     assert stored[plain_id]["taskState"] == "comment" and stored[plain_id]["context"] in ({}, [])
     assert swarm.notifications_for_review(review_id) == 0  # nothing sent until the notify
@@ -117,16 +121,14 @@ def test_twenty_comments_make_one_notification(swarm, api):
     assert swarm.notify_calls(review_id) == 2
 
 
-def test_v11_notify_falls_back_to_the_v9_endpoint(api):
-    if api == "v9":
-        pytest.skip("v11 only")
-    with FakeSwarmServer(user=USER, ticket=TICKET, v11_notify_route=False) as server:
-        client = _client(server, api)
-        review_id = client.create_review(9)
-        client.post_comment(review_id, "x")
-        client.send_notifications(review_id)
-        assert server.notifications_for_review(review_id) == 1
-        assert ("POST", "/api/v9/comments/notify") in server.requests()
+def test_notify_uses_the_versions_own_route_without_a_fallback(swarm, api):
+    client = _client(swarm, api)
+    review_id = client.create_review(9)
+    client.post_comment(review_id, "x")
+    client.send_notifications(review_id)
+    assert swarm.notifications_for_review(review_id) == 1
+    route = "/api/v9/comments/notify" if api == "v9" else f"/api/v11/reviews/{review_id}/notify"
+    assert [path for method, path in swarm.requests() if path.endswith("notify")] == [route]
 
 
 def test_listing_and_marker_lookup_walk_every_page(swarm, api):

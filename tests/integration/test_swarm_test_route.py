@@ -111,8 +111,11 @@ def test_a_shelved_version_becomes_that_review_version_of_the_review_change_with
     assert message["job_id"] == answer.body["job_id"]
 
 
-def test_a_committed_version_is_a_submitted_review_of_the_committed_change_following_the_last_shelf(api):
-    answer = _post(api, _call(version="3", change="48310", status="committed"))
+@pytest.mark.parametrize("status", ["submitted", "committed"])
+def test_a_submitted_version_is_a_submitted_review_of_the_committed_change_following_the_last_shelf(api, status):
+    """Swarm's {status} for a committed review is `submitted` (TestExecutor::getFieldsFromReview);
+    `committed`, which earlier p4review releases documented, is still read the same way."""
+    answer = _post(api, _call(version="3", change="48310", status=status))
     assert answer.status == 201, answer.body
     assert (answer.body["changelist_id"], answer.body["review_version"], answer.body["kind"]) == (48310, 3, "submitted")
     assert answer.body["follows_shelf"] == {"changelist_id": 48300, "review_version": 2}

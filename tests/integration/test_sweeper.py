@@ -17,12 +17,12 @@ from p4review.logic.ingest_service import create_review
 from p4review.models.api import CreateReviewRequest
 from p4review.models.job import StageName, StageStatus
 from p4review.runtime.sweeper import sweep
-from tests.support.harness import drain, provisioned_service
+from tests.support.harness import drain
 
 
 @pytest.fixture
-def service(moto_endpoint, aws_reset):
-    with provisioned_service(moto_endpoint) as provisioned:
+def service(dal_provisioned):
+    with dal_provisioned() as provisioned:
         provisioned.sqs = provisioned.client("sqs")
         yield provisioned
 

@@ -20,14 +20,14 @@ from p4review.resources import ACTIVE_JOBS_INDEX, RETENTION_TTL_ATTRIBUTE
 from p4review.stages.review_capacity import TokenGate
 from p4review.stages.review_setup import review_config
 from p4review.stages.reviewers import OfflineReviewer
-from tests.support.harness import fetched_job, provisioned_service, run_once
+from tests.support.harness import fetched_job, run_once
 
 TPM = 400_000
 
 
 @pytest.fixture
-def service(moto_endpoint, aws_reset):
-    with provisioned_service(moto_endpoint) as provisioned:
+def service(dal_provisioned):
+    with dal_provisioned() as provisioned:
         yield provisioned
 
 

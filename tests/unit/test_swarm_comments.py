@@ -148,23 +148,41 @@ def test_anchor_holds_the_flagged_line_and_up_to_four_above_it():
     context = anchor_context(_finding(line=5), DIFF, swarm_version=3)
     assert context.file == "//depot/main/x.py"
     assert context.right_line == 5
+    assert context.left_line is None  # an added line has no left side
     assert context.version == 3
+    # As Swarm stores a diff's lines: with their "+", "-" or space prefix (CommentsController::fetchDiffSnippet).
     assert context.content == (
-        "import os",
-        "import subprocess",
-        "",
-        "def run(cmd):",
-        "    subprocess.run(cmd, shell=True)",
+        " import os",
+        "+import subprocess",
+        "+",
+        " def run(cmd):",
+        "+    subprocess.run(cmd, shell=True)",
     )
     assert len(anchor_context(_finding(line=6), DIFF).content) == 5
 
 
+def test_an_unchanged_line_carries_its_left_line_and_deleted_lines_count_in_the_window():
+    diff = "--- a\n+++ b\n@@ -10,4 +10,3 @@\n keep\n-gone\n-also gone\n+new\n same\n"
+    context = anchor_context(_finding(line=12), diff)
+    assert context.left_line == 13 and context.right_line == 12
+    assert context.content == (" keep", "-gone", "-also gone", "+new", " same")
+    added = anchor_context(_finding(line=11), diff)
+    assert added.left_line is None and added.content == (" keep", "-gone", "-also gone", "+new")
+
+
 def test_anchor_content_stops_at_a_gap_and_is_empty_without_the_line():
     gapped = "--- a\n+++ b\n@@ -1,1 +1,2 @@\n a\n+b\n@@ -9,1 +10,2 @@\n c\n+d\n"
-    assert anchor_context(_finding(line=11), gapped).content == ("c", "d")
+    assert anchor_context(_finding(line=11), gapped).content == (" c", "+d")
+    assert anchor_context(_finding(line=10), gapped).left_line == 9
     assert anchor_context(_finding(line=40), DIFF).content == ()
     assert anchor_context(_finding(line=5), None).content == ()
     assert anchor_context(_finding(line=5), None).version is None
+
+
+def test_context_lines_are_cut_where_swarm_cuts_them():
+    diff = "--- a\n+++ b\n@@ -0,0 +1,1 @@\n+" + "y" * 400 + "\n"
+    (line,) = anchor_context(_finding(line=1), diff).content
+    assert line == "+" + "y" * 255
 
 
 # --- rendering -----------------------------------------------------------------------------------------
@@ -265,7 +283,7 @@ def test_the_plan_posts_each_finding_then_the_summary_deterministically():
     assert len({p.marker for p in plan}) == 4
     assert all(find_marker(p.body) == p.marker for p in plan)
     assert all(p.marker == comment_marker(48213, 1, p.key) for p in plan)
-    assert plan[0].context is not None and plan[0].context.content[-1] == "    subprocess.run(cmd, shell=True)"
+    assert plan[0].context is not None and plan[0].context.content[-1] == "+    subprocess.run(cmd, shell=True)"
     assert plan[2].context is not None and plan[2].context.content == ()
     assert plan[3].context is None
     again = plan_comments(

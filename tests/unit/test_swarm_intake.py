@@ -38,14 +38,16 @@ def test_a_shelved_version_maps_to_the_review_change():
     assert request.idempotency_key == "swarm-test-48300-v2" and request.follows_shelf is None
 
 
-def test_a_committed_version_maps_to_the_committed_change_after_the_previous_shelf():
-    request = swarm_intake.review_request_for(_call(status="committed", change="48310", version="4"))
+@pytest.mark.parametrize("status", ["submitted", "committed"])
+def test_a_submitted_version_maps_to_the_committed_change_after_the_previous_shelf(status):
+    """Swarm sends `submitted` (TestExecutor::getFieldsFromReview); `committed` is kept for old definitions."""
+    request = swarm_intake.review_request_for(_call(status=status, change="48310", version="4"))
     assert (request.changelist_id, request.review_version, request.kind) == (48310, 4, ChangeKind.SUBMITTED)
     assert request.shelf_ref() == ShelfRef(changelist_id=48300, review_version=3)
 
 
 def test_a_first_version_committed_follows_nothing_and_is_no_rerun():
-    request = swarm_intake.review_request_for(_call(status="committed", change="48310", version="1"))
+    request = swarm_intake.review_request_for(_call(status="submitted", change="48310", version="1"))
     assert (request.rerun, request.follows_shelf) == (False, None)
 
 

@@ -4,6 +4,7 @@ one-line summary Swarm shows, and the callback request that tells Swarm."""
 from __future__ import annotations
 
 import json
+from urllib.parse import parse_qs
 
 import pytest
 
@@ -19,8 +20,10 @@ from p4review.logic.swarm_verdict import (
 from p4review.models.job import SwarmTestRef
 from p4review.models.review_result import Finding, Severity
 
-PASS_URL = "https://swarm.example.test/reviews/48300/tests/pass/TOKEN.v2/"
-FAIL_URL = "https://swarm.example.test/reviews/48300/tests/fail/TOKEN.v2/"
+# Swarm's own callback URLs (TestExecutor::generateCallbackUrls, TestRunApi routes).
+PASS_URL = "https://swarm.example.test/api/v10/testruns/7/pass/0123456789ABCDEF0123456789ABCDEF"
+FAIL_URL = "https://swarm.example.test/api/v10/testruns/7/fail/0123456789ABCDEF0123456789ABCDEF"
+UPDATE_URL = "https://swarm.example.test/api/v10/testruns/7/0123456789ABCDEF0123456789ABCDEF"
 
 
 def _finding(severity: str, number: int = 0) -> Finding:
@@ -39,9 +42,15 @@ def _findings(*severities: str) -> list[Finding]:
     return [_finding(severity, number) for number, severity in enumerate(severities)]
 
 
-def _ref() -> SwarmTestRef:
+def _ref(update_url: str | None = UPDATE_URL) -> SwarmTestRef:
     return SwarmTestRef(
-        review_id=48300, version=2, change=48299, status="shelved", pass_url=PASS_URL, fail_url=FAIL_URL
+        review_id=48300,
+        version=2,
+        change=48299,
+        status="shelved",
+        pass_url=PASS_URL,
+        fail_url=FAIL_URL,
+        update_url=update_url,
     )
 
 
@@ -124,28 +133,44 @@ def test_the_summary_is_one_line():
 
 
 # --- the callback request ------------------------------------------------------------------------------
-def test_a_pass_goes_to_the_pass_url_with_the_summary_and_link():
-    result = verdict([], Severity.HIGH)
-    request = callback_request(_ref(), result, link="https://swarm.example.test/changes/48300")
-    assert request.url == PASS_URL
+def test_with_an_update_url_one_json_post_carries_status_summary_and_link():
+    """Swarm's {update} URL takes `status`, `messages` and `url` (TestRunApi::updateWithUuid)."""
+    request = callback_request(_ref(), verdict([], Severity.HIGH), link="https://swarm.example.test/changes/48300")
+    assert request.url == UPDATE_URL
     assert request.method == "POST"
     assert request.headers == {"Content-Type": "application/json"}
     assert json.loads(request.body) == {
+        "status": "pass",
         "messages": ["p4review: no findings"],
         "url": "https://swarm.example.test/changes/48300",
     }
+    failed = callback_request(_ref(), verdict(_findings("high"), Severity.HIGH))
+    assert failed.url == UPDATE_URL
+    assert json.loads(failed.body) == {
+        "status": "fail",
+        "messages": ["p4review: 1 of 1 finding is high or above (1 high)"],
+    }
 
 
-def test_a_fail_goes_to_the_fail_url_without_a_url_when_there_is_no_link():
-    request = callback_request(_ref(), verdict(_findings("high"), Severity.HIGH))
-    assert request.url == FAIL_URL
-    assert json.loads(request.body) == {"messages": ["p4review: 1 of 1 finding is high or above (1 high)"]}
+def test_without_an_update_url_the_pass_or_fail_url_gets_the_link_as_a_form():
+    """{pass}/{fail} read only `url`, from a form or the query; a JSON body is ignored (TestRunApi::passOrFail)."""
+    request = callback_request(_ref(None), verdict([], Severity.HIGH), link="https://swarm.example.test/changes/48300")
+    assert request.url == PASS_URL
+    assert request.headers == {"Content-Type": "application/x-www-form-urlencoded"}
+    assert parse_qs(request.body.decode()) == {"url": ["https://swarm.example.test/changes/48300"]}
+    failed = callback_request(_ref(None), verdict(_findings("high"), Severity.HIGH))
+    assert failed.url == FAIL_URL and failed.body == b""
 
 
 def test_a_long_summary_is_clipped_to_what_swarm_shows():
     long = Verdict(Outcome.FAIL, "p4review: " + "x" * 200, 1)
     (message,) = json.loads(callback_request(_ref(), long).body)["messages"]
     assert len(message) == MAX_MESSAGE_CHARS and message.endswith("...")
+
+
+def test_a_link_swarm_would_refuse_is_left_out():
+    too_long = "https://swarm.example.test/" + "x" * 1100  # Filter/TestRun.php: url at most 1024 characters
+    assert "url" not in json.loads(callback_request(_ref(), verdict([], Severity.HIGH), link=too_long).body)
 
 
 def test_building_the_request_performs_no_io(monkeypatch):

@@ -49,6 +49,8 @@ API_VERSIONS: tuple[ApiVersion, ...] = ("v9", "v11")
 DEFAULT_TIMEOUT_SECONDS = 10.0
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGES = 1000  # 100,000 comments at the default page size: a bound, never reached in practice
+# v11 finds a review by a prefix match of the change number (N, N0..N9, ...): a bound on the pages walked.
+MAX_REVIEW_PAGES = 50
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 _AUTH_WORDS = re.compile(r"unauthori[sz]ed|not logged in|login required|authenticat|forbidden|permission denied", re.I)
 
@@ -196,27 +198,55 @@ class SwarmClient:
 
     # --- reviews --------------------------------------------------------------------------------
     def find_review(self, change: int) -> int | None:
-        """The id of the review holding `change` (`GET reviews?change[]=N`), or None."""
+        """The id of the review that names `change` among its `changes` or `commits`, or None. Only
+        such a review is ever returned: a listed review that does not name the change is skipped.
+
+        v9: `GET /api/v9/reviews?change[]=N` (Swarm filters by change: `module/Api/src/Controller/
+        ReviewsController.php` getList). v11: Swarm's v11 list has no `change` filter (2022.1
+        `module/Reviews/src/Filter/GetReviews.php`) and would list every review, so the client
+        asks `keywords=N&keywordsFields[]=changes` (a prefix match on the indexed `changes`, as
+        Perforce's p4mcp-server does for 2025.2) and walks the pages for the exact change."""
         change = _change_number(change)
-        answer = self._call("GET", "reviews", query=[("change[]", str(change))], what="find review")
+        if self.api == "v9":
+            answer = self._call("GET", "reviews", query=[("change[]", str(change))], what="find review")
+            return _review_naming(self._reviews_of(answer), change)
+        after: int | None = None
+        for _ in range(MAX_REVIEW_PAGES):
+            query = [("keywords", str(change)), ("keywordsFields[]", "changes"), ("max", str(self.page_size))]
+            if after is not None:
+                query.append(("after", str(after)))
+            answer = self._call("GET", "reviews", query=query, what="find review")
+            reviews = self._reviews_of(answer)
+            found = _review_naming(reviews, change)
+            if found is not None:
+                return found
+            last_seen = _as_int(self._data(answer).get("lastSeen"))
+            if not reviews or not last_seen or last_seen == after:
+                return None
+            after = last_seen
+        raise ValidationError(f"Swarm find review: more than {MAX_REVIEW_PAGES} pages of reviews match the change")
+
+    def _reviews_of(self, answer: Any) -> list[Any]:
         reviews = self._data(answer).get("reviews")
         if not isinstance(reviews, list):
             raise ValidationError("Swarm find review: the answer has no reviews list")
-        candidates = [review for review in reviews if isinstance(review, dict) and _as_int(review.get("id"))]
-        for review in candidates:  # the filter should hold; prefer a review that names the change
-            changes = review.get("changes")
-            if isinstance(changes, list) and change in {_as_int(c) for c in changes}:
-                return _as_int(review["id"])
-        return _as_int(candidates[0]["id"]) if candidates else None
+        return reviews
 
     def create_review(self, change: int) -> int:
-        """Start a review of `change` (`POST reviews`, change=N); its id."""
+        """Start a review of `change`; its id. v9: `POST /api/v9/reviews`, form `change=N` (Swarm
+        2022.1 `module/Api/src/Controller/ReviewsController.php` create). v11: `POST /api/v11/reviews`
+        `{"change": N}` (Swarm 2025.2, as p4mcp-server calls it); Swarm 2022.1 has no such route
+        (`module/Reviews/config/module.config.php`: v10/v11 `reviews` answers GET only) and answers
+        404, nothing created, and then the v9 call is made."""
         change = _change_number(change)
-        if self.api == "v9":
-            answer = self._call("POST", "reviews", fields=[("change", change)], what="create review")
-        else:
-            answer = self._call("POST", "reviews", json_body={"change": change}, what="create review")
-        return _named_id(self._data(answer), "review", "create review")
+        if self.api == "v11":
+            try:
+                answer = self._call("POST", "reviews", json_body={"change": change}, what="create review")
+                return _named_id(self._data(answer), "review", "create review")
+            except NotFoundError:
+                pass  # Swarm 2022.1: no v11 review creation
+        answer = self._call("POST", "reviews", fields=[("change", change)], what="create review", api="v9")
+        return _named_id(self._data(answer, "v9"), "review", "create review")
 
     # --- comments -------------------------------------------------------------------------------
     def list_comments(self, review_id: int) -> Iterator[tuple[int, str]]:
@@ -258,20 +288,29 @@ class SwarmClient:
         self, review_id: int, body: str, context: SwarmCommentContext | None = None, task_open: bool = False
     ) -> int:
         """Post one comment, its notification delayed (sent by `send_notifications`); its id.
-        `task_open` opens a task (`taskState=open`)."""
+        `task_open` opens a task (`taskState=open`).
+
+        v9: `POST /api/v9/comments`, a form with `delayNotification=true` and `context[...]`
+        (2022.1 `module/Api/src/Controller/CommentsController.php` create). v11: `POST
+        /api/v11/reviews/ID/comments?notify=delayed`, a JSON body (2022.1 `module/Comments/config/
+        module.config.php` and `src/Controller/CommentApi.php` create, which reads `notify` from the
+        query string only; the path p4mcp-server uses for 2025.2). A line's context carries
+        `content`, `leftLine` and `rightLine` together, as v11 requires
+        (`module/Comments/src/Validator/Context.php`): `leftLine` is null for an added line."""
         if not body:
             raise ValidationError("a Swarm comment needs a body")
-        topic = f"reviews/{int(review_id)}"
         task_state = "open" if task_open else "comment"
         if self.api == "v9":
             fields: list[tuple[str, Any]] = [
-                ("topic", topic),
+                ("topic", f"reviews/{int(review_id)}"),
                 ("body", body),
                 ("taskState", task_state),
                 ("delayNotification", "true"),
             ]
             if context is not None:
                 fields.append(("context[file]", context.file))
+                if context.left_line is not None:
+                    fields.append(("context[leftLine]", context.left_line))
                 if context.right_line is not None:
                     fields.append(("context[rightLine]", context.right_line))
                 fields += [("context[content][]", line) for line in context.content]
@@ -279,30 +318,38 @@ class SwarmClient:
                     fields.append(("context[version]", context.version))
             answer = self._call("POST", "comments", fields=fields, what="post comment")
         else:
-            payload: dict[str, Any] = {"body": body, "taskState": task_state, "notify": "delayed"}
+            payload: dict[str, Any] = {"body": body, "taskState": task_state}
             if context is not None:
                 anchor: dict[str, Any] = {"file": context.file}
                 if context.right_line is not None:
+                    anchor["leftLine"] = context.left_line
                     anchor["rightLine"] = context.right_line
-                if context.content:
                     anchor["content"] = list(context.content)
                 if context.version is not None:
                     anchor["version"] = context.version
                 payload["context"] = anchor
-            answer = self._call("POST", f"comments/{topic}", json_body=payload, what="post comment")
+            answer = self._call(
+                "POST",
+                f"reviews/{int(review_id)}/comments",
+                query=[("notify", "delayed")],
+                json_body=payload,
+                what="post comment",
+            )
         return _named_id(self._data(answer), "comment", "post comment")
 
     def send_notifications(self, review_id: int) -> None:
         """Send the one notification for this user's delayed comments on the review. Sending again
-        sends nothing new (nothing is left delayed), so a retry after a lost answer is harmless."""
-        topic = f"reviews/{int(review_id)}"
+        sends nothing new (nothing is left delayed), so a retry after a lost answer is harmless.
+        v9: `POST /api/v9/comments/notify`, form `topic=reviews/ID` (2022.1 `module/Api/src/
+        Controller/CommentsController.php` sendAllMyDelayedComments). v11: `POST
+        /api/v11/reviews/ID/notify` (2022.1 `module/Comments/config/module.config.php` topic-notify,
+        `CommentApi::sendNotificationAction`); no fallback: a 404 is an error."""
         if self.api == "v11":
-            try:
-                self._call("POST", f"comments/{topic}/notify", json_body={}, what="send notifications")
-                return
-            except NotFoundError:
-                pass  # a v11 server without the v11 route: the v9 endpoint does the same
-        self._call("POST", "comments/notify", fields=[("topic", topic)], what="send notifications", api="v9")
+            self._call("POST", f"reviews/{int(review_id)}/notify", json_body={}, what="send notifications")
+            return
+        self._call(
+            "POST", "comments/notify", fields=[("topic", f"reviews/{int(review_id)}")], what="send notifications"
+        )
 
     def find_comment_by_marker(self, review_id: int, marker: str) -> int | None:
         """The id of the review's comment whose body ends with `marker`, or None."""
@@ -391,10 +438,27 @@ class SwarmClient:
             raise ValidationError(f"{label}: the answer has no data")
         return decoded
 
-    def _data(self, answer: Any) -> dict[str, Any]:
+    def _data(self, answer: Any, api: ApiVersion | None = None) -> dict[str, Any]:
         """The v11 answer's `data` (v9 answers are bare)."""
-        data = answer.get("data") if self.api == "v11" else answer
+        data = answer.get("data") if (api or self.api) == "v11" else answer
         return data if isinstance(data, dict) else {}
+
+
+def _names(values: Any, change: int) -> bool:
+    return isinstance(values, list) and change in {_as_int(value) for value in values}
+
+
+def _review_naming(reviews: Sequence[Any], change: int) -> int | None:
+    """The id of the first review whose `changes` or `commits` hold `change` (Swarm's review JSON:
+    `module/Reviews/src/Model/Review.php`; `versions` is hidden from the API), else None."""
+    for review in reviews:
+        if isinstance(review, dict) and (
+            _names(review.get("changes"), change) or _names(review.get("commits"), change)
+        ):
+            review_id = _as_int(review.get("id"))
+            if review_id is not None:
+                return review_id
+    return None
 
 
 def _change_number(change: int) -> int:
@@ -418,10 +482,21 @@ def _error_text(decoded: Any) -> str:
     error = decoded.get("error")
     if isinstance(error, (str, int)) and not isinstance(error, bool):
         parts.append(str(error))
-    messages = decoded.get("messages")
-    if isinstance(messages, list):
-        for message in messages[:3]:
-            text = message.get("text") if isinstance(message, dict) else message
-            if isinstance(text, str):
-                parts.append(text)
+    parts += _message_texts(decoded.get("messages"))[:3]
     return " ".join(parts)
+
+
+def _message_texts(messages: Any) -> list[str]:
+    """v11 `messages`: a list of `{"code", "text"}`, or a validation failure's `{field: {rule: text}}`
+    (Laminas input filter messages, e.g. `{"context": {"inlineCommentMissingContext": "..."}}`)."""
+    if isinstance(messages, str):
+        return [messages]
+    if isinstance(messages, list):
+        return [
+            text
+            for message in messages
+            for text in _message_texts(message.get("text") if isinstance(message, dict) else message)
+        ]
+    if isinstance(messages, dict):
+        return [text for value in messages.values() for text in _message_texts(value)]
+    return []

@@ -1,5 +1,6 @@
 """Tell Swarm a workflow test's verdict: POST the request logic/swarm_verdict.py built to the test
-run's {pass} or {fail} URL (docs/swarm.md "Workflow test"). Standard library only.
+run's {update} URL (JSON status, messages, link) or, without one, its {pass} or {fail} URL (a form
+with the link: Swarm reads no JSON there) (docs/swarm.md "Workflow test"). Standard library only.
 
 The URL is checked against the configured Swarm again before the call (it was checked at ingest;
 a job written before a P4REVIEW_SWARM_URL change must not call elsewhere), redirects are not

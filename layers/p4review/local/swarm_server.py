@@ -1,19 +1,46 @@
 """A fake Helix Swarm on loopback: reviews and comments in memory, the v9 (form) and v11 (JSON)
 request and answer shapes p4review.adapters.swarm uses (docs/swarm.md), and injected faults.
 
-Endpoints (`/api/v9/...` and `/api/v11/...`):
+Strict, as Swarm 2022.1 behaves (its PHP source, a public copy in `dfrees/swarm`; each rule below
+names the file it comes from). `release="2025.2"` adds what Perforce's p4mcp-server shows that
+release serving (`POST /api/v11/reviews`). What Swarm refuses, the fake refuses with Swarm's
+status and answer shape; what Swarm ignores (an unknown query parameter, `notify` in a v11 body),
+the fake ignores.
 
-* `GET reviews?change[]=N`: the review holding change N (v9 bare, v11 in `{"error", "messages", "data"}`).
-* `POST reviews` (v9 form / v11 JSON `change=N`): a new review of N; 400 when N is already in one.
-* v9 `GET comments?topic=reviews/ID&after=&max=&fields=`; v11 `GET comments/reviews/ID?after=&max=&fields=`:
-  ascending ids, `after` excludes up to and including that id, `lastSeen` is the page's last id.
-  v9 answers `comments` as an object keyed by id (an empty list when there are none), as Swarm does.
-* v9 `POST comments` (form: topic, body, taskState, delayNotification, context[file], context[rightLine],
-  context[content][], context[version]); v11 `POST comments/reviews/ID` (JSON body, taskState, context,
-  `notify: "delayed"`, or `?notify=delayed`). A comment that is not delayed notifies at once.
-* v9 `POST comments/notify` (form topic); v11 `POST comments/reviews/ID/notify` (off with
-  `v11_notify_route=False`): one notification for the caller's delayed comments on the review, or
-  none when nothing is waiting. `notifications_for_review` counts notifications sent.
+Endpoints:
+
+* v9 `GET reviews?change[]=N`: the reviews naming change N (`module/Api/src/Controller/ReviewsController.php`
+  getList forwards `change`). v11 `GET reviews`: no `change` filter (`module/Reviews/src/Filter/GetReviews.php`),
+  so `change[]` is ignored and every review is listed; `keywords=N&keywordsFields[]=changes` is a
+  prefix match on the indexed fields (`library/Record/Key/AbstractKey.php` fetchAll), a
+  `keywordsFields` value that is not an indexed field is 400. Newest first, `max`, `after`, `lastSeen`.
+* v9 `POST reviews` (form `change=N`): a new review. v11 `POST reviews`: 404 in 2022.1 (no route:
+  `module/Reviews/config/module.config.php`), a new review in 2025.2.
+* v9 `GET comments?topic=reviews/ID`; v11 `GET comments/reviews/ID` (`after`, `max`, `fields`): ascending
+  ids, `lastSeen` the page's last id; `comments` is a list in both (v9 `CommentsController::prepareSuccessModel`
+  applies `array_values`).
+* v9 `POST comments` (form): `delayNotification` delays only when it is the string `true`; a context
+  without `file`, or with a `version` the review does not have, is 400 "Provided context could not be
+  filtered." (`module/Api/src/Controller/CommentsController.php` create, filterCommentContext).
+* v11 `POST reviews/ID/comments` and `POST comments/reviews/ID` (JSON): `notify` is read from the query
+  string only (`delayed` when absent; `delayed|immediate|silent`, else 400), never from the body
+  (`module/Comments/src/Controller/CommentApi.php` create, `Validator/Notify.php`); `body` is required,
+  `taskState` one of Swarm's (`Filter/Comment.php`, `Validator/TaskState.php`); a file context with any
+  of `content`, `leftLine`, `rightLine` must carry all three, lines positive integers or null, `version`
+  an integer (`Validator/Context.php`); other context keys are dropped (`Filter/ContextAttributes.php`).
+* v9 `POST comments/notify` (form topic; no topic is 404); v11 `POST reviews/ID/notify`
+  (`module/Comments/config/module.config.php` topic-notify). `POST /api/v11/comments/reviews/ID/notify`
+  is not a Swarm route: 404. `notifications_for_review` counts notifications sent.
+* Workflow test runs (`add_test_run` gives the `{pass}`, `{fail}`, `{update}` URLs, `/api/v10/testruns/...`,
+  no basic auth, the UUID in the path is checked: 401): `{pass}`/`{fail}` (GET or POST) read only `url`,
+  from a form body or the query, and ignore a JSON body; `{update}` takes a JSON body of `status`,
+  `messages`, `url` only (anything else 400), `status` one of pass|fail|running|notstarted, at most ten
+  messages of 80 characters (`module/TestIntegration/src/Controller/TestRunApi.php`, `Filter/TestRun.php`,
+  `Filter/StatusValidator.php`). `test_run(id)` shows the stored run.
+
+v11 answers are `{"error": null, "messages": [], "data": {...}}`; a v11 failure is
+`{"error": <status>, "messages": [...], "data": null}` with, for a validation failure, Laminas'
+`{field: {rule: text}}` as `messages` (`module/Api/src/Controller/AbstractRestfulController.php`).
 
 Authentication is HTTP basic `user:ticket`. A wrong or missing one is answered, as Swarm does,
 with HTTP 200 and `{"error": "Unauthorized"}` (`unauthorized_status=401` for a plain 401).
@@ -52,6 +79,7 @@ import binascii
 import copy
 import json
 import random
+import secrets
 import threading
 import time
 import urllib.parse
@@ -63,9 +91,32 @@ from typing import Any, Literal
 
 from p4review.local.background import BackgroundServer
 
-__all__ = ["FakeSwarmControl", "FakeSwarmServer", "FaultKind"]
+__all__ = ["FakeSwarmControl", "FakeSwarmServer", "FaultKind", "Release"]
 
 FaultKind = Literal["error", "hang", "lost"]
+Release = Literal["2022.1", "2025.2"]
+RELEASES: tuple[Release, ...] = ("2022.1", "2025.2")
+TEST_RUN_API = "v10"  # the version in Swarm's callback URLs (TestExecutor::API_VERSION)
+# TaskState::VALID_TASK_STATES (module/Comments/src/Validator/TaskState.php)
+TASK_STATES = ("comment", "open", "addressed", "verified", "verified:archive")
+NOTIFY_MODES = ("delayed", "immediate", "silent")  # module/Comments/src/Validator/Notify.php
+TEST_RUN_STATUSES = ("pass", "fail", "running", "notstarted")  # TestIntegration/src/Filter/StatusValidator.php
+# The review fields Swarm indexes (module/Reviews/src/Model/Review.php) plus `id`: what
+# `keywordsFields` may name (module/Application/src/Filter/KeywordsFields.php).
+KEYWORDS_FIELDS = (
+    "changes",
+    "author",
+    "participants",
+    "hasReviewer",
+    "description",
+    "projects",
+    "state",
+    "testStatus",
+    "pending",
+    "groups",
+    "updated",
+    "id",
+)
 FIRST_REVIEW_ID = 90001
 _MAX_BODY_BYTES = 4 * 1024 * 1024
 CONTROL_PREFIX = "/_fake"
@@ -108,7 +159,7 @@ class FakeSwarmServer(BackgroundServer):
         hang_seconds: float = 10.0,
         retry_after: float | None = None,
         unauthorized_status: int = 200,
-        v11_notify_route: bool = True,
+        release: Release = "2022.1",
     ) -> None:
         super().__init__()
         self.user = user
@@ -118,7 +169,11 @@ class FakeSwarmServer(BackgroundServer):
         self.hang_seconds = hang_seconds
         self.retry_after = retry_after
         self.unauthorized_status = unauthorized_status
-        self.v11_notify_route = v11_notify_route
+        if release not in RELEASES:
+            raise ValueError(f"release must be one of {', '.join(RELEASES)}")
+        self.release: Release = release
+        self._test_runs: dict[int, dict[str, Any]] = {}
+        self._next_test_run = 1
         self._lock = threading.Lock()
         self._release = threading.Event()  # wakes hanging handlers on stop()
         self._rng = random.Random(seed)  # fault injection, not security
@@ -197,15 +252,49 @@ class FakeSwarmServer(BackgroundServer):
             return fault
 
     # --- seeding and inspection --------------------------------------------------------------------
-    def add_review(self, change: int, *, author: str = "dev") -> int:
-        """A review of `change`, as if someone had started it in Swarm; its id."""
+    def add_review(self, change: int, *, author: str = "dev", versions: int = 1) -> int:
+        """A review of `change` with `versions` versions, as if someone had started it in Swarm; its id."""
         with self._lock:
-            return self._create_review(change, author)
+            review_id = self._create_review(change, author)
+            for _ in range(versions - 1):
+                self._add_version(review_id, change)
+            return review_id
 
     def add_comment(self, review_id: int, body: str, *, user: str = "reviewer") -> int:
         """Someone else's comment on the review; its id."""
         with self._lock:
             return self._store_comment(review_id, user, body, "comment", {}, delayed=False)
+
+    def add_test_run(self, review_id: int, version: int = 1, *, test: str = "p4review") -> dict[str, str]:
+        """A workflow test run of the review's version, as Swarm starts one: its `{pass}`, `{fail}`
+        and `{update}` URLs (TestExecutor::generateCallbackUrls) and its `id`."""
+        with self._lock:
+            if review_id not in self._reviews:
+                raise KeyError(review_id)
+            run_id = self._next_test_run
+            self._next_test_run += 1
+            uuid = secrets.token_hex(16).upper()
+            self._test_runs[run_id] = {
+                "id": run_id,
+                "change": review_id,
+                "version": version,
+                "test": test,
+                "status": "running",
+                "messages": [],
+                "url": None,
+                "uuid": uuid,
+            }
+        base = f"{self.url}/api/{TEST_RUN_API}/testruns/{run_id}"
+        return {
+            "id": str(run_id),
+            "pass": f"{base}/pass/{uuid}",
+            "fail": f"{base}/fail/{uuid}",
+            "update": f"{base}/{uuid}",
+        }
+
+    def test_run(self, run_id: int) -> dict[str, Any]:
+        with self._lock:
+            return copy.deepcopy(self._test_runs[run_id])
 
     def review_for_change(self, change: int) -> int | None:
         with self._lock:
@@ -270,29 +359,38 @@ class FakeSwarmServer(BackgroundServer):
     # --- state (the lock held) -----------------------------------------------------------------------
     def _create_review(self, change: int, author: str) -> int:
         if change in self._review_of_change:
-            raise _Answer(400, {"error": f"Change {change} is already in review {self._review_of_change[change]}"})
+            # Not verified against Swarm (its legacy add may update the existing review instead).
+            raise _Answer(400, {"isValid": False, "error": f"Change {change} is already in a review"})
         review_id = self._next_review
         self._next_review += 1
         now = int(time.time())
         self._reviews[review_id] = {
             "id": review_id,
+            "type": "default",
             "author": author,
             "changes": [change],
             "commits": [],
             "description": f"Review of change {change}",
+            "participants": {author: []},
             "state": "needsReview",
-            "versions": [{"change": change, "pending": True, "time": now, "user": author}],
+            "pending": True,
             "created": now,
             "updated": now,
+            # Hidden from the API (Review.php: 'versions' => ['hidden' => true]); kept for checks.
+            "versions": [{"change": review_id, "pending": True, "time": now, "user": author}],
         }
         self._review_of_change[change] = review_id
         return review_id
+
+    def _add_version(self, review_id: int, change: int) -> None:
+        review = self._reviews[review_id]
+        review["versions"].append({"change": review_id, "pending": True, "time": int(time.time()), "user": "dev"})
 
     def _store_comment(
         self, review_id: int, user: str, body: str, task_state: str, context: dict[str, Any], *, delayed: bool
     ) -> int:
         if review_id not in self._reviews:
-            raise _Answer(404, {"error": "Cannot add comment: the topic does not exist"})
+            raise _Answer(404, {"error": "Cannot fetch entry. Id does not exist."})
         comment_id = self._next_comment
         self._next_comment += 1
         now = int(time.time())
@@ -317,7 +415,7 @@ class FakeSwarmServer(BackgroundServer):
 
     def _notify(self, review_id: int, user: str) -> int:
         if review_id not in self._reviews:
-            raise _Answer(404, {"error": "Topic not found"})
+            raise _Answer(404, {"error": "Cannot fetch entry. Id does not exist."})
         self._notify_calls[review_id] += 1
         pending = [
             c
@@ -336,6 +434,10 @@ def _public(comment: dict[str, Any], fields: list[str]) -> dict[str, Any]:
     return {key: shown[key] for key in fields if key in shown} if fields else shown
 
 
+def _public_review(review: dict[str, Any]) -> dict[str, Any]:
+    return {key: copy.deepcopy(value) for key, value in review.items() if key != "versions"}
+
+
 def _int(value: Any, name: str) -> int:
     try:
         number = int(value)
@@ -344,8 +446,32 @@ def _int(value: Any, name: str) -> int:
     return number
 
 
-def _truthy(value: Any) -> bool:
-    return value is True or (isinstance(value, str) and value.lower() in ("true", "1", "yes"))
+def _invalid(field: str, rule: str, text: str) -> _Answer:
+    """A v10/v11 input filter failure: HTTP 400, Laminas' messages `{field: {rule: text}}`."""
+    return _Answer(400, {"error": f"{field}: {text}", "filter_messages": {field: {rule: text}}})
+
+
+def _v11_error(answer: _Answer) -> dict[str, Any]:
+    """AbstractRestfulController::error: `{"error": <status>, "messages": [...], "data": null}`; an input
+    filter's failure puts Laminas' `{field: {rule: text}}` in `messages`."""
+    payload = answer.payload if isinstance(answer.payload, dict) else {}
+    messages: Any = payload.get("filter_messages") or [{"code": answer.status, "text": str(payload.get("error", ""))}]
+    return {"error": answer.status, "messages": messages, "data": None}
+
+
+def _line_problem(line: Any) -> str | None:
+    """Context::isLineValid (module/Comments/src/Validator/Context.php)."""
+    if isinstance(line, list):
+        if len(line) != 2:
+            return "A line range must have a start and finish line number"
+        if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in line):
+            return "Line numbers must be integer values greater than 0"
+        if line[0] > line[1]:
+            return "The first element of the line range must not be greater than the second"
+        return None
+    if line is not None and (not isinstance(line, int) or isinstance(line, bool) or line <= 0):
+        return "Line numbers must be integer values greater than 0"
+    return None
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -412,20 +538,30 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None and fault.kind == "error":
             self._send(fault.status, {"error": "Internal Server Error"}, retry_after=fault.retry_after)
             return
+        parts = path.split("/")  # "", "api", "v9", ...
+        api = parts[2] if len(parts) > 2 and parts[1] == "api" else ""
+        rest = parts[3:]
+        if api in ("v10", "v11") and rest[:1] == ["testruns"]:
+            # Test run callbacks carry their own token (the UUID) and need no login.
+            try:
+                status, payload = self._test_run_route(method, rest[1:], query, raw, self.headers)
+            except _Answer as answer:
+                status, payload = answer.status, _v11_error(answer)
+            self._send(status, payload)
+            return
         if not self._authorized():
             self._send(self.swarm.unauthorized_status, {"error": "Unauthorized"})
             return
-        parts = path.split("/")  # "", "api", "v9", ...
-        api = parts[2] if len(parts) > 2 and parts[1] == "api" else ""
         try:
-            if api not in ("v9", "v11"):
+            if api not in ("v9", "v10", "v11"):
                 raise _Answer(404, {"error": "Not Found"})
-            status, payload = self._route(method, api, parts[3:], query, raw)
+            status, payload = self._route(method, api, rest, query, raw)
         except _Answer as answer:
             status, payload = answer.status, answer.payload
-            if api == "v11":
-                text = payload.get("error", "") if isinstance(payload, dict) else ""
-                payload = {"error": status, "messages": [{"code": status, "text": text}], "data": None}
+            if api != "v9":
+                payload = _v11_error(answer)
+            elif isinstance(payload, dict):
+                payload = {k: v for k, v in payload.items() if k != "filter_messages"}
         if fault is not None and fault.kind == "lost":
             self._drop()  # carried out; the answer never leaves
             return
@@ -481,84 +617,78 @@ class _Handler(BaseHTTPRequestHandler):
         self, method: str, api: str, rest: list[str], query: dict[str, list[str]], raw: bytes
     ) -> tuple[int, Any]:
         swarm = self.swarm
-        v11 = api == "v11"
+        v9 = api == "v9"
 
-        def wrap(data: Any) -> Any:
-            return {"error": None, "messages": [], "data": data} if v11 else data
+        def wrap(data: Any) -> Any:  # AbstractRestfulController::success
+            return data if v9 else {"error": None, "messages": [], "data": data}
 
         if rest == ["reviews"] and method == "GET":
-            changes = [_int(c, "change") for c in query.get("change[]", []) + query.get("change", [])]
-            with swarm._lock:
-                ids = sorted({swarm._review_of_change[c] for c in changes if c in swarm._review_of_change})
-                reviews = [copy.deepcopy(swarm._reviews[i]) for i in ids]
-            return 200, wrap({"lastSeen": ids[-1] if ids else None, "reviews": reviews, "totalCount": len(reviews)})
+            return 200, wrap(self._list_reviews(query, v9=v9))
         if rest == ["reviews"] and method == "POST":
-            change = self._json(raw).get("change") if v11 else dict(self._form(raw)).get("change")
+            if v9:  # module/Api/src/Controller/ReviewsController.php create: the form's `change`
+                change = dict(self._form(raw)).get("change")
+            elif swarm.release == "2025.2":  # p4mcp-server: POST /api/v11/reviews {"change": N}
+                change = self._json(raw).get("change")
+            else:  # 2022.1: the v10/v11 `reviews` route answers GET only (module/Reviews/config/module.config.php)
+                raise _Answer(404, {"error": "Not Found"})
             with swarm._lock:
                 review_id = swarm._create_review(_int(change, "change"), self._user())
-                review = copy.deepcopy(swarm._reviews[review_id])
+                review = _public_review(swarm._reviews[review_id])
             return 200, wrap({"review": review})
-        if not v11 and rest == ["comments"] and method == "GET":
+        if v9 and rest == ["comments"] and method == "GET":
             topic = (query.get("topic") or [""])[0]
-            return 200, self._list_comments(topic, query, v11=False)
-        if v11 and len(rest) == 3 and rest[:2] == ["comments", "reviews"] and method == "GET":
-            return 200, wrap(self._list_comments(f"reviews/{rest[2]}", query, v11=True))
-        if not v11 and rest == ["comments"] and method == "POST":
-            form = self._form(raw)
-            fields = dict(form)
-            context: dict[str, Any] = {}
-            if "context[file]" in fields:
-                context["file"] = fields["context[file]"]
-            if "context[rightLine]" in fields:
-                context["rightLine"] = _int(fields["context[rightLine]"], "context[rightLine]")
-            content = [value for key, value in form if key == "context[content][]"]
-            if content:
-                context["content"] = content
-            if "context[version]" in fields:
-                context["version"] = _int(fields["context[version]"], "context[version]")
-            comment = self._add_comment(
-                fields.get("topic", ""),
-                fields.get("body", ""),
-                fields.get("taskState", "comment"),
-                context,
-                delayed=_truthy(fields.get("delayNotification")),
-            )
-            return 200, {"comment": comment}
-        if v11 and len(rest) == 3 and rest[:2] == ["comments", "reviews"] and method == "POST":
-            payload = self._json(raw)
-            context = payload.get("context") or {}
-            if not isinstance(context, dict):
-                raise _Answer(400, {"error": "Invalid context"})
-            delayed = (
-                payload.get("notify") == "delayed"
-                or (query.get("notify") or [""])[0] == "delayed"
-                or _truthy(payload.get("delayNotification"))
-            )
-            body = payload.get("body")
-            task_state = payload.get("taskState", "comment")
-            comment = self._add_comment(
-                f"reviews/{rest[2]}",
-                body if isinstance(body, str) else "",
-                task_state if isinstance(task_state, str) else "",
-                context,
-                delayed=delayed,
-            )
-            return 200, wrap({"comments": [comment]})
-        if not v11 and rest == ["comments", "notify"] and method == "POST":
-            sent = self._notify(dict(self._form(raw)).get("topic", ""))
+            return 200, self._list_comments(topic, query, v9=True)
+        if not v9 and len(rest) == 3 and rest[:2] == ["comments", "reviews"] and method == "GET":
+            return 200, wrap(self._list_comments(f"reviews/{rest[2]}", query, v9=False))
+        if v9 and rest == ["comments"] and method == "POST":
+            return 200, {"comment": self._add_v9_comment(self._form(raw))}
+        topic_create = len(rest) == 3 and rest[:2] == ["comments", "reviews"]  # CommentApi comment-topic-create
+        review_comments = len(rest) == 3 and rest[0] == "reviews" and rest[2] == "comments"  # `topic` route
+        if not v9 and (topic_create or review_comments) and method == "POST":
+            target = rest[2] if topic_create else rest[1]
+            return 200, wrap({"comments": [self._add_v11_comment(f"reviews/{target}", query, self._json(raw))]})
+        if v9 and rest == ["comments", "notify"] and method == "POST":
+            # CommentsController::sendAllMyDelayedCommentsAction: no topic is 404
+            notify_topic = dict(self._form(raw)).get("topic")
+            if notify_topic is None:
+                raise _Answer(
+                    404, {"isValid": False, "error": "A topic is required to send a notification", "code": 404}
+                )
+            sent = self._notify(notify_topic)
             message = f"{sent} notification(s) sent" if sent else "No notifications to send"
             return 200, {"isValid": True, "message": message, "code": 200}
-        if (
-            v11
-            and swarm.v11_notify_route
-            and len(rest) == 4
-            and rest[:2] == ["comments", "reviews"]
-            and rest[3] == "notify"
-            and method == "POST"
-        ):
-            sent = self._notify(f"reviews/{rest[2]}")
-            return 200, wrap({"topic": f"reviews/{rest[2]}", "notified": sent})
+        if not v9 and len(rest) == 3 and rest[0] == "reviews" and rest[2] == "notify" and method == "POST":
+            # module/Comments/config/module.config.php topic-notify: CommentApi::sendNotificationAction
+            return 200, wrap({"count": self._notify(f"reviews/{rest[1]}")})
         raise _Answer(404, {"error": "Not Found"})
+
+    def _list_reviews(self, query: dict[str, list[str]], *, v9: bool) -> dict[str, Any]:
+        """v9 filters by `change` (ReviewsController::getList); v11 has no such filter and reads
+        `keywords`/`keywordsFields` (GetReviews.php), a prefix match (AbstractKey::fetchAll)."""
+        limit = _int(query["max"][0], "max") if query.get("max") else (1000 if v9 else 50)
+        after = _int(query["after"][0], "after") if query.get("after") else None
+        if v9:
+            changes = {_int(c, "change") for c in query.get("change[]", []) + query.get("change", [])}
+            keywords, fields = "", []
+        else:
+            changes = set()
+            keywords = (query.get("keywords") or [""])[0].strip()
+            fields = query.get("keywordsFields[]", []) + query.get("keywordsFields", [])
+            for field in fields:
+                if field not in KEYWORDS_FIELDS:
+                    raise _invalid("keywordsFields", "invalidKeywordsFields", f"'{field}' is not a valid field")
+            fields = fields or ["participants", "description", "projects", "id"]  # ReviewDAO default
+        with self.swarm._lock:
+            reviews = [r for _, r in sorted(self.swarm._reviews.items(), reverse=True)]  # newest first
+            if changes:
+                reviews = [r for r in reviews if changes & set(r["changes"])]
+            if keywords:
+                reviews = [r for r in reviews if _keywords_match(r, keywords, fields)]
+            if after is not None:
+                reviews = [r for r in reviews if r["id"] < after]
+            page = [_public_review(r) for r in reviews[: max(0, limit)]]
+        last_seen = page[-1]["id"] if page else None
+        return {"lastSeen": last_seen, "reviews": page, "totalCount": len(reviews)}
 
     def _review_id(self, topic: str) -> int:
         subject, _, ident = topic.partition("/")
@@ -566,7 +696,7 @@ class _Handler(BaseHTTPRequestHandler):
             raise _Answer(400, {"error": "Invalid topic", "details": {"topic": "expected reviews/<id>"}})
         return int(ident)
 
-    def _list_comments(self, topic: str, query: dict[str, list[str]], *, v11: bool) -> dict[str, Any]:
+    def _list_comments(self, topic: str, query: dict[str, list[str]], *, v9: bool) -> dict[str, Any]:
         review_id = self._review_id(topic)
         after = _int(query["after"][0], "after") if query.get("after") else 0
         limit = _int(query["max"][0], "max") if query.get("max") else 100
@@ -577,20 +707,78 @@ class _Handler(BaseHTTPRequestHandler):
             ]
             page = [_public(c, fields) for c in matching[: max(0, limit)]]
         last_seen = page[-1]["id"] if page and "id" in page[-1] else None
-        if v11:
-            return {"comments": page, "totalCount": len(page), "lastSeen": last_seen}
-        # Swarm (PHP) answers an empty set as a list and a non-empty one as an object keyed by id.
-        comments: Any = {str(c.get("id")): c for c in page} if page else []
-        return {"topic": topic, "comments": comments, "lastSeen": last_seen}
+        if not v9:
+            return {"comments": page, "totalCount": len(matching), "lastSeen": last_seen}
+        # A list, never an object keyed by id: CommentsController::prepareSuccessModel applies array_values.
+        return {"topic": topic, "comments": page, "lastSeen": last_seen}
+
+    def _add_v9_comment(self, form: list[tuple[str, str]]) -> dict[str, Any]:
+        """CommentsController::create and filterCommentContext (module/Api/src/Controller/CommentsController.php)."""
+        fields = dict(form)
+        topic = fields.get("topic", "")
+        review_id = self._review_id(topic)
+        given = {
+            key[len("context[") : -1]: value for key, value in form if key.startswith("context[") and "][" not in key
+        }
+        content = [value for key, value in form if key == "context[content][]"]
+        context: dict[str, Any] = {}
+        if given or content:
+
+            def refused(detail: str) -> _Answer:
+                return _Answer(
+                    400, {"error": "Provided context could not be filtered.", "details": {"context": detail}}
+                )
+
+            if "file" not in given:
+                raise refused("File path is required when specifying inline comment context.")
+            with self.swarm._lock:
+                versions = len(self.swarm._reviews[review_id]["versions"]) if review_id in self.swarm._reviews else 0
+            if not versions:
+                raise _Answer(404, {"error": "Cannot fetch entry. Id does not exist."})
+            version = _int(given["version"], "context[version]") if given.get("version") else versions
+            if not 1 <= version <= versions:  # Review::hasVersion
+                raise refused("Specified version was not found in this review.")
+            context = {"file": given["file"]}
+            context["leftLine"] = _int(given["leftLine"], "context[leftLine]") if given.get("leftLine") else None
+            context["rightLine"] = _int(given["rightLine"], "context[rightLine]") if given.get("rightLine") else None
+            # Without content Swarm reads the diff itself; the fake stores what it was given.
+            context["content"] = content
+            context["review"] = review_id
+            context["version"] = version
+        return self._add_comment(
+            topic,
+            fields.get("body", ""),
+            fields.get("taskState", "comment"),
+            context,
+            # CommentsController::setNotificationValues: only the string 'true' delays.
+            delayed=fields.get("delayNotification") == "true" or fields.get("silenceNotification") == "true",
+        )
+
+    def _add_v11_comment(self, topic: str, query: dict[str, list[str]], payload: dict[str, Any]) -> dict[str, Any]:
+        """CommentApi::create (module/Comments/src/Controller/CommentApi.php): `notify` from the query
+        only, default delayed; the body through CreateComment (Filter/CreateComment.php, Comment.php)."""
+        notify = (query.get("notify") or ["delayed"])[0]
+        if notify not in NOTIFY_MODES:
+            raise _invalid("notify", "invalidNotify", f"notify must be one of {', '.join(NOTIFY_MODES)}")
+        body = payload.get("body")
+        if not isinstance(body, str) or not body.strip():
+            raise _invalid("body", "isEmpty", "Value is required and can't be empty")
+        task_state = payload.get("taskState", "comment")
+        if task_state not in TASK_STATES:
+            raise _invalid("taskState", "invalidTaskState", f"taskState must be one of {', '.join(TASK_STATES)}")
+        context = _v11_context(payload.get("context"))
+        return self._add_comment(topic, body.strip(), task_state, context, delayed=notify != "immediate")
 
     def _add_comment(
         self, topic: str, body: str, task_state: str, context: dict[str, Any], *, delayed: bool
     ) -> dict[str, Any]:
         review_id = self._review_id(topic)
         if not body:
-            raise _Answer(400, {"error": "Body is required", "details": {"body": "Value is required"}})
-        if task_state not in ("comment", "open"):
-            raise _Answer(400, {"error": "Invalid task state", "details": {"taskState": task_state}})
+            raise _Answer(
+                400, {"isValid": False, "error": "Body is required", "details": {"body": "Value is required"}}
+            )
+        if task_state not in TASK_STATES:
+            raise _Answer(400, {"isValid": False, "error": "Invalid task state", "details": {"taskState": task_state}})
         with self.swarm._lock:
             comment_id = self.swarm._store_comment(review_id, self._user(), body, task_state, context, delayed=delayed)
             return _public(self.swarm._comments[comment_id], [])
@@ -599,6 +787,101 @@ class _Handler(BaseHTTPRequestHandler):
         review_id = self._review_id(topic)
         with self.swarm._lock:
             return self.swarm._notify(review_id, self._user())
+
+    # --- workflow test runs ------------------------------------------------------------------------
+    def _test_run_route(
+        self, method: str, rest: list[str], query: dict[str, list[str]], raw: bytes, headers: Any
+    ) -> tuple[int, Any]:
+        """TestRunApi (module/TestIntegration/src/Controller/TestRunApi.php): `ID/pass/UUID` and
+        `ID/fail/UUID` (GET, POST; passOrFail), `ID/UUID` (POST; updateWithUuid)."""
+        if len(rest) == 3 and rest[1] in ("pass", "fail") and method in ("GET", "POST"):
+            run = self._test_run_with_uuid(rest[0], rest[2])
+            # `getPost()` holds only a form body; a JSON body is not read at all.
+            form_body = "application/x-www-form-urlencoded" in (headers.get("Content-Type") or "")
+            data = {**{k: v[0] for k, v in query.items()}, **(dict(self._form(raw)) if form_body else {})}
+            with self.swarm._lock:
+                if "url" in data:
+                    run["url"] = data["url"]
+                run["status"] = rest[1]
+                return 200, {"error": None, "messages": [], "data": {"testruns": [copy.deepcopy(run)]}}
+        if len(rest) == 2 and method == "POST":
+            run = self._test_run_with_uuid(rest[0], rest[1])
+            try:
+                decoded = json.loads(raw.decode("utf-8")) if raw else None
+            except (UnicodeDecodeError, ValueError):
+                decoded = None
+            if not isinstance(decoded, dict):
+                raise _Answer(500, {"error": "The body is not a JSON object"})  # PHP: array_diff_key(null)
+            data = decoded
+            if set(data) - {"messages", "status", "url"}:
+                raise _Answer(400, {"error": "Only the following fields are permitted [messages, status, url]"})
+            status = data.get("status", run["status"])
+            if not isinstance(status, str) or status.strip() not in TEST_RUN_STATUSES:
+                raise _invalid("status", "invalidStatus", f"status must be one of {', '.join(TEST_RUN_STATUSES)}")
+            messages = data.get("messages", run["messages"])
+            if not isinstance(messages, list) or not all(isinstance(m, str) for m in messages):
+                raise _invalid("messages", "notFlat", "messages must be a flat array of strings")
+            url = data.get("url", run["url"])
+            if url is not None and (not isinstance(url, str) or not 1 <= len(url.strip()) <= 1024):
+                raise _invalid("url", "stringLength", "url must be 1 to 1024 characters")
+            with self.swarm._lock:
+                run.update(status=status.strip(), messages=[m[:80] for m in messages[:10]], url=url)
+                return 200, {"error": None, "messages": [], "data": {"testruns": [copy.deepcopy(run)]}}
+        raise _Answer(404, {"error": "Not Found"})
+
+    def _test_run_with_uuid(self, run_id: str, uuid: str) -> dict[str, Any]:
+        """TestRunApi::getTestRunWithUuid: an unknown run 404, a wrong UUID 401."""
+        with self.swarm._lock:
+            run = self.swarm._test_runs.get(int(run_id)) if run_id.isdigit() else None
+        if run is None:
+            raise _Answer(404, {"error": "Cannot fetch entry. Id does not exist."})
+        if run["uuid"] != uuid:
+            raise _Answer(401, {"error": "Unauthorized"})
+        return run
+
+
+def _keywords_match(review: dict[str, Any], keywords: str, fields: list[str]) -> bool:
+    """AbstractKey::fetchAll: every word is a prefix (`code=word*`) of a value of one of the fields
+    (word-indexed fields such as the description match case-insensitively)."""
+    values: list[str] = []
+    for field in fields:
+        value = review.get(field)
+        if isinstance(value, dict):
+            values += [str(key).lower() for key in value]
+        elif isinstance(value, list):
+            values += [str(item).lower() for item in value]
+        elif value is not None:
+            values += str(value).lower().split() if field == "description" else [str(value).lower()]
+    return all(any(value.startswith(word.lower()) for value in values) for word in keywords.split())
+
+
+def _v11_context(context: Any) -> dict[str, Any]:
+    """ContextAttributes (drops other keys) then Context (module/Comments/src/Validator/Context.php)
+    for a review topic."""
+    if context is None:
+        return {}
+    if not isinstance(context, dict):
+        raise _invalid("context", "badContext", "A comment context must reference either a review or a change")
+    if "attribute" in context:
+        if context["attribute"] != "description":
+            raise _invalid("context", "badAttribute", "The only supported value is 'description'")
+        return {"attribute": "description"}
+    kept = {k: v for k, v in context.items() if k in ("comment", "version", "file", "leftLine", "rightLine", "content")}
+    if kept.get("version") is not None and (not isinstance(kept["version"], int) or isinstance(kept["version"], bool)):
+        raise _invalid("context", "badVersionNumber", "A review comment must refer to a numeric review version")
+    if kept.get("file") is not None:
+        present = [k for k in ("content", "leftLine", "rightLine") if k in kept]
+        if present and len(present) != 3:
+            raise _invalid(
+                "context",
+                "inlineCommentMissingContext",
+                "An inline comment must have a file name, type, content, right and left line numbers",
+            )
+        for key in ("leftLine", "rightLine") if present else ():
+            problem = _line_problem(kept[key])
+            if problem is not None:
+                raise _invalid("context", "lessThanZero", problem)
+    return kept
 
 
 class FakeSwarmControl:

@@ -21,7 +21,8 @@ from collections.abc import Mapping, Sequence
 
 from p4review.logic.depot_paths import sanitize_for_log
 from p4review.logic.email_render import _clean, _code_line, _one_line
-from p4review.logic.review_history import finding_fingerprint, new_side_text
+from p4review.logic.review_history import finding_fingerprint
+from p4review.logic.unified_diff import parse_hunk_header, split_diff_lines
 from p4review.models.review_result import (
     SEVERITY_ORDER,
     Finding,
@@ -36,8 +37,8 @@ MARKER_HEX_CHARS = 24
 MARKER_VERSION = "1"  # part of the hashed material: a new scheme never matches an old marker
 SUMMARY_KEY = "summary"
 MAX_BODY_CHARS = 4000
-CONTEXT_LINES = 5  # Swarm's context[content]: the commented line and the four above it
-_CONTEXT_LINE_LIMIT = 500
+CONTEXT_LINES = 5  # Swarm's context[content]: the commented line and the four diff lines above it
+_CONTEXT_LINE_LIMIT = 256  # Swarm cuts each context line at 256 characters
 _PATH_LIMIT = 1024
 _SUGGESTED_LINES = 24
 _LISTED_RESOLVED = 20
@@ -96,20 +97,46 @@ def opens_task(severity: Severity | str, threshold: Severity | str | None) -> bo
 
 
 def anchor_context(finding: Finding, diff_text: str | None, swarm_version: int | None = None) -> SwarmCommentContext:
-    """Where the comment sits: the file, the right-side line, and as `content` the flagged line
-    with up to four lines above it, read from the (redacted) diff when it shows them without a gap
-    (none when the diff does not show the flagged line: Swarm then reads the file itself)."""
-    content: tuple[str, ...] = ()
-    if diff_text:
-        shown = new_side_text(diff_text)
-        if finding.line in shown:
-            lines = []
-            for number in range(finding.line, max(0, finding.line - CONTEXT_LINES), -1):
-                if number not in shown:
-                    break
-                lines.append(shown[number].replace("\x00", "")[:_CONTEXT_LINE_LIMIT])
-            content = tuple(reversed(lines))
-    return SwarmCommentContext(file=finding.file, right_line=finding.line, content=content, version=swarm_version)
+    """Where the comment sits: the file, the right-side line, its left-side line when the diff
+    shows it as an unchanged line, and as `content` what Swarm itself would store: the diff's lines
+    of the flagged line's hunk up to and including it, at most five, each with its `+`, `-` or
+    space prefix and cut at 256 characters (Swarm 2022.1 `module/Api/src/Controller/CommentsController.php`,
+    `fetchDiffSnippet`). Read from the (redacted) diff; none when the diff does not show the line."""
+    found = _diff_snippet(diff_text, finding.line) if diff_text else None
+    content, left_line = found if found is not None else ((), None)
+    return SwarmCommentContext(
+        file=finding.file, left_line=left_line, right_line=finding.line, content=content, version=swarm_version
+    )
+
+
+def _diff_snippet(diff_text: str, right_line: int) -> tuple[tuple[str, ...], int | None] | None:
+    """(the lines up to `right_line`, its left-side number or None) or None when the diff does not
+    show `right_line`. A hunk header starts the window afresh, as Swarm's does."""
+    window: list[str] = []
+    old_left = new_left = old_line = new_line = 0
+    for raw in split_diff_lines(diff_text):
+        header = parse_hunk_header(raw)  # a content line starts with "+", "-" or a space, never "@@"
+        if header is not None:
+            old_left, new_left = header.old_count, header.new_count
+            old_line, new_line = header.old_start, header.new_start
+            window = []
+            continue
+        if old_left <= 0 and new_left <= 0:  # outside a hunk: file headers, noise
+            continue
+        marker = raw[:1] or " "  # some tools strip the lone space of an empty context line
+        if marker == "\\":  # "\ No newline at end of file": neither side's line
+            continue
+        if marker not in ("+", "-", " "):  # a malformed hunk ends here
+            old_left = new_left = 0
+            continue
+        left = old_line if marker in "- " else None
+        right = new_line if marker in "+ " else None
+        old_line, old_left = (old_line + 1, old_left - 1) if left is not None else (old_line, old_left)
+        new_line, new_left = (new_line + 1, new_left - 1) if right is not None else (new_line, new_left)
+        window = [*window, (marker + raw[1:]).replace("\x00", "")[:_CONTEXT_LINE_LIMIT]][-CONTEXT_LINES:]
+        if right == right_line:
+            return tuple(window), (left if marker == " " else None)
+    return None
 
 
 # --- rendering ---------------------------------------------------------------------------------------

@@ -5,8 +5,10 @@ callback URL check, the mapping to review_version and what a same-version replay
 Mapping (Swarm review R, version N, {change} C, {status}):
   shelved    -> changelist R (the review's own change, which holds the version's shelf),
                 kind shelved, review_version N
-  committed  -> changelist C (the committed change), kind submitted, review_version N,
-                following shelf version N-1 of R when N > 1
+  submitted  -> changelist C (the committed change), kind submitted, review_version N,
+                following shelf version N-1 of R when N > 1 (Swarm sends `submitted`,
+                module/TestIntegration/src/Service/TestExecutor.php; `committed`, which
+                earlier p4review releases documented, means the same)
   rerun = N > 1 (a version after the first is a versioned rerun, as the trigger's shelves are);
   idempotency key `swarm-test-R-vN`."""
 

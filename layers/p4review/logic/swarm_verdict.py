@@ -1,5 +1,6 @@
 """The pass/fail a Swarm workflow test gets for a review (docs/swarm.md "Workflow test"), and the
-callback request that tells Swarm. Pure: no I/O (adapters/swarm_callback.py sends it).
+callback request that tells Swarm (its {update} URL when the test sent one, else {pass} or
+{fail}). Pure: no I/O (adapters/swarm_callback.py sends it).
 
 A test fails when an open finding (one in the version's result) is at or above the threshold,
 P4REVIEW_SWARM_TEST_FAIL_AT: critical | high (the default: critical or high) | medium | low |
@@ -13,15 +14,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
+from urllib.parse import urlencode
 
 from p4review.models.job import SwarmTestRef
 from p4review.models.review_result import SEVERITY_ORDER, Severity
 
 FAIL_AT_CHOICES = ("critical", "high", "medium", "low", "never")
 DEFAULT_FAIL_AT = "high"
-# Swarm shows a test run's messages in the review's test list: keep each one short.
+# Swarm keeps a test run's messages to 80 characters each (TestIntegration/src/Filter/TestRun.php).
 MAX_MESSAGE_CHARS = 80
+MAX_LINK_CHARS = 1024  # the same filter refuses a longer `url`
 CALLBACK_CONTENT_TYPE = "application/json"
+FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
 
 
 class Outcome(StrEnum):
@@ -43,7 +47,7 @@ class Verdict:
 
 @dataclass(frozen=True)
 class CallbackRequest:
-    """One POST to Swarm's {pass} or {fail} URL. `url` carries Swarm's token: never log it."""
+    """One POST to Swarm's {update}, {pass} or {fail} URL. `url` carries Swarm's token: never log it."""
 
     url: str
     body: bytes
@@ -82,13 +86,23 @@ def verdict(findings: Iterable[HasSeverity], fail_at: Severity | None) -> Verdic
 
 
 def callback_request(ref: SwarmTestRef, result: Verdict, link: str | None = None) -> CallbackRequest:
-    """The request Swarm expects on its {pass}/{fail} URL: a JSON body with the test run's
-    `messages` and, when there is one, the `url` Swarm links the test run to."""
+    """The one request that tells Swarm the verdict (Swarm 2022.1
+    `module/TestIntegration/src/Controller/TestRunApi.php`).
+
+    With Swarm's {update} URL (`updateWithUuid`): a JSON body `{"status": "pass"|"fail",
+    "messages": [summary], "url": link}`, the only fields that URL accepts; it sets the status,
+    the messages and the link at once. Without it, the {pass} or {fail} URL (`passOrFail`), which
+    reads only `url`, from a form body or the query, and ignores a JSON body: the link goes as a
+    form field and the summary cannot reach Swarm (the test definition should send {update})."""
+    usable_link = link if link and len(link) <= MAX_LINK_CHARS else None
+    if ref.update_url:
+        payload: dict[str, object] = {"status": result.outcome.value, "messages": [_clip(result.summary)]}
+        if usable_link:
+            payload["url"] = usable_link
+        return CallbackRequest(url=ref.update_url, body=json.dumps(payload, sort_keys=True).encode())
     url = ref.pass_url if result.outcome is Outcome.PASS else ref.fail_url
-    payload: dict[str, object] = {"messages": [_clip(result.summary)]}
-    if link:
-        payload["url"] = link
-    return CallbackRequest(url=url, body=json.dumps(payload, sort_keys=True).encode())
+    body = urlencode({"url": usable_link}).encode() if usable_link else b""
+    return CallbackRequest(url=url, body=body, headers={"Content-Type": FORM_CONTENT_TYPE})
 
 
 def _clip(text: str) -> str:

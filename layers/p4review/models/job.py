@@ -139,7 +139,7 @@ class SwarmTestRef(BaseModel):
     review_id: int
     version: int
     change: int  # Swarm's {change}: the committed change, or the change shelved into the review
-    status: str  # Swarm's {status}: shelved | committed
+    status: str  # Swarm's {status}: shelved | submitted (committed accepted too: models/swarm_test.py)
     pass_url: str
     fail_url: str
     update_url: str | None = None

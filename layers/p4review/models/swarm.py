@@ -7,13 +7,17 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class SwarmCommentContext(BaseModel):
-    """A comment's anchor on a review: `context[file]`, `context[rightLine]`, `context[content]`
-    (the flagged line and up to four lines above it, as Swarm expects, oldest first) and
-    `context[version]` (Swarm's own review version, not p4review's; None: the latest)."""
+    """A comment's anchor on a review: `context[file]`, `context[leftLine]` (the line's number on
+    the left side when the diff shows it there, a context line; None for an added line),
+    `context[rightLine]`, `context[content]` (the diff's lines up to and including the flagged
+    one, at most five, each with its `+`/`-`/space prefix, as Swarm stores them: Swarm 2022.1
+    `module/Api/src/Controller/CommentsController.php` fetchDiffSnippet, `library/P4/File/Diff.php`)
+    and `context[version]` (Swarm's own review version, not p4review's; None: the latest)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     file: str = Field(min_length=1)
+    left_line: int | None = Field(default=None, ge=1)
     right_line: int | None = Field(default=None, ge=1)
     content: tuple[str, ...] = ()
     version: int | None = Field(default=None, ge=1)

@@ -40,9 +40,13 @@ OptionalText = Annotated[ShortText | None, BeforeValidator(_blank_to_none)]
 
 
 class SwarmChangeStatus(StrEnum):
-    """Swarm's {status}: the state of the change the review version names."""
+    """Swarm's {status}: `shelved` while the review is pending, else `submitted` (Swarm 2022.1
+    `module/TestIntegration/src/Service/TestExecutor.php`, getFieldsFromReview). `committed` is
+    not a value Swarm sends; it is still read as `submitted` for test definitions written for
+    earlier p4review releases."""
 
     SHELVED = "shelved"
+    SUBMITTED = "submitted"
     COMMITTED = "committed"
 
 

@@ -172,6 +172,8 @@ class NotifyWork:
             stored=stored,
             diffs=diffs,
             task_threshold=task_threshold(self._settings),
+            # A workflow test asked about one Swarm version: anchor there, not on the latest.
+            swarm_version=job.swarm_test.version if job.swarm_test is not None else None,
         )
         outcome = channel.deliver(job, planned, lease)
         if outcome.deferred:
@@ -419,7 +421,8 @@ class NotifyWork:
         """The row, backfilled, when the earlier attempt is known to have arrived (nothing is
         sent). None means: send. Policy where the provider cannot say (plain SMTP, SES):
         resend with the same deterministic Message-ID, which receiving systems use to collapse
-        the rare duplicate; counted by the UnconfirmedDeliveryRetried metric (docs/notify.md
+        the rare duplicate sent through an SMTP relay (SES replaces the Message-ID, so there a
+        duplicate is a second email); counted by the UnconfirmedDeliveryRetried metric (docs/notify.md
         measures how rare)."""
         found = self._lookup(message_id, transport)
         if found.outcome == LookupOutcome.FOUND:

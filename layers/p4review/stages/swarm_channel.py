@@ -130,6 +130,11 @@ class SwarmChannel:
         return outcome
 
     def _review_id(self, job: ReviewJob) -> int | None:
+        """The review to comment on: the one a Swarm workflow test named (Swarm said which review
+        asked), else the review that names the change (found, or created when configured to)."""
+        if job.swarm_test is not None:
+            return job.swarm_test.review_id
+
         def find_or_create() -> int | None:
             # After a create whose answer was lost, the next try finds the review it made.
             found = self._client.find_review(job.changelist_id)
