@@ -239,7 +239,7 @@ def _run_pipeline(sandbox: Sandbox, stack: Any) -> dict[str, Any]:
             raise SmokeFailed(f"ingest answered {answer.get('statusCode')} to a new review of {change}")
         jobs.append(json.loads(answer["body"])["job_id"])
 
-    _drain(stack, [stage.value for stage in STAGE_ORDER], invoke)
+    _drain(stack, [stage.value for stage in STAGE_ORDER], invoke, lambda: _all_ended(jobs))
 
     for job_id, analyzers in zip(jobs, SMOKE_CHANGES.values(), strict=True):
         answer = invoke("ingest", _api_event(stack.signing_secret, "GET", f"/v1/reviews/{job_id}", b""))
@@ -288,19 +288,28 @@ def _api_event(secret: str, method: str, path: str, body: bytes) -> dict[str, An
     )
 
 
-def _drain(stack: Any, stages: list[str], invoke: Callable[[str, dict[str, Any]], Any]) -> None:
+def _all_ended(job_ids: list[str]) -> bool:
+    from p4review.dal.factory import get_data_access
+    from p4review.models.job import ACTIVE_STATUSES
+
+    jobs = get_data_access().jobs
+    return all((job := jobs.get_job(job_id)) is not None and job.status not in ACTIVE_STATUSES for job_id in job_ids)
+
+
+def _drain(
+    stack: Any, stages: list[str], invoke: Callable[[str, dict[str, Any]], Any], done: Callable[[], bool]
+) -> None:
     """Lambda's SQS event source mapping, one batch at a time: receive, invoke, delete what the
-    handler did not report as failed; until every stage queue stays empty."""
+    handler did not report as failed; until every job has ended (a retry's delayed message is
+    waited for, not taken for an empty queue)."""
     from p4review.local.sqs_poller import build_sqs_event
     from p4review.models.job import StageName
 
     sqs = _sqs_client(stack)
     deadline = time.monotonic() + DRAIN_SECONDS
-    quiet_rounds = 0
-    while quiet_rounds < 2:
+    while not done():
         if time.monotonic() > deadline:
-            raise SmokeFailed(f"the stage queues did not drain within {DRAIN_SECONDS:.0f} s")
-        received_any = False
+            raise SmokeFailed(f"the jobs did not end within {DRAIN_SECONDS:.0f} s")
         for stage in stages:
             queue = stack.resources.queue_for_stage(StageName(stage))
             messages = sqs.receive_message(
@@ -308,13 +317,11 @@ def _drain(stack: Any, stages: list[str], invoke: Callable[[str, dict[str, Any]]
             ).get("Messages", [])
             if not messages:
                 continue
-            received_any = True
             result = invoke(stage, build_sqs_event(messages, queue.arn)) or {}
             failed = {item["itemIdentifier"] for item in result.get("batchItemFailures", [])}
             for message in messages:
                 if message["MessageId"] not in failed:
                     sqs.delete_message(QueueUrl=queue.url, ReceiptHandle=message["ReceiptHandle"])
-        quiet_rounds = 0 if received_any else quiet_rounds + 1
 
 
 def _sqs_client(stack: Any) -> Any:

@@ -215,3 +215,18 @@ def test_a_python_analyzer_is_told_where_its_package_is_installed(tmp_path):
     assert Path(analyzers_module._analyzer_env("flawfinder", str(tmp_path))["PYTHONPATH"], "flawfinder.py").is_file()
     assert "PYTHONPATH" not in analyzers_module._analyzer_env("shellcheck", str(tmp_path))
     assert env["HOME"] == str(tmp_path) and set(env) == {"PATH", "HOME", "LC_ALL", "PYTHONPATH"}
+
+
+def test_a_python_analyzer_that_cannot_be_imported_is_unavailable_not_a_clean_run(monkeypatch):
+    # Without its layer on PYTHONPATH, `python -m bandit` exits 1 (which bandit also does when it
+    # finds something) with runpy's "No module named": that must not pass for "ran, found nothing".
+    real_command = analyzers_module._command
+
+    def missing_module(analyzer, files):
+        command = real_command(analyzer, files)
+        return [*command[:2], "p4review_no_such_analyzer", *command[3:]] if analyzer == "bandit" else command
+
+    monkeypatch.setattr(analyzers_module, "_command", missing_module)
+    run = AnalyzerRunner().run({"//depot/app/tool.py": CONTENTS["//depot/app/tool.py"]})
+    assert "bandit" not in run.ran and "ruff" in run.ran
+    assert [(d.reason, d.detail) for d in run.diagnostics] == [(ANALYZER_UNAVAILABLE, "bandit cannot be imported")]

@@ -328,6 +328,13 @@ class AnalyzerRunner:
                 Diagnostic(kind="warning", reason=ANALYZER_UNAVAILABLE, detail=f"{analyzer}: {exc.strerror or exc}")
             )
             return
+        # `python -m NAME` exits 1, as bandit does when it reports something, when NAME cannot be
+        # imported (runpy's "No module named"): that is an analyzer missing, never a clean run.
+        if analyzer in _PYTHON_MODULES and completed.returncode != 0 and b"No module named" in completed.stderr:
+            result.diagnostics.append(
+                Diagnostic(kind="warning", reason=ANALYZER_UNAVAILABLE, detail=f"{analyzer} cannot be imported")
+            )
+            return
         # ruff, bandit, shellcheck and eslint exit 1 when they report something; 2+ is their own failure.
         if completed.returncode not in (0, 1):
             result.diagnostics.append(
