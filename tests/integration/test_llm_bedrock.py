@@ -346,9 +346,40 @@ def test_prompt_cache_reads_and_writes_are_counted_as_input(stubbed: tuple[Any, 
 def test_a_model_without_prompt_caching_gets_no_cache_point(stubbed: tuple[Any, Stubber]) -> None:
     client, stubber = stubbed
     other = "meta.llama3-70b-instruct-v1:0"
-    # Not in the table: no cache checkpoint, no tools, no temperature (the safe request).
-    params = {**_expected_params(), "modelId": other, "system": [{"text": SYSTEM_TEXT}]}
-    params["inferenceConfig"] = {"maxTokens": 4096}
-    del params["toolConfig"]
+    # Not in the table: no system block (the instructions open the user message), no cache
+    # checkpoint, no tools, no temperature, no maxTokens (the model's maximum): the safe request.
+    params = {
+        "modelId": other,
+        "messages": [{"role": "user", "content": [{"text": f"{SYSTEM_TEXT}\n\n{USER_TEXT}"}]}],
+        "requestMetadata": {"p4review_request_id": "job-1:chunk-0"},
+    }
     stubber.add_response("converse", _converse_response([{"text": "{}"}], "end_turn"), params)
     BedrockProvider(other, client).complete(_request())
+
+
+@pytest.mark.parametrize(
+    "model, max_tokens", [("amazon.titan-text-premier-v1:0", 3072), ("amazon.titan-text-express-v1", 4096)]
+)
+def test_a_titan_model_gets_its_instructions_in_the_user_message(
+    stubbed: tuple[Any, Stubber], model: str, max_tokens: int
+) -> None:
+    """Titan answers a system block with "ValidationException: This model doesn't support system
+    messages", and has no tool use; its maxTokenCount maximum is per model (Premier: 3,072)."""
+    client, stubber = stubbed
+    params = {
+        "modelId": model,
+        "messages": [{"role": "user", "content": [{"text": f"{SYSTEM_TEXT}\n\n{USER_TEXT}"}]}],
+        "inferenceConfig": {"maxTokens": max_tokens, "temperature": 0},
+        "requestMetadata": {"p4review_request_id": "job-1:chunk-0"},
+    }
+    stubber.add_response("converse", _converse_response([{"text": "{}"}], "end_turn"), params)
+    assert BedrockProvider(model, client).complete(_request()).text == "{}"
+
+
+def test_claude_2_gets_no_tool_config(stubbed: tuple[Any, Stubber]) -> None:
+    client, stubber = stubbed
+    model = "anthropic.claude-v2:1"  # Converse: Claude 2.x and earlier have no tool use
+    params = {**_expected_params(), "modelId": model, "system": [{"text": SYSTEM_TEXT}]}
+    del params["toolConfig"]
+    stubber.add_response("converse", _converse_response([{"text": "{}"}], "end_turn"), params)
+    BedrockProvider(model, client).complete(_request())

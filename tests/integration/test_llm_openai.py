@@ -125,6 +125,17 @@ def test_the_official_api_gets_max_completion_tokens() -> None:
         assert provider.base_url == "https://api.openai.com/v1"
 
 
+def test_azure_openai_gets_max_completion_tokens() -> None:
+    """An Azure deployment name is unknown to the table and may be a reasoning model (max_tokens refused)."""
+    for base_url in (
+        "https://contoso.openai.azure.com/openai/v1/",
+        "https://contoso.cognitiveservices.azure.com/openai/v1/",
+        "https://contoso.services.ai.azure.com/openai/v1/",
+    ):
+        provider = OpenAIProvider("review-deployment", Keys(OLD_KEY), base_url=base_url, timeout_seconds=5)
+        assert provider.token_limit_field == "max_completion_tokens"
+
+
 def test_truncated_answer_is_returned_not_raised(server: ScriptedServer) -> None:
     server.script(Reply(body=_completion(content='{"schema_version": "1.0", "find', finish_reason="length")))
 
@@ -367,6 +378,8 @@ def test_a_reasoning_model_through_a_gateway_gets_no_temperature_and_max_complet
     assert "temperature" not in sent.body and "max_tokens" not in sent.body
     assert sent.body["max_completion_tokens"] == 1024
     assert sent.body["response_format"]["type"] == "json_schema"
+    # The limit counts reasoning tokens: low effort leaves it to the answer.
+    assert sent.body["reasoning_effort"] == "low"
 
 
 def test_an_unknown_model_gets_no_temperature(server: ScriptedServer) -> None:
@@ -375,5 +388,5 @@ def test_an_unknown_model_gets_no_temperature(server: ScriptedServer) -> None:
     OpenAIProvider("qwen2.5-coder:32b", Keys(OLD_KEY), base_url=server.base_url, timeout_seconds=5).complete(_request())
 
     [sent] = server.requests
-    assert "temperature" not in sent.body
+    assert "temperature" not in sent.body and "reasoning_effort" not in sent.body
     assert sent.body["max_tokens"] == 1024  # what every OpenAI-compatible server knows

@@ -205,12 +205,16 @@ class SwarmClient:
         ReviewsController.php` getList). v11: Swarm's v11 list has no `change` filter (2022.1
         `module/Reviews/src/Filter/GetReviews.php`) and would list every review, so the client
         asks `keywords=N&keywordsFields[]=changes` (a prefix match on the indexed `changes`, as
-        Perforce's p4mcp-server does for 2025.2) and walks the pages for the exact change."""
+        Perforce's p4mcp-server does for 2025.2) and walks the pages for the exact change. A page
+        can be empty and still have more after it: Swarm sets `lastSeen` before it removes the
+        reviews the user may not see (`module/Reviews/src/Model/ReviewDAO.php` fetchAll), so the
+        walk goes on while `lastSeen` moves and stops when it is null, 0 or one already walked."""
         change = _change_number(change)
         if self.api == "v9":
             answer = self._call("GET", "reviews", query=[("change[]", str(change))], what="find review")
             return _review_naming(self._reviews_of(answer), change)
         after: int | None = None
+        walked: set[int] = set()
         for _ in range(MAX_REVIEW_PAGES):
             query = [("keywords", str(change)), ("keywordsFields[]", "changes"), ("max", str(self.page_size))]
             if after is not None:
@@ -221,8 +225,9 @@ class SwarmClient:
             if found is not None:
                 return found
             last_seen = _as_int(self._data(answer).get("lastSeen"))
-            if not reviews or not last_seen or last_seen == after:
+            if not last_seen or last_seen in walked:
                 return None
+            walked.add(last_seen)
             after = last_seen
         raise ValidationError(f"Swarm find review: more than {MAX_REVIEW_PAGES} pages of reviews match the change")
 

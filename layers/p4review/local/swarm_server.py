@@ -14,36 +14,56 @@ Endpoints:
   so `change[]` is ignored and every review is listed; `keywords=N&keywordsFields[]=changes` is a
   prefix match on the indexed fields (`library/Record/Key/AbstractKey.php` fetchAll), a
   `keywordsFields` value that is not an indexed field is 400. Newest first, `max`, `after`, `lastSeen`.
-* v9 `POST reviews` (form `change=N`): a new review. v11 `POST reviews`: 404 in 2022.1 (no route:
-  `module/Reviews/config/module.config.php`), a new review in 2025.2.
-* v9 `GET comments?topic=reviews/ID`; v11 `GET comments/reviews/ID` (`after`, `max`, `fields`): ascending
+  A review seeded `restricted=True` (one the service user may not see) is left out of the page
+  after `lastSeen` was set, so a page can be empty with a `lastSeen` (`module/Reviews/src/Model/ReviewDAO.php`
+  fetchAll; `module/Reviews/src/Controller/IndexController.php` indexAction for v9).
+* v9 `POST reviews` (form `change=N`): a new review; a change already in a review is 400 "A Review for
+  change N already exists." (`module/Reviews/src/Controller/IndexController.php` addAction, turned into
+  400 by `module/Api/src/Controller/ReviewsController.php` create). v11 `POST reviews`: 404 in 2022.1
+  (no route: `module/Reviews/config/module.config.php`), a new review in 2025.2.
+* v9 `GET comments?topic=...`; v11 `GET comments/reviews/ID` (`after`, `max`, `fields`): ascending
   ids, `lastSeen` the page's last id; `comments` is a list in both (v9 `CommentsController::prepareSuccessModel`
-  applies `array_values`).
-* v9 `POST comments` (form): `delayNotification` delays only when it is the string `true`; a context
-  without `file`, or with a `version` the review does not have, is 400 "Provided context could not be
-  filtered." (`module/Api/src/Controller/CommentsController.php` create, filterCommentContext).
+  applies `array_values` and drops `topic`). v9 lists by exact topic: a topic that is not a review's
+  (or an unknown review) is 200 with no comments (`CommentsController::getList` answers 200 and an
+  empty list when the lookup throws).
+* v9 `POST comments` (form): `delayNotification` delays only when it is the string `true`; `taskState`
+  `comment` or `open` only (`module/Comments/src/Controller/IndexController.php` addAction); a context
+  without `file`, on an unknown review, with a `version` the review does not have, or, when it carries
+  no `content`, naming a file the review's change does not hold (known only for a review seeded with
+  `files=`), is 400 "Provided context could not be filtered." (`module/Api/src/Controller/CommentsController.php`
+  create, filterCommentContext).
 * v11 `POST reviews/ID/comments` and `POST comments/reviews/ID` (JSON): `notify` is read from the query
   string only (`delayed` when absent; `delayed|immediate|silent`, else 400), never from the body
   (`module/Comments/src/Controller/CommentApi.php` create, `Validator/Notify.php`); `body` is required,
   `taskState` one of Swarm's (`Filter/Comment.php`, `Validator/TaskState.php`); a file context with any
   of `content`, `leftLine`, `rightLine` must carry all three, lines positive integers or null, `version`
-  an integer (`Validator/Context.php`); other context keys are dropped (`Filter/ContextAttributes.php`).
-* v9 `POST comments/notify` (form topic; no topic is 404); v11 `POST reviews/ID/notify`
-  (`module/Comments/config/module.config.php` topic-notify). `POST /api/v11/comments/reviews/ID/notify`
-  is not a Swarm route: 404. `notifications_for_review` counts notifications sent.
+  an integer (`Validator/Context.php`); other context keys are dropped (`Filter/ContextAttributes.php`);
+  a `version` the review does not have is 409 (`Model/CommentDAO.php` validateReviewVersion).
+* v9 `POST comments/notify` (form topic; no topic is 404; any other topic, an unknown review's too, is
+  200 "No comment notifications to send" when nothing is delayed: `module/Comments/Module.php`
+  sendDelayedComments); v11 `POST reviews/ID/notify` (`module/Comments/config/module.config.php`
+  topic-notify). `POST /api/v11/comments/reviews/ID/notify` is not a Swarm route: 404.
+  `notifications_for_review` counts notifications sent.
 * Workflow test runs (`add_test_run` gives the `{pass}`, `{fail}`, `{update}` URLs, `/api/v10/testruns/...`,
-  no basic auth, the UUID in the path is checked: 401): `{pass}`/`{fail}` (GET or POST) read only `url`,
-  from a form body or the query, and ignore a JSON body; `{update}` takes a JSON body of `status`,
-  `messages`, `url` only (anything else 400), `status` one of pass|fail|running|notstarted, at most ten
-  messages of 80 characters (`module/TestIntegration/src/Controller/TestRunApi.php`, `Filter/TestRun.php`,
-  `Filter/StatusValidator.php`). `test_run(id)` shows the stored run.
+  no basic auth, the UUID in the path, the review's token, is checked: 401): `{pass}`/`{fail}` (GET or
+  POST) read only `url`, from a form body or the query, and ignore a JSON body; `{update}` takes a JSON
+  body of `status`, `messages`, `url` only (anything else 400), `status` one of pass|fail|running|notstarted,
+  `messages` a flat array cut to ten items, string items to 80 bytes
+  (`module/TestIntegration/src/Controller/TestRunApi.php`, `Filter/TestRun.php`, `Filter/StatusValidator.php`).
+  `test_run(id)` shows the stored run.
 
 v11 answers are `{"error": null, "messages": [], "data": {...}}`; a v11 failure is
 `{"error": <status>, "messages": [...], "data": null}` with, for a validation failure, Laminas'
 `{field: {rule: text}}` as `messages` (`module/Api/src/Controller/AbstractRestfulController.php`).
 
-Authentication is HTTP basic `user:ticket`. A wrong or missing one is answered, as Swarm does,
-with HTTP 200 and `{"error": "Unauthorized"}` (`unauthorized_status=401` for a plain 401).
+Authentication is HTTP basic `user:ticket`. A wrong or missing one is answered, on v9 and v11 alike,
+with HTTP 401 and `{"error": "Unauthorized"}`, not the v11 envelope: Swarm's basic-auth check throws
+(`module/Users/src/Authentication/BasicAuthListener.php` enforceBasicAuth,
+`module/Application/src/Listener/RouteListener.php` handleRequireLogin), its exception strategy sets
+401 (`module/Application/src/View/Http/ExceptionStrategy.php`) and the strict JSON strategy writes the
+reason phrase as `error` (`module/Application/src/View/Http/StrictJsonStrategy.php`).
+`unauthorized_status=200` answers HTTP 200 with the same body instead: not something Swarm 2022.1
+does, kept to prove the client still reads such an answer as refused credentials.
 
 Faults, drawn per request from a seeded RNG (`error_rate`, `hang_rate`, `lost_response_rate`,
 `seed`; `set_faults()` changes them) or queued one-shot with `fail_next(n, kind)`:
@@ -84,7 +104,9 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+import uuid
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
@@ -99,6 +121,9 @@ RELEASES: tuple[Release, ...] = ("2022.1", "2025.2")
 TEST_RUN_API = "v10"  # the version in Swarm's callback URLs (TestExecutor::API_VERSION)
 # TaskState::VALID_TASK_STATES (module/Comments/src/Validator/TaskState.php)
 TASK_STATES = ("comment", "open", "addressed", "verified", "verified:archive")
+# A v9 comment is created `comment` or `open` only (module/Comments/src/Controller/IndexController.php
+# addAction: getCommentFilter($user, 'add', [Comment::TASK_COMMENT, Comment::TASK_OPEN])).
+V9_TASK_STATES = ("comment", "open")
 NOTIFY_MODES = ("delayed", "immediate", "silent")  # module/Comments/src/Validator/Notify.php
 TEST_RUN_STATUSES = ("pass", "fail", "running", "notstarted")  # TestIntegration/src/Filter/StatusValidator.php
 # The review fields Swarm indexes (module/Reviews/src/Model/Review.php) plus `id`: what
@@ -158,7 +183,7 @@ class FakeSwarmServer(BackgroundServer):
         seed: int = 0,
         hang_seconds: float = 10.0,
         retry_after: float | None = None,
-        unauthorized_status: int = 200,
+        unauthorized_status: int = 401,
         release: Release = "2022.1",
     ) -> None:
         super().__init__()
@@ -252,12 +277,26 @@ class FakeSwarmServer(BackgroundServer):
             return fault
 
     # --- seeding and inspection --------------------------------------------------------------------
-    def add_review(self, change: int, *, author: str = "dev", versions: int = 1) -> int:
-        """A review of `change` with `versions` versions, as if someone had started it in Swarm; its id."""
+    def add_review(
+        self,
+        change: int,
+        *,
+        author: str = "dev",
+        versions: int = 1,
+        files: Iterable[str] | None = None,
+        restricted: bool = False,
+    ) -> int:
+        """A review of `change` with `versions` versions, as if someone had started it in Swarm; its id.
+        `files`: the depot paths its change holds (unknown when None: a v9 context without `content`
+        is then accepted whatever file it names). `restricted`: the service user may not see it
+        (a restricted change or a private project), so review lists leave it out."""
         with self._lock:
             review_id = self._create_review(change, author)
             for _ in range(versions - 1):
                 self._add_version(review_id, change)
+            review = self._reviews[review_id]
+            review["files"] = None if files is None else list(files)
+            review["restricted"] = restricted
             return review_id
 
     def add_comment(self, review_id: int, body: str, *, user: str = "reviewer") -> int:
@@ -267,13 +306,17 @@ class FakeSwarmServer(BackgroundServer):
 
     def add_test_run(self, review_id: int, version: int = 1, *, test: str = "p4review") -> dict[str, str]:
         """A workflow test run of the review's version, as Swarm starts one: its `{pass}`, `{fail}`
-        and `{update}` URLs (TestExecutor::generateCallbackUrls) and its `id`."""
+        and `{update}` URLs (TestExecutor::generateCallbackUrls) and its `id`. The UUID in them is
+        the review's token at its head version, the same for every run of the review
+        (`module/TestIntegration/src/Service/TestExecutor.php` createTestRun, startTest;
+        `module/Reviews/src/Model/Review.php` getToken: `<token>.v<head version>`)."""
         with self._lock:
             if review_id not in self._reviews:
                 raise KeyError(review_id)
             run_id = self._next_test_run
             self._next_test_run += 1
-            uuid = secrets.token_hex(16).upper()
+            review = self._reviews[review_id]
+            run_token = f"{review['token']}.v{len(review['versions'])}"
             self._test_runs[run_id] = {
                 "id": run_id,
                 "change": review_id,
@@ -282,14 +325,14 @@ class FakeSwarmServer(BackgroundServer):
                 "status": "running",
                 "messages": [],
                 "url": None,
-                "uuid": uuid,
+                "uuid": run_token,
             }
         base = f"{self.url}/api/{TEST_RUN_API}/testruns/{run_id}"
         return {
             "id": str(run_id),
-            "pass": f"{base}/pass/{uuid}",
-            "fail": f"{base}/fail/{uuid}",
-            "update": f"{base}/{uuid}",
+            "pass": f"{base}/pass/{run_token}",
+            "fail": f"{base}/fail/{run_token}",
+            "update": f"{base}/{run_token}",
         }
 
     def test_run(self, run_id: int) -> dict[str, Any]:
@@ -359,8 +402,9 @@ class FakeSwarmServer(BackgroundServer):
     # --- state (the lock held) -----------------------------------------------------------------------
     def _create_review(self, change: int, author: str) -> int:
         if change in self._review_of_change:
-            # Not verified against Swarm (its legacy add may update the existing review instead).
-            raise _Answer(400, {"isValid": False, "error": f"Change {change} is already in a review"})
+            # module/Reviews/src/Controller/IndexController.php addAction; ReviewsController::create
+            # turns `isValid: false` into 400 through prepareErrorModel (`error`, `isValid`).
+            raise _Answer(400, {"error": f"A Review for change {change} already exists.", "isValid": False})
         review_id = self._next_review
         self._next_review += 1
         now = int(time.time())
@@ -378,6 +422,11 @@ class FakeSwarmServer(BackgroundServer):
             "updated": now,
             # Hidden from the API (Review.php: 'versions' => ['hidden' => true]); kept for checks.
             "versions": [{"change": review_id, "pending": True, "time": now, "user": author}],
+            # Hidden too (Review.php: 'token' => ['hidden' => true]; save: strtoupper(new Uuid)).
+            "token": str(uuid.UUID(bytes=secrets.token_bytes(16))).upper(),
+            # Not Swarm fields: the change's depot files when known, and whether lists hide it.
+            "files": None,
+            "restricted": False,
         }
         self._review_of_change[change] = review_id
         return review_id
@@ -434,8 +483,11 @@ def _public(comment: dict[str, Any], fields: list[str]) -> dict[str, Any]:
     return {key: shown[key] for key in fields if key in shown} if fields else shown
 
 
+_HIDDEN_REVIEW_FIELDS = ("versions", "token", "files", "restricted")
+
+
 def _public_review(review: dict[str, Any]) -> dict[str, Any]:
-    return {key: copy.deepcopy(value) for key, value in review.items() if key != "versions"}
+    return {key: copy.deepcopy(value) for key, value in review.items() if key not in _HIDDEN_REVIEW_FIELDS}
 
 
 def _int(value: Any, name: str) -> int:
@@ -654,8 +706,16 @@ class _Handler(BaseHTTPRequestHandler):
                 raise _Answer(
                     404, {"isValid": False, "error": "A topic is required to send a notification", "code": 404}
                 )
-            sent = self._notify(notify_topic)
-            message = f"{sent} notification(s) sent" if sent else "No notifications to send"
+            # module/Comments/Module.php sendDelayedComments: the user's delayed comments on that topic,
+            # whatever the topic is; none (an unknown review, a topic that is no review's) is still 200.
+            subject, _, ident = notify_topic.partition("/")
+            with swarm._lock:
+                known = subject == "reviews" and ident.isdigit() and int(ident) in swarm._reviews
+                sent = swarm._notify(int(ident), self._user()) if known else 0
+            if not sent:
+                message = "No comment notifications to send"
+            else:
+                message = f"Sending a notification for {sent} comment" + ("s" if sent != 1 else "")
             return 200, {"isValid": True, "message": message, "code": 200}
         if not v9 and len(rest) == 3 and rest[0] == "reviews" and rest[2] == "notify" and method == "POST":
             # module/Comments/config/module.config.php topic-notify: CommentApi::sendNotificationAction
@@ -664,7 +724,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _list_reviews(self, query: dict[str, list[str]], *, v9: bool) -> dict[str, Any]:
         """v9 filters by `change` (ReviewsController::getList); v11 has no such filter and reads
-        `keywords`/`keywordsFields` (GetReviews.php), a prefix match (AbstractKey::fetchAll)."""
+        `keywords`/`keywordsFields` (GetReviews.php), a prefix match (AbstractKey::fetchAll).
+        `lastSeen` is the last review fetched; the reviews the user may not see are removed after
+        it was set, and `totalCount` is lowered by as many (ReviewDAO::fetchAll; for v9
+        Reviews IndexController::indexAction)."""
         limit = _int(query["max"][0], "max") if query.get("max") else (1000 if v9 else 50)
         after = _int(query["after"][0], "after") if query.get("after") else None
         if v9:
@@ -686,9 +749,11 @@ class _Handler(BaseHTTPRequestHandler):
                 reviews = [r for r in reviews if _keywords_match(r, keywords, fields)]
             if after is not None:
                 reviews = [r for r in reviews if r["id"] < after]
-            page = [_public_review(r) for r in reviews[: max(0, limit)]]
-        last_seen = page[-1]["id"] if page else None
-        return {"lastSeen": last_seen, "reviews": page, "totalCount": len(reviews)}
+            fetched = reviews[: max(0, limit)]
+            hidden = sum(1 for r in fetched if r["restricted"])
+            page = [_public_review(r) for r in fetched if not r["restricted"]]
+        last_seen = fetched[-1]["id"] if fetched else None
+        return {"lastSeen": last_seen, "reviews": page, "totalCount": len(reviews) - hidden}
 
     def _review_id(self, topic: str) -> int:
         subject, _, ident = topic.partition("/")
@@ -697,20 +762,30 @@ class _Handler(BaseHTTPRequestHandler):
         return int(ident)
 
     def _list_comments(self, topic: str, query: dict[str, list[str]], *, v9: bool) -> dict[str, Any]:
-        review_id = self._review_id(topic)
+        """v11: the review's comments. v9 (CommentsController::getList, Comments IndexController::indexAction):
+        the comments of exactly that topic, every comment for an empty one (getFetchAllOptions drops a
+        blank topic); a topic that is no review's, or an unknown review (its lookup throws, and getList
+        answers 200 with no comments), lists nothing."""
+        if not v9:
+            topic = f"reviews/{self._review_id(topic)}"
         after = _int(query["after"][0], "after") if query.get("after") else 0
         limit = _int(query["max"][0], "max") if query.get("max") else 100
         fields = [f for f in (query.get("fields") or [""])[0].split(",") if f]
         with self.swarm._lock:
+            subject, _, ident = topic.partition("/")
+            review = self.swarm._reviews.get(int(ident)) if subject == "reviews" and ident.isdigit() else None
+            if v9 and review is not None and review["restricted"]:  # IndexController::restrictAccess throws
+                topic = "reviews/none"
             matching = [
-                c for i, c in sorted(self.swarm._comments.items()) if c["topic"] == f"reviews/{review_id}" and i > after
+                c for i, c in sorted(self.swarm._comments.items()) if (not topic or c["topic"] == topic) and i > after
             ]
             page = [_public(c, fields) for c in matching[: max(0, limit)]]
         last_seen = page[-1]["id"] if page and "id" in page[-1] else None
         if not v9:
             return {"comments": page, "totalCount": len(matching), "lastSeen": last_seen}
-        # A list, never an object keyed by id: CommentsController::prepareSuccessModel applies array_values.
-        return {"topic": topic, "comments": page, "lastSeen": last_seen}
+        # A list, never an object keyed by id, and no `topic`: CommentsController::prepareSuccessModel
+        # applies array_values and unsets `topic`.
+        return {"comments": page, "lastSeen": last_seen}
 
     def _add_v9_comment(self, form: list[tuple[str, str]]) -> dict[str, Any]:
         """CommentsController::create and filterCommentContext (module/Api/src/Controller/CommentsController.php)."""
@@ -732,12 +807,18 @@ class _Handler(BaseHTTPRequestHandler):
             if "file" not in given:
                 raise refused("File path is required when specifying inline comment context.")
             with self.swarm._lock:
-                versions = len(self.swarm._reviews[review_id]["versions"]) if review_id in self.swarm._reviews else 0
-            if not versions:
-                raise _Answer(404, {"error": "Cannot fetch entry. Id does not exist."})
+                review = self.swarm._reviews.get(review_id)
+                versions = len(review["versions"]) if review is not None else 0
+                files = review["files"] if review is not None else None
+            if review is None:  # Review::fetch throws; create() turns any exception into this 400
+                raise refused("Cannot fetch entry. Id does not exist.")
             version = _int(given["version"], "context[version]") if given.get("version") else versions
             if not 1 <= version <= versions:  # Review::hasVersion
                 raise refused("Specified version was not found in this review.")
+            # Without content Swarm looks the file up in that version's change (getFileData) and reads
+            # the snippet from its diff; the fake knows a review's files only when seeded with them.
+            if not content and files is not None and given["file"] not in files:
+                raise refused("File path not found in specified review/change.")
             context = {"file": given["file"]}
             context["leftLine"] = _int(given["leftLine"], "context[leftLine]") if given.get("leftLine") else None
             context["rightLine"] = _int(given["rightLine"], "context[rightLine]") if given.get("rightLine") else None
@@ -745,10 +826,23 @@ class _Handler(BaseHTTPRequestHandler):
             context["content"] = content
             context["review"] = review_id
             context["version"] = version
+        task_state = fields.get("taskState", "comment")
+        if task_state not in V9_TASK_STATES:  # a new comment is a comment or an open task
+            transitions = ", ".join(V9_TASK_STATES)
+            raise _Answer(
+                400,
+                {
+                    "error": "Bad Request",  # prepareErrorModel: no `error` in the model, the reason phrase
+                    "isValid": False,
+                    "details": {
+                        "taskState": f"Invalid task state transition specified. Valid transitions are: {transitions}"
+                    },
+                },
+            )
         return self._add_comment(
             topic,
             fields.get("body", ""),
-            fields.get("taskState", "comment"),
+            task_state,
             context,
             # CommentsController::setNotificationValues: only the string 'true' delays.
             delayed=fields.get("delayNotification") == "true" or fields.get("silenceNotification") == "true",
@@ -767,6 +861,17 @@ class _Handler(BaseHTTPRequestHandler):
         if task_state not in TASK_STATES:
             raise _invalid("taskState", "invalidTaskState", f"taskState must be one of {', '.join(TASK_STATES)}")
         context = _v11_context(payload.get("context"))
+        # CommentDAO::save -> validatedTopic: the review is fetched (unknown: 404), then
+        # validateReviewVersion: a context version the review does not have makes Review::getVersion
+        # throw InvalidArgumentException, which CommentApi::create answers with 409.
+        with self.swarm._lock:
+            review = self.swarm._reviews.get(self._review_id(topic))
+            versions = len(review["versions"]) if review is not None else 0
+        if review is None:
+            raise _Answer(404, {"error": "Cannot fetch entry. Id does not exist."})
+        version = context.get("version")
+        if version and not 1 <= version <= versions:  # Review::getVersion: 0 (falsy) is the head version
+            raise _Answer(409, {"error": f"Version [{version}] is not a valid version for this review"})
         return self._add_comment(topic, body.strip(), task_state, context, delayed=notify != "immediate")
 
     def _add_comment(
@@ -818,26 +923,41 @@ class _Handler(BaseHTTPRequestHandler):
             status = data.get("status", run["status"])
             if not isinstance(status, str) or status.strip() not in TEST_RUN_STATUSES:
                 raise _invalid("status", "invalidStatus", f"status must be one of {', '.join(TEST_RUN_STATUSES)}")
-            messages = data.get("messages", run["messages"])
-            if not isinstance(messages, list) or not all(isinstance(m, str) for m in messages):
-                raise _invalid("messages", "notFlat", "messages must be a flat array of strings")
+            messages = _test_run_messages(data["messages"]) if "messages" in data else run["messages"]
             url = data.get("url", run["url"])
             if url is not None and (not isinstance(url, str) or not 1 <= len(url.strip()) <= 1024):
                 raise _invalid("url", "stringLength", "url must be 1 to 1024 characters")
             with self.swarm._lock:
-                run.update(status=status.strip(), messages=[m[:80] for m in messages[:10]], url=url)
+                run.update(status=status.strip(), messages=messages, url=url)
                 return 200, {"error": None, "messages": [], "data": {"testruns": [copy.deepcopy(run)]}}
         raise _Answer(404, {"error": "Not Found"})
 
-    def _test_run_with_uuid(self, run_id: str, uuid: str) -> dict[str, Any]:
+    def _test_run_with_uuid(self, run_id: str, run_token: str) -> dict[str, Any]:
         """TestRunApi::getTestRunWithUuid: an unknown run 404, a wrong UUID 401."""
         with self.swarm._lock:
             run = self.swarm._test_runs.get(int(run_id)) if run_id.isdigit() else None
         if run is None:
             raise _Answer(404, {"error": "Cannot fetch entry. Id does not exist."})
-        if run["uuid"] != uuid:
+        if run["uuid"] != run_token:
             raise _Answer(401, {"error": "Unauthorized"})
         return run
+
+
+def _test_run_messages(messages: Any) -> list[Any]:
+    """Filter/TestRun.php addMessagesFilter: ArrayValues (null or "" is [], an object its values),
+    ArraySliceFilter (the first ten), ArrayOfStringFilter (a string cut to 80 bytes, PHP `substr`; a
+    character cut in two is dropped here; other items kept as they are), then FlatArray (an array,
+    none of whose items is an array or an object)."""
+    if messages is None or messages == "":
+        messages = []
+    if isinstance(messages, dict):
+        messages = list(messages.values())
+    if not isinstance(messages, list):
+        raise _invalid("messages", "notArray", "Invalid type given. Array required.")
+    kept = [m.encode("utf-8")[:80].decode("utf-8", errors="ignore") if isinstance(m, str) else m for m in messages[:10]]
+    if any(isinstance(m, (list, dict)) for m in kept):
+        raise _invalid("messages", "notFlat", "Array values must not be arrays or objects.")
+    return kept
 
 
 def _keywords_match(review: dict[str, Any], keywords: str, fields: list[str]) -> bool:

@@ -3,14 +3,17 @@
 Swarm fills a test definition's body template with its special arguments ({review}, {version},
 {change}, {status}, {pass}, {fail}, {update}, ...), URL-encoded or as JSON. Substituted values
 are text, so numbers arrive as digit strings (`"12345"`) as well as JSON integers; both are read
-as integers, nothing else is coerced. The field names are Swarm's argument names."""
+as integers, nothing else is coerced. {testRunId}, an id kept as text, is read the other way: a
+JSON integer (an unquoted `{testRunId}`) becomes its digits. The field names are Swarm's argument
+names."""
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, StringConstraints
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, StringConstraints
 
 
 def _digits_to_int(value: Any) -> Any:
@@ -27,7 +30,22 @@ SwarmVersion = Annotated[StrictInt, BeforeValidator(_digits_to_int), Field(ge=1,
 # Swarm's callback URLs: printable ASCII, no spaces (the host is checked against P4REVIEW_SWARM_URL
 # by logic/swarm_intake.py, which needs the settings).
 CallbackUrl = Annotated[str, StringConstraints(min_length=1, max_length=2048, pattern=r"^[\x21-\x7e]+$")]
-ShortText = Annotated[str, StringConstraints(max_length=128, pattern=r"^[\x20-\x7e]*$")]
+# Swarm's names are any text, non-ASCII included: a test definition's name 1 to 32 characters
+# (module/TestIntegration/src/Filter/TestDefinition.php addNameFilter), a test run's `test` 1 to 1000
+# (Filter/TestRun.php addTestFilter). Read: up to 1000 characters, none of them a control character
+# (C0, DEL, C1), a line or paragraph separator, a bidirectional override or isolate, or a lone
+# surrogate, so that a name never breaks or disguises a log line or a stored record.
+NAME_MAX_CHARS = 1000
+_NOT_IN_NAMES = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _printable(value: str) -> str:
+    if _NOT_IN_NAMES.search(value):
+        raise ValueError("must be printable text (no control, line separator or bidirectional control characters)")
+    return value
+
+
+SwarmName = Annotated[str, StringConstraints(max_length=NAME_MAX_CHARS), AfterValidator(_printable)]
 
 
 def _blank_to_none(value: Any) -> Any:
@@ -36,7 +54,21 @@ def _blank_to_none(value: Any) -> Any:
 
 
 OptionalUrl = Annotated[CallbackUrl | None, BeforeValidator(_blank_to_none)]
-OptionalText = Annotated[ShortText | None, BeforeValidator(_blank_to_none)]
+OptionalName = Annotated[SwarmName | None, BeforeValidator(_blank_to_none)]
+
+
+def _test_run_id(value: Any) -> Any:
+    """Swarm's {testRunId}, a test run's record id: a template that does not quote it sends a JSON
+    number. An integer becomes its digits; digit strings are kept as sent (1 to 20 ASCII digits)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return str(value)
+    return value
+
+
+TestRunId = Annotated[
+    str, BeforeValidator(_test_run_id), StringConstraints(min_length=1, max_length=20, pattern=r"^[0-9]+$")
+]
+OptionalTestRunId = Annotated[TestRunId | None, BeforeValidator(_blank_to_none)]
 
 
 class SwarmChangeStatus(StrEnum):
@@ -64,6 +96,6 @@ class SwarmTestCall(BaseModel):
     fail_url: CallbackUrl = Field(alias="fail")
     update_url: OptionalUrl = Field(default=None, alias="update")
     # Optional arguments a template may carry; kept for the verdict, never used for the review.
-    test: OptionalText = None
-    test_run_id: OptionalText = Field(default=None, alias="testRunId")
-    review_status: OptionalText = Field(default=None, alias="reviewStatus")
+    test: OptionalName = None
+    test_run_id: OptionalTestRunId = Field(default=None, alias="testRunId")
+    review_status: OptionalName = Field(default=None, alias="reviewStatus")

@@ -6,6 +6,7 @@ a ConfigError instead of a job."""
 from __future__ import annotations
 
 from p4review.adapters.analyzers import AnalyzerRunner
+from p4review.adapters.llm.model_capabilities import output_token_limit
 from p4review.config import Settings
 from p4review.logic.noise import parse_noise_policy
 from p4review.logic.prompts import load_registry
@@ -28,13 +29,21 @@ def review_config(settings: Settings) -> ReviewConfig:
         registry=registry,
         chunk_tokens=settings.review_chunk_tokens,
         job_tokens=settings.review_job_tokens,
-        max_output_tokens=settings.llm_max_output_tokens,
+        max_output_tokens=_output_tokens(settings),
         line_policy=settings.line_outside_diff,
         line_tolerance=settings.line_near_diff_lines,
         noise_rules=parse_noise_policy(settings.noise_policy),
         allow_prompt_patch_drift=settings.allow_prompt_patch_drift,
         last_call_seconds=last_call_seconds(settings),
     )
+
+
+def _output_tokens(settings: Settings) -> int:
+    """The configured output limit, at most the model's own (adapters/llm/model_capabilities.py):
+    the number each request carries and the token budget reserves."""
+    if settings.llm_provider in ("openai", "anthropic", "bedrock") and settings.llm_model:
+        return output_token_limit(settings.llm_provider, settings.llm_model, settings.llm_max_output_tokens)
+    return settings.llm_max_output_tokens
 
 
 def last_call_seconds(settings: Settings) -> float:

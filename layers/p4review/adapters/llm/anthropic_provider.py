@@ -84,7 +84,8 @@ class AnthropicProvider:
             system["cache_control"] = {"type": "ephemeral"}
         arguments: dict[str, Any] = {
             "model": self.model,
-            "max_tokens": request.max_output_tokens,
+            # At most the family's ceiling (a larger max_tokens is refused with a 400).
+            "max_tokens": self.capabilities.output_tokens(request.max_output_tokens),
             "system": [system],
             "messages": [{"role": "user", "content": request.user}],
             "tools": [tool],

@@ -3,8 +3,11 @@
 The request follows the model's family (model_capabilities.py): a `cachePoint` only for the
 models Bedrock caches for, `toolChoice.tool` only for Claude 3 and Nova (botocore's
 documentation), `toolChoice.any` for later Claude models, the tool offered without a forced choice
-where thinking cannot be turned off, and for an unknown model neither tools, cache checkpoint nor
-temperature: the instructions carry the schema and the result parser reads the text."""
+where thinking cannot be turned off, no tools for models without tool use (Titan, Claude 2.x),
+the instructions in the user message for models without system prompts (Titan), `maxTokens` at
+most the family's ceiling, and for an unknown model neither system block, tools, cache
+checkpoint, temperature nor `maxTokens`: the instructions open the user message, carry the
+schema, and the result parser reads the text."""
 
 from __future__ import annotations
 
@@ -106,19 +109,26 @@ class BedrockProvider:
     def build_arguments(self, request: LlmRequest) -> dict[str, Any]:
         """The keyword arguments of `converse` for this model's family."""
         family = self.capabilities
-        system: list[dict[str, Any]] = [{"text": request.system}]
-        if family.prompt_cache.mechanism == "cache_point":
-            # A cache checkpoint after the instructions, the same in every request.
-            system.append({"cachePoint": {"type": "default"}})
-        inference: dict[str, Any] = {"maxTokens": request.max_output_tokens}
+        arguments: dict[str, Any] = {"modelId": self.model}
+        if family.accepts_system_message:
+            system: list[dict[str, Any]] = [{"text": request.system}]
+            if family.prompt_cache.mechanism == "cache_point":
+                # A cache checkpoint after the instructions, the same in every request.
+                system.append({"cachePoint": {"type": "default"}})
+            arguments["system"] = system
+            user_text = request.user
+        else:  # Titan, an unknown model: "This model doesn't support system messages"
+            user_text = f"{request.system}\n\n{request.user}"
+        arguments["messages"] = [{"role": "user", "content": [{"text": user_text}]}]
+        inference: dict[str, Any] = {}
+        if family.known:
+            # At most the family's ceiling. An unknown model is sent none: above its maximum it
+            # would be refused, and left out "the default value is the maximum allowed value".
+            inference["maxTokens"] = family.output_tokens(request.max_output_tokens)
         if family.accepts_temperature:
             inference["temperature"] = 0
-        arguments: dict[str, Any] = {
-            "modelId": self.model,
-            "system": system,
-            "messages": [{"role": "user", "content": [{"text": request.user}]}],
-            "inferenceConfig": inference,
-        }
+        if inference:
+            arguments["inferenceConfig"] = inference
         if family.structured_output != "prompt_only":
             tool = {
                 "toolSpec": {

@@ -2,9 +2,12 @@
 
 What the request carries depends on the model's family (model_capabilities.py), not on the base
 URL: reasoning models (o-series, gpt-5 family) get no temperature and `max_completion_tokens`
-even through a gateway; an unknown model gets no temperature, and the token limit every server
-at that base URL knows. This module is imported only when the provider is `openai`, so the SDK
-import costs nothing to functions configured otherwise."""
+even through a gateway, and low reasoning effort where their default would spend the output
+limit on reasoning; an unknown model gets no temperature, and the token limit every server at
+that base URL knows (Azure OpenAI counts as OpenAI's own: its deployment names hide the model).
+The token limit is the configured one, at most the family's ceiling. This module is imported
+only when the provider is `openai`, so the SDK import costs nothing to functions configured
+otherwise."""
 
 from __future__ import annotations
 
@@ -19,6 +22,13 @@ from p4review.adapters.llm.model_capabilities import capabilities
 from p4review.errors import ConfigError
 
 OPENAI_API_BASE_URL = "https://api.openai.com/v1"
+# Hosts that serve OpenAI's own models and take max_completion_tokens from every one of them:
+# api.openai.com, and Azure OpenAI's resource endpoints, whose deployment names (unknown ids to
+# the table) are often reasoning models, which refuse max_tokens (openai SDK
+# completion_create_params.py: "not compatible with o-series models"; Azure OpenAI reasoning
+# models: https://learn.microsoft.com/azure/ai-foundry/openai/how-to/reasoning, max_completion_tokens).
+_OPENAI_HOSTS = ("api.openai.com",)
+_AZURE_OPENAI_HOST_SUFFIXES = (".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com")
 STRUCTURED_OUTPUT_MODES = ("json_schema", "json_object", "none")
 RESULT_SCHEMA_NAME = "ReviewResult"
 
@@ -49,12 +59,11 @@ class OpenAIProvider:
         # Explicit, so the SDK does not pick up OPENAI_BASE_URL from the environment.
         self.base_url = base_url or OPENAI_API_BASE_URL
         self.capabilities = capabilities("openai", model)
-        official = urlparse(self.base_url).hostname == "api.openai.com"
         field = self.capabilities.output_limit_field
         if field == "either":
-            # The model takes both: api.openai.com prefers max_completion_tokens (max_tokens is
-            # deprecated there); OpenAI-compatible servers reliably know only max_tokens.
-            field = "max_completion_tokens" if official else "max_tokens"
+            # The model takes both: api.openai.com and Azure OpenAI prefer max_completion_tokens
+            # (max_tokens is deprecated there); OpenAI-compatible servers reliably know only max_tokens.
+            field = "max_completion_tokens" if serves_openai_models(self.base_url) else "max_tokens"
         self.token_limit_field = field
         # The configured mode, lowered to what the family supports (an unknown model: as configured).
         self.response_format_mode = _lower_of(structured_output, self.capabilities.structured_output)
@@ -102,7 +111,10 @@ class OpenAIProvider:
         arguments: dict[str, Any] = {"model": self.model, "messages": messages}
         if self.capabilities.accepts_temperature:
             arguments["temperature"] = 0
-        arguments[self.token_limit_field] = request.max_output_tokens
+        # At most the family's ceiling; for reasoning models it counts the reasoning tokens too.
+        arguments[self.token_limit_field] = self.capabilities.output_tokens(request.max_output_tokens)
+        if self.capabilities.reasoning_effort is not None:
+            arguments["reasoning_effort"] = self.capabilities.reasoning_effort
         response_format = self._response_format(request)
         if response_format is not None:
             arguments["response_format"] = response_format
@@ -120,6 +132,12 @@ class OpenAIProvider:
         if self.response_format_mode == "json_object":
             return {"type": "json_object"}
         return None
+
+
+def serves_openai_models(base_url: str) -> bool:
+    """api.openai.com or an Azure OpenAI endpoint: max_completion_tokens for every model."""
+    host = (urlparse(base_url).hostname or "").lower()
+    return host in _OPENAI_HOSTS or host.endswith(_AZURE_OPENAI_HOST_SUFFIXES)
 
 
 # From most to least structure; "none" (configuration) and "prompt_only" (the table) both mean no
