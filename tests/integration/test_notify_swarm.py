@@ -120,7 +120,7 @@ def test_swarm_failing_does_not_keep_the_email_from_going_out_and_the_retry_comp
 def test_refused_swarm_credentials_fail_only_the_swarm_channel(moto_endpoint, aws_reset, mail, swarm):
     service_cm, _ = _with_swarm(moto_endpoint, mail, swarm)
     with service_cm as service:
-        _store_secret(service, {"user": SWARM_USER, "ticket": "wrong"})  # Swarm answers 200 + Unauthorized
+        _store_secret(service, {"user": SWARM_USER, "ticket": "wrong"})  # Swarm answers 401 Unauthorized
         job = reviewed_job(service)
         swarm.add_review(job.changelist_id)
         run_notify(job)

@@ -1,7 +1,8 @@
 """SwarmClient against the fake Swarm (p4review.local.swarm_server), both API versions: reviews,
-comments with anchors and tasks, delayed notification sent once, marker lookup across pages, the
-200+Unauthorized quirk, 5xx, timeouts and lost responses. No timing assertions: the client's
-timeout is short and a hanging server hangs far longer."""
+comments with anchors and tasks, delayed notification sent once, marker lookup across pages,
+refused credentials (Swarm's 401, and an HTTP 200 with `{"error": "Unauthorized"}` too), 5xx,
+timeouts and lost responses. No timing assertions: the client's timeout is short and a hanging
+server hangs far longer."""
 
 from __future__ import annotations
 
@@ -157,6 +158,8 @@ def test_a_review_without_comments_lists_nothing(swarm, api):
 # --- failures ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("status", [200, 401])
 def test_refused_credentials_are_auth_denied_never_success(api, status):
+    """Swarm 2022.1 answers 401 (the fake's default); an HTTP 200 carrying `{"error": "Unauthorized"}`
+    (a proxy, another release) is refused credentials too, never success."""
     with FakeSwarmServer(user=USER, ticket=TICKET, unauthorized_status=status) as server:
         server.add_review(5)
         client = SwarmClient(server.url, USER, "WRONG-TICKET-0000", api=api, timeout_seconds=CLIENT_TIMEOUT)  # type: ignore[arg-type]

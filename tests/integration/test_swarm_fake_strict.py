@@ -116,6 +116,34 @@ def test_the_v11_lookup_walks_pages_to_the_exact_change(swarm):
     assert len(finds) == 5
 
 
+def test_the_v11_lookup_walks_past_a_page_swarm_emptied_of_reviews_the_user_may_not_see(swarm):
+    """module/Reviews/src/Model/ReviewDAO.php fetchAll sets `lastSeen` from the reviews fetched, then
+    removes those the user may not see: a page can be empty with more pages after it."""
+    wanted = swarm.add_review(7)
+    swarm.add_review(70, restricted=True)
+    swarm.add_review(71, restricted=True)
+    status, answer = _call(
+        swarm, "GET", "/api/v11/reviews", query=[("keywords", "7"), ("keywordsFields[]", "changes"), ("max", "2")]
+    )
+    assert status == 200 and answer["data"]["reviews"] == [] and answer["data"]["lastSeen"] == wanted + 1
+    assert answer["data"]["totalCount"] == 1
+    assert _client(swarm, "v11", page_size=2).find_review(7) == wanted
+
+
+@pytest.mark.parametrize("last_seens", [[90, 90], [90, None], [90, 0], [90, 80, 90]])
+def test_the_v11_lookup_stops_when_last_seen_does_not_move(last_seens):
+    sent: list[HttpRequest] = []
+
+    def transport(request: HttpRequest) -> HttpResponse:
+        sent.append(request)
+        page = {"reviews": [], "lastSeen": last_seens[min(len(sent), len(last_seens)) - 1]}
+        return HttpResponse(200, {}, json.dumps({"error": None, "messages": [], "data": page}).encode())
+
+    client = SwarmClient("https://swarm.example.test", USER, TICKET, api="v11", transport=transport)
+    assert client.find_review(7) is None
+    assert len(sent) == len(last_seens)
+
+
 def test_an_unknown_keywords_field_is_refused(swarm):
     """GetReviews.php: keywordsFields must name indexed review fields (Application/src/Filter/KeywordsFields.php)."""
     status, answer = _call(swarm, "GET", "/api/v11/reviews", query=[("keywords", "1"), ("keywordsFields[]", "nope")])
@@ -234,6 +262,61 @@ def test_a_v9_context_swarm_refuses_is_refused(swarm, form, detail):
     assert detail in answer["details"]["context"]
 
 
+def test_a_v9_context_without_content_must_name_a_file_of_the_change(swarm):
+    """CommentsController::filterCommentContext: without `content` Swarm looks the file up in that
+    version's change: "File path not found in specified review/change." (given content, it does not)."""
+    review_id = swarm.add_review(1, files=["//depot/main/x.py"])
+    base = [("topic", f"reviews/{review_id}"), ("body", "x"), ("context[rightLine]", "3")]
+    status, answer = _call(swarm, "POST", "/api/v9/comments", form=[*base, ("context[file]", "//depot/main/y.py")])
+    assert status == 400 and answer["error"] == "Provided context could not be filtered."
+    assert answer["details"]["context"] == "File path not found in specified review/change."
+    assert swarm.comments_for_review(review_id) == []
+    status, _ = _call(
+        swarm,
+        "POST",
+        "/api/v9/comments",
+        form=[*base, ("context[file]", "//depot/main/y.py"), ("context[content][]", "+y")],
+    )
+    assert status == 200
+    assert _call(swarm, "POST", "/api/v9/comments", form=[*base, ("context[file]", "//depot/main/x.py")])[0] == 200
+    assert len(swarm.comments_for_review(review_id)) == 2
+
+
+def test_a_v9_context_on_an_unknown_review_is_refused_as_unfiltered(swarm):
+    """filterCommentContext: Review::fetch throws, and create() answers any exception with this 400."""
+    form = [("topic", "reviews/424242"), ("body", "x"), ("context[file]", "//depot/x.py")]
+    status, answer = _call(swarm, "POST", "/api/v9/comments", form=form)
+    assert status == 400 and answer["error"] == "Provided context could not be filtered."
+
+
+def test_a_v9_comment_is_created_as_a_comment_or_an_open_task_only(swarm):
+    """module/Comments/src/Controller/IndexController.php addAction:
+    getCommentFilter($user, 'add', [Comment::TASK_COMMENT, Comment::TASK_OPEN])."""
+    review_id = swarm.add_review(1)
+    for state in ("comment", "open"):
+        form = [("topic", f"reviews/{review_id}"), ("body", "x"), ("taskState", state)]
+        assert _call(swarm, "POST", "/api/v9/comments", form=form)[0] == 200
+    form = [("topic", f"reviews/{review_id}"), ("body", "x"), ("taskState", "addressed")]
+    status, answer = _call(swarm, "POST", "/api/v9/comments", form=form)
+    assert status == 400 and answer["isValid"] is False
+    assert "Valid transitions are: comment, open" in answer["details"]["taskState"]
+    assert [c["taskState"] for c in swarm.comments_for_review(review_id)] == ["comment", "open"]
+
+
+@pytest.mark.parametrize("path", ["/api/v11/reviews/{id}/comments", "/api/v11/comments/reviews/{id}"])
+def test_a_v11_comment_on_a_version_the_review_lacks_is_409(swarm, path):
+    """module/Comments/src/Model/CommentDAO.php validateReviewVersion: Review::getVersion throws
+    InvalidArgumentException, which CommentApi::create answers with 409 in the v11 envelope."""
+    review_id = swarm.add_review(1, versions=2)
+    body = {"body": "x", "context": {"file": "//depot/x.py", "version": 3}}
+    status, answer = _call(swarm, "POST", path.format(id=review_id), body=body)
+    assert status == 409 and answer["error"] == 409 and answer["data"] is None
+    assert answer["messages"] == [{"code": 409, "text": "Version [3] is not a valid version for this review"}]
+    assert swarm.comments_for_review(review_id) == []
+    body["context"]["version"] = 2
+    assert _call(swarm, "POST", path.format(id=review_id), body=body)[0] == 200
+
+
 def test_the_v9_context_carries_the_left_line_and_the_prefixed_content(swarm):
     review_id = swarm.add_review(1, versions=2)
     _client(swarm, "v9").post_comment(review_id, "x", anchor_context(_finding(4), DIFF, swarm_version=2))
@@ -254,6 +337,14 @@ def test_swarm_2022_1_has_no_v11_review_creation(swarm):
     status, answer = _call(swarm, "POST", "/api/v11/reviews", body={"change": 5})
     assert status == 404 and answer["error"] == 404
     assert swarm.review_for_change(5) is None
+
+
+def test_a_second_review_of_a_change_is_refused_with_swarms_words(swarm):
+    """module/Reviews/src/Controller/IndexController.php addAction ("A Review for change %d already
+    exists."), turned into 400 by module/Api/src/Controller/ReviewsController.php create."""
+    swarm.add_review(5)
+    status, answer = _call(swarm, "POST", "/api/v9/reviews", form=[("change", "5")])
+    assert (status, answer) == (400, {"error": "A Review for change 5 already exists.", "isValid": False})
 
 
 @pytest.mark.parametrize("release", ["2022.1", "2025.2"])
@@ -312,7 +403,40 @@ def test_v9_delays_only_for_the_string_true_and_needs_a_topic_to_notify(swarm):
     assert status == 404 and answer["isValid"] is False
 
 
+@pytest.mark.parametrize("topic", ["reviews/424242", "changes/5", "nonsense"])
+def test_v9_notify_on_a_topic_with_nothing_delayed_is_200(swarm, topic):
+    """module/Comments/Module.php sendDelayedComments reads the user's delayed comments on any topic:
+    none is 200 "No comment notifications to send", not 404."""
+    status, answer = _call(swarm, "POST", "/api/v9/comments/notify", form=[("topic", topic)])
+    assert (status, answer) == (200, {"isValid": True, "message": "No comment notifications to send", "code": 200})
+
+
 # --- 5. answers as Swarm gives them ----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("GET", "/api/v9/reviews", None),
+        ("GET", "/api/v11/reviews", None),
+        ("POST", "/api/v11/reviews/90001/comments", {"body": "x"}),
+    ],
+)
+def test_refused_credentials_are_a_plain_401_on_v9_and_v11(swarm, method, path, body):
+    """Basic auth is checked before any controller (module/Users/src/Authentication/BasicAuthListener.php
+    enforceBasicAuth, module/Application/src/Listener/RouteListener.php handleRequireLogin); the exception
+    is 401 (module/Application/src/View/Http/ExceptionStrategy.php) and its body the reason phrase
+    (module/Application/src/View/Http/StrictJsonStrategy.php): not the v11 envelope, never HTTP 200."""
+    swarm.add_review(1)
+    url = f"{swarm.url}{path}"
+    headers = {"Authorization": "Basic " + base64.b64encode(f"{USER}:WRONG".encode()).decode()}
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method, headers=headers)
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    with refused.value as error:
+        assert (error.code, json.loads(error.read())) == (401, {"error": "Unauthorized"})
+    assert swarm.comments_for_review(90001) == []
+
+
 def test_the_v9_comment_list_is_a_list(swarm):
     """CommentsController::prepareSuccessModel applies array_values: never an object keyed by id."""
     review_id = swarm.add_review(1)
@@ -320,6 +444,15 @@ def test_the_v9_comment_list_is_a_list(swarm):
     swarm.add_comment(review_id, "two")
     status, answer = _call(swarm, "GET", "/api/v9/comments", query=[("topic", f"reviews/{review_id}")])
     assert status == 200 and isinstance(answer["comments"], list) and len(answer["comments"]) == 2
+
+
+@pytest.mark.parametrize("topic", ["reviews/424242", "changes/5", "nonsense"])
+def test_the_v9_comment_list_has_no_topic_and_is_empty_for_a_topic_no_review_has(swarm, topic):
+    """CommentsController::prepareSuccessModel unsets `topic`; getList answers 200 and no comments
+    when the lookup throws (an unknown review), and Comments IndexController lists by exact topic."""
+    swarm.add_comment(swarm.add_review(1), "one")
+    status, answer = _call(swarm, "GET", "/api/v9/comments", query=[("topic", topic)])
+    assert (status, answer) == (200, {"comments": [], "lastSeen": None})
 
 
 def test_review_json_names_changes_and_commits_and_hides_versions(swarm):
@@ -403,6 +536,45 @@ def test_the_verdict_reaches_swarm_with_its_summary_when_there_is_an_update_url(
     assert stored["status"] == "fail" and stored["url"] == swarm.url
     # Without {update} the summary cannot reach Swarm: pass/fail URLs take no messages.
     assert stored["messages"] == (["p4review: 1 of 1 finding is high or above (1 high)"] if update else [])
+
+
+@pytest.mark.parametrize(
+    ("messages", "kept"),
+    [
+        ([1, True, None, "m" * 100], [1, True, None, "m" * 80]),  # ArrayOfStringFilter cuts strings only
+        ({"a": "one", "b": "two"}, ["one", "two"]),  # ArrayValues
+        (["ok"] * 10 + [["nested"]], ["ok"] * 10),  # sliced to ten before FlatArray looks
+        (None, []),
+        (["é" * 50], ["é" * 40]),  # substr: 80 bytes
+    ],
+)
+def test_update_messages_are_filtered_not_refused_as_swarm_filters_them(swarm, messages, kept):
+    """module/TestIntegration/src/Filter/TestRun.php addMessagesFilter: ArrayValues, ArraySliceFilter(10),
+    ArrayOfStringFilter(80), then FlatArray: anything flat is kept."""
+    run = swarm.add_test_run(swarm.add_review(1))
+    body = {"status": "fail", "messages": messages}
+    assert _call(swarm, "POST", urllib.parse.urlsplit(run["update"]).path, body=body, auth=False)[0] == 200
+    assert swarm.test_run(int(run["id"]))["messages"] == kept
+
+
+@pytest.mark.parametrize(("messages", "rule"), [("one", "notArray"), ([["nested"]], "notFlat"), ([{}], "notFlat")])
+def test_update_messages_that_are_not_a_flat_array_are_refused(swarm, messages, rule):
+    """Application/src/Validator/FlatArray.php."""
+    run = swarm.add_test_run(swarm.add_review(1))
+    body = {"status": "fail", "messages": messages}
+    status, answer = _call(swarm, "POST", urllib.parse.urlsplit(run["update"]).path, body=body, auth=False)
+    assert status == 400 and rule in answer["messages"]["messages"]
+
+
+def test_a_test_runs_token_is_the_reviews_token_at_its_head_version(swarm):
+    """TestExecutor::createTestRun stores Review::getToken (`<token>.v<head version>`) as the run's
+    UUID, and generateCallbackUrls puts it in the URLs: every run of a review carries the same one."""
+    review_id = swarm.add_review(1, versions=2)
+    first, second = swarm.add_test_run(review_id), swarm.add_test_run(review_id, 2)
+    token = first["update"].rsplit("/", 1)[1]
+    assert token.endswith(".v2") and second["update"].rsplit("/", 1)[1] == token
+    assert first["pass"].endswith(f"/pass/{token}") and second["fail"].endswith(f"/fail/{token}")
+    assert token not in json.dumps(_call(swarm, "GET", "/api/v11/reviews")[1])  # hidden, as Review.php hides it
 
 
 def test_update_messages_are_kept_as_swarm_keeps_them(swarm):

@@ -129,6 +129,21 @@ def test_a_first_version_is_not_a_rerun_and_json_integers_are_accepted(api):
     assert get_data_access().jobs.get_job(answer.body["job_id"]).swarm_test.update_url is None
 
 
+def test_a_long_non_ascii_test_name_and_an_unquoted_test_run_id_are_kept_with_the_job(api):
+    """Swarm test names are any text, up to 1000 characters for a test run's `test`
+    (module/TestIntegration/src/Filter/TestRun.php addTestFilter); `"testRunId": {testRunId}`
+    unquoted is a JSON number. Refusing either would fail the test in Swarm on our 400."""
+    name = "Prüfung 検査 " + "ü" * 989
+    answer = _post(api, _call(test=name, testRunId=4711, reviewStatus="needsReview"))
+    assert answer.status == 201, answer.body
+    stored = get_data_access().jobs.get_job(answer.body["job_id"]).swarm_test
+    assert (stored.test, stored.test_run_id) == (name, "4711")
+    form_answer = _post(api, _call(version="3", test=name, testRunId="4712"), form=True)
+    assert form_answer.status == 201, form_answer.body
+    error = _assert_error(_post(api, _call(version="4", test="two\nlines")), 400, "invalid_request")
+    assert [problem["field"] for problem in error["details"]] == ["test"]
+
+
 def test_swarms_default_url_encoding_with_the_token_in_the_body(api):
     answer = _post(api, {**_call(update=""), "token": TOKEN}, token=None, form=True)
     assert answer.status == 201, answer.body

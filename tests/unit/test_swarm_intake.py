@@ -7,6 +7,7 @@ import io
 import urllib.error
 
 import pytest
+from pydantic import ValidationError as PydanticValidationError
 
 from p4review.adapters.swarm_callback import post_verdict
 from p4review.errors import ErrorClass, NonRetryableError, RetryableError
@@ -49,6 +50,43 @@ def test_a_submitted_version_maps_to_the_committed_change_after_the_previous_she
 def test_a_first_version_committed_follows_nothing_and_is_no_rerun():
     request = swarm_intake.review_request_for(_call(status="submitted", change="48310", version="1"))
     assert (request.rerun, request.follows_shelf) == (False, None)
+
+
+# --- optional names ------------------------------------------------------------------------------------
+def test_long_non_ascii_names_and_a_numeric_test_run_id_are_read():
+    """Swarm's names are any text (module/TestIntegration/src/Filter/TestDefinition.php addNameFilter;
+    a test run's `test` 1 to 1000 characters: Filter/TestRun.php addTestFilter), and an unquoted
+    {testRunId} arrives as a JSON number."""
+    name = "Prüfung 検査 " + "ü" * 989
+    call = _call(test=name, testRunId=17, reviewStatus="needsReview")
+    assert (call.test, call.test_run_id, call.review_status) == (name, "17", "needsReview")
+    assert len(name) == 1000 and _call(testRunId="0042").test_run_id == "0042"
+    ref = swarm_intake.swarm_ref_for(call)
+    assert (ref.test, ref.test_run_id) == (name, "17")
+    assert swarm_intake.review_request_for(call).idempotency_key == "swarm-test-48300-v2"  # names play no part
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"test": "a" * 1001},
+        {"test": "line\nbreak"},
+        {"test": "bell\x07"},
+        {"test": "c1\x85"},
+        {"test": "sep\u2028"},
+        {"test": "flip\u202e"},
+        {"reviewStatus": "tab\there"},
+        {"testRunId": True},
+        {"testRunId": -1},
+        {"testRunId": 1.5},
+        {"testRunId": "1e3"},
+        {"testRunId": "١٢"},
+        {"testRunId": "1" * 21},
+    ],
+)
+def test_control_characters_and_ids_that_are_not_numbers_are_refused(overrides):
+    with pytest.raises(PydanticValidationError):
+        _call(**overrides)
 
 
 # --- callback URLs -------------------------------------------------------------------------------------
