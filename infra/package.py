@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -40,7 +39,6 @@ def main() -> int:
 
     outdir = args.work / "cdk.out"
     args.work.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
     # Asset metadata (the CLI turns it on) names the directory of each function's and layer's code.
     context = {"environment": args.environment, "aws:cdk:enable-asset-metadata": True}
     app, _stack = create_app(context=context, outdir=str(outdir))

@@ -195,15 +195,12 @@ def run_smoke(bundles: list[FunctionBundle], stack_name: str, work: Path) -> dic
     state_dir = work / "stack"
     shutil.rmtree(state_dir, ignore_errors=True)
     # No in-process workers: every stage runs in the sandbox; the in-process sweeper waits a day.
-    stack = LocalStack(state_dir, workers=False, sweep_interval_seconds=86_400.0)
-    stack.start()
-    try:
+    with LocalStack(state_dir, workers=False, sweep_interval_seconds=86_400.0) as stack:
         sandbox = Sandbox(python, runtime_dir, work, _stack_env(state_dir), ours)
-        report = _run_pipeline(sandbox, stack)
-    finally:
-        stack.stop()
-        (work / "smoke.log").write_text("\n".join(getattr(locals().get("sandbox"), "log", [])))
-    return report
+        try:
+            return _run_pipeline(sandbox, stack)
+        finally:
+            (work / "smoke.log").write_text("\n".join(sandbox.log))
 
 
 def _stack_env(state_dir: Path) -> dict[str, str]:
