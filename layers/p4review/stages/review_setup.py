@@ -6,7 +6,6 @@ a ConfigError instead of a job."""
 from __future__ import annotations
 
 from p4review.adapters.analyzers import AnalyzerRunner
-from p4review.adapters.llm.model_capabilities import output_token_limit
 from p4review.config import Settings
 from p4review.logic.noise import parse_noise_policy
 from p4review.logic.prompts import load_registry
@@ -42,6 +41,9 @@ def _output_tokens(settings: Settings) -> int:
     """The configured output limit, at most the model's own (adapters/llm/model_capabilities.py):
     the number each request carries and the token budget reserves."""
     if settings.llm_provider in ("openai", "anthropic", "bedrock") and settings.llm_model:
+        # Imported here: building the table costs ~12 ms of cold start the offline reviewer skips.
+        from p4review.adapters.llm.model_capabilities import output_token_limit
+
         return output_token_limit(settings.llm_provider, settings.llm_model, settings.llm_max_output_tokens)
     return settings.llm_max_output_tokens
 
