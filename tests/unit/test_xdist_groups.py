@@ -9,6 +9,6 @@ import pytest
 
 @pytest.mark.xdist_group("group-probe")
 def test_loadgroup_puts_the_group_in_the_node_id(request):
-    if not request.config.getvalue("loadgroup"):
+    if not getattr(request.config.option, "loadgroup", False):
         return  # not run by `make test`'s scheduler: nothing is grouped, nothing to check
     assert request.node.nodeid.endswith("@group-probe"), request.node.nodeid
