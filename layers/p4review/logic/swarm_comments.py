@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from p4review.logic.depot_paths import sanitize_for_log
 from p4review.logic.email_render import _clean, _code_line, _one_line
 from p4review.logic.review_history import finding_fingerprint
-from p4review.logic.unified_diff import parse_hunk_header, split_diff_lines
+from p4review.logic.unified_diff import iter_hunk_lines
 from p4review.models.review_result import (
     SEVERITY_ORDER,
     Finding,
@@ -113,29 +113,14 @@ def _diff_snippet(diff_text: str, right_line: int) -> tuple[tuple[str, ...], int
     """(the lines up to `right_line`, its left-side number or None) or None when the diff does not
     show `right_line`. A hunk header starts the window afresh, as Swarm's does."""
     window: list[str] = []
-    old_left = new_left = old_line = new_line = 0
-    for raw in split_diff_lines(diff_text):
-        header = parse_hunk_header(raw)  # a content line starts with "+", "-" or a space, never "@@"
-        if header is not None:
-            old_left, new_left = header.old_count, header.new_count
-            old_line, new_line = header.old_start, header.new_start
-            window = []
-            continue
-        if old_left <= 0 and new_left <= 0:  # outside a hunk: file headers, noise
-            continue
-        marker = raw[:1] or " "  # some tools strip the lone space of an empty context line
-        if marker == "\\":  # "\ No newline at end of file": neither side's line
-            continue
-        if marker not in ("+", "-", " "):  # a malformed hunk ends here
-            old_left = new_left = 0
-            continue
-        left = old_line if marker in "- " else None
-        right = new_line if marker in "+ " else None
-        old_line, old_left = (old_line + 1, old_left - 1) if left is not None else (old_line, old_left)
-        new_line, new_left = (new_line + 1, new_left - 1) if right is not None else (new_line, new_left)
-        window = [*window, (marker + raw[1:]).replace("\x00", "")[:_CONTEXT_LINE_LIMIT]][-CONTEXT_LINES:]
-        if right == right_line:
-            return tuple(window), (left if marker == " " else None)
+    hunk = None
+    for shown in iter_hunk_lines(diff_text):
+        if shown.hunk != hunk:
+            window, hunk = [], shown.hunk
+        line = (shown.marker + shown.text).replace("\x00", "")[:_CONTEXT_LINE_LIMIT]
+        window = [*window, line][-CONTEXT_LINES:]
+        if shown.new_line == right_line:
+            return tuple(window), (shown.old_line if shown.marker == " " else None)
     return None
 
 

@@ -1,5 +1,5 @@
-"""Walk a unified diff and yield the new-side lines it shows (added and context), with their
-line numbers in the new revision.
+"""Walk a unified diff and yield the lines its hunks show with their line numbers: every line
+with both sides' numbers (`iter_hunk_lines`), or the new-side lines (added and context) alone.
 
 Pure text processing, no I/O. The walk is driven by the hunk headers' line counts
 (`@@ -a,b +c,d @@`), so a `+++ x` line inside a hunk is an added line (`++ x`) while a
@@ -70,18 +70,30 @@ def split_diff_lines(text: str) -> list[str]:
     return _split_lines(text)
 
 
-def iter_new_side_lines(diff: str) -> Iterator[NewSideLine]:
-    """Yield each new-side line the diff shows (added and context lines), in order, with its
-    line number in the new revision."""
-    old_left = 0
-    new_left = 0
-    new_line = 0
+@dataclass(frozen=True)
+class HunkLine:
+    """A line inside a hunk: `marker` is "+" (added), "-" (removed) or " " (context); its number
+    on each side it belongs to; `hunk` counts the diff's hunks from 0 (a header starts the next)."""
+
+    hunk: int
+    marker: str
+    old_line: int | None
+    new_line: int | None
+    text: str
+
+
+def iter_hunk_lines(diff: str) -> Iterator[HunkLine]:
+    """Yield each line the diff's hunks show, in order, with its old- and new-side numbers."""
+    old_left = new_left = old_line = new_line = 0
+    hunk = -1
     for raw in _split_lines(diff):
         if old_left <= 0 and new_left <= 0:
             # Outside a hunk: only a hunk header matters; every other line is a header/noise.
             header = parse_hunk_header(raw)
             if header is not None:
-                old_left, new_left, new_line = header.old_count, header.new_count, header.new_start
+                hunk += 1
+                old_left, new_left = header.old_count, header.new_count
+                old_line, new_line = header.old_start, header.new_start
             continue
         if raw.startswith("\\"):
             # "\ No newline at end of file": belongs to neither side.
@@ -89,25 +101,38 @@ def iter_new_side_lines(diff: str) -> Iterator[NewSideLine]:
         marker = raw[:1]
         if marker == "+":
             if new_left > 0:
-                yield NewSideLine(line=new_line, text=raw[1:], added=True)
+                yield HunkLine(hunk=hunk, marker="+", old_line=None, new_line=new_line, text=raw[1:])
                 new_line += 1
                 new_left -= 1
             else:  # more additions than the header announced: malformed, stop this hunk
                 old_left = new_left = 0
         elif marker == "-":
+            yield HunkLine(hunk=hunk, marker="-", old_line=old_line, new_line=None, text=raw[1:])
+            old_line += 1
             old_left -= 1
         elif marker == " " or raw == "":
             # Context line (some tools strip the lone space of an empty context line).
-            yield NewSideLine(line=new_line, text=raw[1:], added=False)
+            yield HunkLine(hunk=hunk, marker=" ", old_line=old_line, new_line=new_line, text=raw[1:])
+            old_line += 1
+            new_line += 1
             old_left -= 1
             new_left -= 1
-            new_line += 1
         else:
             # Anything else ends the hunk early (malformed diff); maybe it is a new header.
             old_left = new_left = 0
             header = parse_hunk_header(raw)
             if header is not None:
-                old_left, new_left, new_line = header.old_count, header.new_count, header.new_start
+                hunk += 1
+                old_left, new_left = header.old_count, header.new_count
+                old_line, new_line = header.old_start, header.new_start
+
+
+def iter_new_side_lines(diff: str) -> Iterator[NewSideLine]:
+    """Yield each new-side line the diff shows (added and context lines), in order, with its
+    line number in the new revision."""
+    for shown in iter_hunk_lines(diff):
+        if shown.new_line is not None:
+            yield NewSideLine(line=shown.new_line, text=shown.text, added=shown.marker == "+")
 
 
 def iter_added_lines(diff: str) -> Iterator[AddedLine]:

@@ -29,7 +29,7 @@ OPENAI_API_BASE_URL = "https://api.openai.com/v1"
 # models: https://learn.microsoft.com/azure/ai-foundry/openai/how-to/reasoning, max_completion_tokens).
 _OPENAI_HOSTS = ("api.openai.com",)
 _AZURE_OPENAI_HOST_SUFFIXES = (".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com")
-STRUCTURED_OUTPUT_MODES = ("json_schema", "json_object", "none")
+STRUCTURED_OUTPUT_MODES = ("json_schema", "json_object", "none")  # from most to least structure
 RESULT_SCHEMA_NAME = "ReviewResult"
 
 _ERRORS = SdkErrors(
@@ -140,11 +140,9 @@ def serves_openai_models(base_url: str) -> bool:
     return host in _OPENAI_HOSTS or host.endswith(_AZURE_OPENAI_HOST_SUFFIXES)
 
 
-# From most to least structure; "none" (configuration) and "prompt_only" (the table) both mean no
-# response_format.
-_MODES = ("json_schema", "json_object", "none")
-
-
 def _lower_of(configured: str, supported: str) -> str:
-    supported = "none" if supported not in _MODES else supported
-    return _MODES[max(_MODES.index(configured), _MODES.index(supported))]
+    """The less structured of the two (STRUCTURED_OUTPUT_MODES runs from most to least); the
+    table's other values (tools, "prompt_only") mean no response_format."""
+    modes = STRUCTURED_OUTPUT_MODES
+    supported = supported if supported in modes else "none"
+    return modes[max(modes.index(configured), modes.index(supported))]
