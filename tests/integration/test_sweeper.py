@@ -122,14 +122,19 @@ def test_a_lost_hand_off_is_resent_to_the_stage_that_is_next(service):
     assert report.pending == {"fetch": 1, "review": 1, "notify": 0}
 
 
-def test_a_stranded_hand_off_is_resent_once_per_stranded_period_even_by_racing_sweepers(service):
+def test_a_stranded_hand_off_is_resent_once_per_stranded_period_even_by_racing_sweepers(service, manual_clock):
     """The re-send is recorded on the job (updated_at + audit), so later sweeps wait a full
-    stranded period again instead of adding a message every run; two racing sweepers send one."""
+    stranded period again instead of adding a message every run; two racing sweepers send one.
+    The clock is frozen past one period: a sweeper that reads a job after the other re-sent it
+    sees it fresh, whatever the threads' interleaving (with a zero period it would be stranded
+    again at once, and DynamoDB Local's speed made that interleaving happen)."""
+    period = timedelta(minutes=1)
     created = _jobs(service, 6)
-    reports = _two_racing_sweeps(service, stranded_after=timedelta(0))
+    manual_clock.advance(period.total_seconds())
+    reports = _two_racing_sweeps(service, stranded_after=period)
     assert sum(report.stranded_resent for report in reports) == 6
     assert sorted(m["job_id"] for m in _messages(service, StageName.FETCH)) == sorted(j.job_id for j in created)
-    later = sweep(_store(service), get_data_access().queues, stranded_after=timedelta(minutes=1))
+    later = sweep(_store(service), get_data_access().queues, stranded_after=period)
     assert later.stranded_resent == 0 and _messages(service, StageName.FETCH) == []
     jobs = get_data_access().jobs
     for job in created:
