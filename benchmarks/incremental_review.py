@@ -47,17 +47,17 @@ class _History:
 
 
 def review_shelf_versions(change: int = RESHELVED_CHANGE, versions: tuple[int, ...] = (1, 2)) -> list[VersionReview]:
-    from p4review.adapters.p4 import ChangeFetcher, P4Runner
+    from p4review.change.depot_paths import DEFAULT_ALLOW_LIST, DepotAllowList
+    from p4review.change.snapshot_redaction import redact_change
     from p4review.cli.review_diff import MemoryArtifacts, NoLease
-    from p4review.config import Settings
-    from p4review.local.stack import write_fake_p4_wrapper
-    from p4review.logic.change_redaction import redact_change
-    from p4review.logic.depot_paths import DEFAULT_ALLOW_LIST, DepotAllowList
     from p4review.models.job import ChangeKind, ReviewJob, job_id_for
     from p4review.models.review_result import StoredReview
-    from p4review.stages.review import PreviousReview, ReviewWork
-    from p4review.stages.review_setup import review_config
-    from p4review.stages.reviewers import OfflineReviewer
+    from p4review.perforce import ChangeFetcher, P4Runner
+    from p4review.review.reviewers import OfflineReviewer
+    from p4review.review.setup import review_config
+    from p4review.review.stage import PreviousReview, ReviewWork
+    from p4review.settings.service import Settings
+    from p4review_dev.stack import write_fake_p4_wrapper
 
     settings = Settings()
     artifacts = MemoryArtifacts()

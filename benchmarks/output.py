@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
 
-from p4review.local.stack import repo_root
+from p4review_dev.stack import repo_root
 
 DEFAULT_LOG = Path(".local") / "bench.log"
 

@@ -4,7 +4,7 @@ against the naive whole-diff prompt (benchmarks/review_tokens.py), in the same r
 No provider answers here, so the providers' caches are modelled from their published rules, and
 the requests are the review stage's own (`request_for`, every chunk of every fixture change, in
 index order, as a steady stream of reviews would send them). The service skips generated files
-(`p4review.logic.generated`); the naive prompt is the whole diff, generated files included:
+(`p4review.change.generated`); the naive prompt is the whole diff, generated files included:
 
 - Anthropic (and Claude on Bedrock, `cachePoint`): the prefix up to the marked system block (the
   tool schema, then the instructions) is cached when it is at least 1,024 tokens (Sonnet/Opus);
@@ -44,15 +44,15 @@ PROVIDERS = (
 def _requests():
     """(change, prefix tokens, rest tokens) of every request the review stage would send."""
     from benchmarks.review_tokens import _review_inputs
-    from p4review.config import Settings
-    from p4review.logic.chunking import plan_chunks
-    from p4review.logic.prompts import estimate_tokens
-    from p4review.logic.rollout import choose_prompt
-    from p4review.stages.review import chunk_files_for, request_for
-    from p4review.stages.review_setup import review_config
+    from p4review.review.chunking import plan_chunks
+    from p4review.review.prompts import estimate_tokens
+    from p4review.review.rollout import choose_prompt
+    from p4review.review.setup import review_config
+    from p4review.review.stage import chunk_files_for, request_for
+    from p4review.settings.service import Settings
 
     config = review_config(Settings())
-    # As the service fetches: generated files are skipped (logic/generated.py).
+    # As the service fetches: generated files are skipped (change/generated.py).
     for change, snapshot, review_input in _review_inputs(skip_generated=True):
         choice = choose_prompt(config.registry, snapshot.description.changelist_id)
         plan = plan_chunks(
@@ -86,8 +86,8 @@ def billed(requests, pricing: Pricing, minimum: int = MIN_CACHEABLE) -> tuple[fl
 def bench_prompt_cache() -> None:
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
     from benchmarks.review_tokens import _review_inputs, measure
-    from p4review.config import Settings
-    from p4review.stages.review_setup import review_config
+    from p4review.review.setup import review_config
+    from p4review.settings.service import Settings
 
     requests = list(_requests())
     config = review_config(Settings())

@@ -600,7 +600,7 @@ def _clean_lines(corpus: Corpus, lines: list[str]) -> int:
 
 
 def score_pipeline(corpus: Corpus, policy, repeats: int = 3) -> tuple[Score, object]:
-    from p4review.logic.redaction import Redactor
+    from p4review.change.redaction import Redactor
 
     redactor = Redactor(policy)
     runs = [_timed(lambda: redactor.redact(corpus.text)) for _ in range(repeats)]
@@ -707,8 +707,8 @@ def _line(label: str, score: Score, changed: str) -> str:
 
 
 def bench_redaction(diff_mb: float = DIFF_MB, detect_secrets_mb: float = DETECT_SECRETS_MB) -> None:
-    from p4review.logic.redaction import RedactionPolicy
-    from p4review.logic.redaction.policy import service_policy
+    from p4review.change.redaction import RedactionPolicy
+    from p4review.change.redaction.policy import service_policy
 
     # The service's default (e-mail, internal names, private ranges) plus the planted hosts' suffix.
     policy = service_policy(host_suffixes=(".corp.example",))

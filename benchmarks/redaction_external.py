@@ -73,8 +73,8 @@ def _covers(found: list[str], secret: str) -> bool:
 
 def run_p4review(records: list[dict], secrets_only: bool = False) -> tuple[list[bool], float]:
     """`p4review redact` as it runs by default (the service's secure policy), or `--secrets-only`."""
-    from p4review.logic.redaction import RedactionPolicy, Redactor
-    from p4review.logic.redaction.policy import service_policy
+    from p4review.change.redaction import RedactionPolicy, Redactor
+    from p4review.change.redaction.policy import service_policy
 
     redactor = Redactor(RedactionPolicy() if secrets_only else service_policy())
     verdicts = []
@@ -90,13 +90,13 @@ def run_p4review(records: list[dict], secrets_only: bool = False) -> tuple[list[
 _COLD_START = """
 import json, sys, time
 started = time.perf_counter()
-import p4review.logic.redaction.rules as rules
+import p4review.change.redaction.rules as rules
 if sys.argv[1] == "without":
     rules.adopted_rules = lambda: ()
-from p4review.logic.redaction import redact
+from p4review.change.redaction import redact
 redact("+password = 'Tr0ub4dor&3'\\n")
 done = time.perf_counter()
-import p4review.logic.redaction.ruleset as ruleset
+import p4review.change.redaction.ruleset as ruleset
 began = time.perf_counter()
 ruleset._exported.__wrapped__()  # reading the JSON (done at import in both runs), uncached
 print(json.dumps({"total": done - started, "json": time.perf_counter() - began}))

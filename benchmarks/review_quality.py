@@ -106,9 +106,9 @@ def review_with_service(case: dict[str, Any], analyzers: str | None) -> list[Loc
 
 
 def review_with_analyzers_alone(case: dict[str, Any]) -> list[Located]:
-    from p4review.adapters.analyzers import AnalyzerRunner
-    from p4review.logic.analysis import on_added_lines
-    from p4review.logic.diff_lines import changed_lines_from_diff, split_describe_diff
+    from p4review.change.diff_lines import changed_lines_from_diff, split_describe_diff
+    from p4review.review.analyzers.analysis import on_added_lines
+    from p4review.review.analyzers.runner import AnalyzerRunner
 
     changed = {path: changed_lines_from_diff(text) for path, text in split_describe_diff(case["diff"]).items()}
     run = AnalyzerRunner().run(case["files"])
@@ -122,8 +122,8 @@ def _baseline_reports(files: dict[str, str]) -> list[Located]:
     import sys
     import tempfile
 
-    from p4review.adapters.analyzers import _executable, _ruff_binary
-    from p4review.logic.analysis import analyzers_for
+    from p4review.change.analyzer_files import analyzers_for
+    from p4review.review.analyzers.runner import _executable, _ruff_binary
 
     found: list[Located] = []
     with tempfile.TemporaryDirectory() as root:
@@ -182,7 +182,7 @@ def _baseline_reports(files: dict[str, str]) -> list[Located]:
 
 
 def review_with_reviewdog_baseline(case: dict[str, Any]) -> list[Located]:
-    from p4review.logic.diff_lines import changed_lines_from_diff, split_describe_diff
+    from p4review.change.diff_lines import changed_lines_from_diff, split_describe_diff
 
     changed = {path: changed_lines_from_diff(text) for path, text in split_describe_diff(case["diff"]).items()}
     return [
@@ -206,7 +206,7 @@ def _analyzer_runs_remembered() -> Iterator[None]:
     takes ~25 s on nvm.sh's 5,000 lines)."""
     import copy
 
-    from p4review.adapters.analyzers import AnalyzerRunner
+    from p4review.review.analyzers.runner import AnalyzerRunner
 
     original = AnalyzerRunner.run
     remembered: dict[str, Any] = {}

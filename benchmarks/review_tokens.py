@@ -23,11 +23,11 @@ NAIVE_INSTRUCTION = (
 def _review_inputs(skip_generated: bool = False):
     """Every fixture change as the review stage gets it; `skip_generated` as the service fetches
     (the default here is everything, the naive prompt's input)."""
-    from p4review.adapters.p4 import ChangeFetcher, P4Runner
-    from p4review.local.stack import repo_root
-    from p4review.logic.change_redaction import prepare_review_input, redact_change
-    from p4review.logic.depot_paths import DEFAULT_ALLOW_LIST, DepotAllowList
+    from p4review.change.depot_paths import DEFAULT_ALLOW_LIST, DepotAllowList
+    from p4review.change.snapshot_redaction import prepare_review_input, redact_change
     from p4review.models.job import ChangeKind
+    from p4review.perforce import ChangeFetcher, P4Runner
+    from p4review_dev.stack import repo_root
 
     os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"]
     root = repo_root()
@@ -41,11 +41,11 @@ def _review_inputs(skip_generated: bool = False):
 
 def measure(review_input, snapshot, config) -> tuple[int, int, int]:
     """-> (our prompt tokens, our requests, naive prompt tokens)."""
-    from p4review.logic.chunking import plan_chunks
-    from p4review.logic.prompts import estimate_tokens
-    from p4review.logic.rollout import choose_prompt
     from p4review.models.review_result import REVIEW_RESULT_SCHEMA
-    from p4review.stages.review import chunk_files_for, request_for
+    from p4review.review.chunking import plan_chunks
+    from p4review.review.prompts import estimate_tokens
+    from p4review.review.rollout import choose_prompt
+    from p4review.review.stage import chunk_files_for, request_for
 
     choice = choose_prompt(config.registry, snapshot.description.changelist_id)
     plan = plan_chunks(chunk_files_for(review_input), chunk_tokens=config.chunk_tokens, job_tokens=config.job_tokens)
@@ -66,8 +66,8 @@ def measure(review_input, snapshot, config) -> tuple[int, int, int]:
 
 def bench_review_tokens() -> None:
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")  # one p4 log line per file otherwise
-    from p4review.config import Settings
-    from p4review.stages.review_setup import review_config
+    from p4review.review.setup import review_config
+    from p4review.settings.service import Settings
 
     config = review_config(Settings())
     total_ours = total_naive = 0

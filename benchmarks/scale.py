@@ -121,7 +121,7 @@ class Job:
 
 
 def _system_tokens() -> int:
-    from p4review.logic.prompts import estimate_tokens, load_registry
+    from p4review.review.prompts import estimate_tokens, load_registry
 
     registry = load_registry()
     return estimate_tokens(registry.template(registry.stable).text)
@@ -129,8 +129,8 @@ def _system_tokens() -> int:
 
 def make_workload(seed: int, stage: StageModel, sizes: ChangeSizes, provider: ProviderModel) -> list[Job]:
     """The burst's changes: arrival times and, through the real planner, their requests."""
-    from p4review.logic.chunking import ChunkFile, plan_chunks
-    from p4review.logic.prompts import estimate_tokens, render_user_message
+    from p4review.review.chunking import ChunkFile, plan_chunks
+    from p4review.review.prompts import estimate_tokens, render_user_message
 
     rng = random.Random(seed)
     system = _system_tokens()
@@ -271,14 +271,14 @@ def simulate(
     tier: str = "",
 ) -> RunResult:
     """One run of the burst through the review stage with `workers` concurrent invocations."""
-    from p4review.config import Settings
-    from p4review.logic.token_budget import InMemoryTokenBudget
     from p4review.models.job import StageName
+    from p4review.pipeline.backoff import RETRY_AFTER_CEILING, backoff_delay
+    from p4review.pipeline.stage_runner import MAX_ATTEMPTS_PER_STAGE, lease_for
     from p4review.resources import REVIEW_QUEUE
-    from p4review.runtime.backoff import RETRY_AFTER_CEILING, backoff_delay
-    from p4review.runtime.stage_runner import MAX_ATTEMPTS_PER_STAGE, lease_for
-    from p4review.stages.review_capacity import RATE_LIMITED_REASKS
-    from p4review.stages.review_setup import last_call_seconds
+    from p4review.review.capacity import RATE_LIMITED_REASKS
+    from p4review.review.setup import last_call_seconds
+    from p4review.review.token_budget import InMemoryTokenBudget
+    from p4review.settings.service import Settings
 
     rng = random.Random(seed + 1)
     sim = Simulation()
@@ -687,7 +687,7 @@ def limits_at(
 
 
 def p4_commands_per_second(changes_per_day: int, files_per_change: float) -> float:
-    """Fetch runs `p4 describe`, then `p4 diff2` and `p4 print` per file (adapters/p4/fetcher.py):
+    """Fetch runs `p4 describe`, then `p4 diff2` and `p4 print` per file (perforce/fetcher.py):
     no fixed limit, it depends on the server."""
     return peak_per_minute(changes_per_day) / 60 * (1 + 2 * files_per_change)
 

@@ -2,7 +2,7 @@
 
 A plain SMTP relay cannot say whether it took a message. An attempt that was counted on the
 outbox row but never marked sent is "uncertain"; notify's policy is to resend it with the same
-deterministic Message-ID (`stages/notify.py`, `_reconcile_earlier_attempt`). That makes a
+deterministic Message-ID (`notify/stage.py`, `_reconcile_earlier_attempt`). That makes a
 duplicate exactly when the uncertain attempt had in fact reached the relay. Measured on the
 local stack's parts (real SMTP on loopback, the serialized moto DynamoDB), two ways:
 
@@ -51,9 +51,9 @@ class _TimedOutbox:
 
 
 def _deliver_all(mail, job, faults_spec: str) -> dict:
-    from p4review.dal.factory import get_data_access
-    from p4review.runtime import faults
-    from tests.support.notify import notify_work, run_notify
+    from p4review import faults
+    from p4review.stores.factory import get_data_access
+    from p4review_dev.support.notify import notify_work, run_notify
 
     faults.load({"P4REVIEW_ENV": "test", "P4REVIEW_FAULTS": faults_spec} if faults_spec else {})
     outbox = _TimedOutbox(get_data_access().outbox)
@@ -88,9 +88,9 @@ def _deliver_all(mail, job, faults_spec: str) -> dict:
 
 
 def bench_smtp_duplicate_risk() -> None:
-    from p4review.local.moto_server import LocalAwsServer
-    from p4review.local.smtp_server import LocalMailServer
-    from tests.support.notify import notify_service, reviewed_job, reviewers_env
+    from p4review_dev.moto_server import LocalAwsServer
+    from p4review_dev.smtp_server import LocalMailServer
+    from p4review_dev.support.notify import notify_service, reviewed_job, reviewers_env
 
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
     reviewers = [f"reviewer{i:03d}@northwind-games.example" for i in range(RECIPIENTS - 1)]

@@ -66,13 +66,13 @@ def measure_sweep_reads(finished: int = FINISHED, active: int = ACTIVE) -> Sweep
     import boto3
     from moto import mock_aws
 
-    from p4review.dal.dynamo_jobs import DynamoJobRepository, head_pk, job_pk, version_pk
-    from p4review.dal.dynamo_sweep import DynamoSweepRepository
-    from p4review.local.provision import provision
-    from p4review.logic.intake import new_job
+    from p4review.ingest.intake import new_job
     from p4review.models.api import CreateReviewRequest
     from p4review.models.job import AuditEvent, JobStatus
+    from p4review.ops.sweep_store import DynamoSweepRepository
     from p4review.resources import SECRETS
+    from p4review.stores.dynamo_jobs import DynamoJobRepository, head_pk, job_pk, version_pk
+    from p4review_dev.provision import provision
 
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
     now = "2026-11-25T00:00:00.000000Z"

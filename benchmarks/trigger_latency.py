@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from statistics import median, quantiles
 
-from p4review.local.stack import repo_root
+from p4review_dev.stack import repo_root
 
 TRIGGER_RUNS = 200
 SPACED_RUNS = 60
@@ -73,8 +73,8 @@ def percentile(values: list[float], q: int) -> float:
 
 
 def bench_trigger_latency() -> None:
-    from p4review.local.http_front import LocalApiGateway
-    from tests.support.trigger import TRIGGER_FILE, write_config
+    from p4review_dev.http_front import LocalApiGateway
+    from p4review_dev.support.trigger import TRIGGER_FILE, write_config
 
     api = HangingApi()
     work = Path(tempfile.mkdtemp(prefix="trigger-bench-"))

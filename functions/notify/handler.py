@@ -1,10 +1,10 @@
 """notify: SQS -> email the owner through the outbox -> job succeeded."""
 
-from p4review.config import get_settings
-from p4review.dal.factory import get_data_access
+from p4review.notify.stage import NotifyWork
 from p4review.observability import logger, metrics
-from p4review.runtime.sqs_batch import handle_stage_batch
-from p4review.stages.notify import NotifyWork
+from p4review.pipeline.sqs_batch import handle_stage_batch
+from p4review.settings.service import get_settings
+from p4review.stores.factory import get_data_access
 
 
 def _work() -> NotifyWork:

@@ -1,11 +1,11 @@
 """review: SQS -> ReviewResult from the redacted change artifact -> notify queue."""
 
-from p4review.config import get_settings
-from p4review.dal.factory import get_data_access
 from p4review.observability import logger, metrics
-from p4review.runtime.sqs_batch import handle_stage_batch
-from p4review.stages.review import ReviewWork
-from p4review.stages.review_setup import build_review_work
+from p4review.pipeline.sqs_batch import handle_stage_batch
+from p4review.review.setup import build_review_work
+from p4review.review.stage import ReviewWork
+from p4review.settings.service import get_settings
+from p4review.stores.factory import get_data_access
 
 _built: tuple[object, object, ReviewWork] | None = None
 

@@ -4,11 +4,12 @@ verify that artifact TTLs are enforced."""
 from dataclasses import asdict
 from datetime import timedelta
 
-from p4review.config import get_settings
-from p4review.dal.factory import get_data_access
 from p4review.observability import logger, metrics
-from p4review.runtime.retention import check_artifact_ttls
-from p4review.runtime.sweeper import publish_sweep_metrics, sweep
+from p4review.ops.retention import check_artifact_ttls
+from p4review.ops.stores import ops_stores
+from p4review.ops.sweeper import publish_sweep_metrics, sweep
+from p4review.settings.service import get_settings
+from p4review.stores.factory import get_data_access
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -16,7 +17,7 @@ from p4review.runtime.sweeper import publish_sweep_metrics, sweep
 def lambda_handler(event, context):
     dal = get_data_access()
     stranded_after = timedelta(seconds=get_settings().sweep_stranded_seconds)
-    report = sweep(dal.sweep_store, dal.queues, stranded_after=stranded_after)
+    report = sweep(ops_stores(dal).sweep_store, dal.queues, stranded_after=stranded_after)
     publish_sweep_metrics(report)
     logger.info("sweep finished", extra=asdict(report))
     return {**asdict(report), "ttl_violations": check_artifact_ttls(dal.artifact_retention)}

@@ -2,7 +2,8 @@
 
 * core: the `p4review` package (layers/p4review), staged at synth time into
   build/layer-core/python/p4review so the layer zip has the `python/` prefix Lambda expects.
-  The `local` (moto-backed embedded stack) and `cli` (operator CLI) subpackages are left out.
+  The `cli` (operator CLI) subpackage is left out; the dev stack is not in the package at all
+  (devstack/p4review_dev).
 * deps: third-party runtime dependencies, installed for Lambda's python3.12 on x86_64 by pip on
   the synth host (pip fetches binary wheels for another platform with --platform, so no Docker is
   needed on any OS) from layers/requirements.lock: every package pinned with its wheel's hash, so
@@ -39,8 +40,8 @@ ARCHITECTURE = lambda_.Architecture.X86_64
 PIP_PLATFORMS = ("manylinux2014_x86_64", "manylinux_2_28_x86_64", "manylinux_2_34_x86_64")
 
 CORE_PACKAGE = "p4review"
-# Subpackages that never run inside Lambda (moto is not shipped; the CLI is an operator tool).
-CORE_EXCLUDED_SUBPACKAGES = ("local", "cli")
+# Subpackages that never run inside Lambda (the CLI is an operator tool).
+CORE_EXCLUDED_SUBPACKAGES = ("cli",)
 REQUIREMENTS_FILE = LAYERS_DIR / "requirements.txt"
 LOCK_FILE = LAYERS_DIR / "requirements.lock"
 # Provided by the Lambda runtime, should a dependency pull them in transitively: a second
@@ -54,7 +55,7 @@ PRUNE_GLOBS = (
 )
 # pip's bin/ holds console scripts whose shebang names the build host's python (useless in
 # Lambda) and the analyzers' native binaries, which the review function runs from
-# /opt/python/bin (p4review/adapters/analyzers.py): only those are kept.
+# /opt/python/bin (p4review/review/analyzers/runner.py): only those are kept.
 ANALYZER_BINARIES = ("ruff", "shellcheck", "hadolint")
 
 

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from p4review.config import Settings
 from p4review.errors import ConfigError
-from p4review.logic.delivery import normalize_recipient
-from p4review.logic.recipients import parse_reviewer_policy
+from p4review.notify.delivery import normalize_recipient
+from p4review.notify.recipients import parse_reviewer_policy
+from p4review.settings.service import Settings
 from p4review_infra.review_config import ContextError, _text, settings_from_context
 
 CONTEXT_FIELDS = {

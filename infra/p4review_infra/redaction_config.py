@@ -12,8 +12,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from p4review.config import Settings
 from p4review.errors import ConfigError
+from p4review.settings.service import Settings
 from p4review_infra.review_config import ContextError
 
 CONTEXT_FIELDS = {

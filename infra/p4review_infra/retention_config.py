@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from p4review.config import Settings
+from p4review.settings.service import Settings
 from p4review_infra.review_config import _text, settings_from_context
 
 CONTEXT_FIELDS = {"retentionDays": "retention_days"}

@@ -17,10 +17,10 @@ from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
-from p4review.config import Settings
 from p4review.errors import ConfigError
-from p4review.logic.noise import parse_noise_policy
-from p4review.logic.prompts import load_registry
+from p4review.review.noise import parse_noise_policy
+from p4review.review.prompts import load_registry
+from p4review.settings.service import Settings
 
 PROVIDERS = ("offline", "openai", "anthropic", "bedrock")
 # Providers authenticating with an API key from the LLM secret; bedrock uses the function's role.
@@ -101,7 +101,7 @@ class ReviewConfig:
             if settings.prompt_canary not in known:
                 raise ContextError(
                     f"context promptCanary={settings.prompt_canary!r}: not a prompt version in "
-                    f"p4review/prompts/registry.json ({', '.join(sorted(known))})"
+                    f"p4review/review/prompt_templates/registry.json ({', '.join(sorted(known))})"
                 )
         return cls(
             provider=provider,

@@ -186,7 +186,7 @@ class Sandbox:
 
 def run_smoke(bundles: list[FunctionBundle], stack_name: str, work: Path) -> dict[str, Any]:
     """Runs the pipeline's handlers from the built assets against a fresh local stack."""
-    from p4review.local.stack import LocalStack
+    from p4review_dev.stack import LocalStack
 
     python = find_lambda_python()
     runtime_dir = install_runtime_packages(work / "runtime")
@@ -262,7 +262,7 @@ def _run_pipeline(sandbox: Sandbox, stack: Any) -> dict[str, Any]:
 
 
 def _check_analyzers_ran(job_id: str, expected: tuple[str, ...]) -> None:
-    from p4review.dal.factory import get_data_access
+    from p4review.stores.factory import get_data_access
 
     dal = get_data_access()
     job = dal.jobs.get_job(job_id)
@@ -276,8 +276,8 @@ def _check_analyzers_ran(job_id: str, expected: tuple[str, ...]) -> None:
 
 
 def _api_event(secret: str, method: str, path: str, body: bytes) -> dict[str, Any]:
-    from p4review.local.http_front import build_proxy_event
-    from p4review.logic.signing import signed_headers
+    from p4review.ingest.signing import signed_headers
+    from p4review_dev.http_front import build_proxy_event
 
     headers = {"Content-Type": "application/json", **signed_headers(secret, int(time.time()), method, path, body)}
     return build_proxy_event(
@@ -286,8 +286,8 @@ def _api_event(secret: str, method: str, path: str, body: bytes) -> dict[str, An
 
 
 def _all_ended(job_ids: list[str]) -> bool:
-    from p4review.dal.factory import get_data_access
     from p4review.models.job import ACTIVE_STATUSES
+    from p4review.stores.factory import get_data_access
 
     jobs = get_data_access().jobs
     return all((job := jobs.get_job(job_id)) is not None and job.status not in ACTIVE_STATUSES for job_id in job_ids)
@@ -299,8 +299,8 @@ def _drain(
     """Lambda's SQS event source mapping, one batch at a time: receive, invoke, delete what the
     handler did not report as failed; until every job has ended (a retry's delayed message is
     waited for, not taken for an empty queue)."""
-    from p4review.local.sqs_poller import build_sqs_event
     from p4review.models.job import StageName
+    from p4review_dev.sqs_poller import build_sqs_event
 
     sqs = _sqs_client(stack)
     deadline = time.monotonic() + DRAIN_SECONDS
@@ -324,7 +324,7 @@ def _drain(
 def _sqs_client(stack: Any) -> Any:
     import boto3
 
-    from p4review.local.stack import REGION
+    from p4review_dev.stack import REGION
 
     # The local stack's moto server takes any credentials.
     session = boto3.Session(region_name=REGION, aws_access_key_id="local", aws_secret_access_key="local")  # noqa: S106

@@ -169,7 +169,7 @@ class P4ReviewStack(Stack):
                 network=network,
             )
 
-        # Both functions that run p4 refuse to start without a valid list (p4review.config).
+        # Both functions that run p4 refuse to start without a valid list (p4review.settings.service).
         depot_allow_list = ssm.StringParameter.value_for_string_parameter(self, allow_list_parameter(environment))
 
         fetch_q, review_q, notify_q = (

@@ -19,8 +19,8 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit
 
-from p4review.config import Settings
 from p4review.resources import SecretSpec
+from p4review.settings.service import Settings
 from p4review_infra.review_config import ContextError, _text, settings_from_context
 
 # The two secrets exist only with their feature on; named like the others, p4review/<env>/<key>.

@@ -12,7 +12,7 @@ A value never goes into a name: `Backlog` with the dimensions {Stage, State}, no
 values come from a closed set (stage names, states, status codes, outcome enums, the pinned
 redaction ruleset's classes, the parser's diagnostic kinds): never an id, a user or free text.
 
-The review stage's per-prompt-track rollout metrics are in `p4review.logic.review_metrics`
+The review stage's per-prompt-track rollout metrics are in `p4review.review.metric_tracks`
 (dimensions {service, PromptTrack} and {service, PromptVersion})."""
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class TokenType(StrEnum):
 
 
 class MetricName(StrEnum):
-    # Runtime (runtime/stage_runner.py)
+    # Runtime (pipeline/stage_runner.py)
     STAGE_COMPLETED = "StageCompleted"  # {Stage}
     LEASE_LOST = "LeaseLost"
     DEAD_LETTERED = "DeadLettered"  # {Stage}
@@ -59,18 +59,18 @@ class MetricName(StrEnum):
     OLDEST_JOB_AGE = "OldestJobAgeSeconds"  # {Stage}: as OLDEST_ACTIVE_JOB_AGE, per current stage
     SWEEPER_EXPIRED_LEASES_REQUEUED = "SweeperExpiredLeasesRequeued"
     SWEEPER_STRANDED_HANDOFFS_RESENT = "SweeperStrandedHandoffsResent"
-    # The sweeper's TTL verification (runtime/retention.py; both alarmed).
+    # The sweeper's TTL verification (ops/retention.py; both alarmed).
     ARTIFACT_TTL_VIOLATIONS = "ArtifactTtlViolations"
     ARTIFACT_TTL_CHECK_FAILED = "ArtifactTtlCheckFailed"
-    # Fetch (stages/fetch.py): secrets replaced, per redaction class.
+    # Fetch (fetch/stage.py): secrets replaced, per redaction class.
     REDACTIONS = "Redactions"  # {Kind}
-    # Review (stages/review_metrics.py): parser diagnostics, per kind.
+    # Review (review/metrics.py): parser diagnostics, per kind.
     PARSER_DIAGNOSTICS = "ParserDiagnostics"  # {Kind}
-    # The LLM provider calls (stages/review_metrics.py; the offline reviewer makes none).
+    # The LLM provider calls (review/metrics.py; the offline reviewer makes none).
     LLM_TOKENS = "LlmTokens"  # {TokenType}: provider-reported tokens of each answered call
     LLM_LATENCY = "LlmLatency"  # milliseconds per answered call: a distribution (use percentiles)
     LLM_RATE_LIMITED = "LlmRateLimited"  # a call refused with 429 / throttling
-    # Notify (stages/notify.py)
+    # Notify (notify/stage.py)
     EMAIL_SENT = "EmailSent"
     RECIPIENT_REJECTED = "RecipientRejected"
     DELIVERY_BACKFILLED = "DeliveryBackfilled"
@@ -80,23 +80,23 @@ class MetricName(StrEnum):
     # A delivery row marked sent without provider evidence (alarmed).
     SENT_WITHOUT_EVIDENCE = "SentWithoutEvidence"
     SMTP_CREDENTIALS_REFRESHED = "SmtpCredentialsRefreshed"
-    # A Swarm comment posted (stages/swarm_channel.py; not counted when found by its marker).
+    # A Swarm comment posted (notify/swarm/channel.py; not counted when found by its marker).
     SWARM_COMMENT_POSTED = "SwarmCommentPosted"
-    # The email provider adapter (adapters/email_sender.py)
+    # The email provider adapter (notify/email/sender.py)
     EMAIL_PROVIDER_CALLS = "EmailProviderCalls"
     EMAIL_PROVIDER_LATENCY = "EmailProviderLatency"
     EMAIL_OUTCOME = "EmailOutcome"  # {Outcome}: sent | retryable | failed
     EMAIL_LOOKUP = "EmailLookup"  # {Outcome}: found | not_found | unsupported | unavailable
-    # The depot allow-list refused a path (adapters/p4/fetcher.py): a security event.
+    # The depot allow-list refused a path (perforce/fetcher.py): a security event.
     SECURITY_PATH_DENIED = "SecurityPathDenied"
-    # Ingest (api/ingest_app.py)
+    # Ingest (ingest/app.py)
     SIGNATURE_REJECTED = "SignatureRejected"
     INGEST_PING = "IngestPing"
     INGEST_RESPONSES = "IngestResponses"  # {StatusCode}: POST /v1/reviews answers
     SWARM_TEST_RESPONSES = "SwarmTestResponses"  # {StatusCode}: POST /v1/swarm/tests answers
     # A Swarm workflow test call without the right token (POST /v1/swarm/tests).
     SWARM_TOKEN_REJECTED = "SwarmTokenRejected"  # noqa: S105 - a metric name
-    # Days since a secret's current value was put (runtime/credentials.py; alarmed per secret, SEC-20).
+    # Days since a secret's current value was put (ops/credentials.py; alarmed per secret, SEC-20).
     CREDENTIAL_AGE_DAYS = "CredentialAgeDays"  # {Secret}
 
 

@@ -1,6 +1,6 @@
 """The one definition of every AWS resource the service uses.
 
-The CDK app (infra/) and the embedded local stack (p4review.local) both build their
+The CDK app (infra/) and the embedded local stack (p4review_dev) both build their
 resources from this module, so the deployed stack and the local one cannot drift.
 Functions find each resource through the environment variable named here."""
 

@@ -32,7 +32,7 @@ def test_jobs_survive_killed_workers_and_every_fault(tmp_path):
         [
             sys.executable,
             "-m",
-            "p4review.local.chaos",
+            "p4review_dev.chaos",
             "--state-dir",
             str(tmp_path),
             "--jobs",

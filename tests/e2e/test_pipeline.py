@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from p4review.change.redaction import redact
 from p4review.cli.api_client import ReviewApiClient, default_idempotency_key
-from p4review.local.demo import fixture_changes
-from p4review.local.stack import LocalStack, repo_root
-from p4review.logic.redaction import redact
-from p4review.logic.swarm_comments import comment_marker, find_marker
 from p4review.models.job import ACTIVE_STATUSES
-from p4review.stages.swarm_channel import NOTIFY_KEY, SWARM_ROW_PREFIX, is_swarm_row, swarm_row_key
+from p4review.notify.swarm.channel import NOTIFY_KEY, SWARM_ROW_PREFIX, is_swarm_row, swarm_row_key
+from p4review.notify.swarm.comments import comment_marker, find_marker
+from p4review_dev.demo import fixture_changes
+from p4review_dev.stack import LocalStack, repo_root
 
 pytestmark = pytest.mark.e2e
 ACTIVE = frozenset(ACTIVE_STATUSES)

@@ -19,10 +19,10 @@ from urllib.parse import urlsplit
 import pytest
 
 from p4review.cli.api_client import ReviewApiClient
-from p4review.local.stack import LocalStack, repo_root, write_fake_p4_wrapper
-from p4review.local.trigger_host import FrontDoor, TriggerHost, trigger_file
 from p4review.models.job import ACTIVE_STATUSES, job_id_for
-from p4review.stages.swarm_channel import is_swarm_row
+from p4review.notify.swarm.channel import is_swarm_row
+from p4review_dev.stack import LocalStack, repo_root, write_fake_p4_wrapper
+from p4review_dev.trigger_host import FrontDoor, TriggerHost, trigger_file
 
 pytestmark = pytest.mark.e2e
 ACTIVE = frozenset(ACTIVE_STATUSES)

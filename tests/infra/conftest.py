@@ -74,7 +74,7 @@ def dev_audit(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 
 
 def _shipped_prompt_version() -> str:
-    from p4review.logic.prompts import load_registry
+    from p4review.review.prompts import load_registry
 
     return sorted(load_registry().templates)[-1]  # any version in the registry will do
 

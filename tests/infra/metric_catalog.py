@@ -11,7 +11,6 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from p4review.logic import review_metrics
 from p4review.metric_names import (
     NAMESPACE,
     SERVICE,
@@ -24,6 +23,7 @@ from p4review.metric_names import (
 from p4review.models.job import StageName
 from p4review.models.outbox import LookupOutcome, SendOutcome
 from p4review.resources import SECRETS
+from p4review.review import metric_tracks as review_metrics
 from p4review_infra.swarm_config import SWARM_SECRET, SWARM_TEST_TOKEN_SECRET
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,7 +96,7 @@ def published() -> set[tuple[str, frozenset[str]]]:
         for _, name, how in publishing_sites()
     }
     # The prompt-track metrics go out in a loop over this tuple, once per dimension
-    # (stages/review_metrics.py).
+    # (review/metrics.py).
     for name in review_metrics.ROLLOUT_METRICS:
         for dimension in (review_metrics.TRACK_DIMENSION, review_metrics.VERSION_DIMENSION):
             found.add((name, frozenset({SERVICE_DIMENSION, dimension})))

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import ast
 
-from p4review.logic import review_metrics
 from p4review.metric_names import DIMENSIONS, MetricName
+from p4review.review import metric_tracks as review_metrics
 from tests.infra.metric_catalog import ROOT, SHIPPED, alarm_queries, published, publishing_sites, unknown_values
 
 

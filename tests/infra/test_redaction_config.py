@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from p4review.config import Settings
+from p4review.settings.service import Settings
 from p4review_infra.redaction_config import redaction_env
 from p4review_infra.review_config import ContextError
 from tests.infra.conftest import _synth

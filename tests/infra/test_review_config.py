@@ -11,7 +11,7 @@ import pytest
 from aws_cdk.assertions import Annotations, Match
 
 from p4review import resources as r
-from p4review.logic import review_metrics as m
+from p4review.review import metric_tracks as m
 from tests.infra.conftest import BEDROCK_PROFILE, OPENAI_CONTEXT, SKIP_BUNDLING
 from tests.infra.test_stack import ENV, as_list, functions, logical_id_of, mentions, of_type, props, role_statements
 
@@ -87,13 +87,13 @@ def test_every_context_key_sets_its_env_var(openai):
 
 
 def test_llm_env_vars_are_settings_fields():
-    from p4review.config import Settings
+    from p4review.settings.service import Settings
 
     assert LLM_ENV <= {f.alias for f in Settings.model_fields.values()}
 
 
 def test_the_env_a_synth_accepts_is_the_env_the_function_accepts(openai):
-    from p4review.config import Settings
+    from p4review.settings.service import Settings
 
     settings = Settings.model_validate({name: review_env(openai)[name] for name in LLM_ENV})
     assert (settings.llm_provider, settings.review_chunk_tokens, settings.prompt_canary_percent) == (
@@ -226,7 +226,10 @@ def test_synth_fails_without_a_model(tmp_path, provider):
             {"noisePolicy": '[{"prefix": "//depot/", "min_severity": "urgent"}]'},
             "context noisePolicy: .*should be 'critical'",
         ),
-        ({"promptCanary": "9.9.9"}, r"promptCanary='9\.9\.9': not a prompt version in p4review/prompts/registry\.json"),
+        (
+            {"promptCanary": "9.9.9"},
+            r"promptCanary='9\.9\.9': not a prompt version in p4review/review/prompt_templates/registry\.json",
+        ),
         ({"promptCanaryPercent": "150"}, r"promptCanaryPercent='150': Input should be less than or equal to 100"),
         ({"findingsPerJobSlo": "0"}, "findingsPerJobSlo='0': expected a number > 0"),
         ({"findingsPerJobSlo": "nan"}, "findingsPerJobSlo='nan'"),

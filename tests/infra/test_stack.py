@@ -10,7 +10,7 @@ import pytest
 from aws_cdk.assertions import Annotations, Match
 
 from p4review import resources as r
-from p4review.config import Settings
+from p4review.settings.service import Settings
 
 ENV = "dev"
 DAY = 86_400
@@ -313,7 +313,7 @@ def test_artifact_ttl_violations_raise_an_alarm_that_notifies_the_topic(dev):
         for res in of_type(dev, "AWS::CloudWatch::Alarm").values()
         if props(res)["AlarmName"] == f"p4review-{ENV}-artifact-ttl-violation"
     ]
-    assert alarm["MetricName"] == "ArtifactTtlViolations"  # published by the sweeper (runtime/retention.py)
+    assert alarm["MetricName"] == "ArtifactTtlViolations"  # published by the sweeper (ops/retention.py)
     assert alarm["Namespace"] == "P4Review"
     assert alarm["Dimensions"] == [{"Name": "service", "Value": "p4review"}]
     assert alarm["Statistic"] == "Sum"
@@ -770,7 +770,8 @@ def test_core_layer_asset_contains_the_package(dev):
     asset = dev.outdir / f"asset.{layer['Content']['S3Key'].removesuffix('.zip')}"
     assert (asset / "python" / "p4review" / "__init__.py").is_file()
     assert (asset / "python" / "p4review" / "resources.py").is_file()
-    assert not (asset / "python" / "p4review" / "local").exists()
+    assert not (asset / "python" / "p4review" / "cli").exists()
+    assert not (asset / "python" / "p4review_dev").exists()  # the dev stack is not in the package at all
     assert not list(asset.rglob("__pycache__"))
 
 
@@ -840,7 +841,7 @@ def test_sweeper_cannot_read_artifacts_or_secrets(dev):
 
 @pytest.mark.parametrize("synth_name", ["dev", "prod"])
 def test_no_synthesized_template_enables_fault_injection(synth_name, request):
-    """Fault injection (runtime/faults.py) is for tests and the local stack only."""
+    """Fault injection (faults.py) is for tests and the local stack only."""
     synth = request.getfixturevalue(synth_name)
     assert "P4REVIEW_FAULTS" not in json.dumps(synth.template.to_json())
 

@@ -12,7 +12,7 @@ import pytest
 from aws_cdk.assertions import Annotations, Match
 
 from p4review import resources as r
-from p4review.config import Settings
+from p4review.settings.service import Settings
 from tests.infra.conftest import SKIP_BUNDLING, _synth
 from tests.infra.test_stack import (
     COMMON_ENV,

@@ -1,7 +1,7 @@
 """Shared fixtures for integration and e2e tests: one moto server on loopback per session.
 
 Fixtures:
-  local_aws_server  (session) the running p4review.local.moto_server.LocalAwsServer
+  local_aws_server  (session) the running p4review_dev.moto_server.LocalAwsServer
   moto_endpoint     (session) its endpoint URL, e.g. "http://127.0.0.1:41234"
   aws_env           (function) AWS_ENDPOINT_URL / AWS_DEFAULT_REGION=us-east-1 / fake
                     credentials set via monkeypatch (plain boto3.client(...) then hits moto)
@@ -12,13 +12,13 @@ Fixtures:
   manual_clock      (function) p4review's clock, frozen; `.advance(seconds)` moves it on
 
 DynamoDB twice (issue 25): the DAL's integration tests run against moto and, once more, against
-AWS's DynamoDB Local (tests/support/dynamodb_local.py):
+AWS's DynamoDB Local (devstack/p4review_dev/support/dynamodb_local.py):
   dynamodb_local    (session) the running DynamoDB Local; if it cannot run, every test that
                     needs it FAILS saying what is missing (never a skip)
   dynamo_backend    (function) "moto" or "dynamodb-local": a test reaching it runs once on each;
                     the DynamoDB Local runs share one xdist_group, so one JVM serves them
   dynamodb_endpoint (function) the endpoint of that backend's DynamoDB (moto reset first)
-  dal_provisioned   (function) like tests.support.harness.provisioned_service(moto_endpoint, ...)
+  dal_provisioned   (function) like p4review_dev.support.harness.provisioned_service(moto_endpoint, ...)
                     on reset moto, with DynamoDB served by `dynamo_backend`: the same tables
                     (provision's specs) on DynamoDB Local, AWS_ENDPOINT_URL_DYNAMODB pointing the
                     functions there, and `service.client("dynamodb")` a client of it
@@ -36,11 +36,11 @@ import pytest
 
 from p4review import resources as spec
 from p4review.clock import set_time_source
-from p4review.local.moto_server import LocalAwsServer
-from p4review.local.provision import _ensure_table
-from tests.support.aws import moto_client
-from tests.support.dynamodb_local import DynamoDbLocal, DynamoDbLocalUnavailable
-from tests.support.harness import Provisioned, provisioned_service
+from p4review_dev.moto_server import LocalAwsServer
+from p4review_dev.provision import _ensure_table
+from p4review_dev.support.aws import moto_client
+from p4review_dev.support.dynamodb_local import DynamoDbLocal, DynamoDbLocalUnavailable
+from p4review_dev.support.harness import Provisioned, provisioned_service
 
 REGION = "us-east-1"
 FAKE_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
@@ -92,7 +92,7 @@ def boto_session() -> boto3.Session:
 @pytest.fixture
 def aws_client(moto_endpoint: str) -> Callable[[str], Any]:
     """Factory for clients pointed at moto, safe to call from any thread (one shared Session,
-    clients made under a lock: tests/support/aws.py)."""
+    clients made under a lock: devstack/p4review_dev/support/aws.py)."""
 
     def make(service: str) -> Any:
         return moto_client(service, moto_endpoint)

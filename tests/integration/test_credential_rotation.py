@@ -10,18 +10,19 @@ from datetime import timedelta
 
 import pytest
 
+from p4review import faults
 from p4review.cli.api_client import ReviewApiClient
-from p4review.dal.secret_versions import SecretVersions
-from p4review.dal.secrets import SecretsManagerReader
-from p4review.local.lambda_context import FakeLambdaContext
-from p4review.local.stack import load_function
-from p4review.logic import signing
-from p4review.logic.secret_rotation import SIGNING_KEY_LENGTH, RotationRefused
+from p4review.ingest import signing
 from p4review.metric_names import MetricName
 from p4review.models.rotation import RotationStep
-from p4review.runtime.credentials import CredentialAgeCheckFailed, publish_credential_ages, rotate_signing_secret
-from tests.support.emf import data_points
-from tests.support.harness import ingest_api, provisioned_service
+from p4review.ops.credentials import CredentialAgeCheckFailed, publish_credential_ages, rotate_signing_secret
+from p4review.ops.secret_rotation import SIGNING_KEY_LENGTH, RotationRefused
+from p4review.ops.secret_versions import SecretVersions
+from p4review.stores.secrets import SecretsManagerReader
+from p4review_dev.lambda_context import FakeLambdaContext
+from p4review_dev.stack import load_function
+from p4review_dev.support.emf import data_points
+from p4review_dev.support.harness import ingest_api, provisioned_service
 
 FIRST_KEY = "first-signing-key-" + "a" * 30
 
@@ -189,13 +190,15 @@ def test_an_unreadable_secret_fails_the_check_after_the_others_are_published(sec
 
 
 def test_the_age_handler_reads_its_secrets_from_the_environment(secrets_client, aws_env, monkeypatch, capsys):
-    from p4review.dal.factory import reset_data_access
+    from p4review.stores.factory import reset_data_access
 
     llm = secrets_client.create_secret(Name=f"p4review/test/llm-{uuid.uuid4()}", SecretString="{}")["ARN"]
     monkeypatch.setenv("P4REVIEW_CREDENTIAL_AGE_SECRETS", json.dumps({"llm": llm}))
     reset_data_access()
+    faults.reset()  # the fault plan is re-read from the environment too
     try:
         answer = load_function("credential-age").lambda_handler({}, FakeLambdaContext("p4review-test-credential-age"))
     finally:
         reset_data_access()
+        faults.reset()  # the fault plan is re-read from the environment too
     assert set(answer["age_days"]) == {"llm"} and 0 <= answer["age_days"]["llm"] < 1

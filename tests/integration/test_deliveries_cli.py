@@ -12,19 +12,19 @@ import pytest
 
 from p4review.cli import deliveries as deliveries_cli
 from p4review.clock import now_iso
-from p4review.config import get_settings
-from p4review.dal.dynamo_codec import to_item
-from p4review.dal.dynamo_outbox import DynamoOutboxRepository, outbox_key
-from p4review.dal.factory import get_data_access
 from p4review.errors import ErrorClass, NonRetryableError, StaleWriteError
-from p4review.logic.delivery import delivery_token
-from p4review.logic.ingest_service import create_review
+from p4review.ingest.service import create_review
 from p4review.models.api import CreateReviewRequest
 from p4review.models.job import JobStatus, StageName, StageStatus
 from p4review.models.messages import StageMessage
 from p4review.models.outbox import DeliveryAction, DeliveryStatus, OutboxRow
-from p4review.runtime.stage_runner import StageOutput, run_stage
-from tests.support.harness import drain, fetch_work, new_job, provisioned_service, run_through
+from p4review.notify.delivery import delivery_token
+from p4review.pipeline.stage_runner import StageOutput, run_stage
+from p4review.settings.service import get_settings
+from p4review.stores.dynamo_codec import to_item
+from p4review.stores.dynamo_outbox import DynamoOutboxRepository, outbox_key
+from p4review.stores.factory import get_data_access
+from p4review_dev.support.harness import drain, fetch_work, new_job, provisioned_service, run_through
 
 TICKET = "INC-5150"
 NOTE = "mailbox restored by IT; address verified"
@@ -296,8 +296,8 @@ def test_retry_of_a_failed_row_resets_it_audits_it_and_replays_notify_of_the_dea
 
 
 def test_a_retry_whose_hand_off_failed_is_completed_by_running_it_again(service, tmp_path, capsys, monkeypatch):
-    from p4review.dal.sqs_queues import SqsStageQueues
     from p4review.errors import StorageError
+    from p4review.stores.sqs_queues import SqsStageQueues
 
     job = _job(service, 48225)
     row = _row(job, DeliveryStatus.FAILED)
@@ -497,9 +497,9 @@ def test_ticket_and_note_are_required(service, tmp_path, capsys):
 
 
 def test_a_retried_delivery_is_sent_once_and_the_job_succeeds(moto_endpoint, aws_reset, tmp_path, capsys):
-    from p4review.local.smtp_server import LocalMailServer
-    from p4review.stages.notify import NotifyWork
-    from p4review.stages.review_setup import build_review_work
+    from p4review.notify.stage import NotifyWork
+    from p4review.review.setup import build_review_work
+    from p4review_dev.smtp_server import LocalMailServer
 
     with (
         LocalMailServer(tmp_path / "mailbox") as mail,
@@ -546,9 +546,9 @@ def test_a_retried_delivery_is_sent_once_and_the_job_succeeds(moto_endpoint, aws
 def test_a_skipped_recipient_is_not_sent_and_no_longer_required(moto_endpoint, aws_reset, tmp_path, capsys):
     """Notify's side of `deliveries skip`: after a 550 fails the owner's row and an operator skips
     it, the replayed notify stage sends nothing and the job succeeds with no required recipient."""
-    from p4review.local.smtp_server import LocalMailServer
-    from p4review.stages.notify import NotifyWork
-    from p4review.stages.review_setup import build_review_work
+    from p4review.notify.stage import NotifyWork
+    from p4review.review.setup import build_review_work
+    from p4review_dev.smtp_server import LocalMailServer
 
     with (
         LocalMailServer(tmp_path / "mailbox") as mail,

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from p4review.adapters.p4 import ChangeFetcher, P4Runner
-from p4review.local.stack import repo_root, write_fake_p4_wrapper
-from p4review.logic.depot_paths import DEFAULT_ALLOW_LIST, DepotAllowList
+from p4review.change.depot_paths import DEFAULT_ALLOW_LIST, DepotAllowList
 from p4review.models.change import DiffStatus, SkipReason
 from p4review.models.job import ChangeKind
+from p4review.perforce import ChangeFetcher, P4Runner
+from p4review_dev.stack import repo_root, write_fake_p4_wrapper
 
 PIPELINE_POLICY = "//depot/tools/main/pipeline/.p4review.toml"
 TOOLS_POLICY = "//depot/tools/main/.p4review.toml"

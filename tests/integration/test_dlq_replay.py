@@ -10,15 +10,15 @@ import json
 import pytest
 
 from p4review.cli import dlq as dlq_cli
-from p4review.dal.factory import get_data_access
 from p4review.errors import AuthError, IllegalTransitionError, NotFoundError, StorageError
-from p4review.logic.ingest_service import create_review
-from p4review.logic.replay import parse_dead_letter, redrive
+from p4review.ingest.service import create_review
 from p4review.models.api import CreateReviewRequest
 from p4review.models.job import JobStatus, StageName, StageStatus
 from p4review.models.messages import StageMessage
-from p4review.runtime.stage_runner import StageOutput, run_stage
-from tests.support.harness import drain
+from p4review.pipeline.replay import parse_dead_letter, redrive
+from p4review.pipeline.stage_runner import StageOutput, run_stage
+from p4review.stores.factory import get_data_access
+from p4review_dev.support.harness import drain
 
 TICKET = "INC-4711"
 NOTE = "p4 ticket refreshed in p4review/test/p4; verified with p4 login -s"
@@ -466,9 +466,9 @@ def test_a_replay_that_fails_differently_is_not_escalated(service):
 
 
 def test_an_envelope_moved_back_by_the_sqs_console_is_replayed_without_a_ticket(service):
-    from p4review.local.lambda_context import FakeLambdaContext
-    from p4review.local.sqs_poller import build_sqs_event
-    from p4review.local.stack import load_function
+    from p4review_dev.lambda_context import FakeLambdaContext
+    from p4review_dev.sqs_poller import build_sqs_event
+    from p4review_dev.stack import load_function
 
     job = _dead_lettered(service)
     (envelope,) = _dlq_bodies(service)

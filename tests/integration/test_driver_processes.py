@@ -45,7 +45,7 @@ def test_a_driver_killed_with_sigkill_takes_its_children_with_it(tmp_path):
         """
         import subprocess, sys, time
         from pathlib import Path
-        from p4review.local.stack_process import die_with_parent
+        from p4review_dev.stack_process import die_with_parent
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], preexec_fn=die_with_parent())
         Path(sys.argv[1], "child.pid").write_text(str(child.pid))
         time.sleep(120)
@@ -67,7 +67,7 @@ def test_sigterm_runs_a_drivers_cleanup(tmp_path):
         """
         import sys, time
         from pathlib import Path
-        from p4review.local.stack_process import exit_on_sigterm
+        from p4review_dev.stack_process import exit_on_sigterm
         exit_on_sigterm()
         try:
             Path(sys.argv[1], "ready").write_text("yes")

@@ -10,14 +10,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from p4review.dal.dynamo_jobs import DynamoJobRepository
-from p4review.dal.dynamo_outbox import DynamoOutboxRepository
-from p4review.dal.ports import ClaimState, CreateConflict
 from p4review.errors import IllegalTransitionError, StaleWriteError
-from p4review.logic.intake import new_job
+from p4review.ingest.intake import new_job
 from p4review.models.api import CreateReviewRequest
 from p4review.models.job import AuditEvent, JobStatus, StageName, StageStatus
 from p4review.models.outbox import DeliveryStatus, OutboxRow
+from p4review.ports import ClaimState, CreateConflict
+from p4review.stores.dynamo_jobs import DynamoJobRepository
+from p4review.stores.dynamo_outbox import DynamoOutboxRepository
 
 NOW = "2026-11-21T10:00:00.000000Z"
 

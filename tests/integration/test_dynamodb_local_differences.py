@@ -11,10 +11,10 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from p4review.dal.aws_errors import translate
 from p4review.errors import ConfigError, StorageError
 from p4review.models.job import JobStatus
-from tests.support.aws import _lock, shared_session
+from p4review.stores.aws_errors import translate
+from p4review_dev.support.aws import _lock, shared_session
 
 pytestmark = pytest.mark.xdist_group("dynamodb-local")  # the one JVM of tests/integration/conftest.py
 

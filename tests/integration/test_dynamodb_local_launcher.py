@@ -1,12 +1,12 @@
-"""tests/support/dynamodb_local.py: where DynamoDB Local cannot run, the reason names what is
+"""devstack/p4review_dev/support/dynamodb_local.py: where DynamoDB Local cannot run, the reason names what is
 missing and how to install it (the fixture turns it into a failure, never a skip)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.support import dynamodb_local
-from tests.support.dynamodb_local import DynamoDbLocalUnavailable, find_installation
+from p4review_dev.support import dynamodb_local
+from p4review_dev.support.dynamodb_local import DynamoDbLocalUnavailable, find_installation
 
 
 def test_the_installation_is_the_npm_packages_jar_with_its_linux_native_library():

@@ -9,24 +9,25 @@ import time
 
 import pytest
 
-from p4review.config import get_settings
-from p4review.dal.factory import get_data_access
+from p4review import faults
 from p4review.errors import ErrorClass
-from p4review.local.lambda_context import FakeLambdaContext
-from p4review.local.smtp_server import LocalMailServer
-from p4review.local.stack import load_function
-from p4review.logic.ingest_service import create_review
+from p4review.faults import FaultPoint, InjectedCrash
+from p4review.fetch.stage import FetchWork
+from p4review.ingest.service import create_review
 from p4review.models.api import CreateReviewRequest
 from p4review.models.job import JobStatus, StageName, StageStatus
 from p4review.models.messages import StageMessage
 from p4review.models.outbox import DeliveryStatus
-from p4review.runtime import faults
-from p4review.runtime.faults import FaultPoint, InjectedCrash
-from p4review.runtime.stage_runner import StageOutput, run_stage
-from p4review.stages.fetch import FetchWork
-from p4review.stages.notify import NotifyWork
-from p4review.stages.review_setup import build_review_work
-from tests.support.harness import drain, provisioned_service
+from p4review.notify.stage import NotifyWork
+from p4review.ops.stores import ops_stores
+from p4review.pipeline.stage_runner import StageOutput, run_stage
+from p4review.review.setup import build_review_work
+from p4review.settings.service import get_settings
+from p4review.stores.factory import get_data_access
+from p4review_dev.lambda_context import FakeLambdaContext
+from p4review_dev.smtp_server import LocalMailServer
+from p4review_dev.stack import load_function
+from p4review_dev.support.harness import drain, provisioned_service
 
 LEASE = 60  # seconds of the manual clock: a crashed worker's lease lapses when the test moves time on
 
@@ -167,10 +168,10 @@ def test_the_sweeper_requeues_a_crashed_stage(service, manual_clock):
         _run(CountingWork(), job, "crashed")
     faults.load({})
     manual_clock.advance(LEASE + 1)
-    from p4review.runtime import sweeper
+    from p4review.ops import sweeper
 
     dal = get_data_access()
-    assert sweeper.sweep(dal.sweep_store, dal.queues).expired_requeued == 1
+    assert sweeper.sweep(ops_stores(dal).sweep_store, dal.queues).expired_requeued == 1
     assert [m["job_id"] for m in _messages(service, StageName.FETCH)] == [job.job_id]
     work = CountingWork()
     assert _run(work, job, "after-sweep").ack and work.calls == 1
@@ -200,7 +201,7 @@ def test_an_injected_crash_escapes_the_lambda_handler_and_the_poller_deletes_not
         handler(event, FakeLambdaContext("p4review-test-fetch"))
     assert _dlq(service, StageName.FETCH) == []
 
-    from p4review.local.sqs_poller import SqsPoller
+    from p4review_dev.sqs_poller import SqsPoller
 
     queue = service.resources.queue_for_stage(StageName.FETCH)
     fresh = _new_job(service, key="poller", review_version=2)  # the first job's stage is held by the crashed invocation

@@ -12,20 +12,20 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from p4review.clock import to_iso
-from p4review.dal.dynamo_jobs import job_pk
-from p4review.dal.factory import get_data_access
-from p4review.dal.ports import ClaimState
 from p4review.errors import LeaseLostError
-from p4review.local.lambda_context import FakeLambdaContext
-from p4review.local.sqs_poller import build_sqs_event
-from p4review.logic.ingest_service import create_review
+from p4review.ingest.service import create_review
 from p4review.models.api import CreateReviewRequest
 from p4review.models.job import JobStatus, StageName, StageStatus
 from p4review.models.messages import StageMessage
-from p4review.runtime.heartbeat import CLOCK_SKEW_BUDGET_SECONDS, Heartbeat, Lease, heartbeat_interval
-from p4review.runtime.sqs_batch import handle_stage_batch
-from p4review.runtime.stage_runner import StageOutput, run_stage
-from tests.support.harness import drain, provisioned_service
+from p4review.pipeline.heartbeat import CLOCK_SKEW_BUDGET_SECONDS, Heartbeat, Lease, heartbeat_interval
+from p4review.pipeline.sqs_batch import handle_stage_batch
+from p4review.pipeline.stage_runner import StageOutput, run_stage
+from p4review.ports import ClaimState
+from p4review.stores.dynamo_jobs import job_pk
+from p4review.stores.factory import get_data_access
+from p4review_dev.lambda_context import FakeLambdaContext
+from p4review_dev.sqs_poller import build_sqs_event
+from p4review_dev.support.harness import drain, provisioned_service
 
 STAGE = StageName.FETCH
 

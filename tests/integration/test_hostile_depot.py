@@ -21,14 +21,14 @@ from typing import Any
 
 import pytest
 
-import p4review.adapters.p4.fetcher as p4_fetcher
-import p4review.adapters.p4.runner as p4_runner
-from p4review.adapters.p4 import ChangeFetcher, P4Runner
-from p4review.config import Settings
-from p4review.logic.depot_paths import DepotAllowList
+import p4review.perforce.fetcher as p4_fetcher
+import p4review.perforce.runner as p4_runner
+from p4review.change.depot_paths import DepotAllowList
+from p4review.fetch.stage import FetchWork
 from p4review.models.change import ChangedFile, DiffStatus
 from p4review.models.job import ChangeKind, ReviewJob
-from p4review.stages.fetch import FetchWork
+from p4review.perforce import ChangeFetcher, P4Runner
+from p4review.settings.service import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE_P4 = str(ROOT / "events" / "bin" / "p4")

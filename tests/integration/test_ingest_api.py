@@ -9,10 +9,10 @@ import time
 import pytest
 
 from p4review.cli.api_client import ReviewApiClient
-from p4review.dal.factory import get_data_access
-from p4review.logic.signing import signed_headers
+from p4review.ingest.signing import signed_headers
 from p4review.models.job import AuditEvent, JobStatus
-from tests.support.harness import drain, ingest_api, provisioned_service
+from p4review.stores.factory import get_data_access
+from p4review_dev.support.harness import drain, ingest_api, provisioned_service
 
 
 @pytest.fixture
@@ -293,7 +293,7 @@ def test_transient_storage_failure_is_503_with_a_retry_after_that_lets_a_replay_
     def unavailable(self, message):
         raise StorageError("enqueue fetch: throttled")
 
-    monkeypatch.setattr("p4review.dal.sqs_queues.SqsStageQueues.send", unavailable)
+    monkeypatch.setattr("p4review.stores.sqs_queues.SqsStageQueues.send", unavailable)
     error = _assert_error(_post(api, _request()), 503, "service_unavailable")
     assert "retry" in error["message"]
     answer = _post(api, _request())

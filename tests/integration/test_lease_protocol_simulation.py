@@ -20,15 +20,15 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
 from p4review import clock
-from p4review.dal.dynamo_jobs import DynamoJobRepository
-from p4review.dal.dynamo_sweep import DynamoSweepRepository
-from p4review.dal.ports import ClaimState
 from p4review.errors import StaleWriteError
-from p4review.logic.intake import new_job
-from p4review.logic.transitions import can_transition
+from p4review.ingest.intake import new_job
 from p4review.models.api import CreateReviewRequest
 from p4review.models.job import JobStatus, StageName, StageStatus
-from p4review.runtime import sweeper as sweeper_module
+from p4review.ops import sweeper as sweeper_module
+from p4review.ops.sweep_store import DynamoSweepRepository
+from p4review.ports import ClaimState
+from p4review.stores.dynamo_jobs import DynamoJobRepository
+from p4review.stores.transitions import can_transition
 
 WORKERS = ("w1", "w2", "w3")
 _CHANGELISTS = itertools.count(1)  # one fresh changelist per simulated run
@@ -163,7 +163,7 @@ class LeaseProtocol(RuleBasedStateMachine):
 
 def test_lease_protocol_keeps_its_invariants_under_any_interleaving(dal_provisioned, monkeypatch):
     fake = FakeClock()
-    for module in ("p4review.dal.dynamo_jobs", "p4review.dal.dynamo_sweep", "p4review.runtime.sweeper"):
+    for module in ("p4review.stores.dynamo_jobs", "p4review.ops.sweep_store", "p4review.ops.sweeper"):
         for name in ("utc_now", "now_iso"):
             try:
                 monkeypatch.setattr(f"{module}.{name}", getattr(fake, name))

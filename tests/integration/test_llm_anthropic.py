@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
-from p4review.adapters.llm.anthropic_provider import AnthropicProvider
-from p4review.adapters.llm.base import (
+from p4review.errors import ErrorClass, P4ReviewError
+from p4review.models.review_result import REVIEW_RESULT_SCHEMA
+from p4review.review.llm.anthropic_provider import AnthropicProvider
+from p4review.review.llm.base import (
     RESULT_TOOL_NAME,
     ContextTooLong,
     LlmRequest,
@@ -21,9 +23,7 @@ from p4review.adapters.llm.base import (
     ProviderTimeout,
     ProviderUnavailable,
 )
-from p4review.errors import ErrorClass, P4ReviewError
-from p4review.models.review_result import REVIEW_RESULT_SCHEMA
-from tests.support.llm_server import Keys, Reply, ScriptedServer, scripted_server  # noqa: F401 (fixture)
+from p4review_dev.support.llm_server import Keys, Reply, ScriptedServer, scripted_server  # noqa: F401 (fixture)
 
 MODEL = "claude-sonnet-4-6"  # a family that takes a forced tool choice (model_capabilities.py)
 OLD_KEY = "sk-ant-test-old-0123456789abcdef"

@@ -14,7 +14,9 @@ import pytest
 from botocore.exceptions import ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
 from botocore.stub import Stubber
 
-from p4review.adapters.llm.base import (
+from p4review.errors import ConfigError, P4ReviewError
+from p4review.models.review_result import REVIEW_RESULT_SCHEMA
+from p4review.review.llm.base import (
     RESULT_TOOL_DESCRIPTION,
     RESULT_TOOL_NAME,
     ContextTooLong,
@@ -26,11 +28,9 @@ from p4review.adapters.llm.base import (
     ProviderTimeout,
     ProviderUnavailable,
 )
-from p4review.adapters.llm.bedrock_provider import BedrockProvider, make_bedrock_client
-from p4review.adapters.llm.factory import build_provider
-from p4review.config import Settings
-from p4review.errors import ConfigError, P4ReviewError
-from p4review.models.review_result import REVIEW_RESULT_SCHEMA
+from p4review.review.llm.bedrock_provider import BedrockProvider, make_bedrock_client
+from p4review.review.llm.factory import build_provider
+from p4review.settings.service import Settings
 
 MODEL = "anthropic.claude-3-7-sonnet-20250219-v1:0"  # caches, takes a forced tool and temperature
 SYSTEM_TEXT = "You are a code reviewer. SYSTEM-MARKER-aa01."
@@ -276,8 +276,8 @@ def test_factory_builds_bedrock_with_the_injected_client(stubbed: tuple[Any, Stu
 
 
 def test_factory_builds_the_key_based_providers() -> None:
-    from p4review.adapters.llm.anthropic_provider import AnthropicProvider
-    from p4review.adapters.llm.openai_provider import OpenAIProvider
+    from p4review.review.llm.anthropic_provider import AnthropicProvider
+    from p4review.review.llm.openai_provider import OpenAIProvider
 
     def keys(force_refresh: bool) -> str:
         return "sk-unused"

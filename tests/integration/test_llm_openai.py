@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
-from p4review.adapters.llm.base import (
+from p4review.errors import ConfigError, ErrorClass, P4ReviewError
+from p4review.models.review_result import REVIEW_RESULT_SCHEMA
+from p4review.review.llm.base import (
     ContextTooLong,
     LlmRequest,
     ProviderAuthError,
@@ -20,10 +22,8 @@ from p4review.adapters.llm.base import (
     ProviderTimeout,
     ProviderUnavailable,
 )
-from p4review.adapters.llm.openai_provider import OpenAIProvider
-from p4review.errors import ConfigError, ErrorClass, P4ReviewError
-from p4review.models.review_result import REVIEW_RESULT_SCHEMA
-from tests.support.llm_server import Keys, Reply, ScriptedServer, scripted_server  # noqa: F401 (fixture)
+from p4review.review.llm.openai_provider import OpenAIProvider
+from p4review_dev.support.llm_server import Keys, Reply, ScriptedServer, scripted_server  # noqa: F401 (fixture)
 
 MODEL = "gpt-4o"  # a non-reasoning family: temperature 0, max_tokens off api.openai.com
 OLD_KEY = "sk-test-old-0123456789abcdef"

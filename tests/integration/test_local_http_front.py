@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from p4review.local.http_front import LocalApiGateway
-from p4review.local.lambda_context import FakeLambdaContext
+from p4review_dev.http_front import LocalApiGateway
+from p4review_dev.lambda_context import FakeLambdaContext
 
 
 def echo(event: dict[str, Any], context: Any) -> dict[str, Any]:

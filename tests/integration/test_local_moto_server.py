@@ -16,9 +16,9 @@ import pytest
 from botocore.exceptions import ClientError
 
 from p4review import resources as spec
-from p4review.config import Settings
-from p4review.local.moto_server import LocalAwsServer
-from p4review.local.provision import LocalResources, provision
+from p4review.settings.service import Settings
+from p4review_dev.moto_server import LocalAwsServer
+from p4review_dev.provision import LocalResources, provision
 
 THREADS = 8
 

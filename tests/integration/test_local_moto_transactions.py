@@ -1,4 +1,4 @@
-"""The local moto server's TransactWriteItems (p4review.local.moto_transactions): DynamoDB's
+"""The local moto server's TransactWriteItems (p4review_dev.moto_transactions): DynamoDB's
 all-or-nothing semantics without moto's whole-table copies. Each test runs on AWS's DynamoDB Local
 too (`dynamo_backend`, tests/integration/conftest.py): the semantics asserted are DynamoDB's."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.support.aws import moto_client
+from p4review_dev.support.aws import moto_client
 
 TABLE = "txn"  # DynamoDB (and DynamoDB Local) refuse table names under 3 characters; moto took "t"
 

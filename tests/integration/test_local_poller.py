@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from p4review.local.sqs_poller import SqsPoller
+from p4review_dev.sqs_poller import SqsPoller
 
 
 def _queue(sqs: Any, name: str, *, visibility: int, dlq_max_receive: int | None = None) -> tuple[str, str, str | None]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from p4review.local.smtp_server import LocalMailServer
+from p4review_dev.smtp_server import LocalMailServer
 
 QUEUED = re.compile(r"^OK: queued as (?P<qid>[A-Za-z0-9-]+)$")
 
@@ -187,8 +187,8 @@ def test_lookup_can_be_hidden_like_a_plain_relay(tmp_path: Path) -> None:
 
 
 def test_sender_lookup_outcomes(tmp_path: Path) -> None:
-    from p4review.adapters.smtp import SmtpSender, SmtpSettings
     from p4review.models.outbox import LookupOutcome
+    from p4review.notify.email.smtp import SmtpSender, SmtpSettings
 
     def sender(server: LocalMailServer, password: str = "pw") -> SmtpSender:
         return SmtpSender(

@@ -9,11 +9,11 @@ import urllib.request
 
 import pytest
 
-from p4review.local.chaos import ChaosReport, _check_swarm, split_faults
-from p4review.local.swarm_server import FakeSwarmControl, FakeSwarmServer
-from p4review.logic.delivery import delivery_token
-from p4review.logic.swarm_comments import comment_marker
 from p4review.models.outbox import DeliveryStatus, OutboxRow
+from p4review.notify.delivery import delivery_token
+from p4review.notify.swarm.comments import comment_marker
+from p4review_dev.chaos import ChaosReport, _check_swarm, split_faults
+from p4review_dev.swarm_server import FakeSwarmControl, FakeSwarmServer
 
 USER, TICKET = "p4review-swarm", "T" * 16
 CHANGE = 700_001

@@ -18,17 +18,17 @@ from datetime import timedelta
 import pytest
 
 from p4review.clock import to_iso, utc_now
-from p4review.config import get_settings
-from p4review.dal.dynamo_jobs import job_pk
-from p4review.dal.factory import get_data_access
 from p4review.errors import ErrorClass, RetryableError
-from p4review.local.smtp_server import LocalMailServer
 from p4review.models.job import JobStatus, StageName
 from p4review.models.outbox import DeliveryStatus
-from p4review.runtime.heartbeat import Lease
-from p4review.stages import notify as notify_module
-from p4review.stages.email_transport import EmailTransport
-from tests.support.notify import (
+from p4review.notify import stage as notify_module
+from p4review.notify.email.transport import EmailTransport
+from p4review.pipeline.heartbeat import Lease
+from p4review.settings.service import get_settings
+from p4review.stores.dynamo_jobs import job_pk
+from p4review.stores.factory import get_data_access
+from p4review_dev.smtp_server import LocalMailServer
+from p4review_dev.support.notify import (
     FROM_ADDRESS,
     RELAY_PASSWORD,
     RELAY_USER,

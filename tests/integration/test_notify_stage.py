@@ -9,14 +9,14 @@ from datetime import timedelta
 import pytest
 
 from p4review.clock import to_iso, utc_now
-from p4review.config import get_settings
-from p4review.dal.factory import get_data_access
-from p4review.local.smtp_server import LocalMailServer
 from p4review.models.job import JobStatus
 from p4review.models.outbox import DeliveryStatus
-from p4review.runtime.heartbeat import Lease
-from p4review.stages.notify import NotifyWork
-from tests.support.notify import (
+from p4review.notify.stage import NotifyWork
+from p4review.pipeline.heartbeat import Lease
+from p4review.settings.service import get_settings
+from p4review.stores.factory import get_data_access
+from p4review_dev.smtp_server import LocalMailServer
+from p4review_dev.support.notify import (
     RELAY_PASSWORD,
     notify_dead_letters,
     notify_service,
@@ -317,9 +317,9 @@ def test_ses_transport_sends_once_and_marks_with_the_ses_message_id(moto_endpoin
 def _mark_sent_without_evidence(service, job, recipient):
     """The state the ordering contract forbids: status sent and notified_at set, no provider id,
     and no email ever sent (a bug or a manual edit)."""
-    from p4review.dal.dynamo_outbox import outbox_key
-    from p4review.logic.delivery import delivery_token
     from p4review.models.outbox import OutboxRow
+    from p4review.notify.delivery import delivery_token
+    from p4review.stores.dynamo_outbox import outbox_key
 
     now = to_iso(utc_now())
     get_data_access().outbox.ensure_row(

@@ -9,26 +9,26 @@ import json
 
 import pytest
 
-from p4review.config import get_settings
-from p4review.dal.factory import get_data_access
 from p4review.errors import ErrorClass, NonRetryableError, RetryableError
-from p4review.local.swarm_server import FakeSwarmServer
-from p4review.logic.ingest_service import create_review
+from p4review.ingest.service import create_review
 from p4review.models.api import CreateReviewRequest
 from p4review.models.job import JobStatus, StageName, SwarmTestRef
 from p4review.models.outbox import DeliveryStatus
-from p4review.stages import notify as notify_module
-from p4review.stages.review_setup import build_review_work
-from p4review.stages.swarm_access import swarm_url
-from p4review.stages.swarm_channel import is_swarm_row
-from tests.support.harness import drain, fetch_work, run_through
-from tests.support.notify import (
+from p4review.notify import stage as notify_module
+from p4review.notify.swarm.access import swarm_url
+from p4review.notify.swarm.channel import is_swarm_row
+from p4review.review.setup import build_review_work
+from p4review.settings.service import get_settings
+from p4review.stores.factory import get_data_access
+from p4review_dev.support.harness import drain, fetch_work, run_through
+from p4review_dev.support.notify import (
     local_mail,
     notify_service,
     outbox_rows,
     reviewed_job,
     run_notify,
 )
+from p4review_dev.swarm_server import FakeSwarmServer
 
 SWARM_USER, SWARM_TICKET = "p4review-swarm", "S" * 32
 SECRET_NAME = "p4review-test-swarm"

@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 import shutil
 
-from p4review.config import get_settings
-from p4review.dal.factory import get_data_access
-from p4review.local.stack import repo_root, write_fake_p4_wrapper
 from p4review.models.api import JobView
 from p4review.models.job import JobStatus, StageStatus
-from p4review.stages.review_setup import build_review_work
-from tests.support.harness import fetch_work, new_job, provisioned_service, run_through
-from tests.support.notify import notify_work
+from p4review.review.setup import build_review_work
+from p4review.settings.service import get_settings
+from p4review.stores.factory import get_data_access
+from p4review_dev.stack import repo_root, write_fake_p4_wrapper
+from p4review_dev.support.harness import fetch_work, new_job, provisioned_service, run_through
+from p4review_dev.support.notify import notify_work
 
 
 def test_an_opted_out_change_is_not_fetched_reviewed_or_emailed_and_the_job_says_why(

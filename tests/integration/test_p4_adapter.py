@@ -1,4 +1,4 @@
-"""p4review.adapters.p4 against the fixture-backed fake p4 (events/bin/p4)."""
+"""p4review.perforce against the fixture-backed fake p4 (events/bin/p4)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from p4review.adapters.p4 import (
+from p4review.change.depot_paths import DepotAllowList
+from p4review.errors import AuthError, ConfigError, ErrorClass, NotFoundError
+from p4review.models.change import ChangedFile, ChangeSnapshot, DiffStatus
+from p4review.models.job import ChangeKind
+from p4review.perforce import (
     ChangeFetcher,
     P4ArgumentError,
     P4AuthError,
@@ -27,12 +31,8 @@ from p4review.adapters.p4 import (
     is_binary_type,
     normalize_diff2,
 )
-from p4review.errors import AuthError, ConfigError, ErrorClass, NotFoundError
-from p4review.logic.depot_paths import DepotAllowList
-from p4review.models.change import ChangedFile, ChangeSnapshot, DiffStatus
-from p4review.models.job import ChangeKind
-from p4review.stages.p4_access import p4_environment
-from tests.support.harness import fake_p4
+from p4review.perforce.access import p4_environment
+from p4review_dev.support.harness import fake_p4
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE_P4 = str(ROOT / "events" / "bin" / "p4")
@@ -175,7 +175,7 @@ def test_unsafe_depot_paths_are_refused_by_the_allow_list(log_file, path):
 
 @pytest.mark.parametrize("path", UNSAFE_PATHS)
 def test_operand_backstop_refuses_unsafe_depot_paths(path):
-    from p4review.adapters.p4.values import depot_path_operand as _depot_path
+    from p4review.perforce.values import depot_path_operand as _depot_path
 
     with pytest.raises(P4ArgumentError):
         _depot_path(path)
@@ -381,7 +381,15 @@ EXPECTED = {
     48277: {"bucket.go": ("fetched", None), "bucket_test.go": ("fetched", None)},  # 48240, renumbered on submit
     48284: {
         name: ("fetched", None)
-        for name in ("chunks.py", "cli.py", "config.py", "manifest.py", "progress.py", "retry.py", "transfer.py")
+        for name in (
+            "chunks.py",
+            "cli.py",
+            "config.py",
+            "manifest.py",
+            "progress.py",
+            "retry.py",
+            "transfer.py",
+        )
     },
 }
 
@@ -468,7 +476,7 @@ def test_non_utf8_description_and_content_are_decoded_as_cp1252(snapshots):
 
 
 def test_utf8_text_is_never_reinterpreted():
-    from p4review.adapters.p4 import decode_text
+    from p4review.perforce import decode_text
 
     assert decode_text("Café — ok".encode()) == "Café — ok"
     assert decode_text(b"Caf\xe9") == "Café"
@@ -517,7 +525,7 @@ class StubRunner:
 
 
 def test_thousands_of_files_are_checked_and_fetched_one_by_one(monkeypatch):
-    monkeypatch.setattr("p4review.adapters.p4.fetcher.metrics", type("M", (), {"add_metric": lambda self, **_: None})())
+    monkeypatch.setattr("p4review.perforce.fetcher.metrics", type("M", (), {"add_metric": lambda self, **_: None})())
     paths = [f"//depot/big/dir{i % 40}/file{i}.c" for i in range(4000)] + [f"//secret/f{i}.c" for i in range(25)]
     runner = StubRunner(paths)
     fetcher = ChangeFetcher(runner, allow_list=DepotAllowList(["//depot/big/..."]))  # type: ignore[arg-type]
@@ -558,7 +566,7 @@ class GeneratedFilesRunner(StubRunner):
 
 @pytest.mark.parametrize("review_generated", [False, True])
 def test_generated_files_are_skipped_by_their_header_unless_configured(monkeypatch, review_generated):
-    monkeypatch.setattr("p4review.adapters.p4.fetcher.metrics", type("M", (), {"add_metric": lambda self, **_: None})())
+    monkeypatch.setattr("p4review.perforce.fetcher.metrics", type("M", (), {"add_metric": lambda self, **_: None})())
     names = ["added_pb2.py", "header.h", "deep_pb2.py", "hand.py"]
     runner = GeneratedFilesRunner([f"//depot/gen/{name}" for name in names])
     fetcher = ChangeFetcher(
@@ -575,7 +583,7 @@ def test_generated_files_are_skipped_by_their_header_unless_configured(monkeypat
 
 def test_file_diffs_stream_with_a_bounded_window(monkeypatch):
     """A change of any size holds at most 2 x parallelism diffs: the fetch stage streams them to S3."""
-    monkeypatch.setattr("p4review.adapters.p4.fetcher.metrics", type("M", (), {"add_metric": lambda self, **_: None})())
+    monkeypatch.setattr("p4review.perforce.fetcher.metrics", type("M", (), {"add_metric": lambda self, **_: None})())
     runner = StubRunner([f"//depot/big/file{i}.c" for i in range(500)])
     fetcher = ChangeFetcher(runner, allow_list=DepotAllowList(["//depot/big/..."]))  # type: ignore[arg-type]
     description = fetcher.describe(9, ChangeKind.SUBMITTED)
@@ -701,7 +709,7 @@ def test_normalize_diff2_with_and_without_p4_file_headers():
 
 def test_the_cp1252_fallback_is_a_diagnostic_without_the_text(caplog):
     """Spec G-4: a coerced value says so (what kind of text, how many bytes), never the text."""
-    from p4review.adapters.p4 import decode_text
+    from p4review.perforce import decode_text
 
     caplog.set_level(logging.INFO, logger="p4review")
     assert decode_text("Café".encode()) == "Café"

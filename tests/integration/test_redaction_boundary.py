@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 
-from p4review.config import get_settings
-from p4review.dal.factory import get_data_access
 from p4review.models.job import JobStatus, StageName
 from p4review.models.messages import StageMessage
-from p4review.runtime.stage_runner import run_stage
-from p4review.stages.review_setup import build_review_work
-from tests.support.harness import drain, fetched_job, provisioned_service
+from p4review.pipeline.stage_runner import run_stage
+from p4review.review.setup import build_review_work
+from p4review.settings.service import get_settings
+from p4review.stores.factory import get_data_access
+from p4review_dev.support.harness import drain, fetched_job, provisioned_service
 
 LEAKED = "AKIAZZZZZZZZZZZZZZZZ"
 

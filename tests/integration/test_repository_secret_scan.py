@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import subprocess
 
-from tests.support.tools import ROOT, load_tool
+from p4review_dev.support.tools import ROOT, load_tool
 
 
 def _scanner():

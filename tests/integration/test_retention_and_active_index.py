@@ -11,15 +11,15 @@ import pytest
 
 from benchmarks.sweep_reads import measure_sweep_reads
 from p4review.clock import parse_iso
-from p4review.dal.dynamo_jobs import DynamoJobRepository, head_pk, job_pk, version_pk
-from p4review.dal.dynamo_replay import DynamoJobReplay
-from p4review.dal.dynamo_sweep import DynamoSweepRepository
 from p4review.errors import NotFoundError
-from p4review.logic.intake import IntakeOutcome, decide, new_job
+from p4review.ingest.intake import IntakeOutcome, decide, new_job
 from p4review.models.api import CreateReviewRequest
 from p4review.models.job import AuditEvent, JobStatus, StageName, StageStatus
+from p4review.ops.sweep_store import DynamoSweepRepository
 from p4review.resources import ACTIVE_JOBS_INDEX, RETENTION_TTL_ATTRIBUTE
-from tests.support.harness import ingest_api
+from p4review.stores.dynamo_jobs import DynamoJobRepository, head_pk, job_pk, version_pk
+from p4review.stores.job_replay import DynamoJobReplay
+from p4review_dev.support.harness import ingest_api
 
 NOW = "2026-11-25T10:00:00.000000Z"
 
@@ -218,8 +218,8 @@ def test_the_sweeper_neither_sees_nor_writes_a_job_past_its_retention(service, m
 
 
 def test_an_outbox_row_past_its_retention_reads_as_gone(service, manual_clock):
-    from p4review.dal.dynamo_outbox import DynamoOutboxRepository
     from p4review.models.outbox import OutboxRow
+    from p4review.stores.dynamo_outbox import DynamoOutboxRepository
 
     outbox = DynamoOutboxRepository(service.ddb, service.resources.tables["outbox"], retention_days=30)
     manual_clock.now = parse_iso(NOW)
@@ -258,8 +258,8 @@ def test_the_backfill_gives_older_items_their_index_key_and_retention_once(servi
     import json
 
     from p4review.cli import retention as retention_cli
-    from p4review.dal.dynamo_outbox import DynamoOutboxRepository
     from p4review.models.outbox import OutboxRow
+    from p4review.stores.dynamo_outbox import DynamoOutboxRepository
 
     repo = _repo(service)
     active, ended = _create(repo, "old-active", 601), _create(repo, "old-ended", 602)

@@ -13,17 +13,18 @@ import boto3
 from botocore.stub import ANY, Stubber
 
 from p4review import resources as spec
-from p4review.adapters.llm import bedrock_provider
-from p4review.adapters.llm.base import RESULT_TOOL_NAME
-from p4review.config import get_settings
-from p4review.dal.factory import get_data_access
-from p4review.logic.offline_reviewer import OFFLINE_PROMPT_VERSION
-from p4review.logic.unified_diff import iter_added_lines
+from p4review.change.unified_diff import iter_added_lines
 from p4review.models.job import StageName
 from p4review.models.review_result import StoredReview
-from p4review.stages.review_setup import build_review_work
-from tests.support.harness import fetched_job, provisioned_service, run_once
-from tests.support.llm_server import Reply, scripted_server  # noqa: F401 (fixture)
+from p4review.review.llm import bedrock_provider
+from p4review.review.llm.base import RESULT_TOOL_NAME
+from p4review.review.offline.reviewer import OFFLINE_PROMPT_VERSION
+from p4review.review.setup import build_review_work
+from p4review.review.stores import review_stores
+from p4review.settings.service import get_settings
+from p4review.stores.factory import get_data_access
+from p4review_dev.support.harness import fetched_job, provisioned_service, run_once
+from p4review_dev.support.llm_server import Reply, scripted_server  # noqa: F401 (fixture)
 
 CHANGE = 48220  # Python edit + add + move: three fetched files
 KEY = "sk-test-review-0123456789"
@@ -145,7 +146,7 @@ def test_anthropic_after_a_key_rotation(moto_endpoint, aws_reset, server):
     ) as service:
         _set_llm_key(service, KEY)
         job, answer = _fetch_then_answer()
-        get_data_access().llm_credentials.api_key()  # warm the cache with the old key ...
+        review_stores(get_data_access()).llm_credentials.api_key()  # warm the cache with the old key ...
         _set_llm_key(service, ROTATED)  # ... then rotate it: the first call gets a 401
         work_dal = get_data_access()
         server.script(

@@ -13,17 +13,17 @@ from typing import Any
 
 import pytest
 
-import p4review.stages.p4_access as p4_access
-from p4review.adapters.llm.base import ContextTooLong, LlmRequest, LlmResponse, ProviderUnavailable
-from p4review.config import get_settings
-from p4review.dal.factory import get_data_access
-from p4review.logic.noise import parse_noise_policy
-from p4review.logic.prompts import load_registry
+import p4review.perforce.access as p4_access
 from p4review.models.job import JobStatus, StageName
 from p4review.models.review_result import StoredReview
-from p4review.stages.review import ReviewConfig, ReviewWork
-from p4review.stages.reviewers import ProviderReviewer
-from tests.support.harness import fetched_job, provisioned_service, run_once
+from p4review.review.llm.base import ContextTooLong, LlmRequest, LlmResponse, ProviderUnavailable
+from p4review.review.noise import parse_noise_policy
+from p4review.review.prompts import load_registry
+from p4review.review.reviewers import ProviderReviewer
+from p4review.review.stage import ReviewConfig, ReviewWork
+from p4review.settings.service import get_settings
+from p4review.stores.factory import get_data_access
+from p4review_dev.support.harness import fetched_job, provisioned_service, run_once
 
 _FILE_HEADER = re.compile(r"^=== FILE (\S+) \(")
 _ADDED = re.compile(r"^(\d+) \+")

@@ -21,9 +21,9 @@ from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.ses.models import ses_backends
 
-from p4review.adapters.ses import DELIVERY_TAG, SesSender, make_ses_client
-from p4review.logic.delivery import delivery_token, message_id_for
 from p4review.models.outbox import LookupOutcome, SendOutcome, SendResult
+from p4review.notify.delivery import delivery_token, message_id_for
+from p4review.notify.email.ses import DELIVERY_TAG, SesSender, make_ses_client
 
 REGION = "us-east-1"
 SENDER = "p4review@example.com"

@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from p4review.dal.factory import get_data_access
 from p4review.errors import AuthError, ErrorClass, RetryableError
-from p4review.local.lambda_context import FakeLambdaContext
-from p4review.local.stack import load_function, repo_root
-from p4review.logic.ingest_service import create_review
+from p4review.ingest.service import create_review
 from p4review.models.api import CreateReviewRequest
 from p4review.models.job import JobStatus, StageName, StageStatus
 from p4review.models.messages import StageMessage
-from p4review.runtime.stage_runner import MAX_ATTEMPTS_PER_STAGE, StageOutput, run_stage
-from tests.support.harness import drain, provisioned_service
+from p4review.pipeline.stage_runner import MAX_ATTEMPTS_PER_STAGE, StageOutput, run_stage
+from p4review.stores.factory import get_data_access
+from p4review_dev.lambda_context import FakeLambdaContext
+from p4review_dev.stack import load_function, repo_root
+from p4review_dev.support.harness import drain, provisioned_service
 
 
 class ScriptedWork:

@@ -9,14 +9,14 @@ from datetime import timedelta
 import pytest
 
 from p4review.clock import utc_now
-from p4review.dal.factory import get_data_access
 from p4review.errors import AuthError, ErrorClass, NonRetryableError, RetryableError
-from p4review.logic.swarm_comments import comment_marker
 from p4review.models.outbox import DeliveryStatus
 from p4review.models.swarm import PlannedSwarmComment, SwarmCommentContext
-from p4review.runtime.heartbeat import Lease
-from p4review.stages.swarm_channel import NOTIFY_KEY, SwarmChannel, swarm_row_key
-from tests.support.harness import new_job, provisioned_service
+from p4review.notify.swarm.channel import NOTIFY_KEY, SwarmChannel, swarm_row_key
+from p4review.notify.swarm.comments import comment_marker
+from p4review.pipeline.heartbeat import Lease
+from p4review.stores.factory import get_data_access
+from p4review_dev.support.harness import new_job, provisioned_service
 
 
 class LostAnswer(RetryableError):

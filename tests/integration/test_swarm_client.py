@@ -1,4 +1,4 @@
-"""SwarmClient against the fake Swarm (p4review.local.swarm_server), both API versions: reviews,
+"""SwarmClient against the fake Swarm (p4review_dev.swarm_server), both API versions: reviews,
 comments with anchors and tasks, delayed notification sent once, marker lookup across pages,
 refused credentials (Swarm's 401, and an HTTP 200 with `{"error": "Unauthorized"}` too), 5xx,
 timeouts and lost responses. No timing assertions: the client's timeout is short and a hanging
@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from p4review.adapters.swarm import HttpRequest, HttpResponse, SwarmClient
 from p4review.errors import (
     AuthError,
     ConfigError,
@@ -25,10 +24,11 @@ from p4review.errors import (
     RetryableError,
     ValidationError,
 )
-from p4review.local.swarm_server import FakeSwarmServer
-from p4review.logic.swarm_comments import comment_marker, find_marker, plan_comments
 from p4review.models.review_result import Finding, ReviewResult, StoredReview
 from p4review.models.swarm import SwarmCommentContext
+from p4review.notify.swarm.client import HttpRequest, HttpResponse, SwarmClient
+from p4review.notify.swarm.comments import comment_marker, find_marker, plan_comments
+from p4review_dev.swarm_server import FakeSwarmServer
 
 USER = "p4review-svc"
 TICKET = "0123456789ABCDEF0123456789ABCDEF"
@@ -223,7 +223,7 @@ def _until_done(step, tries=40):
 
 
 def test_random_faults_still_post_every_comment_exactly_once_and_notify_once(api):
-    """The comment channel's protocol in miniature (stages/swarm_channel.py): find or create the
+    """The comment channel's protocol in miniature (notify/swarm/channel.py): find or create the
     review, then per comment look its marker up and post only when it is missing, then notify;
     each step again after a retryable error. Seeded, so the same faults every run."""
     with FakeSwarmServer(user=USER, ticket=TICKET, error_rate=0.15, lost_response_rate=0.2, seed=16) as server:

@@ -10,13 +10,13 @@ from collections import Counter
 
 import pytest
 
-from p4review.adapters import swarm as swarm_adapter
-from p4review.dal.factory import get_data_access
-from p4review.local.swarm_server import FakeSwarmServer
 from p4review.models.job import JobStatus
 from p4review.models.outbox import DeliveryStatus
+from p4review.notify.swarm import client as swarm_adapter
+from p4review.stores.factory import get_data_access
+from p4review_dev.support.notify import local_mail, notify_service, outbox_rows, race_notify, reviewed_job, run_notify
+from p4review_dev.swarm_server import FakeSwarmServer
 from tests.integration.test_notify_failure_matrix import ProcessKilled, StepJournal, _journaled_run, _lease_runs_out
-from tests.support.notify import local_mail, notify_service, outbox_rows, race_notify, reviewed_job, run_notify
 
 SWARM_USER, SWARM_TICKET, SECRET_NAME = "p4review-swarm", "S" * 32, "p4review-test-swarm"
 

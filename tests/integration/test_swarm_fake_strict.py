@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from p4review.adapters.swarm import HttpRequest, HttpResponse, SwarmClient
-from p4review.adapters.swarm_callback import post_verdict
 from p4review.errors import NotFoundError, ValidationError
-from p4review.local.swarm_server import FakeSwarmServer
-from p4review.logic.swarm_comments import anchor_context
-from p4review.logic.swarm_verdict import callback_request, verdict
 from p4review.models.job import SwarmTestRef
 from p4review.models.review_result import Finding, Severity
+from p4review.notify.swarm.callback import post_verdict
+from p4review.notify.swarm.client import HttpRequest, HttpResponse, SwarmClient
+from p4review.notify.swarm.comments import anchor_context
+from p4review.notify.swarm.verdict import callback_request, verdict
+from p4review_dev.swarm_server import FakeSwarmServer
 
 USER = "p4review-svc"
 TICKET = "0123456789ABCDEF0123456789ABCDEF"

@@ -10,9 +10,9 @@ import urllib.request
 
 import pytest
 
-from p4review.config import get_settings
-from p4review.dal.factory import get_data_access
-from tests.support.harness import drain, ingest_api, provisioned_service
+from p4review.settings.service import get_settings
+from p4review.stores.factory import get_data_access
+from p4review_dev.support.harness import drain, ingest_api, provisioned_service
 
 SWARM = "https://swarm.example.test"
 TOKEN_SECRET = "p4review/test/swarm-test-token"

@@ -9,15 +9,15 @@ from datetime import timedelta
 
 import pytest
 
-from p4review.dal.dynamo_sweep import DynamoSweepRepository
-from p4review.dal.factory import get_data_access
-from p4review.local.lambda_context import FakeLambdaContext
-from p4review.local.stack import load_function
-from p4review.logic.ingest_service import create_review
+from p4review.ingest.service import create_review
 from p4review.models.api import CreateReviewRequest
 from p4review.models.job import StageName, StageStatus
-from p4review.runtime.sweeper import sweep
-from tests.support.harness import drain
+from p4review.ops.sweep_store import DynamoSweepRepository
+from p4review.ops.sweeper import sweep
+from p4review.stores.factory import get_data_access
+from p4review_dev.lambda_context import FakeLambdaContext
+from p4review_dev.stack import load_function
+from p4review_dev.support.harness import drain
 
 
 @pytest.fixture
@@ -155,7 +155,7 @@ def test_scheduled_handler_reports_the_backlog(service):
 def test_scheduled_handler_reports_artifacts_that_outlived_their_ttl(service):
     """S3 lifecycle deletes artifacts; the sweeper verifies it by listing the oldest day prefix."""
     from p4review.clock import now_iso
-    from p4review.dal.s3_artifacts import change_key, result_key
+    from p4review.stores.s3_artifacts import change_key, result_key
 
     s3 = service.client("s3")
     raw, redacted = service.resources.buckets["raw"], service.resources.buckets["redacted"]

@@ -9,18 +9,18 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from p4review.config import get_settings
-from p4review.dal.dynamo_codec import from_item
-from p4review.dal.dynamo_sweep import DynamoSweepRepository
-from p4review.dal.dynamo_token_budget import EXPIRY_MARGIN_SECONDS, DynamoTokenBudget, budget_pk
-from p4review.dal.factory import get_data_access
-from p4review.logic.token_budget import BURST_MS, InMemoryTokenBudget, cost_ms
 from p4review.models.job import JobStatus, StageName, StageStatus
+from p4review.ops.sweep_store import DynamoSweepRepository
 from p4review.resources import ACTIVE_JOBS_INDEX, RETENTION_TTL_ATTRIBUTE
-from p4review.stages.review_capacity import TokenGate
-from p4review.stages.review_setup import review_config
-from p4review.stages.reviewers import OfflineReviewer
-from tests.support.harness import fetched_job, run_once
+from p4review.review.capacity import TokenGate
+from p4review.review.reviewers import OfflineReviewer
+from p4review.review.setup import review_config
+from p4review.review.token_budget import BURST_MS, InMemoryTokenBudget, cost_ms
+from p4review.review.token_budget_store import EXPIRY_MARGIN_SECONDS, DynamoTokenBudget, budget_pk
+from p4review.settings.service import get_settings
+from p4review.stores.dynamo_codec import from_item
+from p4review.stores.factory import get_data_access
+from p4review_dev.support.harness import fetched_job, run_once
 
 TPM = 400_000
 
@@ -126,7 +126,7 @@ class CountingReviewer(OfflineReviewer):
 
 def _review_run(job, reviewer, gate):
     dal = get_data_access()
-    from p4review.stages.review import ReviewWork
+    from p4review.review.stage import ReviewWork
 
     work = ReviewWork(
         dal.redacted_artifacts,

@@ -19,11 +19,10 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from p4review.local.http_front import LocalApiGateway
-from p4review.local.stack import load_function
-from p4review.local.trigger_host import FrontDoor
-from tests.support.harness import provisioned_service
-from tests.support.trigger import (
+from p4review_dev.http_front import LocalApiGateway
+from p4review_dev.stack import load_function
+from p4review_dev.support.harness import provisioned_service
+from p4review_dev.support.trigger import (
     TRIGGER_FILE,
     TriggerApi,
     fake_p4_wrapper,
@@ -32,6 +31,7 @@ from tests.support.trigger import (
     write_config,
     write_secret,
 )
+from p4review_dev.trigger_host import FrontDoor
 
 trigger = load_trigger()
 # Long enough that a request held at the front door is never given up by the trigger mid-test.
@@ -155,7 +155,7 @@ def test_a_trigger_killed_between_write_and_rename_loses_nothing(config, api):
     killer.write_text(
         "import os, signal, sys\n"
         f"sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})\n"
-        "from tests.support.trigger import load_trigger\n"
+        "from p4review_dev.support.trigger import load_trigger\n"
         "trigger = load_trigger()\n"
         "real_replace = os.replace\n"
         "def replace(source, target):\n"
@@ -213,7 +213,7 @@ def test_a_drain_killed_mid_send_sends_nothing_twice(config, api):
 def _depot_with_shelf_versions(root: Path, versions: int) -> Path:
     """A copy of the fixture depot whose change 48240 has `versions` shelf versions, each with
     different content (the fake serves version K when P4FAKE_SHELF_VERSION=K)."""
-    from p4review.local.stack import repo_root
+    from p4review_dev.stack import repo_root
 
     depot = root / "depot"
     shutil.copytree(repo_root() / "events" / "depot", depot)
@@ -363,7 +363,7 @@ def test_ping_says_the_clock_is_off(config, api):
         f"sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})\n"
         "real = time.time\n"
         "time.time = lambda: real() - 3600\n"  # an hour slow
-        "from tests.support.trigger import load_trigger\n"
+        "from p4review_dev.support.trigger import load_trigger\n"
         "sys.exit(load_trigger().main(sys.argv[1:]))\n"
     )
     result = subprocess.run([sys.executable, str(skewed), "-c", str(config), "--ping"], capture_output=True, text=True)
@@ -429,7 +429,7 @@ def test_shell_metacharacters_in_config_values_stay_literal(tmp_path, api):
 
 
 def test_a_hostile_description_reaches_neither_the_log_nor_the_request(tmp_path, api):
-    from p4review.local.stack import repo_root
+    from p4review_dev.stack import repo_root
 
     depot = tmp_path / "depot"
     shutil.copytree(repo_root() / "events" / "depot", depot)

@@ -18,20 +18,20 @@ import pytest
 
 from benchmarks.cost import BENCHMARK, SERVICE, CallCounter
 from p4review.clock import parse_iso, to_iso, utc_now
-from p4review.dal.dynamo_jobs import DynamoJobRepository, job_pk
-from p4review.dal.dynamo_outbox import DynamoOutboxRepository, outbox_key
-from p4review.dal.factory import get_data_access
-from p4review.dal.ports import ClaimState
 from p4review.errors import DeliveryInFlight
-from p4review.logic.delivery import delivery_token
-from p4review.logic.intake import new_job
-from p4review.logic.record_retention import expires_at_epoch
+from p4review.ingest.intake import new_job
 from p4review.models.api import CreateReviewRequest
 from p4review.models.job import STAGE_ORDER, JobStatus, StageName, StageStatus
 from p4review.models.outbox import DeliveryStatus, OutboxRow
+from p4review.notify.delivery import delivery_token
+from p4review.ports import ClaimState
 from p4review.resources import RETENTION_TTL_ATTRIBUTE
-from tests.support.aws import moto_client
-from tests.support.harness import provisioned_service
+from p4review.stores.dynamo_jobs import DynamoJobRepository, job_pk
+from p4review.stores.dynamo_outbox import DynamoOutboxRepository, outbox_key
+from p4review.stores.factory import get_data_access
+from p4review.stores.record_retention import expires_at_epoch
+from p4review_dev.support.aws import moto_client
+from p4review_dev.support.harness import provisioned_service
 
 LEASE = 60
 

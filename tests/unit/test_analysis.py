@@ -7,14 +7,15 @@ import json
 
 import pytest
 
-from p4review.logic import analysis
-from p4review.logic.change_redaction import ChangeRedactor, prepare_review_input, redact_change
-from p4review.logic.diff_lines import changed_lines_from_diff
-from p4review.logic.findings_merge import merge_analyzer_findings
-from p4review.logic.redaction import RedactionError
+from p4review.change import analyzer_files
+from p4review.change.diff_lines import changed_lines_from_diff
+from p4review.change.redaction import RedactionError
+from p4review.change.snapshot_redaction import ChangeRedactor, prepare_review_input, redact_change
 from p4review.models.change import ChangeDescription, ChangeSnapshot, DiffStatus, FileDiff
 from p4review.models.job import ChangeKind
 from p4review.models.review_result import Category, Finding, Severity
+from p4review.review.analyzers import analysis
+from p4review.review.findings_merge import merge_analyzer_findings
 
 PY = "//depot/tools/deploy.py"
 DIFF = """--- a/tools/deploy.py
@@ -61,17 +62,17 @@ DIFF = """--- a/tools/deploy.py
     ],
 )
 def test_each_file_goes_to_the_analyzers_for_its_language(path, first_line, expected):
-    assert analysis.analyzers_for(path, first_line) == expected
+    assert analyzer_files.analyzers_for(path, first_line) == expected
 
 
 def test_fetch_keeps_content_only_for_what_an_enabled_analyzer_reads():
-    assert analysis.reads_content("//d/a.py", ["bandit"])
-    assert not analysis.reads_content("//d/a.py", ["shellcheck"])
-    assert analysis.reads_content("//d/deploy", ["shellcheck"])  # a shebang can only be seen in the content
-    assert not analysis.reads_content("//d/notes.txt", analysis.ALL_ANALYZERS)
-    assert not analysis.reads_content("//d/a.py", [])
-    assert analysis.reads_content("//d/Dockerfile", ["hadolint"])
-    assert not analysis.reads_content("//d/app.js", ["ruff", "hadolint"])
+    assert analyzer_files.reads_content("//d/a.py", ["bandit"])
+    assert not analyzer_files.reads_content("//d/a.py", ["shellcheck"])
+    assert analyzer_files.reads_content("//d/deploy", ["shellcheck"])  # a shebang can only be seen in the content
+    assert not analyzer_files.reads_content("//d/notes.txt", analyzer_files.ALL_ANALYZERS)
+    assert not analyzer_files.reads_content("//d/a.py", [])
+    assert analyzer_files.reads_content("//d/Dockerfile", ["hadolint"])
+    assert not analyzer_files.reads_content("//d/app.js", ["ruff", "hadolint"])
 
 
 PATHS = {

@@ -2,8 +2,8 @@ import random
 
 from p4review.errors import AuthError, ErrorClass
 from p4review.models.job import StageName
-from p4review.runtime import dead_letter
-from p4review.runtime.backoff import backoff_delay
+from p4review.pipeline import dead_letter
+from p4review.pipeline.backoff import backoff_delay
 
 
 def test_full_jitter_stays_under_the_exponential_ceiling():
@@ -42,8 +42,8 @@ def test_envelope_carries_ids_and_classes_but_no_secrets():
 
 
 def test_default_lease_outlives_each_stage_function_timeout():
+    from p4review.pipeline.stage_runner import lease_for
     from p4review.resources import QUEUES
-    from p4review.runtime.stage_runner import lease_for
 
     for queue in QUEUES:
         assert lease_for(queue.stage) > queue.function_timeout_seconds
@@ -55,8 +55,8 @@ def test_aws_setup_failures_become_domain_errors():
     import pytest
     from botocore.exceptions import NoCredentialsError, NoRegionError
 
-    from p4review.dal.aws_errors import translate
     from p4review.errors import AuthError, ConfigError
+    from p4review.stores.aws_errors import translate
 
     with pytest.raises(AuthError):
         translate(NoCredentialsError(), "read secret")
@@ -69,8 +69,8 @@ def test_aws_throttling_passes_on_retry_after():
     import pytest
     from botocore.exceptions import ClientError
 
-    from p4review.dal.aws_errors import translate
     from p4review.errors import MAX_RETRY_AFTER_SECONDS, ErrorClass, StorageError
+    from p4review.stores.aws_errors import translate
 
     def throttled(retry_after: str | None) -> StorageError:
         headers = {} if retry_after is None else {"retry-after": retry_after}

@@ -86,16 +86,16 @@ def test_disabled_counter_counts_nothing_and_reset_clears():
 
 
 def test_dal_factory_patch_attaches_and_restores(monkeypatch: pytest.MonkeyPatch):
-    from p4review.dal import factory
+    from p4review.stores import factory
 
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
-    original = factory._client
+    original = factory.aws_client
     counter = CallCounter()
     with counting_dal_clients(counter):
-        client = factory._client("secretsmanager")
-    assert factory._client is original
+        client = factory.aws_client("secretsmanager")
+    assert factory.aws_client is original
     stub = Stubber(client)
     stub.activate()
     stub.add_response("get_secret_value", {"SecretString": "s"})
@@ -120,14 +120,14 @@ def test_a_client_attached_twice_is_counted_once_under_its_last_origin():
 
 
 def test_the_dal_clients_made_inside_the_all_clients_window_count_as_the_service(monkeypatch: pytest.MonkeyPatch):
-    from p4review.dal import factory
+    from p4review.stores import factory
 
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
     counter = CallCounter()
     with counting_dal_clients(counter), counting_all_boto3_clients(counter, EVENT_SOURCE):
-        client = factory._client("sqs")
+        client = factory.aws_client("sqs")
     stub = Stubber(client)
     stub.activate()
     stub.add_response("send_message", {"MessageId": "m", "MD5OfMessageBody": "x"})

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
+from p4review.change.redaction import RedactedDocument, RedactionError
+from p4review.change.snapshot_redaction import REDACTED_ARTIFACT_VERSION, prepare_review_input, redact_change
 from p4review.errors import ErrorClass
-from p4review.logic.change_redaction import REDACTED_ARTIFACT_VERSION, prepare_review_input, redact_change
-from p4review.logic.redaction import RedactedDocument, RedactionError
 from p4review.models.change import ChangeDescription, ChangedFile, ChangeSnapshot, DiffStatus, FileDiff
 
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
@@ -97,7 +97,7 @@ def test_a_review_input_cannot_carry_hand_made_documents():
 def test_the_streamed_documents_equal_the_in_memory_ones():
     import io
 
-    from p4review.logic.change_redaction import stream_change_artifacts
+    from p4review.change.snapshot_redaction import stream_change_artifacts
 
     snap = _snapshot(description=f"oops, committed {AWS_KEY}")
     raw, redacted = io.BytesIO(), io.BytesIO()

@@ -13,8 +13,8 @@ import pytest
 
 from p4review.cli import check_result
 from p4review.cli import main as cli_main
-from p4review.logic.prompts import load_registry
 from p4review.models.review_result import REVIEW_RESULT_SCHEMA
+from p4review.review.prompts import load_registry
 
 BUFFER = "//depot/main/src/net/buffer.c"
 STRINGS = "//depot/main/src/util/strings.c"

@@ -6,16 +6,16 @@ from __future__ import annotations
 import pytest
 
 from p4review.errors import ConfigError
-from p4review.logic.chunking import (
+from p4review.models.review_result import Finding
+from p4review.review.chunking import (
     SKIP_BUDGET_EXHAUSTED,
     SKIP_TOO_LARGE,
     Chunk,
     ChunkFile,
     plan_chunks,
 )
-from p4review.logic.findings_merge import merge_findings
-from p4review.logic.noise import apply_noise_policy, parse_noise_policy
-from p4review.models.review_result import Finding
+from p4review.review.findings_merge import merge_findings
+from p4review.review.noise import apply_noise_policy, parse_noise_policy
 
 
 def files(*sizes: int) -> list[ChunkFile]:

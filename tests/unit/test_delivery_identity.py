@@ -1,4 +1,4 @@
-from p4review.logic.delivery import delivery_token, message_id_for, normalize_recipient
+from p4review.notify.delivery import delivery_token, message_id_for, normalize_recipient
 
 
 def test_token_is_deterministic_per_tuple():
@@ -28,6 +28,6 @@ def test_message_id_header_is_not_folded():
 def test_recipients_are_normalized():
     assert normalize_recipient("Dev@Example.test ") == "dev@example.test"
     assert normalize_recipient("not an address") is None and normalize_recipient(None) is None
-    # Syntactically an address; logic/recipients.py flags Perforce's `user@client` default as unverified.
+    # Syntactically an address; notify/recipients.py flags Perforce's `user@client` default as unverified.
     assert normalize_recipient("user@client") == "user@client"
     assert normalize_recipient("a@b\n.test") is None

@@ -1,4 +1,4 @@
-"""p4review.logic.depot_paths (pure) and the settings that configure it."""
+"""p4review.change.depot_paths (pure) and the settings that configure it."""
 
 from __future__ import annotations
 
@@ -8,10 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from p4review import config
-from p4review.config import Settings
-from p4review.errors import ConfigError, ErrorClass
-from p4review.logic.depot_paths import (
+from p4review.change.depot_paths import (
     DEFAULT_ALLOW_LIST,
     DenialReason,
     DepotAllowList,
@@ -23,6 +20,9 @@ from p4review.logic.depot_paths import (
     sanitize_for_log,
     validate_allow_list_entry,
 )
+from p4review.errors import ConfigError, ErrorClass
+from p4review.settings import service as config
+from p4review.settings.service import Settings
 
 ALLOW = DepotAllowList(["//depot/ok/...", "//depot/libs/security/..."])
 

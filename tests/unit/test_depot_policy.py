@@ -3,7 +3,7 @@ what it decides (ignored files, noise rules, reviewers, extra instructions as de
 
 from __future__ import annotations
 
-from p4review.logic.depot_policy import (
+from p4review.change.depot_policy import (
     candidate_policy_paths,
     governing_policy,
     guidance_for,
@@ -12,10 +12,10 @@ from p4review.logic.depot_policy import (
     parse_policy_file,
     reviewer_rules_from,
 )
-from p4review.logic.noise import NoiseRule, apply_layered_noise
-from p4review.logic.prompts import GUIDANCE_TAG, render_user_message
 from p4review.models.policy import DepotPolicy, PolicyDiagnostic
 from p4review.models.review_result import Finding
+from p4review.review.noise import NoiseRule, apply_layered_noise
+from p4review.review.prompts import GUIDANCE_TAG, render_user_message
 
 TOOLS = "//depot/tools/main/.p4review.toml"
 UPLOADER = "//depot/tools/main/uploader/.p4review.toml"
@@ -160,7 +160,7 @@ def test_instructions_reach_the_model_as_delimited_data_that_cannot_close_its_bl
 
 
 def test_instructions_are_redacted_before_they_are_stored_and_checked_again_before_review() -> None:
-    from p4review.logic.change_redaction import prepare_review_input, redact_change
+    from p4review.change.snapshot_redaction import prepare_review_input, redact_change
     from p4review.models.change import ChangeDescription, ChangeSnapshot
     from p4review.models.policy import ChangePolicy
 
@@ -176,7 +176,7 @@ def test_instructions_are_redacted_before_they_are_stored_and_checked_again_befo
     prepare_review_input(redacted.artifact())  # clean: passes the pre-submit guard
     import pytest
 
-    from p4review.logic.redaction import RedactionError
+    from p4review.change.redaction import RedactionError
 
     with pytest.raises(RedactionError):  # an artifact whose instructions were not redacted is refused
         prepare_review_input({"artifact_version": "1", "snapshot": snapshot.model_dump(mode="json"), "redaction": {}})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from p4review.logic.diff_lines import ChangedLines, changed_lines_from_diff, split_describe_diff
+from p4review.change.diff_lines import ChangedLines, changed_lines_from_diff, split_describe_diff
 
 EDIT = """--- a/depot/main/a.c
 +++ b/depot/main/a.c

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from p4review.logic.email_render import render_review_email, subject_for
 from p4review.models.change import ChangeDescription, DiffStatus, FileDiff
 from p4review.models.job import ChangeKind, ReviewJob
 from p4review.models.review_result import Finding, ResolvedFinding, ReviewResult, VersionHistory
+from p4review.notify.email.render import render_review_email, subject_for
 
 MESSAGE_ID = "<cl12345.v2.bob@p4review.example.com>"
 
@@ -259,7 +259,7 @@ def test_control_characters_in_paths_are_shown_escaped_never_as_body_lines() -> 
 def test_text_and_html_show_the_same_view() -> None:
     """Both parts are laid out from one EmailView: a field is cleaned and truncated once, so the
     two parts can never disagree about it."""
-    from p4review.logic.email_render import email_view
+    from p4review.notify.email.render import email_view
 
     long = result()
     long = long.model_copy(update={"summary": "word " * 400})
@@ -316,7 +316,7 @@ def test_each_finding_in_the_html_part_carries_its_severity_badge() -> None:
 
 def test_badge_text_is_readable_on_every_badge_colour() -> None:
     """White on each badge colour meets WCAG AA (4.5:1), whatever the mail client's theme."""
-    from p4review.logic.email_render import _BADGE_COLOURS
+    from p4review.notify.email.render import _BADGE_COLOURS
 
     def luminance(colour: str) -> float:
         channels = [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from p4review.adapters.email_sender import TimedSender
 from p4review.metric_names import Dimension, MetricName
 from p4review.models.outbox import LookupOutcome, LookupResult, SendOutcome, SendResult
+from p4review.notify.email.sender import TimedSender
 from p4review.observability import metrics
-from tests.support.emf import data_points, total
+from p4review_dev.support.emf import data_points, total
 
 
 class FakeProvider:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from p4review.logic.excerpts import code_excerpt
-from p4review.logic.unified_diff import iter_added_lines, iter_new_side_lines
+from p4review.change.excerpts import code_excerpt
+from p4review.change.unified_diff import iter_added_lines, iter_new_side_lines
 
 DIFF = """--- a/depot/src/net/packet.cpp
 +++ b/depot/src/net/packet.cpp

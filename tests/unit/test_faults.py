@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from p4review.adapters.p4 import P4Runner, P4TimeoutError
+from p4review import faults
 from p4review.errors import ConfigError, ErrorClass, LeaseLostError, StorageError
-from p4review.runtime import faults
-from p4review.runtime.faults import FaultPoint, InjectedCrash
+from p4review.faults import FaultPoint, InjectedCrash
+from p4review.perforce import P4Runner, P4TimeoutError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -72,23 +72,26 @@ def test_refuses_to_load_outside_local_and_test(environment):
 
 
 def test_cold_start_settings_fail_loudly_in_production(monkeypatch):
-    from p4review.config import get_settings
-    from p4review.dal.factory import reset_data_access
+    from p4review.settings.service import get_settings
+    from p4review.stores.factory import reset_data_access
 
     monkeypatch.setenv("P4REVIEW_ENV", "prod")
     monkeypatch.setenv("P4REVIEW_FAULTS", "after_claim=1")
     reset_data_access()
+    faults.reset()  # the fault plan is re-read from the environment too
     try:
         with pytest.raises(ConfigError):
             get_settings()
         monkeypatch.setenv("P4REVIEW_ENV", "test")
         reset_data_access()
+        faults.reset()  # the fault plan is re-read from the environment too
         get_settings()
         with pytest.raises(InjectedCrash):
             faults.fault(FaultPoint.AFTER_CLAIM)
     finally:
         monkeypatch.delenv("P4REVIEW_FAULTS")
         reset_data_access()
+        faults.reset()  # the fault plan is re-read from the environment too
 
 
 def test_unset_or_blank_means_no_faults_even_in_production():
@@ -152,8 +155,8 @@ def test_the_p4_runner_answers_an_injected_timeout_with_its_own_error():
 
 
 def test_injected_provider_answers_look_like_real_smtp_replies():
-    from p4review.adapters.smtp import SmtpSender, SmtpSettings
     from p4review.models.outbox import SendOutcome
+    from p4review.notify.email.smtp import SmtpSender, SmtpSettings
 
     # Port 1 on loopback: a real connection would fail with connect_failed, so these never connect.
     sender = SmtpSender(SmtpSettings(host="127.0.0.1", port=1, tls_mode="none", from_address="a@example.test"))

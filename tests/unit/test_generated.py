@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from p4review.logic.generated import declares_generated, diff_declares_generated
+from p4review.change.generated import declares_generated, diff_declares_generated
 
 
 @pytest.mark.parametrize(

@@ -13,11 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from p4review.adapters.p4 import ChangeFetcher, P4ArgumentError, P4Runner
-from p4review.adapters.p4.values import depot_path_operand as _depot_path
-from p4review.logic.depot_paths import DepotAllowList, PathRejected, normalize_depot_path
+from p4review.change.depot_paths import DepotAllowList, PathRejected, normalize_depot_path
 from p4review.models.change import ChangeDescription, ChangedFile
 from p4review.models.job import ChangeKind
+from p4review.perforce import ChangeFetcher, P4ArgumentError, P4Runner
+from p4review.perforce.values import depot_path_operand as _depot_path
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE_P4 = str(ROOT / "events" / "bin" / "p4")

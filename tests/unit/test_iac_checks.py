@@ -1,11 +1,11 @@
-"""The `iac` analyzer's checks (p4review.logic.iac_checks) on compose files and Terraform."""
+"""The `iac` analyzer's checks (p4review.review.analyzers.iac_checks) on compose files and Terraform."""
 
 from __future__ import annotations
 
 import pytest
 
-from p4review.logic import iac_checks
 from p4review.models.review_result import Category, Severity
+from p4review.review.analyzers import iac_checks
 
 COMPOSE = """services:
   app:

@@ -1,8 +1,8 @@
-from p4review.api.errors import INTAKE_STATUS, intake_headers
-from p4review.dal.ports import CreateConflict, CreateOutcome
-from p4review.logic.intake import IntakeOutcome, Replay, decide, new_job
+from p4review.ingest.http_answers import INTAKE_STATUS, intake_headers
+from p4review.ingest.intake import IntakeOutcome, Replay, decide, new_job
 from p4review.models.api import CreateReviewRequest
 from p4review.models.job import JobStatus, job_id_for
+from p4review.ports import CreateConflict, CreateOutcome
 
 NOW = "2026-11-21T10:00:00.000000Z"
 LATER = "2026-11-21T10:05:00.000000Z"
@@ -98,7 +98,7 @@ def test_a_fingerprint_without_follows_shelf_is_what_it_always_was():
     """Jobs stored before follows_shelf existed must still recognise their replays."""
     import hashlib
 
-    from p4review.logic.intake import fingerprint_of
+    from p4review.ingest.intake import fingerprint_of
 
     assert fingerprint_of(_request()) == hashlib.sha256(b"100|1|submitted|0").hexdigest()
     follows = _request(review_version=3, rerun=True, follows_shelf={"changelist_id": 90, "review_version": 2})
@@ -109,7 +109,7 @@ def test_a_fingerprint_without_follows_shelf_is_what_it_always_was():
 
 
 def test_api_maps_every_intake_outcome_to_one_status_and_its_headers():
-    """HTTP lives in api/errors.py only: logic answers with domain outcomes."""
+    """HTTP lives in ingest/http_answers.py only: logic answers with domain outcomes."""
     assert set(INTAKE_STATUS) == set(IntakeOutcome)
     request = _request()
     job = new_job(request, NOW, "ingest")

@@ -9,10 +9,10 @@ import json
 import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
 
-from p4review.config import Settings
-from p4review.dal.js_analyzer_function import MAX_PAYLOAD_BYTES, JsAnalyzerFunction
 from p4review.errors import AnalyzerUnavailable
-from p4review.stages.review_setup import build_analyzers
+from p4review.review.analyzers.js_function import MAX_PAYLOAD_BYTES, JsAnalyzerFunction
+from p4review.review.setup import build_analyzers
+from p4review.settings.service import Settings
 
 FILES = {"f0001/app.js": "el.innerHTML = secretless;\n"}
 
@@ -65,10 +65,10 @@ def test_files_over_the_request_limit_are_not_sent():
 
 
 def test_the_review_stage_uses_the_function_only_when_it_is_configured():
-    class DataAccess:
+    class ReviewStores:
         js_analyzer_function = object()
 
     configured = Settings.model_validate({"P4REVIEW_JS_ANALYZER_FUNCTION": "p4review-dev-js-analyzers"})
-    assert build_analyzers(configured, DataAccess())._node_runner is DataAccess.js_analyzer_function
-    assert build_analyzers(Settings.model_validate({}), DataAccess())._node_runner is None
-    assert build_analyzers(Settings.model_validate({"P4REVIEW_ANALYZERS": ""}), DataAccess()) is None
+    assert build_analyzers(configured, ReviewStores())._node_runner is ReviewStores.js_analyzer_function
+    assert build_analyzers(Settings.model_validate({}), ReviewStores())._node_runner is None
+    assert build_analyzers(Settings.model_validate({"P4REVIEW_ANALYZERS": ""}), ReviewStores()) is None

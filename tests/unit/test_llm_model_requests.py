@@ -1,4 +1,4 @@
-"""Each model family's request, as its vendor accepts it (adapters/llm/model_capabilities.py).
+"""Each model family's request, as its vendor accepts it (review/llm/model_capabilities.py).
 
 - Bedrock: every Converse request the provider builds is validated with botocore's own
   ParamValidator against the bedrock-runtime service model botocore ships.
@@ -23,10 +23,11 @@ from openai.types.chat.completion_create_params import CompletionCreateParamsNon
 from openai.types.shared.reasoning_effort import ReasoningEffort
 from pydantic import BaseModel, ConfigDict
 
-from p4review.adapters.llm.anthropic_provider import AnthropicProvider
-from p4review.adapters.llm.base import RESULT_TOOL_NAME, LlmRequest
-from p4review.adapters.llm.bedrock_provider import BedrockProvider, supports_prompt_cache
-from p4review.adapters.llm.model_capabilities import (
+from p4review.models.review_result import REVIEW_RESULT_SCHEMA
+from p4review.review.llm.anthropic_provider import AnthropicProvider
+from p4review.review.llm.base import RESULT_TOOL_NAME, LlmRequest
+from p4review.review.llm.bedrock_provider import BedrockProvider, supports_prompt_cache
+from p4review.review.llm.model_capabilities import (
     ANTHROPIC_FAMILIES,
     BEDROCK_FAMILIES,
     FAMILIES,
@@ -37,8 +38,7 @@ from p4review.adapters.llm.model_capabilities import (
     normalize_model_id,
     output_token_limit,
 )
-from p4review.adapters.llm.openai_provider import OpenAIProvider
-from p4review.models.review_result import REVIEW_RESULT_SCHEMA
+from p4review.review.llm.openai_provider import OpenAIProvider
 
 GATEWAY = "https://llm-gateway.internal.example/v1"  # an OpenAI-compatible proxy
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from p4review.adapters.llm.base import LlmResponse, ProviderRateLimited
 from p4review.metric_names import DIMENSIONS, Dimension, MetricName, dimension_names
 from p4review.observability import metrics, publish_metric
-from p4review.stages.review_metrics import metered_completion
-from tests.support.emf import data_points
+from p4review.review.llm.base import LlmResponse, ProviderRateLimited
+from p4review.review.metrics import metered_completion
+from p4review_dev.support.emf import data_points
 
 
 @pytest.fixture(autouse=True)
@@ -76,7 +76,7 @@ def test_a_rate_limited_call_is_counted_and_raised_for_the_runtime_to_back_off(c
 
 def test_parser_diagnostics_are_one_metric_with_the_kind_as_dimension(capsys):
     from p4review.models.review_result import Diagnostic, ParseOutcome, ReviewResult, StoredReview
-    from p4review.stages.review_metrics import publish_review_metrics
+    from p4review.review.metrics import publish_review_metrics
 
     stored = StoredReview(result=ReviewResult(schema_version="1.0", prompt_version="1.2.0"), prompt_version="1.2.0")
     answers = [

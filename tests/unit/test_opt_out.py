@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from p4review.logic.opt_out import OPT_OUT_KEYWORD, opted_out
+from p4review.fetch.opt_out import OPT_OUT_KEYWORD, opted_out
 
 
 @pytest.mark.parametrize(

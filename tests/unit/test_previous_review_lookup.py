@@ -8,7 +8,7 @@ from typing import Any
 from p4review.errors import NotFoundError
 from p4review.models.job import ArtifactRefs, ChangeKind, ReviewJob
 from p4review.models.review_result import ReviewResult, StoredReview
-from p4review.stages.review_history import StoredReviewHistory
+from p4review.review.history_store import StoredReviewHistory
 
 CL = 500
 

@@ -8,14 +8,14 @@ import re
 import pytest
 
 from p4review.errors import ConfigError
-from p4review.logic.prompts import (
+from p4review.models.review_result import REVIEW_RESULT_SCHEMA, SCHEMA_VERSION, Category, Confidence, Severity
+from p4review.review.prompts import (
     estimate_tokens,
     load_registry,
     number_diff_lines,
     parse_registry,
     render_user_message,
 )
-from p4review.models.review_result import REVIEW_RESULT_SCHEMA, SCHEMA_VERSION, Category, Confidence, Severity
 
 REGISTRY = load_registry()
 TEMPLATES = sorted(REGISTRY.templates.values(), key=lambda t: t.version)

@@ -3,7 +3,7 @@ import json
 import pytest
 
 from p4review.errors import ConfigError
-from p4review.logic.recipients import (
+from p4review.notify.recipients import (
     INVALID_ADDRESS,
     MISSING_ADDRESS,
     UNVERIFIED_ADDRESS,

@@ -2,7 +2,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from p4review.logic.record_retention import expires_at_epoch, has_expired
+from p4review.stores.record_retention import expires_at_epoch, has_expired
 
 CREATED = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)
 

@@ -12,8 +12,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from p4review.errors import ConfigError, ErrorClass, NonRetryableError
-from p4review.logic.redaction import (
+from p4review.change.redaction import (
     RULESET_VERSION,
     RedactedDocument,
     RedactionError,
@@ -21,11 +20,12 @@ from p4review.logic.redaction import (
     Redactor,
     redact,
 )
-from p4review.logic.redaction.document import _mint, canonical_scanner
-from p4review.logic.redaction.filekind import FileKind
-from p4review.logic.redaction.rules import PatternRule, default_rules
-from p4review.logic.redaction.ruleset import AdoptedRule
-from p4review.logic.redaction.scanner import ScanRecord
+from p4review.change.redaction.document import _mint, canonical_scanner
+from p4review.change.redaction.filekind import FileKind
+from p4review.change.redaction.rules import PatternRule, default_rules
+from p4review.change.redaction.ruleset import AdoptedRule
+from p4review.change.redaction.scanner import ScanRecord
+from p4review.errors import ConfigError, ErrorClass, NonRetryableError
 
 POLICY = RedactionPolicy(
     deidentify_emails=True,
@@ -694,7 +694,7 @@ def test_ipv6_ranges_are_found_by_their_leading_digits_not_by_every_colon():
     can be written with fewer digits (or `::/0`) falls back to any colon."""
     import ipaddress
 
-    from p4review.logic.redaction.policy_rules import _ipv6_needles
+    from p4review.change.redaction.policy_rules import _ipv6_needles
 
     assert [n.literal for n in _ipv6_needles(ipaddress.ip_network("fc00::/7"))] == ["fc", "fd"]
     assert [n.literal for n in _ipv6_needles(ipaddress.ip_network("fe80::/10"))] == ["fe8", "fe9", "fea", "feb"]

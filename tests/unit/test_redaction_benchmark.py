@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.redaction import POLICY_CLASSES, Corpus, generate, prefix, score_pipeline
-from p4review.logic.redaction import RedactionPolicy
-from p4review.logic.unified_diff import parse_hunk_header
+from p4review.change.redaction import RedactionPolicy
+from p4review.change.unified_diff import parse_hunk_header
 
 SIZE = 300_000
 POOL = 300  # distinct clean lines per language: enough here, and quick to build

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
+from p4review.change.redaction import RedactionError
 from p4review.cli import redact as redact_cli
-from p4review.logic.redaction import RedactionError
 
 
 def run(argv: list[str], data: bytes) -> tuple[int, bytes]:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from p4review.logic.redaction import RedactionPolicy, redact
-from p4review.logic.redaction.policy import service_policy
+from p4review.change.redaction import RedactionPolicy, redact
+from p4review.change.redaction.policy import service_policy
 
 CASES_FILE = Path(__file__).parent / "data" / "redaction_regressions.txt"
 

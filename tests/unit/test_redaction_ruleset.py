@@ -10,10 +10,10 @@ import sys
 
 import pytest
 
+from p4review.change.redaction import RULESET_VERSION, Redactor, redact
+from p4review.change.redaction.ruleset import _exported, adopted_rules, class_name, ruleset_source
 from p4review.cli.main import main as cli_main
-from p4review.logic.redaction import RULESET_VERSION, Redactor, redact
-from p4review.logic.redaction.ruleset import _exported, adopted_rules, class_name, ruleset_source
-from tests.support.tools import load_tool
+from p4review_dev.support.tools import load_tool
 
 
 def test_the_committed_export_is_what_the_pinned_package_carries():

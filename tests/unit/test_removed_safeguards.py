@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from p4review.logic.change_redaction import prepare_review_input, redact_change
-from p4review.logic.offline_reviewer import OFFLINE_PROMPT_VERSION, RULE_IDS, review_change
-from p4review.logic.removed_safeguards import removed_safeguards
-from p4review.logic.result_parser import parse_review_result
+from p4review.change.snapshot_redaction import prepare_review_input, redact_change
 from p4review.models.change import ChangeDescription, ChangedFile, ChangeSnapshot, DiffStatus, FileDiff
+from p4review.review.offline.removed_safeguards import removed_safeguards
+from p4review.review.offline.reviewer import OFFLINE_PROMPT_VERSION, RULE_IDS, review_change
+from p4review.review.result_parser import parse_review_result
 
 NULL_CHECK_REMOVED = """\
 @@ -10,8 +10,5 @@ int parse(item *p)

@@ -10,8 +10,8 @@ import jsonschema
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from p4review.logic.result_parser import parse_review_result
 from p4review.models.review_result import REVIEW_RESULT_SCHEMA, ParseOutcome
+from p4review.review.result_parser import parse_review_result
 
 PROMPT = "2.1.0"
 CHANGED = [

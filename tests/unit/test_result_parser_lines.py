@@ -8,9 +8,9 @@ from typing import Any
 import jsonschema
 import pytest
 
-from p4review.logic.diff_lines import changed_lines_from_diff
-from p4review.logic.result_parser import LINE_OUTSIDE_DIFF, parse_review_result
+from p4review.change.diff_lines import changed_lines_from_diff
 from p4review.models.review_result import REVIEW_RESULT_SCHEMA, ParseOutcome
+from p4review.review.result_parser import LINE_OUTSIDE_DIFF, parse_review_result
 
 PROMPT = "2.1.0"
 BUFFER = "//depot/main/src/net/buffer.c"

@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 from hypothesis.internal.conjecture import utils as _cu
 from hypothesis_jsonschema import from_schema
 
-from p4review.logic.diff_lines import ChangedLines, changed_lines_from_diff
-from p4review.logic.result_parser import parse_review_result
+from p4review.change.diff_lines import ChangedLines, changed_lines_from_diff
 from p4review.models.review_result import REVIEW_RESULT_SCHEMA, ParseOutcome
+from p4review.review.result_parser import parse_review_result
 
 if not hasattr(_cu.many, "more"):
     # hypothesis-jsonschema 0.23.1 drives objects with `many.more()`, which newer Hypothesis

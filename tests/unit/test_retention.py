@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from p4review.runtime.retention import verify_retention
+from p4review.ops.retention import verify_retention
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 

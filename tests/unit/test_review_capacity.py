@@ -1,4 +1,4 @@
-"""The review stage's gate on the shared LLM token budget (p4review.stages.review_capacity): wait
+"""The review stage's gate on the shared LLM token budget (p4review.review.capacity): wait
 in place for granted tokens, give up (AwaitingCapacity) when they come too late, hold everyone
 off after a 429 with a Retry-After and ask once more."""
 
@@ -8,12 +8,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from p4review.adapters.llm.base import LlmRequest, LlmResponse, ProviderRateLimited
 from p4review.errors import AwaitingCapacity
-from p4review.logic.prompts import estimate_tokens
-from p4review.logic.token_budget import InMemoryTokenBudget
-from p4review.runtime.heartbeat import Lease
-from p4review.stages.review_capacity import TokenGate
+from p4review.pipeline.heartbeat import Lease
+from p4review.review.capacity import TokenGate
+from p4review.review.llm.base import LlmRequest, LlmResponse, ProviderRateLimited
+from p4review.review.prompts import estimate_tokens
+from p4review.review.token_budget import InMemoryTokenBudget
 
 TPM = 60_000  # one token per millisecond
 START = datetime(2026, 11, 25, 9, 0, tzinfo=UTC)

@@ -4,15 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from p4review.logic.review_history import (
-    compare_versions,
-    file_answers_for,
-    finding_fingerprint,
-    fingerprints_for,
-    normalized_title,
-    reusable_answers,
-)
+from p4review.change.fingerprints import finding_fingerprint, fingerprints_for, normalized_title
 from p4review.models.review_result import Finding
+from p4review.review.history import compare_versions, file_answers_for, reusable_answers
 
 PATH = "//depot/tools/loader.py"
 

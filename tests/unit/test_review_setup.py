@@ -1,10 +1,10 @@
 """The review stage's output limit, as requests carry it and the token budget reserves it: the
-configured one, at most the model's own (adapters/llm/model_capabilities.py)."""
+configured one, at most the model's own (review/llm/model_capabilities.py)."""
 
 import pytest
 
-from p4review.config import Settings
-from p4review.stages.review_setup import review_config
+from p4review.review.setup import review_config
+from p4review.settings.service import Settings
 
 
 @pytest.mark.parametrize(

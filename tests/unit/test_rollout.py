@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from p4review.logic.prompts import load_registry
-from p4review.logic.review_metrics import TRACK_CANARY, TRACK_STABLE
-from p4review.logic.rollout import choose_prompt, rollout_bucket
+from p4review.review.metric_tracks import TRACK_CANARY, TRACK_STABLE
+from p4review.review.prompts import load_registry
+from p4review.review.rollout import choose_prompt, rollout_bucket
 
 REGISTRY = load_registry()
 

@@ -1,4 +1,4 @@
-"""The signing key's rotation decisions (logic/secret_rotation.py): which step has work for which
+"""The signing key's rotation decisions (ops/secret_rotation.py): which step has work for which
 version labels, what a new key looks like, what testSecret refuses, how a credential's age is counted."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ from itertools import cycle
 
 import pytest
 
-from p4review.logic.secret_rotation import (
+from p4review.models.rotation import RotationRequest, RotationStep
+from p4review.ops.secret_rotation import (
     CURRENT,
     PENDING,
     SIGNING_KEY_ALPHABET,
@@ -20,7 +21,6 @@ from p4review.logic.secret_rotation import (
     signing_key_problem,
     step_has_work,
 )
-from p4review.models.rotation import RotationRequest, RotationStep
 
 PREVIOUS = "AWSPREVIOUS"
 STEPS = list(RotationStep)

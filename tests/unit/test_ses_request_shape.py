@@ -9,9 +9,9 @@ import botocore.session
 import pytest
 from botocore.validate import ParamValidator
 
-from p4review.adapters.ses import DELIVERY_TAG, SesSender
-from p4review.logic.delivery import delivery_token, message_id_for
 from p4review.models.outbox import SendOutcome
+from p4review.notify.delivery import delivery_token, message_id_for
+from p4review.notify.email.ses import DELIVERY_TAG, SesSender
 
 SENDER = "p4review@example.com"
 RECIPIENT = "dkowalski@example.com"

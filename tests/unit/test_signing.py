@@ -1,6 +1,6 @@
 import pytest
 
-from p4review.logic.signing import SignatureProblem, sign, signed_headers, verify
+from p4review.ingest.signing import SignatureProblem, sign, signed_headers, verify
 
 BODY = b'{"idempotency_key":"k"}'
 

@@ -6,8 +6,17 @@ import re
 
 import pytest
 
-from p4review.logic.review_history import finding_fingerprint
-from p4review.logic.swarm_comments import (
+from p4review.change.fingerprints import finding_fingerprint
+from p4review.models.review_result import (
+    Coverage,
+    Finding,
+    ResolvedFinding,
+    ReviewResult,
+    SkippedFile,
+    StoredReview,
+    VersionHistory,
+)
+from p4review.notify.swarm.comments import (
     MAX_BODY_CHARS,
     SUMMARY_KEY,
     anchor_context,
@@ -18,15 +27,6 @@ from p4review.logic.swarm_comments import (
     plan_comments,
     render_finding_comment,
     render_summary_comment,
-)
-from p4review.models.review_result import (
-    Coverage,
-    Finding,
-    ResolvedFinding,
-    ReviewResult,
-    SkippedFile,
-    StoredReview,
-    VersionHistory,
 )
 
 MARKER = re.compile(r"^p4review:[0-9a-f]{24}$")

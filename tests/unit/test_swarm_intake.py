@@ -1,5 +1,5 @@
-"""A Swarm workflow test call as a review request (logic/swarm_intake.py) and the verdict's
-delivery (adapters/swarm_callback.py, with a fake opener: no network)."""
+"""A Swarm workflow test call as a review request (ingest/swarm_intake.py) and the verdict's
+delivery (notify/swarm/callback.py, with a fake opener: no network)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,14 @@ import urllib.error
 import pytest
 from pydantic import ValidationError as PydanticValidationError
 
-from p4review.adapters.swarm_callback import post_verdict
+from p4review import swarm_urls
 from p4review.errors import ErrorClass, NonRetryableError, RetryableError
-from p4review.logic import swarm_intake
-from p4review.logic.intake import IntakeAnswer, IntakeOutcome, Replay
-from p4review.logic.swarm_verdict import CallbackRequest
+from p4review.ingest import swarm_intake
+from p4review.ingest.intake import IntakeAnswer, IntakeOutcome, Replay
 from p4review.models.job import ChangeKind, ReviewJob, ShelfRef
 from p4review.models.swarm_test import SwarmTestCall
+from p4review.notify.swarm.callback import post_verdict
+from p4review.notify.swarm.verdict import CallbackRequest
 
 SWARM = "https://swarm.example.test"
 PASS = f"{SWARM}/reviews/48300/tests/pass/TOKEN.v2/"
@@ -100,7 +101,7 @@ def test_control_characters_and_ids_that_are_not_numbers_are_refused(overrides):
     ],
 )
 def test_urls_on_the_swarm_are_allowed(url):
-    assert swarm_intake.callback_url_problem(url, SWARM) is None
+    assert swarm_urls.callback_url_problem(url, SWARM) is None
 
 
 @pytest.mark.parametrize(
@@ -119,20 +120,20 @@ def test_urls_on_the_swarm_are_allowed(url):
     ],
 )
 def test_urls_elsewhere_are_refused(url, problem):
-    assert swarm_intake.callback_url_problem(url, SWARM) == problem
+    assert swarm_urls.callback_url_problem(url, SWARM) == problem
 
 
 def test_a_swarm_under_a_path_keeps_callbacks_under_it():
     base = "http://localhost:8080/swarm/"
-    assert swarm_intake.callback_url_problem("http://localhost:8080/swarm/reviews/1/tests/pass/T/", base) is None
-    assert swarm_intake.callback_url_problem("http://localhost:8080/swarmy/x", base) == (
+    assert swarm_urls.callback_url_problem("http://localhost:8080/swarm/reviews/1/tests/pass/T/", base) is None
+    assert swarm_urls.callback_url_problem("http://localhost:8080/swarmy/x", base) == (
         "must be under the Swarm URL's path"
     )
-    assert swarm_intake.callback_url_problem("http://localhost/swarm/x", base) == "must use the Swarm port"
+    assert swarm_urls.callback_url_problem("http://localhost/swarm/x", base) == "must use the Swarm port"
 
 
 def test_a_misconfigured_swarm_url_refuses_everything():
-    assert swarm_intake.callback_url_problem(PASS, "swarm.example.test") == "P4REVIEW_SWARM_URL is not an http(s) URL"
+    assert swarm_urls.callback_url_problem(PASS, "swarm.example.test") == "P4REVIEW_SWARM_URL is not an http(s) URL"
 
 
 # --- token ---------------------------------------------------------------------------------------------

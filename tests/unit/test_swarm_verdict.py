@@ -1,4 +1,4 @@
-"""The Swarm workflow test's verdict (logic/swarm_verdict.py): when a review fails the test, the
+"""The Swarm workflow test's verdict (notify/swarm/verdict.py): when a review fails the test, the
 one-line summary Swarm shows, and the callback request that tells Swarm."""
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from p4review.config import Settings
-from p4review.logic.swarm_verdict import (
+from p4review.models.job import SwarmTestRef
+from p4review.models.review_result import Finding, Severity
+from p4review.notify.swarm.verdict import (
     MAX_MESSAGE_CHARS,
     Outcome,
     Verdict,
@@ -17,8 +18,7 @@ from p4review.logic.swarm_verdict import (
     fail_threshold,
     verdict,
 )
-from p4review.models.job import SwarmTestRef
-from p4review.models.review_result import Finding, Severity
+from p4review.settings.service import Settings
 
 # Swarm's own callback URLs (TestExecutor::generateCallbackUrls, TestRunApi routes).
 PASS_URL = "https://swarm.example.test/api/v10/testruns/7/pass/0123456789ABCDEF0123456789ABCDEF"

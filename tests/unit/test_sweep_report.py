@@ -13,8 +13,8 @@ from p4review.clock import set_time_source, to_iso
 from p4review.metric_names import Dimension, MetricName, dimension_names
 from p4review.models.job import STAGE_ORDER, StageName, StageState, StageStatus
 from p4review.observability import metrics
-from p4review.runtime.sweeper import publish_sweep_metrics, sweep
-from tests.support.emf import data_points
+from p4review.ops.sweeper import publish_sweep_metrics, sweep
+from p4review_dev.support.emf import data_points
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 DONE = StageState(status=StageStatus.COMPLETED)

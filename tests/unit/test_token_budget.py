@@ -1,4 +1,4 @@
-"""The shared LLM token budget's arithmetic (p4review.logic.token_budget): a GCRA token bucket
+"""The shared LLM token budget's arithmetic (p4review.review.token_budget): a GCRA token bucket
 holding one minute of tokens, kept in one number."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from p4review.logic.token_budget import (
+from p4review.review.token_budget import (
     BURST_MS,
     InMemoryTokenBudget,
     admit,

@@ -1,8 +1,8 @@
 import pytest
 
 from p4review.errors import IllegalTransitionError
-from p4review.logic.transitions import ALLOWED_TRANSITIONS, can_transition, check_transition, predecessors
 from p4review.models.job import JobStatus
+from p4review.stores.transitions import ALLOWED_TRANSITIONS, can_transition, check_transition, predecessors
 
 
 def test_terminal_statuses_have_no_way_out():

@@ -13,8 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from p4review.logic import signing
-from tests.support.trigger import TRIGGER_FILE, FakeApi, FakeP4, load_trigger, spool_files, write_config, write_secret
+from p4review.ingest import signing
+from p4review_dev.support.trigger import (
+    TRIGGER_FILE,
+    FakeApi,
+    FakeP4,
+    load_trigger,
+    spool_files,
+    write_config,
+    write_secret,
+)
 
 trigger = load_trigger()
 

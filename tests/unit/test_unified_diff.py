@@ -1,7 +1,7 @@
-"""The one hunk walker (logic/unified_diff.py) that excerpts, changed lines and Swarm's comment
+"""The one hunk walker (change/unified_diff.py) that excerpts, changed lines and Swarm's comment
 context all read: both sides' line numbers, removed lines, and where each hunk starts."""
 
-from p4review.logic.unified_diff import iter_hunk_lines, iter_new_side_lines
+from p4review.change.unified_diff import iter_hunk_lines, iter_new_side_lines
 
 DIFF = (
     "--- a/f.c\n+++ b/f.c\n"

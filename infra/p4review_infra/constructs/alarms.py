@@ -67,7 +67,7 @@ class Alarms(Construct):
             Duration.minutes(5),
             "A replayed job failed again with the same error class; see docs/runbook.md.",
         )
-        # The sweeper's TTL verification (runtime/retention.py): an artifact day older than its
+        # The sweeper's TTL verification (ops/retention.py): an artifact day older than its
         # bucket's expiration plus one grace day means lifecycle expiry is not happening.
         self.artifact_ttl = self._on_runtime_metric(
             MetricName.ARTIFACT_TTL_VIOLATIONS,
@@ -76,7 +76,7 @@ class Alarms(Construct):
             "An artifact outlived its bucket's TTL (+1 day grace): check the bucket's lifecycle rule; "
             "the sweeper's log names the bucket, prefix and day.",
         )
-        # Notify found a delivery row marked sent without provider evidence (stages/notify.py:
+        # Notify found a delivery row marked sent without provider evidence (notify/stage.py:
         # _reconcile_unevidenced): the send-then-mark ordering contract was violated somewhere.
         self.sent_without_evidence = self._on_runtime_metric(
             MetricName.SENT_WITHOUT_EVIDENCE,

@@ -16,9 +16,9 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from p4review.config import Settings
 from p4review.metric_names import Dimension, MetricName
 from p4review.resources import SIGNING_SECRET
+from p4review.settings.service import Settings
 from p4review_infra.constructs.alarms import Alarms, own_metric
 from p4review_infra.constructs.function import P4ReviewFunction
 from p4review_infra.constructs.secrets import Secrets

@@ -14,9 +14,9 @@ from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
-from p4review.logic import review_metrics as m
 from p4review.metric_names import BacklogState, Dimension, MetricName, TokenType
 from p4review.models.job import STAGE_ORDER
+from p4review.review import metric_tracks as m
 from p4review_infra.constructs.alarms import own_metric
 from p4review_infra.constructs.rollout_alarms import per_answer, rejection_rate
 from p4review_infra.constructs.stage_queue import StageQueue

@@ -1,5 +1,5 @@
 """Alarms of the prompt rollout (docs/rollout.md), on the per-track metrics the review stage
-publishes (p4review.logic.review_metrics, dimensions {service, PromptTrack}).
+publishes (p4review.review.metric_tracks, dimensions {service, PromptTrack}).
 
 * canary rejections: the canary's answers are rejected by the parser at more than twice the
   stable track's rate, for 30 minutes in a row: roll the canary back.
@@ -12,7 +12,7 @@ from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
-from p4review.logic import review_metrics as m
+from p4review.review import metric_tracks as m
 from p4review_infra.constructs.alarms import METRICS_NAMESPACE, SERVICE_DIMENSION, Alarms
 
 PERIOD = Duration.minutes(5)

@@ -19,7 +19,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
-from p4review.logic.secret_rotation import SIGNING_KEY_LENGTH
+from p4review.ops.secret_rotation import SIGNING_KEY_LENGTH
 from p4review.resources import LLM_SECRET, P4_SECRET, SIGNING_SECRET, SMTP_SECRET, SecretSpec
 from p4review_infra.nag import acknowledge
 from p4review_infra.swarm_config import SWARM_SECRET, SWARM_TEST_TOKEN_SECRET

@@ -10,7 +10,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
-from p4review.logic.signing import signed_headers
+from p4review.ingest.signing import signed_headers
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,10 @@ import sys
 from collections.abc import Callable
 from typing import Any, BinaryIO, TextIO
 
-from p4review.logic.diff_lines import ChangedLines, changed_lines_from_diff, split_describe_diff
-from p4review.logic.prompts import load_registry
-from p4review.logic.result_parser import LINE_POLICIES, parse_review_result, reconcile_file
+from p4review.change.diff_lines import ChangedLines, changed_lines_from_diff, split_describe_diff
 from p4review.models.review_result import SCHEMA_VERSION
+from p4review.review.prompts import load_registry
+from p4review.review.result_parser import LINE_POLICIES, parse_review_result, reconcile_file
 
 
 class UsageError(Exception):

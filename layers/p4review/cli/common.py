@@ -35,7 +35,7 @@ def load_env_file(path: str | Path) -> dict[str, str]:
 def data_access(args: argparse.Namespace):
     """The data-access layer for `--env-file` (or `<state-dir>/stack.env` when present and
     `P4REVIEW_JOBS_TABLE` is not already set)."""
-    from p4review.dal.factory import get_data_access, reset_data_access
+    from p4review.stores.factory import get_data_access, reset_data_access
 
     env_file = getattr(args, "env_file", None)
     if env_file:

@@ -26,9 +26,9 @@ import json
 import sys
 from typing import Any
 
+from p4review.change.depot_paths import sanitize_for_log
 from p4review.cli.common import data_access, default_actor, fail
 from p4review.errors import IllegalTransitionError, NotFoundError, P4ReviewError
-from p4review.logic.depot_paths import sanitize_for_log
 from p4review.models.job import JobStatus, StageName
 from p4review.models.messages import StageMessage
 from p4review.models.outbox import DeliveryAction, DeliveryStatus, OutboxRow

@@ -19,12 +19,12 @@ import json
 import sys
 from typing import Any
 
+from p4review.change.depot_paths import sanitize_for_log
+from p4review.change.redaction import redact
 from p4review.cli.common import data_access, default_actor, fail
 from p4review.errors import ConfigError, P4ReviewError
-from p4review.logic.depot_paths import sanitize_for_log
-from p4review.logic.redaction import redact
-from p4review.logic.replay import BARE_FIELDS, ENVELOPE_FIELDS, parse_dead_letter, redrive
 from p4review.models.job import StageName
+from p4review.pipeline.replay import BARE_FIELDS, ENVELOPE_FIELDS, parse_dead_letter, redrive
 
 # A shown field's length cap (an envelope's last_stack is the longest field the runtime writes).
 _SHOWN_LIMIT = 8192

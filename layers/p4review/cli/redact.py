@@ -21,9 +21,9 @@ import json
 import sys
 from typing import BinaryIO
 
+from p4review.change.redaction import RedactionError, RedactionPolicy, Redactor
+from p4review.change.redaction.policy import service_policy
 from p4review.errors import ConfigError
-from p4review.logic.redaction import RedactionError, RedactionPolicy, Redactor
-from p4review.logic.redaction.policy import service_policy
 
 
 def policy_from_args(args: argparse.Namespace) -> RedactionPolicy:

@@ -13,12 +13,13 @@ from dataclasses import asdict
 
 from p4review.cli.common import data_access, fail
 from p4review.errors import P4ReviewError
+from p4review.ops.stores import ops_stores
 
 
 def cmd_retention_backfill(args: argparse.Namespace) -> int:
     dal = data_access(args)
     try:
-        report = dal.retention_backfill.run()
+        report = ops_stores(dal).retention_backfill.run()
     except P4ReviewError as exc:
         return fail(f"retention backfill stopped: {exc.message} (running it again resumes; nothing is done twice)")
     print(json.dumps(asdict(report), sort_keys=True))

@@ -25,14 +25,14 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from p4review.config import get_settings
+from p4review.change.diff_lines import split_describe_diff
+from p4review.change.snapshot_redaction import stream_change_artifacts
 from p4review.errors import P4ReviewError
-from p4review.logic.change_redaction import stream_change_artifacts
-from p4review.logic.diff_lines import split_describe_diff
 from p4review.metric_names import SERVICE
 from p4review.models.change import ChangeDescription, ChangedFile, ChangeKind, DiffStatus, FileDiff
 from p4review.models.job import ReviewJob, job_id_for
 from p4review.models.review_result import StoredReview
+from p4review.settings.service import get_settings
 
 PROVIDERS = ("offline", "openai", "anthropic", "bedrock")
 # A change number for the review's bookkeeping (prompt track choice, keys); no depot is asked.
@@ -107,7 +107,7 @@ def review_diff(
     (`artifacts` keeps the redacted change the reviewer saw, under "change"). `files` maps a
     diff section's path to the file's new-side content, for the analyzers; `analyzers`
     overrides P4REVIEW_ANALYZERS ("" for none)."""
-    from p4review.stages.review_setup import build_review_work
+    from p4review.review.setup import build_review_work
 
     sections = split_describe_diff(diff_text)
     if not sections:
@@ -148,24 +148,27 @@ def review_diff(
     )
     data_access = None
     if provider in ("openai", "anthropic"):
-        from p4review.dal.factory import get_data_access
+        from p4review.stores.factory import get_data_access
 
         data_access = get_data_access()
-    work = build_review_work(settings, _ReviewDataAccess(artifacts, data_access), with_history=False)
+    from p4review.review.stores import review_stores
+
+    work = build_review_work(
+        settings,
+        _ReviewDataAccess(artifacts),
+        with_history=False,
+        stores=review_stores(data_access) if data_access is not None else None,
+    )
     output = work.run(job, NoLease())  # type: ignore[arg-type]
     return StoredReview.model_validate(artifacts.get_json(output.updates["artifacts"]["result_key"]))
 
 
 class _ReviewDataAccess:
-    """What build_review_work reads from the DAL: the artifacts here, the LLM key from AWS."""
+    """What build_review_work reads from the DAL without history: the artifacts, here in memory
+    (the LLM key comes from AWS, through the review's own stores)."""
 
-    def __init__(self, artifacts: MemoryArtifacts, data_access: Any) -> None:
+    def __init__(self, artifacts: MemoryArtifacts) -> None:
         self.redacted_artifacts = artifacts
-        self._data_access = data_access
-
-    @property
-    def llm_credentials(self) -> Any:
-        return self._data_access.llm_credentials
 
 
 @contextlib.contextmanager

@@ -19,8 +19,6 @@ from email import message_from_bytes
 from email.policy import default as default_policy
 from pathlib import Path
 
-from p4review.logic.delivery import delivery_token, message_id_for
-from p4review.logic.email_render import render_review_email
 from p4review.models.change import ChangeDescription, ChangedFile, DiffStatus, FileDiff
 from p4review.models.job import ChangeKind, ReviewJob, job_id_for, request_fingerprint
 from p4review.models.review_result import (
@@ -32,6 +30,8 @@ from p4review.models.review_result import (
     StoredReview,
     VersionHistory,
 )
+from p4review.notify.delivery import delivery_token, message_id_for
+from p4review.notify.email.render import render_review_email
 
 SWARM_URL = "https://swarm.example.com"
 SCREENSHOT_WIDTH = 1000

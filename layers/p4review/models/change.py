@@ -40,7 +40,7 @@ class SkipReason(StrEnum):
     NOT_FOUND = "not_found"  # obliterated or re-shelved between describe and fetch
     UNSUPPORTED_ACTION = "unsupported_action"
     IGNORED_BY_POLICY = "ignored_by_policy"  # an `ignore` glob of the depot's .p4review.toml: never fetched
-    GENERATED = "generated"  # its header says a generator wrote it (logic/generated.py): not reviewed
+    GENERATED = "generated"  # its header says a generator wrote it (change/generated.py): not reviewed
 
 
 class ChangedFile(BaseModel):
@@ -64,7 +64,7 @@ class FileDiff(BaseModel):
     status: DiffStatus
     unified_diff: str = ""
     skip_reason: str | None = None  # a SkipReason value (plain str: artifacts outlive the enum)
-    # The whole new-side text, kept only for a file an enabled analyzer reads (logic/analysis.py);
+    # The whole new-side text, kept only for a file an enabled analyzer reads (review/analyzers/analysis.py);
     # redacted like the diff.
     new_content: str | None = None
 

@@ -171,10 +171,10 @@ class ReviewJob(BaseModel):
     swarm_comments_required: int | None = None
     swarm_comments_posted: int = 0
     swarm_test_verdict: str | None = None
-    # The opt-out keyword the change's description carried (logic/opt_out.py): fetched no content,
+    # The opt-out keyword the change's description carried (fetch/opt_out.py): fetched no content,
     # reviewed nothing, emailed no one.
     opted_out: str | None = None
-    # Operator replays out of dead_lettered (p4review.dal.dynamo_replay.replay_stage).
+    # Operator replays out of dead_lettered (p4review.stores.job_replay.replay_stage).
     replays: int = 0
     # Set when a Swarm workflow test asked for this review (POST /v1/swarm/tests): where its
     # pass/fail verdict goes once the review is done.

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from p4review.models.review_result import Severity
+from p4review.models.review_result import Confidence, Severity
 
 POLICY_FILE_NAME = ".p4review.toml"
 POLICY_SCHEMA_VERSION = 1
@@ -72,3 +72,40 @@ class ChangePolicy(BaseModel):
 
     policies: list[DepotPolicy] = Field(default_factory=list)
     diagnostics: list[PolicyDiagnostic] = Field(default_factory=list)
+
+
+# The path rules a depot policy and the deployment settings both give: noise controls (applied
+# by review/noise.py) and reviewers (planned by notify/recipients.py).
+class NoiseRule(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prefix: str = Field(min_length=1)
+    max_findings: int | None = Field(default=None, ge=0)
+    min_severity: Severity | None = None
+    min_confidence: Confidence | None = None
+
+    @property
+    def base(self) -> str:
+        return self.prefix[:-3] if self.prefix.endswith("...") else self.prefix
+
+    def matches(self, depot_path: str) -> bool:
+        return depot_path.startswith(self.base)
+
+
+class ReviewerRule(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prefix: str = Field(min_length=3)
+    # Plain strings: an invalid address here becomes a failed delivery row, not a refused start.
+    reviewers: tuple[str, ...] = Field(min_length=1)
+
+    @field_validator("prefix")
+    @classmethod
+    def _directory_prefix(cls, value: str) -> str:
+        if not value.startswith("//") or not (value.endswith("...") or value.endswith("/")):
+            raise ValueError("prefix must look like //depot/dir/... or //depot/dir/")
+        return value
+
+    @property
+    def base(self) -> str:
+        return self.prefix[:-3] if self.prefix.endswith("...") else self.prefix

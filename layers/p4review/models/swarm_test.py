@@ -28,7 +28,7 @@ def _digits_to_int(value: Any) -> Any:
 SwarmChange = Annotated[StrictInt, BeforeValidator(_digits_to_int), Field(ge=1, le=2_147_483_647)]
 SwarmVersion = Annotated[StrictInt, BeforeValidator(_digits_to_int), Field(ge=1, le=1_000_000)]
 # Swarm's callback URLs: printable ASCII, no spaces (the host is checked against P4REVIEW_SWARM_URL
-# by logic/swarm_intake.py, which needs the settings).
+# by ingest/swarm_intake.py, which needs the settings).
 CallbackUrl = Annotated[str, StringConstraints(min_length=1, max_length=2048, pattern=r"^[\x21-\x7e]+$")]
 # Swarm's names are any text, non-ASCII included: a test definition's name 1 to 32 characters
 # (module/TestIntegration/src/Filter/TestDefinition.php addNameFilter), a test run's `test` 1 to 1000

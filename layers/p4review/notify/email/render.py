@@ -1,0 +1,724 @@
+"""Render a review as a complete RFC 5322 email (multipart/alternative: text + HTML).
+
+Pure and deterministic: the same inputs give byte-identical bytes. The Date header comes
+from the job's `created_at` (never the current time), the MIME boundary is derived from
+the Message-ID, and both parts use quoted-printable, which encodes every `=` -- so the
+boundary (which starts with `=_`) can never occur inside a part's encoded body."""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import re
+import unicodedata
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.message import EmailMessage
+from email.policy import SMTP
+from email.utils import format_datetime
+
+from p4review.change.depot_paths import escaped_character, sanitize_for_log
+from p4review.change.excerpts import code_excerpt
+from p4review.models.change import ChangeDescription, DiffStatus, FileDiff
+from p4review.models.job import ReviewJob
+from p4review.models.policy import ChangePolicy
+from p4review.models.review_result import (
+    SEVERITY_ORDER,
+    Coverage,
+    Finding,
+    ReviewResult,
+    Severity,
+    VersionHistory,
+)
+
+DESCRIPTION_EXCERPT_CHARS = 120
+_PATH_LIMIT = 1024  # a depot path is far shorter; the cap only bounds hostile input
+_CODE_LINE_LIMIT = 160
+_SUBJECT_COUNTED = (Severity.CRITICAL, Severity.HIGH)
+_SUGGESTED_LINES = 24
+
+
+# ---------------------------------------------------------------------------------------
+# Helpers
+
+
+def _clean(text: str) -> str:
+    """Text safe to put in a body: valid Unicode, no control characters except newline/tab."""
+    text = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates -> "?"
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return "".join(ch for ch in text if ch in "\n\t" or unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Co", "Cn"))
+
+
+def _one_line(text: str, limit: int) -> str:
+    collapsed = re.sub(r"\s+", " ", _clean(text)).strip()
+    if len(collapsed) > limit:
+        return collapsed[: limit - 3].rstrip() + "..."
+    return collapsed
+
+
+def _shown_path(path: str) -> str:
+    """A file path as it is, control, invisible and look-alike characters escaped visibly
+    (`\\x0d\\x0a`): a path is an identifier, so it is neither cleaned nor folded onto one line
+    (a path holding CR LF must not become a body line of its own, e.g. a fake `Subject:`)."""
+    return sanitize_for_log(path, limit=_PATH_LIMIT)
+
+
+def _code_line(text: str, limit: int = _CODE_LINE_LIMIT) -> str:
+    """One line of code as it is, except: tabs expanded, and control and invisible (format)
+    characters escaped visibly, so a bidi override cannot reorder what the reader sees (Trojan
+    Source); a long line is cut."""
+    shown = []
+    for char in text.expandtabs(4):
+        if unicodedata.category(char) in ("Cc", "Cf", "Cs", "Co", "Cn"):
+            shown.append(escaped_character(char))
+        else:
+            shown.append(char)
+    line = "".join(shown).rstrip()
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def description_excerpt(description: str, limit: int = DESCRIPTION_EXCERPT_CHARS) -> str:
+    """The first non-empty line of a changelist description, cleaned and truncated."""
+    for line in _clean(description).split("\n"):
+        if line.strip():
+            return _one_line(line, limit)
+    return "(no description)"
+
+
+def _date_header(created_at: str) -> str:
+    moment: datetime | None = None
+    for fmt in ("%Y-%m-%dT%H:%M:%S.%fZ", "%Y-%m-%dT%H:%M:%SZ"):
+        try:
+            moment = datetime.strptime(created_at, fmt).replace(tzinfo=UTC)
+            break
+        except ValueError:
+            continue
+    if moment is None:
+        try:
+            moment = datetime.fromisoformat(created_at)
+        except ValueError:
+            raise ValueError("job.created_at is not an ISO-8601 timestamp") from None
+        moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    return format_datetime(moment.replace(microsecond=0))
+
+
+def _boundary(message_id: str) -> str:
+    return "=_p4review_" + hashlib.sha256(message_id.encode("utf-8", "replace")).hexdigest()[:32]
+
+
+def _message_id_header(message_id: str) -> str:
+    value = message_id.strip()
+    return value if value.startswith("<") and value.endswith(">") else f"<{value}>"
+
+
+def _severity_counts(result: ReviewResult) -> dict[Severity, int]:
+    counts = {severity: 0 for severity in SEVERITY_ORDER}
+    for finding in result.findings:
+        counts[Severity(finding.severity)] += 1
+    return counts
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _location(finding: Finding) -> str:
+    if finding.end_line is not None and finding.end_line != finding.line:
+        return f"{_shown_path(finding.file)}:{finding.line}-{finding.end_line}"
+    return f"{_shown_path(finding.file)}:{finding.line}"
+
+
+def _grouped(findings: Sequence[Finding]) -> list[tuple[Severity, list[Finding]]]:
+    groups: list[tuple[Severity, list[Finding]]] = []
+    for severity in SEVERITY_ORDER:
+        members = [f for f in findings if Severity(f.severity) == severity]
+        if members:
+            groups.append((severity, members))
+    return groups
+
+
+def _coverage(coverage: Coverage | Sequence[FileDiff]) -> tuple[list[str], list[tuple[str, str]]]:
+    """Files reviewed, and files skipped with the reason: the review's coverage section when it
+    has one (it knows chunking's skips: too_large, budget_exhausted...), else the fetch's diffs."""
+    if isinstance(coverage, Coverage):
+        return [_shown_path(path) for path in coverage.files_reviewed], [
+            (_shown_path(s.file), _one_line(s.reason, 200)) for s in coverage.files_skipped
+        ]
+    reviewed = [_shown_path(d.depot_path) for d in coverage if d.status == DiffStatus.FETCHED]
+    skipped = [
+        (_shown_path(d.depot_path), d.skip_reason or "not reviewed") for d in coverage if d.status != DiffStatus.FETCHED
+    ]
+    return reviewed, skipped
+
+
+def _swarm_link(swarm_url: str | None, changelist_id: int) -> str | None:
+    if not swarm_url:
+        return None
+    base = swarm_url.strip().rstrip("/")
+    if not re.match(r"(?i)https?://", base):
+        return None
+    return f"{base}/changes/{changelist_id}"
+
+
+def _findings_headline(result: ReviewResult) -> str:
+    if not result.findings:
+        return "No findings."
+    counts = _severity_counts(result)
+    parts = ", ".join(f"{counts[s]} {s.value}" for s in SEVERITY_ORDER if counts[s])
+    return f"{_plural(len(result.findings), 'finding')} ({parts})."
+
+
+# ---------------------------------------------------------------------------------------
+# Public API
+
+
+def _follows(job: ReviewJob) -> str:
+    """A submit of a shelved change: which shelf version (and pending number) it follows."""
+    shelf = job.follows_shelf
+    return f"shelf v{shelf.review_version} of CL {shelf.changelist_id}" if shelf else ""
+
+
+def subject_for(job: ReviewJob, result: ReviewResult, history: VersionHistory | None = None) -> str:
+    """`[p4review] CL 12345 v2: 3 findings (1 high)` or `[p4review] CL 12345 v2: no findings`;
+    a versioned rerun adds what changed since the previous version: `; 1 new, 2 resolved` (short:
+    a subject past 78 characters is folded, and some clients show the fold)."""
+    prefix = f"[p4review] CL {job.changelist_id} v{job.review_version}"
+    if not result.findings:
+        text = f"{prefix}: no findings"
+    else:
+        counts = _severity_counts(result)
+        severe = ", ".join(f"{counts[s]} {s.value}" for s in _SUBJECT_COUNTED if counts[s])
+        text = f"{prefix}: {_plural(len(result.findings), 'finding')}"
+        text = f"{text} ({severe})" if severe else text
+    if history is not None:
+        text += f"; {len(history.new)} new, {len(history.resolved)} resolved"
+    return text
+
+
+@dataclass(frozen=True)
+class CodeLineView:
+    number: int
+    text: str
+    added: bool
+    flagged: bool
+
+
+@dataclass(frozen=True)
+class FindingView:
+    location: str
+    title: str
+    category: str
+    message_lines: tuple[str, ...]
+    suggestion: str | None
+    code: tuple[CodeLineView, ...] = ()  # the flagged lines and two of context, from the redacted diff
+    link: str | None = None  # the file in Swarm's view of the change, when a Swarm URL is configured
+    rule: str | None = None  # an analyzer's rule (`ruff/S602`)
+    suggested_code: tuple[str, ...] = ()  # schema 1.1: the replacement lines, as the model gave them
+
+
+FindingGroups = tuple[tuple[str, tuple[FindingView, ...]], ...]  # (SEVERITY, findings), most severe first
+
+
+@dataclass(frozen=True)
+class ResolvedView:
+    severity: str
+    location: str  # where it was in the previous version
+    title: str
+
+
+@dataclass(frozen=True)
+class ChangesView:
+    """A versioned rerun: what changed since the previous version, shown first."""
+
+    previous_version: int
+    headline: str  # "Since v1: 1 new, 2 still open, 1 resolved."
+    new: FindingGroups
+    still_open: FindingGroups
+    resolved: tuple[ResolvedView, ...]
+    note: str | None  # files carried over, findings not re-checked
+
+
+@dataclass(frozen=True)
+class EmailView:
+    """Everything the email shows, cleaned, escaped for control characters and truncated once;
+    the text and HTML renderers only lay it out (HTML-escaping is the HTML renderer's)."""
+
+    subject: str
+    changelist_id: int
+    owner: str
+    kind: str
+    review_version: int
+    follows: str | None
+    description: str
+    swarm_link: str | None
+    summary: str | None
+    headline: str
+    groups: FindingGroups  # every finding; a rerun shows `changes` instead
+    reviewed: tuple[str, ...]
+    skipped: tuple[tuple[str, str], ...]  # (path, reason)
+    job_id: str
+    prompt_version: str
+    schema_version: str
+    changes: ChangesView | None = None
+    policy_notes: tuple[str, ...] = ()  # the depot policies used, and why any was not (footer)
+
+
+def _code_view(diff_text: str | None, finding: Finding) -> tuple[CodeLineView, ...]:
+    if not diff_text:
+        return ()
+    return tuple(
+        CodeLineView(number=entry.line, text=_code_line(entry.text), added=entry.added, flagged=entry.flagged)
+        for entry in code_excerpt(diff_text, finding.line, finding.end_line)
+    )
+
+
+def _finding_link(change_link: str | None, path: str) -> str | None:
+    """Swarm's change page names each file's diff by the MD5 of its depot path."""
+    if not change_link:
+        return None
+    return f"{change_link}#{hashlib.md5(path.encode('utf-8', 'surrogatepass'), usedforsecurity=False).hexdigest()}"
+
+
+def _finding_view(finding: Finding, diff_of: dict[str, str], change_link: str | None) -> FindingView:
+    return FindingView(
+        location=_location(finding),
+        title=_one_line(finding.title, 200),
+        category=_one_line(str(finding.category), 40),
+        message_lines=tuple(line.rstrip() for line in _clean(finding.message).split("\n")),
+        suggestion=_one_line(finding.suggestion, 1000) if finding.suggestion and finding.suggestion.strip() else None,
+        code=_code_view(diff_of.get(finding.file), finding),
+        link=_finding_link(change_link, finding.file),
+        rule=_one_line(finding.rule_id, 80) if finding.rule_id and "/" in finding.rule_id else None,
+        suggested_code=_suggested_lines(finding.suggested_code),
+    )
+
+
+def _suggested_lines(code: str | None) -> tuple[str, ...]:
+    """The model's replacement code, each line shown as code is (control characters escaped),
+    at most MAX_EXCERPT_LINES * 2 lines."""
+    if not code or not code.strip():
+        return ()
+    lines = _clean(code).split("\n")
+    shown = tuple(_code_line(line) for line in lines[:_SUGGESTED_LINES])
+    return shown + (("...",) if len(lines) > _SUGGESTED_LINES else ())
+
+
+def _groups(findings: Sequence[Finding], diff_of: dict[str, str], change_link: str | None) -> FindingGroups:
+    return tuple(
+        (severity.value.upper(), tuple(_finding_view(f, diff_of, change_link) for f in members))
+        for severity, members in _grouped(findings)
+    )
+
+
+def _changes_view(
+    history: VersionHistory, findings: Sequence[Finding], diff_of: dict[str, str], change_link: str | None
+) -> ChangesView:
+    new_ids, open_ids = set(history.new), set(history.still_open)
+    since = f"v{history.previous_version}"
+    headline = (
+        f"Since {since}: {len(history.new)} new, {len(history.still_open)} still open, "
+        f"{len(history.resolved)} resolved."
+    )
+    notes = []
+    if history.files_reused:
+        notes.append(f"{_plural(len(history.files_reused), 'file')} unchanged since {since} (review carried over).")
+    if history.not_rechecked:
+        notes.append(f"{_plural(history.not_rechecked, 'finding')} of {since} on files not reviewed this time.")
+    return ChangesView(
+        previous_version=history.previous_version,
+        headline=headline,
+        new=_groups([f for f in findings if f.id in new_ids], diff_of, change_link),
+        still_open=_groups([f for f in findings if f.id in open_ids], diff_of, change_link),
+        resolved=tuple(
+            ResolvedView(
+                severity=resolved.severity.value.upper(),
+                location=f"{_shown_path(resolved.file)}:{resolved.line}",
+                title=_one_line(resolved.title, 200),
+            )
+            for resolved in sorted(history.resolved, key=lambda r: (SEVERITY_ORDER.index(r.severity), r.file, r.line))
+        ),
+        note=" ".join(notes) or None,
+    )
+
+
+def email_view(
+    *,
+    job: ReviewJob,
+    result: ReviewResult,
+    coverage: Coverage | Sequence[FileDiff],
+    description: ChangeDescription,
+    swarm_url: str | None = None,
+    diffs: Sequence[FileDiff] = (),
+    history: VersionHistory | None = None,
+    policy: ChangePolicy | None = None,
+) -> EmailView:
+    """`diffs` are the redacted change's file diffs: each finding shows its lines from them.
+    `history` (a versioned rerun) puts what changed since the previous version first."""
+    reviewed, skipped = _coverage(coverage)
+    diff_of = {diff.depot_path: diff.unified_diff for diff in diffs if diff.unified_diff}
+    summary = _one_line(result.summary, 500) if result.summary and result.summary.strip() else None
+    change_link = _swarm_link(swarm_url, job.changelist_id)
+    return EmailView(
+        subject=subject_for(job, result, history),
+        changelist_id=job.changelist_id,
+        owner=_one_line(description.owner, 80),
+        kind=job.kind.value,
+        review_version=job.review_version,
+        follows=_follows(job) if job.follows_shelf else None,
+        description=description_excerpt(description.description),
+        swarm_link=change_link,
+        summary=summary,
+        headline=_findings_headline(result),
+        groups=_groups(result.findings, diff_of, change_link),
+        reviewed=tuple(reviewed),
+        skipped=tuple(skipped),
+        job_id=job.job_id,
+        prompt_version=_one_line(result.prompt_version, 80),
+        schema_version=_one_line(result.schema_version, 80),
+        changes=_changes_view(history, result.findings, diff_of, change_link) if history else None,
+        policy_notes=_policy_notes(policy),
+    )
+
+
+def _policy_notes(policy: ChangePolicy | None) -> tuple[str, ...]:
+    if policy is None:
+        return ()
+    notes = [f"Review policy: {_shown_path(found.source)}{found.revision}" for found in policy.policies]
+    notes += [
+        f"Review policy {_shown_path(d.source)} was not used ({d.reason}: {_one_line(d.detail, 300)}); "
+        "the service's defaults applied to its files."
+        for d in policy.diagnostics
+    ]
+    return tuple(notes)
+
+
+# ---------------------------------------------------------------------------------------
+# Plain text
+
+
+def render_text(view: EmailView) -> str:
+    out: list[str] = [
+        f"p4review: automated review of changelist {view.changelist_id}",
+        "",
+        f"Changelist:  {view.changelist_id}",
+        f"Owner:       {view.owner}",
+        f"Kind:        {view.kind}",
+        f"Review:      v{view.review_version}",
+        *([f"Follows:     {view.follows}"] if view.follows else []),
+        f"Description: {view.description}",
+    ]
+    if view.swarm_link:
+        out.append(f"Swarm:       {view.swarm_link}")
+    out.append("")
+    if view.changes:
+        out += [view.changes.headline, *([view.changes.note] if view.changes.note else []), ""]
+    if view.summary:
+        out += [f"Summary: {view.summary}", ""]
+    out += [view.headline, ""]
+    if view.changes:
+        since = f"v{view.changes.previous_version}"
+        out += _text_section(f"New since {since}", view.changes.new)
+        out += _text_section("Still open", view.changes.still_open)
+        out.append(f"#### Resolved since {since} ({len(view.changes.resolved)}) ####")
+        out.append("")
+        out += [f"* [{r.severity}] {r.location}  {r.title}" for r in view.changes.resolved] or ["  (none)"]
+        out.append("")
+    else:
+        out += _text_groups(view.groups)
+    out.append("-- Coverage --")
+    out.append(f"Files reviewed ({len(view.reviewed)}):")
+    out += [f"  {path}" for path in view.reviewed] or ["  (none)"]
+    out.append(f"Files skipped ({len(view.skipped)}):")
+    out += [f"  {path} ({reason})" for path, reason in view.skipped] or ["  (none)"]
+    out += ["", *view.policy_notes] if view.policy_notes else []
+    out += [
+        "",
+        f"Job {view.job_id}; prompt {view.prompt_version}, schema {view.schema_version}.",
+        "This message was generated automatically by p4review; replies are not read.",
+    ]
+    return "\n".join(_clean(line) for line in out) + "\n"
+
+
+def _text_section(title: str, groups: FindingGroups) -> list[str]:
+    count = sum(len(findings) for _, findings in groups)
+    out = [f"#### {title} ({count}) ####", ""]
+    return out + (_text_groups(groups) if groups else ["  (none)", ""])
+
+
+def _text_groups(groups: FindingGroups) -> list[str]:
+    out: list[str] = []
+    for severity, findings in groups:
+        out.append(f"== {severity} ({len(findings)}) ==")
+        out.append("")
+        for finding in findings:
+            out.append(f"* {finding.location}")
+            rule = f" ({finding.rule})" if finding.rule else ""
+            out.append(f"  {finding.title}  [{finding.category}]{rule}")
+            out += [f"  {line}".rstrip() for line in finding.message_lines]
+            if finding.suggestion:
+                out.append(f"  Suggestion: {finding.suggestion}")
+            if finding.code:
+                out.append("")
+                out += [_text_code_line(line) for line in finding.code]
+            if finding.suggested_code:
+                out.append("")
+                out.append("  Suggested change:")
+                out += [f"        | {line}".rstrip() for line in finding.suggested_code]
+            if finding.link:
+                out.append(f"  In Swarm: {finding.link}")
+            out.append("")
+    return out
+
+
+def _text_code_line(line: CodeLineView) -> str:
+    """`  > 42 + | code`: `>` marks the flagged lines, `+` the lines the change added."""
+    return f"  {'>' if line.flagged else ' '}{line.number:>5} {'+' if line.added else ' '}| {line.text}".rstrip()
+
+
+# ---------------------------------------------------------------------------------------
+# HTML: table layout and inline styles (mail clients drop <style> and ignore CSS layout);
+# every block sets its own text and background colour, so a client's dark mode either keeps
+# them (readable as they are) or inverts them together; the <style> block only adds a dark
+# palette for clients that honour prefers-color-scheme.
+
+_TEXT = "#1f2328"
+_MUTED = "#57606a"
+_BORDER = "#d0d7de"
+_PAGE = "#f6f8fa"
+_CARD = "#ffffff"
+_FONT = "-apple-system, 'Segoe UI', Helvetica, Arial, sans-serif"
+_MONO = "Consolas, Menlo, 'Liberation Mono', monospace"
+
+_DARK_MODE_CSS = (
+    ":root { color-scheme: light dark; supported-color-schemes: light dark; } "
+    "@media (prefers-color-scheme: dark) { "
+    ".p4r-page { background-color: #0d1117 !important; } "
+    ".p4r-card { background-color: #161b22 !important; color: #e6edf3 !important; border-color: #30363d !important; } "
+    ".p4r-muted { color: #9198a1 !important; } "
+    ".p4r-text { color: #e6edf3 !important; } "
+    ".p4r-code, .p4r-context { background-color: #0d1117 !important; color: #e6edf3 !important; } "
+    ".p4r-code { border-color: #30363d !important; } "
+    ".p4r-added { background-color: #033a16 !important; color: #e6edf3 !important; } "
+    "a { color: #4493f8 !important; } }"
+)
+
+# White text on each colour has a contrast ratio of at least 4.5:1 (WCAG AA), on light and dark
+# backgrounds alike: the badge carries its own background.
+_BADGE_COLOURS = {
+    "CRITICAL": "#82071e",
+    "HIGH": "#cf222e",
+    "MEDIUM": "#9a6700",
+    "LOW": "#0969da",
+    "INFO": "#57606a",
+    "NEW": "#8250df",
+    "RESOLVED": "#1a7f37",
+}
+
+
+def _html_badge(severity: str, e: Callable[[object], str]) -> str:
+    colour = _BADGE_COLOURS.get(severity, "#57606a")
+    return (
+        f'<span style="background-color: {colour}; color: #ffffff; border-radius: 10px; padding: 1px 8px; '
+        f'font-size: 11px; font-weight: bold; letter-spacing: 0.5px;">{e(severity)}</span>'
+    )
+
+
+def _html_code_line(line: CodeLineView, e: Callable[[object], str]) -> str:
+    added = ' class="p4r-added"' if line.added else ' class="p4r-context"'
+    background = "#e6ffec" if line.added else "#f6f8fa"
+    weight = "bold" if line.flagged else "normal"
+    marker = "&gt;" if line.flagged else "&nbsp;"
+    return (
+        f'<tr{added} style="background-color: {background}; color: {_TEXT};">'
+        f'<td class="p4r-muted" width="1%" style="padding: 0 6px; color: {_MUTED}; text-align: right; '
+        f'font-family: {_MONO}; font-size: 12px; white-space: pre;">'
+        f"{marker}{line.number} {'+' if line.added else '&nbsp;'}</td>"
+        f'<td style="padding: 0 8px; font-family: {_MONO}; font-size: 12px; font-weight: {weight}; '
+        f'white-space: pre;">{e(line.text) or "&nbsp;"}</td></tr>'
+    )
+
+
+def _html_finding(severity: str, finding: FindingView, e: Callable[[object], str]) -> str:
+    location = f"<code>{e(finding.location)}</code>"
+    if finding.link:
+        location = f'<a href="{e(finding.link)}" style="color: #0969da;">{location}</a>'
+    rule = f' <span class="p4r-muted" style="color: {_MUTED};">{e(finding.rule)}</span>' if finding.rule else ""
+    cell = [
+        f"{_html_badge(severity, e)} {location}<br>",
+        f"<strong>{e(finding.title)}</strong> "
+        f'<span class="p4r-muted" style="color: {_MUTED};">[{e(finding.category)}]</span>{rule}<br>',
+        "<br>\n".join(e(line) for line in finding.message_lines),
+    ]
+    if finding.suggestion:
+        cell.append(f"<br><em>Suggestion:</em> {e(finding.suggestion)}")
+    if finding.code:
+        rows = "".join(_html_code_line(line, e) for line in finding.code)
+        cell.append(
+            f'<table role="presentation" class="p4r-code" cellpadding="0" cellspacing="0" width="100%" '
+            f'style="margin: 6px 0; border: 1px solid {_BORDER}; border-collapse: collapse; '
+            f'background-color: #f6f8fa; line-height: 1.4;">{rows}</table>'
+        )
+    if finding.suggested_code:
+        rows = "".join(
+            f'<tr class="p4r-added" style="background-color: #e6ffec; color: {_TEXT};"><td style="padding: 0 8px; '
+            f'font-family: {_MONO}; font-size: 12px; white-space: pre;">{e(line) or "&nbsp;"}</td></tr>'
+            for line in finding.suggested_code
+        )
+        cell.append(
+            "<em>Suggested change:</em>"
+            f'<table role="presentation" class="p4r-code" cellpadding="0" cellspacing="0" width="100%" '
+            f'style="margin: 4px 0 6px 0; border: 1px solid {_BORDER}; border-collapse: collapse; '
+            f'background-color: #e6ffec; line-height: 1.4;">{rows}</table>'
+        )
+    return (
+        f'<tr><td class="p4r-text" style="padding: 8px 0; border-top: 1px solid {_BORDER}; color: {_TEXT};">'
+        f"{''.join(cell)}</td></tr>"
+    )
+
+
+def _html_groups(groups: FindingGroups, e: Callable[[object], str]) -> list[str]:
+    out = []
+    for severity, findings in groups:
+        heading = f'<h3 style="margin: 0; font-size: 15px;">{e(severity)} ({len(findings)})</h3>'
+        out.append(f'<tr><td style="padding: 12px 0 4px 0;">{heading}</td></tr>')
+        out += [_html_finding(severity, finding, e) for finding in findings]
+    return out
+
+
+def _html_heading(text: str, e: Callable[[object], str]) -> str:
+    return f'<tr><td style="padding: 16px 0 4px 0;"><h2 style="margin: 0; font-size: 18px;">{e(text)}</h2></td></tr>'
+
+
+def _html_none() -> str:
+    return f'<tr><td class="p4r-muted" style="padding: 4px 0; color: {_MUTED};">(none)</td></tr>'
+
+
+def render_html(view: EmailView) -> str:
+    def e(value: object) -> str:
+        return html.escape(_clean(str(value)), quote=True)
+
+    def row(label: str, value: str) -> str:
+        return (
+            f'<tr><th align="left" class="p4r-muted" style="padding: 2px 12px 2px 0; color: {_MUTED}; '
+            f'font-weight: normal; white-space: nowrap;">{label}</th><td>{value}</td></tr>'
+        )
+
+    facts = [
+        row("Changelist", e(view.changelist_id)),
+        row("Owner", e(view.owner)),
+        row("Kind", e(view.kind)),
+        row("Review", f"v{e(view.review_version)}"),
+        *([row("Follows", e(view.follows))] if view.follows else []),
+        row("Description", e(view.description)),
+    ]
+    if view.swarm_link:
+        label = f"View changelist {e(view.changelist_id)} in Swarm"
+        link = f'<a href="{e(view.swarm_link)}" style="color: #0969da;">{label}</a>'
+        facts.append(row("Swarm", link))
+    table = f'<table role="presentation" cellpadding="0" cellspacing="0">{"".join(facts)}</table>'
+    body: list[str] = [f"<tr><td>{table}</td></tr>"]
+    if view.changes:
+        body.append(f'<tr><td style="padding-top: 12px;"><strong>{e(view.changes.headline)}</strong></td></tr>')
+        if view.changes.note:
+            body.append(f'<tr><td class="p4r-muted" style="color: {_MUTED};">{e(view.changes.note)}</td></tr>')
+    if view.summary:
+        body.append(f'<tr><td style="padding-top: 12px;">{e(view.summary)}</td></tr>')
+    body.append(f'<tr><td style="padding-top: 12px;"><strong>{e(view.headline)}</strong></td></tr>')
+    if view.changes:
+        since = f"v{view.changes.previous_version}"
+        for title, groups in ((f"New since {since}", view.changes.new), ("Still open", view.changes.still_open)):
+            body.append(_html_heading(f"{title} ({sum(len(f) for _, f in groups)})", e))
+            body += _html_groups(groups, e) or [_html_none()]
+        body.append(_html_heading(f"Resolved since {since} ({len(view.changes.resolved)})", e))
+        body += [
+            f'<tr><td style="padding: 4px 0; border-top: 1px solid {_BORDER};">{_html_badge("RESOLVED", e)} '
+            f"{_html_badge(r.severity, e)} <code>{e(r.location)}</code> <s>{e(r.title)}</s></td></tr>"
+            for r in view.changes.resolved
+        ] or [_html_none()]
+    else:
+        body += _html_groups(view.groups, e)
+    body.append(_html_heading("Coverage", e))
+    reviewed = "<br>".join(f"<code>{e(path)}</code>" for path in view.reviewed) or "(none)"
+    skipped = "<br>".join(f"<code>{e(path)}</code> ({e(reason)})" for path, reason in view.skipped) or "(none)"
+    body.append(f"<tr><td>Files reviewed ({len(view.reviewed)}):<br>{reviewed}</td></tr>")
+    body.append(f'<tr><td style="padding-top: 8px;">Files skipped ({len(view.skipped)}):<br>{skipped}</td></tr>')
+    if view.policy_notes:
+        notes = "<br>".join(e(note) for note in view.policy_notes)
+        body.append(f'<tr><td class="p4r-muted" style="padding-top: 12px; color: {_MUTED};">{notes}</td></tr>')
+    body.append(
+        f'<tr><td class="p4r-muted" style="padding-top: 16px; color: {_MUTED}; font-size: 12px;">Job {e(view.job_id)}; '
+        f"prompt {e(view.prompt_version)}, schema {e(view.schema_version)}. This message was generated "
+        "automatically by p4review; replies are not read.</td></tr>"
+    )
+    out = [
+        "<!DOCTYPE html>",
+        '<html><head><meta charset="utf-8">',
+        '<meta name="color-scheme" content="light dark"><meta name="supported-color-schemes" content="light dark">',
+        f"<style>{_DARK_MODE_CSS}</style>",
+        f"<title>{e(view.subject)}</title></head>",
+        f'<body class="p4r-page" style="margin: 0; padding: 0; background-color: {_PAGE};">',
+        f'<table role="presentation" class="p4r-page" width="100%" cellpadding="0" cellspacing="0" '
+        f'style="background-color: {_PAGE};"><tr><td align="center" style="padding: 16px;">',
+        f'<table role="presentation" class="p4r-card" width="100%" cellpadding="0" cellspacing="0" '
+        f'style="max-width: 820px; background-color: {_CARD}; color: {_TEXT}; border: 1px solid {_BORDER}; '
+        f'border-radius: 6px; font-family: {_FONT}; font-size: 14px; line-height: 1.5;">',
+        f'<tr><td style="padding: 16px 24px;"><table role="presentation" width="100%" cellpadding="0" '
+        f'cellspacing="0" class="p4r-text" style="color: {_TEXT};">',
+        f'<tr><td><h1 style="margin: 0 0 8px 0; font-size: 20px;">p4review: changelist {e(view.changelist_id)}'
+        "</h1></td></tr>",
+        *body,
+        "</table></td></tr></table>",
+        "</td></tr></table>",
+        "</body></html>",
+    ]
+    return "\n".join(out) + "\n"
+
+
+def render_review_email(
+    *,
+    job: ReviewJob,
+    result: ReviewResult,
+    coverage: Coverage | Sequence[FileDiff],
+    description: ChangeDescription,
+    recipient: str,
+    from_address: str,
+    message_id: str,
+    swarm_url: str | None = None,
+    diffs: Sequence[FileDiff] = (),
+    history: VersionHistory | None = None,
+    policy: ChangePolicy | None = None,
+) -> bytes:
+    """The complete message as bytes (CRLF line endings), byte-identical for equal inputs.
+
+    Raises ValueError for header values that cannot be put in a header safely (e.g. a
+    recipient containing a line break) or an unparseable `job.created_at`."""
+    for name, value in (("recipient", recipient), ("from_address", from_address), ("message_id", message_id)):
+        if not value or re.search(r"[\r\n\x00]", value):
+            raise ValueError(f"{name} is empty or contains a line break")
+    message = EmailMessage(policy=SMTP)
+    message["From"] = from_address
+    message["To"] = recipient
+    message["Subject"] = subject_for(job, result, history)
+    message["Date"] = _date_header(job.created_at)
+    message["Message-ID"] = _message_id_header(message_id)
+    message["X-P4Review-Job"] = job.job_id
+    message["X-P4Review-Version"] = str(job.review_version)
+    message["Auto-Submitted"] = "auto-generated"
+    view = email_view(
+        job=job,
+        result=result,
+        coverage=coverage,
+        description=description,
+        swarm_url=swarm_url,
+        diffs=diffs,
+        history=history,
+        policy=policy,
+    )
+    text_body, html_body = render_text(view), render_html(view)
+    message.set_content(text_body, subtype="plain", charset="utf-8", cte="quoted-printable")
+    message.add_alternative(html_body, subtype="html", charset="utf-8", cte="quoted-printable")
+    for part in message.iter_parts():
+        del part["MIME-Version"]  # add_alternative builds the part as a top-level message
+    message.set_boundary(_boundary(message_id))
+    return message.as_bytes()

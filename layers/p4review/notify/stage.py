@@ -1,0 +1,479 @@
+"""notify: email the review to the changelist owner and the reviewers configured for its paths;
+exactly one email per (changelist_id, recipient, review_version) via the outbox (send, then mark).
+An address that cannot be used gets a failed outbox row for an operator instead of an email."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from p4review.change.depot_paths import sanitize_for_log
+from p4review.change.depot_policy import reviewer_rules_from
+from p4review.clock import parse_iso, to_iso, utc_now
+from p4review.errors import (
+    AuthError,
+    DeliveryInFlight,
+    ErrorClass,
+    NonRetryableError,
+    P4ReviewError,
+    RetryableError,
+    StaleWriteError,
+)
+from p4review.faults import FaultPoint, fault
+from p4review.metric_names import MetricName
+from p4review.models.change import ChangeSnapshot
+from p4review.models.job import JobStatus, ReviewJob, StageName
+from p4review.models.outbox import DeliveryStatus, LookupOutcome, LookupResult, OutboxRow, SendOutcome, SendResult
+from p4review.models.review_result import Coverage, StoredReview
+from p4review.notify.delivery import message_id_for
+from p4review.notify.email.render import render_review_email
+from p4review.notify.email.transport import EmailTransport
+from p4review.notify.outbox_rows import (
+    delivery_intent,
+    ensure_delivery_row,
+    lock_holder,
+    start_delivery,
+    take_send_lock,
+)
+from p4review.notify.recipients import Rejection, parse_reviewer_policy, plan_recipients
+from p4review.notify.swarm.access import (
+    build_swarm_channel,
+    post_test_verdict,
+    swarm_comments_enabled,
+    swarm_url,
+    task_threshold,
+)
+from p4review.notify.swarm.channel import VERDICT_KEY, swarm_row_key
+from p4review.notify.swarm.comments import plan_comments
+from p4review.notify.swarm.verdict import Outcome, Verdict, callback_request, fail_threshold, verdict
+from p4review.observability import logger, metrics
+from p4review.perforce import P4ArgumentError
+from p4review.perforce.access import build_change_fetcher
+from p4review.pipeline.heartbeat import Lease
+from p4review.pipeline.stage_runner import StageOutput
+from p4review.ports import ArtifactStore, OutboxRepository, SecretReader
+from p4review.settings.service import Settings
+
+
+class NotifyWork:
+    stage = StageName.NOTIFY
+
+    def __init__(self, settings: Settings, artifacts: ArtifactStore, outbox: OutboxRepository, secrets: SecretReader):
+        self._settings = settings
+        self._artifacts = artifacts
+        self._outbox = outbox
+        self._secrets = secrets
+        self._reviewer_rules = parse_reviewer_policy(settings.reviewers)  # ConfigError: refuse to start
+        self._swarm_url: str | None = None
+
+    def run(self, job: ReviewJob, lease: Lease) -> StageOutput:
+        """Each channel (email, Swarm comments, the Swarm test's verdict) is tried in every attempt
+        and fails on its own: one channel's failure never keeps the others from delivering. The
+        job succeeds only when every channel is complete."""
+        channels = _Channels()
+        stored: StoredReview | None = None
+        if job.opted_out:  # not reviewed, so nothing to tell anyone; the job says why
+            logger.info("change opted out of review: nothing to send", extra={"job_id": job.job_id})
+            channels.updates.update(recipients_required=0, recipients_notified=0)
+        else:
+            if not (job.artifacts.change_key and job.artifacts.result_key):
+                raise NonRetryableError("review completed without artifacts", error_class=ErrorClass.INTERNAL_BUG)
+            # The redacted change: no email carries content the reviewer was not allowed to see.
+            snapshot = ChangeSnapshot.model_validate(self._artifacts.get_json(job.artifacts.change_key)["snapshot"])
+            stored = StoredReview.model_validate(self._artifacts.get_json(job.artifacts.result_key))
+            resolved = bool(stored.history and stored.history.resolved)
+            # A rerun that resolved everything is news (what was fixed), not an empty review.
+            if not stored.result.findings and not resolved and self._settings.no_findings_policy == "skip":
+                logger.info(
+                    "no findings and P4REVIEW_NO_FINDINGS_POLICY=skip: nothing to send", extra={"job_id": job.job_id}
+                )
+                channels.updates.update(recipients_required=0, recipients_notified=0)
+            else:
+                review = stored
+                channels.attempt(lambda: self._by_email(job, snapshot, review, lease))
+                if swarm_comments_enabled(self._settings):
+                    channels.attempt(lambda: self._by_swarm_comments(job, snapshot, review, lease))
+        if job.swarm_test is not None:
+            channels.attempt(lambda: self._swarm_test_verdict(job, stored, lease))
+        channels.raise_unless_complete()
+        return StageOutput(updates=channels.updates, finish_job=JobStatus.SUCCEEDED)
+
+    def _by_email(self, job: ReviewJob, snapshot: ChangeSnapshot, stored: StoredReview, lease: Lease) -> dict[str, Any]:
+        # The review's coverage (chunking skips included); results written before it existed: the fetch's.
+        coverage = stored.coverage or snapshot.diffs
+        description = snapshot.description
+        plan = plan_recipients(
+            description.owner,
+            self._owner_email(description.owner),
+            description.client,
+            snapshot.changed_files,
+            # The service's reviewers, and those the depot's .p4review.toml names for its paths.
+            self._reviewer_rules + reviewer_rules_from(snapshot.policy.policies if snapshot.policy else []),
+            case_insensitive=self._settings.p4_case_insensitive,
+        )
+        for rejection in plan.rejected:
+            self._record_rejection(job, rejection, lease)
+        recipients = plan.deliverable
+        if not recipients:
+            raise NonRetryableError(
+                "changelist owner has no deliverable email address", error_class=ErrorClass.POLICY_DENIED
+            )
+        transport = EmailTransport(self._settings, self._secrets)
+        # Every recipient is tried in every attempt: one recipient's deferral or refusal must not
+        # keep the review from the others (nor spend the attempt budget on their behalf).
+        deferred: list[RetryableError] = []
+        refused: list[NonRetryableError] = []
+        # Each recipient's row as this run's last write answered it: no re-read of the outbox.
+        rows: dict[str, OutboxRow] = {}
+        for recipient in recipients:
+            try:
+                rows[recipient] = self._deliver(job, snapshot, stored, coverage, recipient, transport, lease)
+            except (AuthError, StaleWriteError):
+                raise  # our credentials, or the lease: every other recipient would meet the same
+            except RetryableError as exc:
+                deferred.append(exc)
+            except NonRetryableError as exc:
+                if exc.error_class is not ErrorClass.POLICY_DENIED:
+                    raise
+                refused.append(exc)
+        if deferred:
+            raise RetryableError(
+                f"{len(deferred)} of {len(recipients)} recipients deferred ({deferred[0].message})",
+                error_class=deferred[0].error_class,
+                retry_after=max((exc.retry_after for exc in deferred if exc.retry_after is not None), default=None),
+            )
+        if refused:
+            # The others have the review; the job needs an operator (`deliveries retry|skip`), as
+            # it succeeds only when every required recipient is notified.
+            raise NonRetryableError(
+                f"{len(refused)} of {len(recipients)} recipients refused permanently ({refused[0].message}); "
+                "the others were notified",
+                error_class=ErrorClass.POLICY_DENIED,
+            )
+        # A recipient an operator skipped (`p4review deliveries skip`) is no longer required.
+        required = [r for r in recipients if rows[r].status != DeliveryStatus.SKIPPED]
+        notified = sum(1 for recipient in required if rows[recipient].notified_at)
+        if notified < len(required):
+            raise RetryableError("not every recipient is notified yet")
+        return {"recipients_required": len(required), "recipients_notified": notified}
+
+    def _by_swarm_comments(
+        self, job: ReviewJob, snapshot: ChangeSnapshot, stored: StoredReview, lease: Lease
+    ) -> dict[str, Any]:
+        """Each finding as a comment on the change's Swarm review, and a summary, exactly once
+        (notify/swarm/channel.py)."""
+        if self._swarm_url is None:  # found once per cold start
+            self._swarm_url = swarm_url(self._settings, self._secrets)
+        channel = build_swarm_channel(self._settings, self._secrets, self._outbox, lock_holder, self._swarm_url)
+        diffs = {d.depot_path: d.unified_diff for d in snapshot.diffs if d.unified_diff}
+        planned = plan_comments(
+            changelist_id=job.changelist_id,
+            review_version=job.review_version,
+            stored=stored,
+            diffs=diffs,
+            task_threshold=task_threshold(self._settings),
+            # A workflow test asked about one Swarm version: anchor there, not on the latest.
+            swarm_version=job.swarm_test.version if job.swarm_test is not None else None,
+        )
+        outcome = channel.deliver(job, planned, lease)
+        if outcome.deferred:
+            first = outcome.deferred[0]
+            raise RetryableError(
+                f"{len(outcome.deferred)} Swarm comments deferred ({first.message})",
+                error_class=first.error_class,
+                retry_after=max((e.retry_after for e in outcome.deferred if e.retry_after is not None), default=None),
+            )
+        if outcome.refused:
+            raise NonRetryableError(
+                f"{len(outcome.refused)} Swarm comments refused permanently ({outcome.refused[0].message}); "
+                "the others were posted",
+                error_class=ErrorClass.POLICY_DENIED,
+            )
+        return {"swarm_comments_required": outcome.required, "swarm_comments_posted": outcome.delivered}
+
+    def _swarm_test_verdict(self, job: ReviewJob, stored: StoredReview | None, lease: Lease) -> dict[str, Any]:
+        """The Swarm workflow test's pass or fail, sent once (a row of its own, `swarm:verdict`).
+        An opted-out change was not reviewed: it fails unless the test never fails, so an author
+        cannot pass a required test by opting out."""
+        assert job.swarm_test is not None
+        fail_at = fail_threshold(self._settings.swarm_test_fail_at)
+        if stored is None:
+            result = Verdict(
+                outcome=Outcome.PASS if fail_at is None else Outcome.FAIL,
+                summary="p4review: not reviewed (the description opts out: #review-skip)",
+                failing=0,
+            )
+        else:
+            result = verdict(stored.result.findings, fail_at)
+        start = start_delivery(self._outbox, job, swarm_row_key(VERDICT_KEY), lease, "the Swarm verdict")
+        row = start.row
+        if row.notified_at:
+            return {"swarm_test_verdict": result.outcome.value}
+        if not start.attempted:
+            row = take_send_lock(self._outbox, job, row, lease, "the Swarm verdict")
+        try:
+            # Sent again after a crash before the mark: Swarm keeps the last status of a test run.
+            post_test_verdict(callback_request(job.swarm_test, result, self._settings.swarm_url), self._settings)
+        except RetryableError as exc:
+            self._outbox.note_error(row, exc.message)
+            raise
+        except NonRetryableError as exc:
+            self._outbox.mark_failed(row, exc.message)
+            raise
+        self._outbox.mark_sent(row, result.outcome.value)
+        return {"swarm_test_verdict": result.outcome.value}
+
+    def _owner_email(self, owner: str) -> str | None:
+        """The owner's address from `p4 user -o`; None when p4 cannot be asked about this name
+        (`-x` is an option to p4, never a user name): the owner then gets a failed row like any
+        unusable address, and the reviewers still get the review."""
+        try:
+            return build_change_fetcher(self._settings, self._secrets).user(owner).email
+        except P4ArgumentError:
+            logger.warning(
+                "changelist owner is not a name p4 can be asked about", extra={"owner": sanitize_for_log(owner)}
+            )
+            return None
+
+    def _record_rejection(self, job: ReviewJob, rejection: Rejection, lease: Lease) -> None:
+        """A permanently failed row, so `deliveries list` shows who was not emailed and why. Not a
+        required recipient. The log names the reason, never the address itself."""
+        row = ensure_delivery_row(self._outbox, job, rejection.row_key, lease)
+        token = row.provider_token
+        # Only a fresh intent: a row already failed needs nothing, and one that was sent or attempted
+        # (under an earlier configuration) must not be marked failed without reconciliation.
+        if row.status == DeliveryStatus.PENDING and row.attempts == 0 and not row.notification_id:
+            self._outbox.mark_failed(row, rejection.reason)
+        # The token (a hash of the key, also on the row) lets an operator find the row.
+        logger.warning(
+            "recipient rejected; recorded as a failed delivery",
+            extra={"job_id": job.job_id, "reason": rejection.reason, "token": token},
+        )
+        metrics.add_metric(name=MetricName.RECIPIENT_REJECTED, unit="Count", value=1)
+
+    def _deliver(
+        self,
+        job: ReviewJob,
+        snapshot: ChangeSnapshot,
+        stored: StoredReview,
+        coverage: Coverage | list,
+        recipient: str,
+        transport: EmailTransport,
+        lease: Lease,
+    ) -> OutboxRow:
+        """Deliver to `recipient` once; the row as this run left it (delivered, or skipped by an
+        operator). `lease.check()` guards every step that starts something (outbox row, attempt,
+        SMTP send). The writes that only record what a send already did (mark_sent, note_error,
+        mark_failed) are deliberately not gated: skipping mark_sent after a lease loss would make
+        the new owner send the same email again.
+
+        The first attempt creates the row with it (one write); a row that was there already is
+        answered as stored instead (that is the re-read), and is inspected before anything is sent."""
+        lease.check()
+        row, outcome = self._attempt(
+            job, snapshot, stored, coverage, delivery_intent(job, recipient), transport, lease, persisted=False
+        )
+        token = row.provider_token
+        log = {"job_id": job.job_id, "token": token}
+        message_id = message_id_for(token, transport.from_address)
+        if outcome is None:
+            if row.notified_at and not row.notification_id:
+                # Marked sent without provider evidence: reconcile before anything else is sent.
+                row = self._reconcile_unevidenced(row, message_id, transport, log)
+            if row.notified_at:
+                logger.info("already delivered; not sending again", extra=log)
+                return row
+            if row.status == DeliveryStatus.SKIPPED:
+                logger.info("an operator skipped this delivery; not sending", extra=log)
+                return row
+            if row.status == DeliveryStatus.FAILED:
+                raise NonRetryableError(
+                    "delivery failed permanently; needs an operator", error_class=ErrorClass.POLICY_DENIED
+                )
+            if row.attempts > 0 or row.notification_id:
+                # An earlier attempt may have reached the provider: look before sending again.
+                delivered = self._reconcile_earlier_attempt(row, message_id, transport, log)
+                if delivered is not None:
+                    return delivered
+            row, outcome = self._attempt(job, snapshot, stored, coverage, row, transport, lease, persisted=True)
+            assert outcome is not None  # a persisted row's attempt always reaches the provider
+        if outcome.outcome == SendOutcome.SENT:
+            fault(FaultPoint.DB_WRITE_AFTER_PROVIDER)
+            row = self._outbox.mark_sent(row, outcome.notification_id or message_id)
+            metrics.add_metric(name=MetricName.EMAIL_SENT, unit="Count", value=1)
+            return row
+        error = f"{outcome.error_code}: {outcome.error_message or ''}"
+        if outcome.error_code == "auth_failed":
+            self._outbox.note_error(row, error)
+            raise AuthError(f"{transport.provider} refused our credentials")
+        provider = transport.provider
+        if outcome.outcome == SendOutcome.RETRYABLE:
+            self._outbox.note_error(row, error)
+            raise RetryableError(
+                f"{provider} delivery deferred ({outcome.error_code})", retry_after=outcome.retry_after
+            )
+        self._outbox.mark_failed(row, error)
+        raise NonRetryableError(
+            f"{provider} delivery refused ({outcome.error_code})", error_class=ErrorClass.POLICY_DENIED
+        )
+
+    def _attempt(
+        self,
+        job: ReviewJob,
+        snapshot: ChangeSnapshot,
+        stored: StoredReview,
+        coverage: Coverage | list,
+        row: OutboxRow,
+        transport: EmailTransport,
+        lease: Lease,
+        *,
+        persisted: bool,
+    ) -> tuple[OutboxRow, SendResult | None]:
+        """One provider call, counted on the row first; once more if the relay refused the
+        credentials and the SMTP secret has since been rotated (authentication precedes MAIL, so
+        the refused call handed nothing over). `persisted` False: `row` is the intent, created
+        with the attempt (start_delivery); when it was there already, nothing is sent and the
+        stored row is answered with no outcome."""
+        outcome: SendResult | None = None
+        for _ in range(2):
+            message = render_review_email(
+                job=job,
+                result=stored.result,
+                coverage=coverage,
+                description=snapshot.description,
+                recipient=row.recipient,
+                from_address=transport.from_address,
+                message_id=message_id_for(row.provider_token, transport.from_address),
+                swarm_url=self._settings.swarm_url,
+                diffs=snapshot.diffs,  # the redacted change: an excerpt shows only what the reviewer saw
+                history=stored.history,
+                policy=snapshot.policy,
+            )
+            lease.check()
+            # The attempt takes the row's send lock until the lease's current end, and the
+            # provider may hand the message over only until the lease's acting end (skew budget
+            # included): no send outlives this worker's right to make it, even if its heartbeat
+            # dies meanwhile.
+            locked_until, commit_by = lease.expires_at, lease.acts_until()
+            owner, fence = lock_holder(job)
+            try:
+                if persisted:
+                    row = self._outbox.record_attempt(row, owner=owner, fence=fence, locked_until=to_iso(locked_until))
+                else:
+                    start = self._outbox.start_delivery(
+                        row, owner=owner, fence=fence, locked_until=to_iso(locked_until)
+                    )
+                    if not start.attempted:
+                        return start.row, None
+                    row, persisted = start.row, True
+            except DeliveryInFlight as busy:
+                log = {"job_id": job.job_id, "token": row.provider_token}
+                logger.warning("another worker is delivering to this recipient; not sending", extra=log)
+                raise RetryableError(
+                    "another worker is delivering to this recipient",
+                    error_class=ErrorClass.CONFLICT,
+                    retry_after=_seconds_until(busy.locked_until),
+                ) from None
+            lease.check()
+            outcome = transport.sender.send(
+                sender=transport.from_address, recipient=row.recipient, message=message, commit_by=commit_by
+            )
+            if outcome.error_code != "auth_failed" or not transport.refresh():
+                break
+        return row, outcome
+
+    def _lookup(self, message_id: str, transport: EmailTransport) -> LookupResult:
+        """The provider's answer about `message_id`, with one more try after a credentials
+        rotation. Credentials still refused: AuthError."""
+        found = transport.sender.lookup(message_id)
+        if found.error_code == "auth_failed" and transport.refresh():
+            found = transport.sender.lookup(message_id)
+        if found.error_code == "auth_failed":
+            raise AuthError(f"{transport.provider} refused our credentials")
+        return found
+
+    def _reconcile_unevidenced(
+        self, row: OutboxRow, message_id: str, transport: EmailTransport, log: dict[str, str]
+    ) -> OutboxRow:
+        """The ordering contract (send, then mark) makes a row marked sent without a notification_id
+        impossible unless something went wrong (a bug, a manual edit). Ask the provider: found ->
+        record the evidence; not found -> reopen the row (markers cleared, audited) so it is sent
+        once; no answer possible (plain SMTP) -> keep it as sent rather than risk a duplicate. Every
+        case counts SentWithoutEvidence, which alarms."""
+        metrics.add_metric(name=MetricName.SENT_WITHOUT_EVIDENCE, unit="Count", value=1)
+        found = self._lookup(message_id, transport)
+        if found.outcome == LookupOutcome.FOUND:
+            logger.warning("row marked sent without evidence; the provider has it: evidence recorded", extra=log)
+            return self._outbox.backfill_evidence(row, found.notification_id or message_id)
+        if found.outcome == LookupOutcome.UNAVAILABLE:
+            raise RetryableError(f"cannot reconcile a delivery marked sent without evidence ({found.error_code})")
+        if found.outcome == LookupOutcome.NOT_FOUND:
+            logger.error(
+                "row marked sent without evidence and the provider has no record: reopened to send once", extra=log
+            )
+            return self._outbox.reopen_unconfirmed(row, actor="notify")
+        logger.error("row marked sent without evidence; the provider cannot confirm it: left as sent", extra=log)
+        return row
+
+    def _reconcile_earlier_attempt(
+        self, row: OutboxRow, message_id: str, transport: EmailTransport, log: dict[str, str]
+    ) -> OutboxRow | None:
+        """The row, backfilled, when the earlier attempt is known to have arrived (nothing is
+        sent). None means: send. Policy where the provider cannot say (plain SMTP, SES):
+        resend with the same deterministic Message-ID, which receiving systems use to collapse
+        the rare duplicate sent through an SMTP relay (SES replaces the Message-ID, so there a
+        duplicate is a second email); counted by the UnconfirmedDeliveryRetried metric (docs/notify.md
+        measures how rare)."""
+        found = self._lookup(message_id, transport)
+        if found.outcome == LookupOutcome.FOUND:
+            row = self._outbox.mark_sent(row, found.notification_id or message_id)
+            logger.info("earlier attempt was delivered; backfilled without sending", extra=log)
+            metrics.add_metric(name=MetricName.DELIVERY_BACKFILLED, unit="Count", value=1)
+            return row
+        if found.outcome == LookupOutcome.UNAVAILABLE:
+            raise RetryableError(f"cannot confirm an earlier delivery attempt ({found.error_code})")
+        if found.outcome == LookupOutcome.UNSUPPORTED:
+            logger.warning("retrying a delivery whose earlier attempt is unconfirmed", extra=log)
+            metrics.add_metric(name=MetricName.UNCONFIRMED_DELIVERY_RETRIED, unit="Count", value=1)
+        return None
+
+
+def _seconds_until(moment: str | None) -> float | None:
+    """Seconds from now until `moment` (UTC ISO-8601), at least 1; None when unknown."""
+    if not moment:
+        return None
+    return max(1.0, (parse_iso(moment) - utc_now()).total_seconds())
+
+
+class _Channels:
+    """What notify's channels left in one attempt: the job fields they report, and the errors of
+    those that are not complete (each channel is tried whatever the others did)."""
+
+    def __init__(self) -> None:
+        self.updates: dict[str, Any] = {}
+        self.errors: list[P4ReviewError] = []
+
+    def attempt(self, channel: Callable[[], dict[str, Any]]) -> None:
+        try:
+            self.updates.update(channel())
+        except StaleWriteError:
+            raise  # the lease is gone: this worker must stop, whatever the channel
+        except P4ReviewError as exc:
+            self.errors.append(exc)
+
+    def raise_unless_complete(self) -> None:
+        """One channel's error as it is; several: retryable when any is (the complete channels
+        deliver nothing twice on the retry), else the first permanent one's class."""
+        if not self.errors:
+            return
+        if len(self.errors) == 1:
+            raise self.errors[0]
+        message = "; ".join(error.message for error in self.errors)
+        retryable = [error for error in self.errors if isinstance(error, RetryableError)]
+        if retryable:
+            raise RetryableError(
+                message,
+                error_class=retryable[0].error_class,
+                retry_after=max((e.retry_after for e in retryable if e.retry_after is not None), default=None),
+            )
+        raise NonRetryableError(message, error_class=self.errors[0].error_class)

@@ -1,0 +1,337 @@
+"""The changelist fetcher: the only code that asks Perforce for anything, and the enforcement
+point of the depot allow-list (spec "Depot path allow-list policy"; docs/security.md)."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from p4review.change.depot_paths import DepotAllowList, PathDecision, sanitize_for_log
+from p4review.change.depot_policy import candidate_policy_paths, is_ignored, parse_policy_file
+from p4review.change.generated import declares_generated, diff_declares_generated
+from p4review.metric_names import MetricName
+from p4review.models.change import (
+    ChangeDescription,
+    ChangedFile,
+    ChangeSnapshot,
+    DiffStatus,
+    FileDiff,
+    P4User,
+    SkipReason,
+)
+from p4review.models.job import ChangeKind
+from p4review.models.policy import ChangePolicy, PolicyDiagnostic
+from p4review.observability import logger, metrics
+from p4review.perforce.diff_text import added_file_diff, normalize_diff2
+from p4review.perforce.errors import P4ArgumentError, P4CommandError, P4NotFoundError
+from p4review.perforce.runner import P4Runner
+from p4review.perforce.values import (
+    decode_field,
+    decode_text,
+    depot_path_operand,
+    int_field,
+    is_binary_type,
+    untrusted,
+)
+
+DEFAULT_MAX_FILE_BYTES = 1024 * 1024
+_ADD_ACTIONS = frozenset({"add", "branch", "move/add", "import"})
+_EDIT_ACTIONS = frozenset({"edit", "integrate"})
+_DELETE_ACTIONS = frozenset({"delete", "move/delete", "purge"})
+
+
+class ChangeFetcher:
+    """Fetches a change's metadata and per-file unified diffs, one p4 command per file, and
+    enforces the depot allow-list.
+
+    The list is checked twice: on the paths `describe -s` reports (metadata, no content), and
+    again in `file_diff` before any per-file command. A refused file is never fetched in any
+    form (there is no whole-change diff: `describe` always carries -s, and every p4 command
+    names one file); it stays in the coverage as skipped, and its denial is a security event.
+    """
+
+    def __init__(
+        self,
+        runner: P4Runner,
+        *,
+        allow_list: DepotAllowList,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        keep_content: Callable[[str], bool] | None = None,
+        skip_generated: bool = False,
+    ):
+        self._runner = runner
+        # The service skips generated files (P4REVIEW_REVIEW_GENERATED, perforce/access.py).
+        self._skip_generated = skip_generated
+        self._allow_list = allow_list
+        self._max_bytes = max_file_bytes
+        # Which files' whole new content to keep (for the analyzers); the others get a diff only.
+        self._keep_content = keep_content or (lambda _path: False)
+        # fileSize from describe, keyed by (change, kind, path, rev): ChangedFile has no size field.
+        self._sizes: dict[tuple[int, str, str, int], int] = {}
+
+    def describe(self, changelist_id: int, kind: ChangeKind) -> ChangeDescription:
+        """`p4 -G describe -s [-S] N`: metadata only (no content), every file the server lists."""
+        if isinstance(changelist_id, bool) or not isinstance(changelist_id, int) or changelist_id <= 0:
+            raise P4ArgumentError("changelist id must be a positive integer")
+        kind = ChangeKind(kind)
+        args = ["describe", "-s", *(["-S"] if kind is ChangeKind.SHELVED else []), str(changelist_id)]
+        records = self._runner.run_marshal(args, changelist_id=changelist_id)
+        if len(records) != 1:
+            raise P4CommandError(f"p4 describe: expected one record, got {len(records)}")
+        record = records[0]
+        status = decode_field(record.get(b"status"))
+        # p4 follows a renumbered (submitted) change, so trust the number it answers with.
+        number = int_field(record.get(b"change")) or changelist_id
+        # `describe -S` of a submitted change answers with no shelf; a pending change is not
+        # (yet) a submitted one. Either way the change the caller asked for does not exist.
+        if (kind is ChangeKind.SHELVED) != (status in ("pending", "shelved")):
+            raise P4NotFoundError(f"change {changelist_id} is not a {kind.value} change")
+        files = []
+        index = 0
+        while b"depotFile%d" % index in record:
+            suffix = str(index).encode()
+            changed = ChangedFile(
+                depot_path=decode_field(record[b"depotFile" + suffix], "depot path"),
+                action=decode_field(record.get(b"action" + suffix)),
+                file_type=decode_field(record.get(b"type" + suffix)),
+                revision=int_field(record.get(b"rev" + suffix)) or 0,  # a shelved add may say "none"
+            )
+            size = int_field(record.get(b"fileSize" + suffix))
+            if size is not None:
+                self._sizes[(number, kind.value, changed.depot_path, changed.revision)] = size
+            files.append(changed)
+            index += 1
+        return ChangeDescription(
+            changelist_id=number,
+            kind=kind,
+            owner=decode_field(record.get(b"user"), "change owner"),
+            client=decode_field(record.get(b"client")),
+            status=status,
+            description=decode_field(record.get(b"desc"), "change description"),
+            time=int_field(record.get(b"time")),
+            files=files,
+        )
+
+    def user(self, name: str) -> P4User:
+        records = self._runner.run_marshal(["user", "-o", untrusted(name, "user name")])
+        if len(records) != 1:
+            raise P4CommandError(f"p4 user: expected one record, got {len(records)}")
+        record = records[0]
+        return P4User(
+            user=decode_field(record.get(b"User")) or name,
+            email=decode_field(record.get(b"Email"), "user email") or None,
+            full_name=decode_field(record.get(b"FullName"), "user full name") or None,
+        )
+
+    def server_property(self, name: str) -> str | None:
+        """A server property's value (`p4 property -l -n NAME`), None when it is not set; Swarm
+        publishes its URL as P4.Swarm.URL."""
+        records = self._runner.run_marshal(["property", "-l", "-n", untrusted(name, "property name")])
+        values = [decode_field(r.get(b"value"), "property value") for r in records if r.get(b"name") == name.encode()]
+        return (values[0] or None) if values else None
+
+    def read_policy(self, description: ChangeDescription) -> ChangePolicy:
+        """The depot's `.p4review.toml` files above the changed files (docs/policy.md): one
+        `p4 files` for every candidate directory the allow-list allows, then one `p4 print` per
+        file found (usually none or one). A submitted change reads each at the change (`@N`:
+        the policy in force when it was submitted); a shelved one reads the head, so a shelf
+        cannot bring its own, weaker policy. A bad file is a diagnostic, never a failed fetch."""
+        number = description.changelist_id
+        revision = "#head" if description.kind is ChangeKind.SHELVED else f"@{number}"
+        found = ChangePolicy()
+        # Only the directories of files the allow-list allows: a refused (hostile) path names nothing.
+        allowed = [c.depot_path for c in description.files if self._allow_list.check(c.depot_path).allowed]
+        candidates = [path for path in candidate_policy_paths(allowed) if self._allow_list.check(path).allowed]
+        if not candidates:
+            return found
+        by_operand = {depot_path_operand(path): path for path in candidates}
+        try:
+            records = self._runner.run_marshal_found(
+                ["files", *(operand + revision for operand in by_operand)], changelist_id=number
+            )
+        except P4CommandError:
+            found.diagnostics.append(PolicyDiagnostic(source="(lookup)", reason="unreadable", detail="p4 files failed"))
+            return found
+        for record in records:
+            operand = decode_field(record.get(b"depotFile"))
+            source = by_operand.get(operand)
+            rev = int_field(record.get(b"rev"))
+            if source is None or rev is None or decode_field(record.get(b"action")) in _DELETE_ACTIONS:
+                continue  # not a file we asked for, or deleted at that revision: no policy there
+            try:
+                data = self._runner.run_text(["print", "-q", f"{operand}#{rev}"], changelist_id=number)
+            except (P4NotFoundError, P4CommandError):
+                found.diagnostics.append(PolicyDiagnostic(source=source, reason="unreadable", detail="p4 print failed"))
+                continue
+            parsed = parse_policy_file(source, revision, data)
+            if isinstance(parsed, PolicyDiagnostic):
+                logger.warning(
+                    "depot review policy not used",
+                    extra={"changelist_id": number, "policy": sanitize_for_log(source), "reason": parsed.reason},
+                )
+                found.diagnostics.append(parsed)
+            else:
+                found.policies.append(parsed)
+        found.policies.sort(key=lambda policy: candidates.index(policy.source))
+        return found
+
+    def denied_files(self, description: ChangeDescription, *, job_id: str | None = None) -> set[str]:
+        """First check, on the metadata: the listed paths the allow-list refuses (each reported)."""
+        denied = set()
+        for changed in description.files:
+            decision = self._allow_list.check(changed.depot_path)
+            if not decision.allowed:
+                report_path_denied(decision, check="describe", description=description, job_id=job_id)
+                denied.add(changed.depot_path)
+        return denied
+
+    def file_diff(self, description: ChangeDescription, changed: ChangedFile, *, job_id: str | None = None) -> FileDiff:
+        path, action, number = changed.depot_path, changed.action, description.changelist_id
+
+        def skipped(reason: SkipReason) -> FileDiff:
+            return FileDiff(depot_path=path, action=action, status=DiffStatus.SKIPPED, skip_reason=reason)
+
+        # Second check: nothing below names this file to p4 unless the list allows it here.
+        decision = self._allow_list.check(path)
+        if not decision.allowed:
+            report_path_denied(decision, check="fetch", description=description, job_id=job_id)
+            return skipped(SkipReason.OUTSIDE_ALLOW_LIST)
+        if action in _DELETE_ACTIONS:
+            return skipped(SkipReason.DELETED)
+        if action == "archive":
+            return skipped(SkipReason.ARCHIVED)
+        if is_binary_type(changed.file_type):
+            return skipped(SkipReason.BINARY)
+        size = self._sizes.get((number, description.kind.value, path, changed.revision))
+        if size is not None and size > self._max_bytes:
+            return skipped(SkipReason.TOO_LARGE)
+        # The server's own spelling (escaped), never the normalized form: that is what was allowed.
+        operand = depot_path_operand(path)
+        shelved = description.kind is ChangeKind.SHELVED
+        if action in _ADD_ACTIONS or (action in _EDIT_ACTIONS and not shelved and changed.revision <= 1):
+            spec = f"{operand}@={number}" if shelved else f"{operand}#{changed.revision}"
+            content = self._runner.run_text(["print", "-q", spec], changelist_id=number)
+            if len(content) > self._max_bytes:
+                return skipped(SkipReason.TOO_LARGE)
+            if self._skip_generated and declares_generated(content[:4096].decode("utf-8", "replace")):
+                return skipped(SkipReason.GENERATED)
+            return FileDiff(
+                depot_path=path,
+                action=action,
+                status=DiffStatus.FETCHED,
+                unified_diff=added_file_diff(path, content),
+                new_content=decode_text(content, "file content").removeprefix("\ufeff")
+                if self._keep_content(path)
+                else None,
+            )
+        if action in _EDIT_ACTIONS:
+            if shelved:  # shelved content against the depot head it would replace
+                left, right = operand, f"{operand}@={number}"
+            else:
+                left, right = f"{operand}#{changed.revision - 1}", f"{operand}#{changed.revision}"
+            output = self._runner.run_text(["diff2", "-du", left, right], changelist_id=number)
+            if len(output) > self._max_bytes:
+                return skipped(SkipReason.TOO_LARGE)
+            diff = normalize_diff2(path, output)
+            if diff is None:
+                return skipped(SkipReason.IDENTICAL)
+            if self._skip_generated and diff_declares_generated(diff):
+                return skipped(SkipReason.GENERATED)  # before the analyzers' print: no p4 call spent
+            new_content = None
+            if self._keep_content(path):
+                # One more p4 command for this file: the analyzers read the whole new file.
+                content = self._runner.run_text(["print", "-q", right], changelist_id=number)
+                if len(content) <= self._max_bytes:
+                    new_content = decode_text(content, "file content").removeprefix("\ufeff")
+                    if self._skip_generated and declares_generated(new_content[:4096]):
+                        return skipped(SkipReason.GENERATED)  # edited below a header the diff did not show
+            return FileDiff(
+                depot_path=path, action=action, status=DiffStatus.FETCHED, unified_diff=diff, new_content=new_content
+            )
+        return skipped(SkipReason.UNSUPPORTED_ACTION)
+
+    def fetch(
+        self, changelist_id: int, kind: ChangeKind, *, parallelism: int = 8, job_id: str | None = None
+    ) -> ChangeSnapshot:
+        """The whole change in memory (tests, benchmarks); the fetch stage streams instead."""
+        description = self.describe(changelist_id, kind)
+        policy = self.read_policy(description)
+        diffs = list(self.iter_file_diffs(description, parallelism=parallelism, job_id=job_id, policy=policy))
+        return ChangeSnapshot(description=description, diffs=diffs, policy=policy)
+
+    def iter_file_diffs(
+        self,
+        description: ChangeDescription,
+        *,
+        parallelism: int = 8,
+        job_id: str | None = None,
+        policy: ChangePolicy | None = None,
+    ) -> Iterator[FileDiff]:
+        """Check the paths, then one p4 command per allowed file, yielding the diffs in describe
+        order. Per-file commands are latency-bound (a server round trip each), so a few run at
+        once; at most 2 x `parallelism` diffs are held at a time, whatever the change's size."""
+        denied = self.denied_files(description, job_id=job_id)
+
+        def one(changed: ChangedFile) -> FileDiff:
+            if changed.depot_path in denied:  # already reported by the first check
+                return FileDiff(
+                    depot_path=changed.depot_path,
+                    action=changed.action,
+                    status=DiffStatus.SKIPPED,
+                    skip_reason=SkipReason.OUTSIDE_ALLOW_LIST,
+                )
+            if policy is not None and is_ignored(policy.policies, changed.depot_path):
+                return FileDiff(
+                    depot_path=changed.depot_path,
+                    action=changed.action,
+                    status=DiffStatus.SKIPPED,
+                    skip_reason=SkipReason.IGNORED_BY_POLICY,
+                )
+            try:
+                return self.file_diff(description, changed, job_id=job_id)
+            except P4NotFoundError:
+                # Obliterated or re-shelved between describe and diff: skip this file only.
+                return FileDiff(
+                    depot_path=changed.depot_path,
+                    action=changed.action,
+                    status=DiffStatus.SKIPPED,
+                    skip_reason=SkipReason.NOT_FOUND,
+                )
+
+        if parallelism <= 1 or len(description.files) <= 1:
+            for changed in description.files:
+                yield one(changed)
+            return
+        pool = ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="p4-file")
+        window: deque[Future[FileDiff]] = deque()
+        try:
+            for changed in description.files:
+                window.append(pool.submit(one, changed))
+                if len(window) >= 2 * parallelism:
+                    yield window.popleft().result()
+            while window:
+                yield window.popleft().result()
+        finally:
+            # A consumer that stops early (an error downstream) must not leave commands queued.
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def report_path_denied(
+    decision: PathDecision, *, check: str, description: ChangeDescription, job_id: str | None
+) -> None:
+    """The security event of one denial: what was refused, why and where; never file content."""
+    logger.warning(
+        "depot path denied",
+        extra={
+            "security_event": "depot_path_denied",
+            "check": check,  # "describe" (metadata) or "fetch" (before a per-file command)
+            "reason": decision.reason.value if decision.reason else None,
+            "depot_path": sanitize_for_log(decision.path),
+            "normalized_path": sanitize_for_log(decision.normalized) if decision.normalized else None,
+            "job_id": job_id,
+            "changelist_id": description.changelist_id,
+            "change_kind": description.kind.value,
+        },
+    )
+    metrics.add_metric(name=MetricName.SECURITY_PATH_DENIED, unit="Count", value=1)

@@ -1,0 +1,122 @@
+"""SQS event -> stage runs, with partial batch responses (Lambda's ReportBatchItemFailures)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from pydantic import ValidationError
+
+from p4review.errors import ErrorClass, IllegalTransitionError, NotFoundError
+from p4review.models.job import StageName
+from p4review.models.messages import StageMessage
+from p4review.observability import logger
+from p4review.pipeline import dead_letter
+from p4review.pipeline.replay import parse_dead_letter
+from p4review.pipeline.stage_runner import StageWork, lease_for, run_stage
+from p4review.settings.service import get_settings
+from p4review.stores.factory import get_data_access
+
+# One id per execution environment; each invocation's request id is appended.
+_ENVIRONMENT_ID = uuid.uuid4().hex[:12]
+
+
+class RetryLater(Exception):
+    """Marks a record as a batch item failure; SQS redelivers it after its visibility timeout."""
+
+
+def handle_stage_batch(event: dict[str, Any], context: Any, work_factory: Callable[[], StageWork]) -> dict[str, Any]:
+    work = work_factory()
+    dal = get_data_access()
+    settings = get_settings()
+    function_name = getattr(context, "function_name", None) or os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "local")
+    worker_id = f"{function_name}:{_ENVIRONMENT_ID}:{getattr(context, 'aws_request_id', uuid.uuid4().hex)}"
+
+    def record_handler(record: SQSRecord) -> None:
+        try:
+            message = StageMessage.model_validate_json(record.body)
+        except ValidationError:
+            message = _console_redrive(record, work.stage, dal)
+        if message is None:
+            # Malformed input cannot succeed on retry: park a safe envelope (hash, not body).
+            logger.error("malformed stage message", extra={"message_id": record.message_id})
+            dal.queues.send_dead_letter(
+                work.stage,
+                dead_letter.envelope(
+                    job=None,
+                    job_id="unknown",
+                    stage=work.stage,
+                    error_class=ErrorClass.SCHEMA_INVALID,
+                    exc=None,
+                    request_id=None,
+                    message_id=record.message_id,
+                    body_sha256=dead_letter.body_hash(record.body),
+                ),
+            )
+            return
+        if message.stage != work.stage:
+            logger.error("message for another stage", extra={"message_id": record.message_id})
+            dal.queues.send_dead_letter(
+                work.stage,
+                dead_letter.envelope(
+                    job=None,
+                    job_id=message.job_id,
+                    stage=work.stage,
+                    error_class=ErrorClass.SCHEMA_INVALID,
+                    exc=None,
+                    request_id=message.request_id,
+                    message_id=record.message_id,
+                ),
+            )
+            return
+        disposition = run_stage(
+            message,
+            work,
+            jobs=dal.jobs,
+            queues=dal.queues,
+            worker_id=worker_id,
+            lease_seconds=lease_for(work.stage, settings.lease_seconds),
+            message_id=record.message_id,
+            receipt_handle=record.receipt_handle,
+        )
+        if not disposition.ack:
+            if disposition.delay_seconds is not None:
+                dal.queues.delay(work.stage, record.receipt_handle, disposition.delay_seconds)
+            raise RetryLater(disposition.reason)
+
+    # Powertools catches `Exception` per record; an InjectedCrash (faults.py, a
+    # BaseException) therefore propagates out of the whole invocation, like a killed process.
+    processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+
+
+CONSOLE_REDRIVE_ACTOR = "sqs-dlq-redrive"
+
+
+def _console_redrive(record: SQSRecord, stage: StageName, dal: Any) -> StageMessage | None:
+    """A dead-letter envelope back on its stage queue was moved there by the SQS console's
+    "Start DLQ redrive": replay it like `p4review dlq redrive`, recorded as having no ticket."""
+    target = parse_dead_letter(record.body)
+    if target is None or target.kind != "envelope" or target.stage != stage:
+        return None
+    try:
+        dal.job_replay.replay_stage(
+            target.job_id,
+            stage,
+            actor=CONSOLE_REDRIVE_ACTOR,
+            ticket=None,
+            note="moved back by the SQS console's DLQ redrive",
+            from_start=False,
+        )
+        logger.warning(
+            "replaying a job moved back by SQS DLQ redrive (no ticket)",
+            extra={"job_id": target.job_id, "stage": stage.value},
+        )
+    except (IllegalTransitionError, NotFoundError) as refusal:
+        # Already replayed (a duplicate move) or gone: the claim below decides, as for any message.
+        logger.info("console redrive needs no replay", extra={"job_id": target.job_id, "reason": refusal.message})
+    return StageMessage(job_id=target.job_id, stage=stage, request_id=target.request_id)

@@ -1,1 +1,0 @@
-"""Versioned prompt templates and their registry (registry.json); see logic/prompts.py."""

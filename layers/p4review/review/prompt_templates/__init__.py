@@ -1,0 +1,1 @@
+"""Versioned prompt templates and their registry (registry.json); see review/prompts.py."""
