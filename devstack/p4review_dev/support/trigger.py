@@ -171,7 +171,7 @@ def fake_p4_wrapper(directory: Path, state: Path, **env: str) -> Path:
 class TriggerApi:
     """The real ingest function behind the local API Gateway front (on the tests' moto server),
     reached through a FrontDoor so a test can hold its answers. What the trigger talks to in
-    tests/integration/test_trigger_process.py."""
+    tests/integration/trigger/test_trigger_process.py."""
 
     def __init__(self, service: Any, gateway: Any, door: Any):
         self.service = service

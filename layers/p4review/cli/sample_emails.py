@@ -6,7 +6,7 @@ The inputs are changelist 48213 of the events/depot fixture (a submitted change,
 its diffs, made from the fixture's archive: one email with a finding of every severity, each
 with the lines it flags, and one all-clear. The HTML and text parts are taken
 out of the rendered message bytes, exactly as a mail client would see them. Everything is
-fixed (no clock, no randomness), so tests/unit/test_sample_emails.py can insist that the
+fixed (no clock, no randomness), so tests/unit/cli/test_sample_emails.py can insist that the
 checked-in files equal what this produces now."""
 
 from __future__ import annotations

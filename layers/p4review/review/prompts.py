@@ -3,7 +3,7 @@
 Templates are versioned files in `p4review/review/prompt_templates/` (`review-<x.y.z>.txt`), listed in
 `registry.json` with the schema version they require. A template is the system prompt as is:
 it carries its own `prompt_version` and `schema_version` literals (spec "Prompt construction
-rules"; tests/unit/test_prompts.py checks all seven rules on every shipped template). The user
+rules"; tests/unit/review/test_prompts.py checks all seven rules on every shipped template). The user
 message is built here: changed_files, the description, and each file's diff with the new-side
 line numbers printed, so the model can cite lines that exist."""
 
