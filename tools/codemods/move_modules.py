@@ -150,10 +150,14 @@ def path_forms(files: dict[str, str]) -> dict[str, str]:
     for old, new in files.items():
         forms[old] = new
         for prefix in ("layers/p4review/", "layers/"):
-            if old.startswith(prefix) and new.startswith(prefix):
-                forms.setdefault(old[len(prefix) :], new[len(prefix) :])
+            short = old[len(prefix) :]
+            # A bare file name (`config.py`) is too common a word to rewrite.
+            if old.startswith(prefix) and new.startswith(prefix) and "/" in short:
+                forms.setdefault(short, new[len(prefix) :])
         if old.startswith("layers/p4review/") and new.startswith("devstack/"):
             forms.setdefault(old[len("layers/p4review/") :], new)
+        if old.startswith("tests/") and new.startswith("tests/"):  # the docs cite `unit/test_x.py`
+            forms.setdefault(old[len("tests/") :], new[len("tests/") :])
     return forms
 
 

@@ -85,17 +85,26 @@ PATHS = {
 }
 
 
+def _result(rule: str, uri: str, line: int, text: str, end_line: int | None = None, rank: float | None = None):
+    region = {"startLine": line} | ({"endLine": end_line} if end_line else {})
+    location = {"physicalLocation": {"artifactLocation": {"uri": uri}, "region": region}}
+    result = {"ruleId": rule, "level": "error", "message": {"text": text}, "locations": [location]}
+    return result | ({"rank": rank} if rank is not None else {})
+
+
+def _sarif(tool: str, *results: dict) -> str:
+    return json.dumps({"version": "2.1.0", "runs": [{"tool": {"driver": {"name": tool}}, "results": list(results)}]})
+
+
 def test_each_analyzers_report_is_read_and_what_we_did_not_give_it_is_ignored():
-    ruff = json.dumps(
-        [
-            {"code": "F821", "filename": "f0000/deploy.py", "location": {"row": 7}, "end_location": {"row": 7},
-             "message": "Undefined name `x`"},
-            {"code": "B006", "filename": "/elsewhere/x.py", "location": {"row": 1}, "message": "m"},
-            {"code": "F401", "filename": "f0000/deploy.py", "location": {"row": 1}, "message": "`os` unused"},
-            {"code": "E722", "filename": "f0000/deploy.py", "location": {"row": 9}, "message": "bare except"},
-        ]
-    )  # fmt: skip
-    r, unused, bare = analysis.read_ruff(ruff, PATHS)
+    ruff = _sarif(
+        "ruff",
+        _result("F821", "file:///tmp/r/f0000/deploy.py", 7, "Undefined name `x`", end_line=7),
+        _result("B006", "file:///elsewhere/x.py", 1, "m"),
+        _result("F401", "file:///tmp/r/f0000/deploy.py", 1, "`os` unused"),
+        _result("E722", "file:///tmp/r/f0000/deploy.py", 9, "bare except"),
+    )
+    r, unused, bare = analysis.read_ruff(ruff, {**PATHS, "/tmp/r/f0000/deploy.py": PY})
     assert (r.rule_id, r.file, r.line, r.end_line, r.severity) == ("ruff/F821", PY, 7, None, Severity.HIGH)
     assert (unused.severity, bare.severity, bare.category) == (Severity.LOW, Severity.MEDIUM, Category.RELIABILITY)
     bandit = json.dumps(
@@ -130,13 +139,14 @@ def test_each_analyzers_report_is_read_and_what_we_did_not_give_it_is_ignored():
     s, info = analysis.read_shellcheck(shellcheck, PATHS)
     assert (s.rule_id, s.file, s.severity) == ("shellcheck/SC2086", "//depot/run.sh", Severity.MEDIUM)
     assert (info.rule_id, info.severity) == ("shellcheck/SC2046", Severity.LOW)
-    flawfinder = (
-        "File,Line,Column,DefaultLevel,Level,Category,Name,Warning,Suggestion,Note,CWEs,Context,Fingerprint\n"
-        "f0002/buf.c,2,3,5,5,buffer,gets,Does not check for buffer overflows,fgets,,CWE-120,gets(b);,ab\n"
-        "f0002/buf.c,3,3,1,1,buffer,strlen,Does not handle strings that are not terminated,,,CWE-126,x,cd\n"
+    flawfinder = _sarif(
+        "Flawfinder",
+        _result("FF1014", "f0002/buf.c", 2, "buffer/gets:Does not check for buffer overflows (CWE-120).", rank=1.0),
+        _result("FF1022", "f0002/buf.c", 3, "buffer/strlen:Does not handle strings that are not terminated.", rank=0.2),
     )
     [f] = analysis.read_flawfinder(flawfinder, PATHS)
     assert (f.rule_id, f.line, f.severity) == ("flawfinder/gets", 2, Severity.HIGH)
+    assert f.message == "Does not check for buffer overflows (CWE-120). (CWE-120)"
     cppcheck = "\n".join(
         [
             "f0002/buf.c\t3\terror\tmemleak\t401\tMemory leak: p",

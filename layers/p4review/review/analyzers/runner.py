@@ -51,7 +51,6 @@ from p4review.models.review_result import Diagnostic
 from p4review.review.analyzers import iac_checks
 from p4review.review.analyzers.analysis import (
     CPPCHECK_TEMPLATE,
-    FLAWFINDER_MIN_LEVEL,
     READERS,
     RUFF_IGNORED,
     RUFF_RULES,
@@ -125,7 +124,7 @@ def _command(analyzer: str, files: list[str]) -> list[str] | None:
     if analyzer == RUFF:
         ruff = _ruff_binary()
         extend = ",".join(RUFF_RULES)
-        options = ["check", "--isolated", "--no-cache", "--output-format", "json", "--extend-select", extend]
+        options = ["check", "--isolated", "--no-cache", "--output-format", "sarif", "--extend-select", extend]
         options += ["--extend-ignore", ",".join(RUFF_IGNORED)]
         return None if ruff is None else [ruff, *options, *files]
     if analyzer == BANDIT:
@@ -138,16 +137,9 @@ def _command(analyzer: str, files: list[str]) -> list[str] | None:
         base = [shellcheck, "--format", "json1", "--norc", "--exclude=SC2148"] if shellcheck else None
         return None if base is None else [*base, *files]
     if analyzer == FLAWFINDER:
-        return [
-            sys.executable,
-            "-m",
-            "flawfinder",
-            "--csv",
-            "--quiet",
-            "--dataonly",
-            f"--minlevel={FLAWFINDER_MIN_LEVEL}",
-            *files,
-        ]
+        # Its SARIF holds every risk level (--minlevel filters only its text and CSV):
+        # read_flawfinder keeps FLAWFINDER_MIN_LEVEL and above.
+        return [sys.executable, "-m", "flawfinder", "--sarif", "--quiet", "--dataonly", *files]
     if analyzer == CPPCHECK:
         # No --inline-suppr, so a change's suppression comments are not honoured; one
         # preprocessor configuration per file keeps a file full of #ifdefs inside the time limit.
