@@ -5,6 +5,8 @@ p4review.review.analyzers.runner, and `p4review review-diff --files` through the
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from p4review.cli import main as cli_main
@@ -150,6 +152,18 @@ def test_a_failing_iac_check_is_a_diagnostic_and_the_others_still_run(monkeypatc
     run = AnalyzerRunner(["iac", "bandit"]).run({**CONTENTS, "//depot/infra/main.tf": "x = 1\n"})
     assert [(d.reason, d.detail) for d in run.diagnostics] == [("analyzer_failed", "iac: RecursionError")]
     assert run.ran == ["bandit"]
+
+
+def test_the_parsers_are_imported_only_when_a_file_needs_them():
+    """The review function's cold start does not load PyYAML or python-hcl2 (with lark) for a
+    change without a compose or Terraform file."""
+    code = (
+        "import sys\nfrom p4review.review.analyzers import iac_checks\nloaded = lambda: sorted({'yaml', 'hcl2', 'lark'} & set(sys.modules))\n"
+        "print(loaded())\niac_checks.check('//d/a.py', 'x = 1')\nprint(loaded())\n"
+        "iac_checks.check('//d/compose.yml', 'a: 1')\nprint(loaded())\niac_checks.check('//d/a.tf', 'a = 1')\nprint(loaded())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[:4] == ["[]", "[]", "['yaml']", "['hcl2', 'lark', 'yaml']"]
 
 
 HANDLER = Path(__file__).resolve().parents[3] / "layers" / "analyzers-js" / "handler.mjs"

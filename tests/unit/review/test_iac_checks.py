@@ -275,3 +275,19 @@ def test_every_rule_says_why_and_what_to_do_and_names_checkov_where_it_has_one()
             "IAC-tf-force-destroy",
         }
     assert 15 <= len(iac_checks.RULES) <= 30
+
+
+def test_unparseable_terraform_is_read_block_by_block():
+    text = (
+        'resource "aws_s3_bucket" "b" {\n  acl = "public-read"\n}\n}\n'  # a stray brace after the block
+        'resource "aws_db_instance" "x" {\n  storage_encrypted = false\n  name = "unterminated\n}\n'
+        'resource "aws_db_instance" "y" {\n  publicly_accessible = true\n}\n'
+    )
+    assert _found("//d/broken.tf", text) == [(2, "IAC-tf-s3-public-acl"), (10, "IAC-tf-publicly-accessible")]
+
+
+def test_a_compose_file_is_read_up_to_its_first_yaml_error_and_text_blocks_are_not_settings():
+    text = "services:\n  a:\n    privileged: true\n\tpid: host\n"  # a tab: not YAML from line 4 on
+    assert _found("//d/compose.yml", text) == [(3, "IAC-compose-privileged")]
+    text = "services:\n  a:\n    command: |\n      user: root\n    ports: ['5432:5432']\n"
+    assert _found("//d/compose.yml", text) == [(5, "IAC-compose-public-db-port")]
