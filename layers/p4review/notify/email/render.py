@@ -3,7 +3,9 @@
 Pure and deterministic: the same inputs give byte-identical bytes. The Date header comes
 from the job's `created_at` (never the current time), the MIME boundary is derived from
 the Message-ID, and both parts use quoted-printable, which encodes every `=` -- so the
-boundary (which starts with `=_`) can never occur inside a part's encoded body."""
+boundary (which starts with `=_`) can never occur inside a part's encoded body. The parts are
+laid out by the Jinja2 templates in templates/ (see _templates), which add nothing that
+varies: no clock, no randomness."""
 
 from __future__ import annotations
 
@@ -11,12 +13,15 @@ import hashlib
 import html
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.message import EmailMessage
 from email.policy import SMTP
 from email.utils import format_datetime
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from p4review.change.depot_paths import escaped_character, sanitize_for_log
 from p4review.change.excerpts import code_excerpt
@@ -31,6 +36,10 @@ from p4review.models.review_result import (
     Severity,
     VersionHistory,
 )
+
+if TYPE_CHECKING:
+    import jinja2
+    from jinja2.nodes import EvalContext
 
 DESCRIPTION_EXCERPT_CHARS = 120
 _PATH_LIMIT = 1024  # a depot path is far shorter; the cap only bounds hostile input
@@ -242,7 +251,8 @@ class ChangesView:
 @dataclass(frozen=True)
 class EmailView:
     """Everything the email shows, cleaned, escaped for control characters and truncated once;
-    the text and HTML renderers only lay it out (HTML-escaping is the HTML renderer's)."""
+    the text and HTML templates (templates/) only lay it out (HTML-escaping is the HTML
+    template's autoescaping)."""
 
     subject: str
     changelist_id: int
@@ -394,117 +404,22 @@ def _policy_notes(policy: ChangePolicy | None) -> tuple[str, ...]:
 
 
 # ---------------------------------------------------------------------------------------
-# Plain text
+# Layout: Jinja2 templates in templates/ (review.txt.j2, review.html.j2 and their
+# partials). A template reads as the HTML or text it produces, and the HTML part is autoescaped,
+# so a field that reaches the markup is escaped unless a template marks it otherwise.
+#
+# Every {{ value }} goes through the environment's finalize: in the HTML part it is cleaned and
+# escaped exactly as before the templates (html.escape, quotes included: markupsafe would spell
+# ' and " differently and change the bytes), in the text part it is cleaned (_clean), which is the
+# same as cleaning each line since _clean works character by character and no text line puts two
+# values side by side. The environment is built on the first render, not at import (swarm_comments
+# imports this module's helpers; jinja2 is imported only by what renders), and kept: each
+# template is compiled once per process.
 
-
-def render_text(view: EmailView) -> str:
-    out: list[str] = [
-        f"p4review: automated review of changelist {view.changelist_id}",
-        "",
-        f"Changelist:  {view.changelist_id}",
-        f"Owner:       {view.owner}",
-        f"Kind:        {view.kind}",
-        f"Review:      v{view.review_version}",
-        *([f"Follows:     {view.follows}"] if view.follows else []),
-        f"Description: {view.description}",
-    ]
-    if view.swarm_link:
-        out.append(f"Swarm:       {view.swarm_link}")
-    out.append("")
-    if view.changes:
-        out += [view.changes.headline, *([view.changes.note] if view.changes.note else []), ""]
-    if view.summary:
-        out += [f"Summary: {view.summary}", ""]
-    out += [view.headline, ""]
-    if view.changes:
-        since = f"v{view.changes.previous_version}"
-        out += _text_section(f"New since {since}", view.changes.new)
-        out += _text_section("Still open", view.changes.still_open)
-        out.append(f"#### Resolved since {since} ({len(view.changes.resolved)}) ####")
-        out.append("")
-        out += [f"* [{r.severity}] {r.location}  {r.title}" for r in view.changes.resolved] or ["  (none)"]
-        out.append("")
-    else:
-        out += _text_groups(view.groups)
-    out.append("-- Coverage --")
-    out.append(f"Files reviewed ({len(view.reviewed)}):")
-    out += [f"  {path}" for path in view.reviewed] or ["  (none)"]
-    out.append(f"Files skipped ({len(view.skipped)}):")
-    out += [f"  {path} ({reason})" for path, reason in view.skipped] or ["  (none)"]
-    out += ["", *view.policy_notes] if view.policy_notes else []
-    out += [
-        "",
-        f"Job {view.job_id}; prompt {view.prompt_version}, schema {view.schema_version}.",
-        "This message was generated automatically by p4review; replies are not read.",
-    ]
-    return "\n".join(_clean(line) for line in out) + "\n"
-
-
-def _text_section(title: str, groups: FindingGroups) -> list[str]:
-    count = sum(len(findings) for _, findings in groups)
-    out = [f"#### {title} ({count}) ####", ""]
-    return out + (_text_groups(groups) if groups else ["  (none)", ""])
-
-
-def _text_groups(groups: FindingGroups) -> list[str]:
-    out: list[str] = []
-    for severity, findings in groups:
-        out.append(f"== {severity} ({len(findings)}) ==")
-        out.append("")
-        for finding in findings:
-            out.append(f"* {finding.location}")
-            rule = f" ({finding.rule})" if finding.rule else ""
-            out.append(f"  {finding.title}  [{finding.category}]{rule}")
-            out += [f"  {line}".rstrip() for line in finding.message_lines]
-            if finding.suggestion:
-                out.append(f"  Suggestion: {finding.suggestion}")
-            if finding.code:
-                out.append("")
-                out += [_text_code_line(line) for line in finding.code]
-            if finding.suggested_code:
-                out.append("")
-                out.append("  Suggested change:")
-                out += [f"        | {line}".rstrip() for line in finding.suggested_code]
-            if finding.link:
-                out.append(f"  In Swarm: {finding.link}")
-            out.append("")
-    return out
-
-
-def _text_code_line(line: CodeLineView) -> str:
-    """`  > 42 + | code`: `>` marks the flagged lines, `+` the lines the change added."""
-    return f"  {'>' if line.flagged else ' '}{line.number:>5} {'+' if line.added else ' '}| {line.text}".rstrip()
-
-
-# ---------------------------------------------------------------------------------------
-# HTML: table layout and inline styles (mail clients drop <style> and ignore CSS layout);
-# every block sets its own text and background colour, so a client's dark mode either keeps
-# them (readable as they are) or inverts them together; the <style> block only adds a dark
-# palette for clients that honour prefers-color-scheme.
-
-_TEXT = "#1f2328"
-_MUTED = "#57606a"
-_BORDER = "#d0d7de"
-_PAGE = "#f6f8fa"
-_CARD = "#ffffff"
-_FONT = "-apple-system, 'Segoe UI', Helvetica, Arial, sans-serif"
-_MONO = "Consolas, Menlo, 'Liberation Mono', monospace"
-
-_DARK_MODE_CSS = (
-    ":root { color-scheme: light dark; supported-color-schemes: light dark; } "
-    "@media (prefers-color-scheme: dark) { "
-    ".p4r-page { background-color: #0d1117 !important; } "
-    ".p4r-card { background-color: #161b22 !important; color: #e6edf3 !important; border-color: #30363d !important; } "
-    ".p4r-muted { color: #9198a1 !important; } "
-    ".p4r-text { color: #e6edf3 !important; } "
-    ".p4r-code, .p4r-context { background-color: #0d1117 !important; color: #e6edf3 !important; } "
-    ".p4r-code { border-color: #30363d !important; } "
-    ".p4r-added { background-color: #033a16 !important; color: #e6edf3 !important; } "
-    "a { color: #4493f8 !important; } }"
-)
+_TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 # White text on each colour has a contrast ratio of at least 4.5:1 (WCAG AA), on light and dark
-# backgrounds alike: the badge carries its own background.
+# backgrounds alike: the badge carries its own background (templates/_macros.html.j2: badge).
 _BADGE_COLOURS = {
     "CRITICAL": "#82071e",
     "HIGH": "#cf222e",
@@ -516,163 +431,44 @@ _BADGE_COLOURS = {
 }
 
 
-def _html_badge(severity: str, e: Callable[[object], str]) -> str:
-    colour = _BADGE_COLOURS.get(severity, "#57606a")
-    return (
-        f'<span style="background-color: {colour}; color: #ffffff; border-radius: 10px; padding: 1px 8px; '
-        f'font-size: 11px; font-weight: bold; letter-spacing: 0.5px;">{e(severity)}</span>'
+@cache
+def _templates() -> jinja2.Environment:
+    import jinja2
+    from markupsafe import Markup
+
+    @jinja2.pass_eval_context
+    def finalize(eval_ctx: EvalContext, value: object) -> str:
+        if not eval_ctx.autoescape:
+            return _clean(str(value))
+        if isinstance(value, Markup):  # a macro's or a call block's output: markup already
+            return value
+        return Markup(html.escape(_clean(str(value)), quote=True))  # noqa: S704 - escaped on this line
+
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(_TEMPLATES),
+        autoescape=jinja2.select_autoescape(
+            enabled_extensions=("html.j2",), disabled_extensions=("txt.j2",), default=True
+        ),
+        undefined=jinja2.StrictUndefined,
+        finalize=finalize,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        auto_reload=False,
     )
+    environment.filters["rstrip"] = str.rstrip
+    environment.globals["badge_colours"] = _BADGE_COLOURS
+    return environment
 
 
-def _html_code_line(line: CodeLineView, e: Callable[[object], str]) -> str:
-    added = ' class="p4r-added"' if line.added else ' class="p4r-context"'
-    background = "#e6ffec" if line.added else "#f6f8fa"
-    weight = "bold" if line.flagged else "normal"
-    marker = "&gt;" if line.flagged else "&nbsp;"
-    return (
-        f'<tr{added} style="background-color: {background}; color: {_TEXT};">'
-        f'<td class="p4r-muted" width="1%" style="padding: 0 6px; color: {_MUTED}; text-align: right; '
-        f'font-family: {_MONO}; font-size: 12px; white-space: pre;">'
-        f"{marker}{line.number} {'+' if line.added else '&nbsp;'}</td>"
-        f'<td style="padding: 0 8px; font-family: {_MONO}; font-size: 12px; font-weight: {weight}; '
-        f'white-space: pre;">{e(line.text) or "&nbsp;"}</td></tr>'
-    )
-
-
-def _html_finding(severity: str, finding: FindingView, e: Callable[[object], str]) -> str:
-    location = f"<code>{e(finding.location)}</code>"
-    if finding.link:
-        location = f'<a href="{e(finding.link)}" style="color: #0969da;">{location}</a>'
-    rule = f' <span class="p4r-muted" style="color: {_MUTED};">{e(finding.rule)}</span>' if finding.rule else ""
-    cell = [
-        f"{_html_badge(severity, e)} {location}<br>",
-        f"<strong>{e(finding.title)}</strong> "
-        f'<span class="p4r-muted" style="color: {_MUTED};">[{e(finding.category)}]</span>{rule}<br>',
-        "<br>\n".join(e(line) for line in finding.message_lines),
-    ]
-    if finding.suggestion:
-        cell.append(f"<br><em>Suggestion:</em> {e(finding.suggestion)}")
-    if finding.code:
-        rows = "".join(_html_code_line(line, e) for line in finding.code)
-        cell.append(
-            f'<table role="presentation" class="p4r-code" cellpadding="0" cellspacing="0" width="100%" '
-            f'style="margin: 6px 0; border: 1px solid {_BORDER}; border-collapse: collapse; '
-            f'background-color: #f6f8fa; line-height: 1.4;">{rows}</table>'
-        )
-    if finding.suggested_code:
-        rows = "".join(
-            f'<tr class="p4r-added" style="background-color: #e6ffec; color: {_TEXT};"><td style="padding: 0 8px; '
-            f'font-family: {_MONO}; font-size: 12px; white-space: pre;">{e(line) or "&nbsp;"}</td></tr>'
-            for line in finding.suggested_code
-        )
-        cell.append(
-            "<em>Suggested change:</em>"
-            f'<table role="presentation" class="p4r-code" cellpadding="0" cellspacing="0" width="100%" '
-            f'style="margin: 4px 0 6px 0; border: 1px solid {_BORDER}; border-collapse: collapse; '
-            f'background-color: #e6ffec; line-height: 1.4;">{rows}</table>'
-        )
-    return (
-        f'<tr><td class="p4r-text" style="padding: 8px 0; border-top: 1px solid {_BORDER}; color: {_TEXT};">'
-        f"{''.join(cell)}</td></tr>"
-    )
-
-
-def _html_groups(groups: FindingGroups, e: Callable[[object], str]) -> list[str]:
-    out = []
-    for severity, findings in groups:
-        heading = f'<h3 style="margin: 0; font-size: 15px;">{e(severity)} ({len(findings)})</h3>'
-        out.append(f'<tr><td style="padding: 12px 0 4px 0;">{heading}</td></tr>')
-        out += [_html_finding(severity, finding, e) for finding in findings]
-    return out
-
-
-def _html_heading(text: str, e: Callable[[object], str]) -> str:
-    return f'<tr><td style="padding: 16px 0 4px 0;"><h2 style="margin: 0; font-size: 18px;">{e(text)}</h2></td></tr>'
-
-
-def _html_none() -> str:
-    return f'<tr><td class="p4r-muted" style="padding: 4px 0; color: {_MUTED};">(none)</td></tr>'
+def render_text(view: EmailView) -> str:
+    """The plain-text part (templates/review.txt.j2)."""
+    return _templates().get_template("review.txt.j2").render(view=view)
 
 
 def render_html(view: EmailView) -> str:
-    def e(value: object) -> str:
-        return html.escape(_clean(str(value)), quote=True)
-
-    def row(label: str, value: str) -> str:
-        return (
-            f'<tr><th align="left" class="p4r-muted" style="padding: 2px 12px 2px 0; color: {_MUTED}; '
-            f'font-weight: normal; white-space: nowrap;">{label}</th><td>{value}</td></tr>'
-        )
-
-    facts = [
-        row("Changelist", e(view.changelist_id)),
-        row("Owner", e(view.owner)),
-        row("Kind", e(view.kind)),
-        row("Review", f"v{e(view.review_version)}"),
-        *([row("Follows", e(view.follows))] if view.follows else []),
-        row("Description", e(view.description)),
-    ]
-    if view.swarm_link:
-        label = f"View changelist {e(view.changelist_id)} in Swarm"
-        link = f'<a href="{e(view.swarm_link)}" style="color: #0969da;">{label}</a>'
-        facts.append(row("Swarm", link))
-    table = f'<table role="presentation" cellpadding="0" cellspacing="0">{"".join(facts)}</table>'
-    body: list[str] = [f"<tr><td>{table}</td></tr>"]
-    if view.changes:
-        body.append(f'<tr><td style="padding-top: 12px;"><strong>{e(view.changes.headline)}</strong></td></tr>')
-        if view.changes.note:
-            body.append(f'<tr><td class="p4r-muted" style="color: {_MUTED};">{e(view.changes.note)}</td></tr>')
-    if view.summary:
-        body.append(f'<tr><td style="padding-top: 12px;">{e(view.summary)}</td></tr>')
-    body.append(f'<tr><td style="padding-top: 12px;"><strong>{e(view.headline)}</strong></td></tr>')
-    if view.changes:
-        since = f"v{view.changes.previous_version}"
-        for title, groups in ((f"New since {since}", view.changes.new), ("Still open", view.changes.still_open)):
-            body.append(_html_heading(f"{title} ({sum(len(f) for _, f in groups)})", e))
-            body += _html_groups(groups, e) or [_html_none()]
-        body.append(_html_heading(f"Resolved since {since} ({len(view.changes.resolved)})", e))
-        body += [
-            f'<tr><td style="padding: 4px 0; border-top: 1px solid {_BORDER};">{_html_badge("RESOLVED", e)} '
-            f"{_html_badge(r.severity, e)} <code>{e(r.location)}</code> <s>{e(r.title)}</s></td></tr>"
-            for r in view.changes.resolved
-        ] or [_html_none()]
-    else:
-        body += _html_groups(view.groups, e)
-    body.append(_html_heading("Coverage", e))
-    reviewed = "<br>".join(f"<code>{e(path)}</code>" for path in view.reviewed) or "(none)"
-    skipped = "<br>".join(f"<code>{e(path)}</code> ({e(reason)})" for path, reason in view.skipped) or "(none)"
-    body.append(f"<tr><td>Files reviewed ({len(view.reviewed)}):<br>{reviewed}</td></tr>")
-    body.append(f'<tr><td style="padding-top: 8px;">Files skipped ({len(view.skipped)}):<br>{skipped}</td></tr>')
-    if view.policy_notes:
-        notes = "<br>".join(e(note) for note in view.policy_notes)
-        body.append(f'<tr><td class="p4r-muted" style="padding-top: 12px; color: {_MUTED};">{notes}</td></tr>')
-    body.append(
-        f'<tr><td class="p4r-muted" style="padding-top: 16px; color: {_MUTED}; font-size: 12px;">Job {e(view.job_id)}; '
-        f"prompt {e(view.prompt_version)}, schema {e(view.schema_version)}. This message was generated "
-        "automatically by p4review; replies are not read.</td></tr>"
-    )
-    out = [
-        "<!DOCTYPE html>",
-        '<html><head><meta charset="utf-8">',
-        '<meta name="color-scheme" content="light dark"><meta name="supported-color-schemes" content="light dark">',
-        f"<style>{_DARK_MODE_CSS}</style>",
-        f"<title>{e(view.subject)}</title></head>",
-        f'<body class="p4r-page" style="margin: 0; padding: 0; background-color: {_PAGE};">',
-        f'<table role="presentation" class="p4r-page" width="100%" cellpadding="0" cellspacing="0" '
-        f'style="background-color: {_PAGE};"><tr><td align="center" style="padding: 16px;">',
-        f'<table role="presentation" class="p4r-card" width="100%" cellpadding="0" cellspacing="0" '
-        f'style="max-width: 820px; background-color: {_CARD}; color: {_TEXT}; border: 1px solid {_BORDER}; '
-        f'border-radius: 6px; font-family: {_FONT}; font-size: 14px; line-height: 1.5;">',
-        f'<tr><td style="padding: 16px 24px;"><table role="presentation" width="100%" cellpadding="0" '
-        f'cellspacing="0" class="p4r-text" style="color: {_TEXT};">',
-        f'<tr><td><h1 style="margin: 0 0 8px 0; font-size: 20px;">p4review: changelist {e(view.changelist_id)}'
-        "</h1></td></tr>",
-        *body,
-        "</table></td></tr></table>",
-        "</td></tr></table>",
-        "</body></html>",
-    ]
-    return "\n".join(out) + "\n"
+    """The HTML part (templates/review.html.j2)."""
+    return _templates().get_template("review.html.j2").render(view=view)
 
 
 def render_review_email(
