@@ -12,6 +12,14 @@ becomes the HTTP response. Like API Gateway:
 * a handler exception or a malformed proxy response gets
   ``502 {"message": "Internal server error"}``: the trace goes to the log, never the client.
 
+The HTTP side is werkzeug's: its threaded WSGI server (``werkzeug.serving``, the request line
+and headers parsed by ``http.server`` under it), a ``werkzeug.Request`` per request whose
+``max_content_length`` enforces the body cap and which reads ``Content-Length`` and chunked
+bodies, a ``werkzeug.Response`` per answer. Like werkzeug's server, every response closes its
+connection. The front's own refusals are JSON like API Gateway's: 400 (malformed chunked
+framing), 408 (a body stalled past ``read_timeout_seconds``), 413, 414/431 (http.server's
+limits) and 501 (a method API Gateway's REST API does not have, e.g. TRACE).
+
 The Lambda context object each invocation gets is ``local.lambda_context.FakeLambdaContext``.
 """
 
@@ -26,9 +34,12 @@ import time
 import uuid
 from collections.abc import Callable
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
+
+from werkzeug.exceptions import ClientDisconnected, RequestEntityTooLarge
+from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
+from werkzeug.wrappers import Request, Response
 
 from p4review_dev.background import BackgroundServer
 from p4review_dev.lambda_context import DEFAULT_ACCOUNT_ID, FakeLambdaContext
@@ -192,152 +203,129 @@ def _render_response(result: Any) -> tuple[int, list[tuple[str, str]], bytes]:
 
 
 _HOP_BY_HOP = {"connection", "content-length", "transfer-encoding", "keep-alive"}
+# The methods the front serves; http.server answered any other 501 (werkzeug's handler would
+# pass TRACE or CONNECT to the application, so the application answers it).
+_METHODS = frozenset({"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"})
+# The request target and header list exactly as received (werkzeug's WSGI environ folds repeated
+# headers into one comma-joined value, drops names containing "_" and re-encodes the target;
+# API Gateway's event keeps the client's names, order and repeats).
+_RAW_REQUEST = "p4review.raw_request"
 
 
-class _RequestHandler(BaseHTTPRequestHandler):
+class _Response(Response):
+    default_mimetype = None  # the handler's headers as given: no Content-Type werkzeug made up
+
+
+def _status_line(status: int) -> str:
+    """``"413 Request Entity Too Large"``: http.server's reason phrase, not werkzeug's upper-cased one."""
+    try:
+        return f"{status} {HTTPStatus(status).phrase}"
+    except ValueError:
+        return str(status)
+
+
+def _json_response(status: int, payload: dict[str, Any]) -> Response:
+    headers = [
+        ("Content-Type", "application/json"),
+        ("x-amzn-RequestId", str(uuid.uuid4())),
+        (
+            "x-amzn-ErrorType",
+            "InternalServerErrorException"
+            if status >= HTTPStatus.INTERNAL_SERVER_ERROR
+            else "RequestTooLargeException"
+            if status == HTTPStatus.REQUEST_ENTITY_TOO_LARGE
+            else "BadRequestException",
+        ),
+    ]
+    return _Response(json.dumps(payload).encode("utf-8"), status=_status_line(status), headers=headers)
+
+
+def _proxy_response(result: Any, request_id: str) -> Response:
+    """The HTTP response for a Lambda proxy response, or raise _BadResponse."""
+    status, headers, raw = _render_response(result)
+    headers = [(name, value) for name, value in headers if name.lower() not in _HOP_BY_HOP]
+    headers.append(("x-amzn-RequestId", request_id))
+    try:
+        return _Response(raw, status=_status_line(status), headers=headers)
+    except ValueError as exc:  # werkzeug refuses a header value containing a newline
+        raise _BadResponse(str(exc)) from exc
+
+
+def _message_response(status: HTTPStatus, message: str | None = None) -> Response:
+    return _json_response(status, {"message": message or status.phrase})
+
+
+def _drain(stream: Any, remaining: int) -> None:
+    """Read and discard a refused body, so the client reads the 413 instead of a reset."""
+    while remaining > 0:
+        chunk = stream.read(min(remaining, 1 << 16))
+        if not chunk:
+            break
+        remaining -= len(chunk)
+
+
+class _RequestHandler(WSGIRequestHandler):
+    """werkzeug's handler with the front's name, log, read timeout and JSON refusals."""
+
     protocol_version = "HTTP/1.1"
-    server_version = "p4review-local-apigw"
     sys_version = ""
-    gateway: LocalApiGateway  # set on the subclass LocalApiGateway builds
+    timeout = READ_TIMEOUT_SECONDS  # StreamRequestHandler sets it on the socket
 
-    def log_message(self, format: str, *args: Any) -> None:
-        log.debug("%s - %s", self.address_string(), format % args)
+    @property
+    def server_version(self) -> str:  # type: ignore[override]
+        return "p4review-local-apigw"
 
-    def setup(self) -> None:
-        self.timeout = self.gateway.read_timeout_seconds  # StreamRequestHandler sets it on the socket
-        super().setup()
+    def make_environ(self) -> dict[str, Any]:
+        environ = super().make_environ()
+        environ[_RAW_REQUEST] = (self.path, list(self.headers.items()))
+        return environ
+
+    def handle_expect_100(self) -> bool:
+        return True  # werkzeug's run_wsgi sends the interim 100 itself; http.server would send a second
+
+    def log(self, type: str, message: str, *args: Any) -> None:
+        log.debug("%s - %s", self.address_string(), message % args if args else message)
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        """http.server's own refusals (unknown method such as TRACE or CONNECT, a URI or header
-        too long, a malformed request line) in the API's JSON shape, not its HTML page."""
+        """http.server's own refusals (a URI or header too long, a malformed request line, a
+        bad HTTP version) in the API's JSON shape, not its HTML page."""
         self.close_connection = True
         try:
             phrase = HTTPStatus(code).phrase
         except ValueError:
             phrase = "Error"
-        self._send_json(code, {"message": phrase}, close=True)
-
-    # Every method goes through the same path.
-    def do_GET(self) -> None:
-        self._handle()
-
-    do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = do_GET
-
-    def _send(self, status: int, headers: list[tuple[str, str]], body: bytes, *, close: bool = False) -> None:
-        self.send_response(status)
-        for name, value in headers:
-            if name.lower() not in _HOP_BY_HOP:
-                self.send_header(name, value)
-        self.send_header("Content-Length", str(len(body)))
-        if close:
-            self.send_header("Connection", "close")
-            self.close_connection = True
+        response = _json_response(code, {"message": phrase})
+        self.send_response(code)
+        for name, value in response.headers.items():
+            self.send_header(name, value)
+        self.send_header("Connection", "close")
         self.end_headers()
-        if self.command != "HEAD" and body:
-            self.wfile.write(body)
-
-    def _send_json(self, status: int, payload: dict[str, Any], *, close: bool = False) -> None:
-        headers = [
-            ("Content-Type", "application/json"),
-            ("x-amzn-RequestId", str(uuid.uuid4())),
-            (
-                "x-amzn-ErrorType",
-                "InternalServerErrorException"
-                if status >= 500
-                else "RequestTooLargeException"
-                if status == 413
-                else "BadRequestException",
-            ),
-        ]
-        self._send(status, headers, json.dumps(payload).encode("utf-8"), close=close)
-
-    def _too_large(self, remaining: int | None) -> None:
-        self.gateway._count("rejected_too_large")
-        if remaining is not None and remaining <= _DRAIN_LIMIT:
-            while remaining > 0:  # drain, so the client reads our 413 instead of a reset
-                chunk = self.rfile.read(min(remaining, 1 << 16))
-                if not chunk:
-                    break
-                remaining -= len(chunk)
-        self._send_json(413, {"message": "Request Too Large"}, close=True)
-
-    def _read_body(self) -> bytes | None:
-        """The request body, or None after answering 413."""
-        limit = self.gateway.max_body_bytes
-        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-            parts: list[bytes] = []
-            total = 0
-            while True:
-                line = self.rfile.readline(65537)
-                size = int(line.split(b";", 1)[0].strip() or b"0", 16)
-                if size < 0:  # `-1` would make read() take everything up to the end of the stream
-                    raise ValueError("negative chunk size")
-                if size == 0:
-                    while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
-                        pass  # trailers
-                    break
-                total += size
-                if total > limit:
-                    self._too_large(None)
-                    return None
-                parts.append(self.rfile.read(size))
-                self.rfile.readline(65537)
-            return b"".join(parts)
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            length = 0
-        if length > limit:
-            self._too_large(length)
-            return None
-        return self.rfile.read(length) if length > 0 else b""
-
-    def _handle(self) -> None:
-        try:
-            body = self._read_body()
-        except ValueError:  # malformed chunked framing
-            self._send_json(400, {"message": "Bad Request"}, close=True)
-            return
-        except TimeoutError:  # the client promised more body than it sent
-            self._send_json(408, {"message": "Request Timeout"}, close=True)
-            return
-        if body is None:
-            return
-        gateway = self.gateway
-        event = build_proxy_event(
-            method=self.command,
-            raw_path=self.path,
-            headers=list(self.headers.items()),
-            body=body,
-            source_ip=self.client_address[0],
-            stage=gateway.stage,
-            protocol=self.request_version,
-        )
-        context = FakeLambdaContext(
-            gateway.function_name, timeout_seconds=gateway.timeout_seconds, aws_request_id=str(uuid.uuid4())
-        )
-        gateway._count("invocations")
-        try:
-            result = gateway.handler(event, context)
-            status, headers, raw = _render_response(result)
-        except _BadResponse as exc:
-            gateway._count("errors")
-            log.error("local API Gateway: malformed Lambda proxy response: %s", exc)
-            self._send_json(502, {"message": "Internal server error"})
-            return
-        except Exception:
-            gateway._count("errors")
-            log.exception("local API Gateway: handler raised (request %s)", context.aws_request_id)
-            self._send_json(502, {"message": "Internal server error"})
-            return
-        headers.append(("x-amzn-RequestId", event["requestContext"]["requestId"]))
-        self._send(status, headers, raw)
+        if self.command != "HEAD":
+            self.wfile.write(response.get_data())
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
+class _BindError(Exception):
+    """An OSError from bind/listen, carried past werkzeug (which would print it and sys.exit(1))."""
+
+
+class _Server(ThreadedWSGIServer):
     request_queue_size = 256
-    allow_reuse_address = True
+
+    def server_bind(self) -> None:
+        try:
+            super().server_bind()
+        except OSError as exc:
+            raise _BindError() from exc
+
+    def server_activate(self) -> None:
+        try:
+            super().server_activate()
+        except OSError as exc:
+            raise _BindError() from exc
+
+    def log(self, type: str, message: str, *args: Any) -> None:
+        # Only an exception escaping the application reaches here (the application catches them all).
+        log.error(message.rstrip(), *args)
 
 
 class LocalApiGateway(BackgroundServer):
@@ -346,7 +334,11 @@ class LocalApiGateway(BackgroundServer):
     ``handler``: a Lambda handler taking an API Gateway REST proxy event.
     ``url`` (after ``start()``): ``http://host:port/<stage>``, the invoke URL;
     ``base_url``: without the stage. ``counters()``: invocations, errors (502s) and
-    rejected_too_large (413s). Start/stop are idempotent; usable as a context manager."""
+    rejected_too_large (413s). Start/stop are idempotent; usable as a context manager.
+
+    The server is werkzeug's threaded WSGI server (``werkzeug.serving``); each request is a
+    werkzeug ``Request`` whose ``max_content_length`` is ``max_body_bytes``, each answer a
+    werkzeug ``Response``. Like werkzeug's server, it closes the connection after each response."""
 
     def __init__(
         self,
@@ -376,8 +368,11 @@ class LocalApiGateway(BackgroundServer):
         """Bind, serve in a daemon thread, return ``url``."""
         if self._server is not None:
             return self.url
-        handler_class = type("BoundRequestHandler", (_RequestHandler,), {"gateway": self})
-        server = _Server((self.host, self.port), handler_class)
+        handler_class = type("BoundRequestHandler", (_RequestHandler,), {"timeout": self.read_timeout_seconds})
+        try:
+            server = _Server(self.host, self.port, self._wsgi_app, handler_class)
+        except _BindError as exc:
+            raise exc.__cause__ from None  # type: ignore[misc]
         self.port = int(server.server_address[1])
         self._serve(server, f"local-apigw-{self.port}")
         return self.url
@@ -399,3 +394,67 @@ class LocalApiGateway(BackgroundServer):
     def _count(self, name: str) -> None:
         with self._counts_lock:
             self._counts[name] += 1
+
+    def _wsgi_app(self, environ: dict[str, Any], start_response: Any) -> Any:
+        return self._respond(Request(environ))(environ, start_response)
+
+    def _read_body(self, request: Request) -> bytes | None:
+        """The request body, or None when it is over ``max_body_bytes``."""
+        chunked = bool(request.environ.get("wsgi.input_terminated"))
+        # werkzeug refuses a Content-Length over max_content_length before reading anything; a
+        # chunked body it stops reading at max_content_length, so one byte more tells an
+        # over-long body from one of exactly max_body_bytes.
+        request.max_content_length = self.max_body_bytes + 1 if chunked else self.max_body_bytes
+        try:
+            body = request.get_data(cache=False)
+        except RequestEntityTooLarge:
+            self._count("rejected_too_large")
+            length = request.content_length
+            if length is not None and length <= _DRAIN_LIMIT:
+                _drain(request.environ["wsgi.input"], length)
+            return None
+        if len(body) > self.max_body_bytes:
+            self._count("rejected_too_large")
+            return None
+        return body
+
+    def _respond(self, request: Request) -> Response:
+        method = request.environ["REQUEST_METHOD"]
+        if method not in _METHODS:  # TRACE, CONNECT, a lower-case `get`...
+            return _message_response(HTTPStatus.NOT_IMPLEMENTED)
+        try:
+            body = self._read_body(request)
+        except ClientDisconnected as exc:
+            # werkzeug raises it while handling the read's error (a stalled socket's TimeoutError)
+            if isinstance(exc.__cause__ or exc.__context__, TimeoutError):  # more body promised than sent
+                return _message_response(HTTPStatus.REQUEST_TIMEOUT)
+            return _message_response(HTTPStatus.BAD_REQUEST)  # malformed chunked framing, a body cut short
+        except TimeoutError:  # stalled while a refused body was drained
+            return _message_response(HTTPStatus.REQUEST_TIMEOUT)
+        if body is None:
+            return _message_response(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "Request Too Large")
+        raw_target, raw_headers = request.environ[_RAW_REQUEST]
+        event = build_proxy_event(
+            method=method,
+            raw_path=raw_target,
+            headers=raw_headers,
+            body=body,
+            source_ip=request.remote_addr or "",
+            stage=self.stage,
+            protocol=request.environ["SERVER_PROTOCOL"],
+        )
+        context = FakeLambdaContext(
+            self.function_name, timeout_seconds=self.timeout_seconds, aws_request_id=str(uuid.uuid4())
+        )
+        self._count("invocations")
+        try:
+            result = self.handler(event, context)
+            return _proxy_response(result, event["requestContext"]["requestId"])
+        except _BadResponse as exc:
+            self._count("errors")
+            log.error("local API Gateway: malformed Lambda proxy response: %s", exc)
+            return _message_response(HTTPStatus.BAD_GATEWAY, "Internal server error")
+        except Exception:
+            self._count("errors")
+            log.exception("local API Gateway: handler raised (request %s)", context.aws_request_id)
+            return _message_response(HTTPStatus.BAD_GATEWAY, "Internal server error")
