@@ -49,6 +49,7 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
@@ -317,7 +318,7 @@ def _submit_all(client: Any, numbers: list[int], run_id: str) -> tuple[dict[int,
             except OSError as exc:  # timeout, refused: the request may or may not have landed
                 outcome = exc
                 continue
-            if outcome.status in (200, 201):
+            if outcome.status in (HTTPStatus.OK, HTTPStatus.CREATED):
                 return number, outcome
             time.sleep(0.5)
         return number, outcome
@@ -328,7 +329,7 @@ def _submit_all(client: Any, numbers: list[int], run_id: str) -> tuple[dict[int,
         for number, answer in pool.map(submit, numbers):
             if isinstance(answer, OSError):
                 problems.append(f"CL {number}: submit failed ({type(answer).__name__})")
-            elif answer.status in (200, 201):
+            elif answer.status in (HTTPStatus.OK, HTTPStatus.CREATED):
                 job_ids[number] = answer.body["job_id"]
             else:
                 problems.append(f"CL {number}: submit answered {answer.status}")

@@ -171,10 +171,10 @@ def _render_response(result: Any) -> tuple[int, list[tuple[str, str]], bytes]:
     if not isinstance(result, dict):
         raise _BadResponse(f"handler returned {type(result).__name__}, not a dict")
     try:
-        status = int(result.get("statusCode", 200))
+        status = int(result.get("statusCode", HTTPStatus.OK))
     except (TypeError, ValueError) as exc:
         raise _BadResponse("statusCode is not an integer") from exc
-    if not 100 <= status <= 599:
+    if not HTTPStatus.CONTINUE <= status < 600:  # three digits, 1xx to 5xx
         raise _BadResponse(f"statusCode {status} out of range")
     headers: list[tuple[str, str]] = []
     seen: set[str] = set()

@@ -34,6 +34,7 @@ import time
 import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterable
+from http import HTTPStatus
 from typing import Any
 
 from werkzeug.serving import make_server
@@ -196,7 +197,7 @@ class SerializingMiddleware:
                 captured = self._call(environ, short_body)
                 with self._locks_guard:
                     self._counts["sqs"] += 1
-            if captured.status_code != 200 or _has_messages(captured.body):
+            if captured.status_code != HTTPStatus.OK or _has_messages(captured.body):
                 break
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -386,7 +387,7 @@ class LocalAwsServer(BackgroundServer):
         """Clear all moto state (POST /moto-api/reset, taken under every service lock)."""
         request = urllib.request.Request(f"{self.endpoint_url}/moto-api/reset", data=b"", method="POST")
         with urllib.request.urlopen(request, timeout=30) as response:
-            if response.status != 200:
+            if response.status != HTTPStatus.OK:
                 raise RuntimeError(f"moto reset failed: HTTP {response.status}")
 
     def request_counts(self) -> dict[str, int]:

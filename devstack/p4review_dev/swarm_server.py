@@ -108,6 +108,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
@@ -150,7 +151,7 @@ CONTROL_PREFIX = "/_fake"
 @dataclass
 class _Fault:
     kind: FaultKind
-    status: int = 500
+    status: int = HTTPStatus.INTERNAL_SERVER_ERROR
     retry_after: float | None = None
 
 
@@ -183,7 +184,7 @@ class FakeSwarmServer(BackgroundServer):
         seed: int = 0,
         hang_seconds: float = 10.0,
         retry_after: float | None = None,
-        unauthorized_status: int = 401,
+        unauthorized_status: int = HTTPStatus.UNAUTHORIZED,
         release: Release = "2022.1",
     ) -> None:
         super().__init__()
@@ -252,7 +253,12 @@ class FakeSwarmServer(BackgroundServer):
                 self._rng.seed(seed)
 
     def fail_next(
-        self, count: int = 1, kind: FaultKind = "error", *, status: int = 500, retry_after: float | None = None
+        self,
+        count: int = 1,
+        kind: FaultKind = "error",
+        *,
+        status: int = HTTPStatus.INTERNAL_SERVER_ERROR,
+        retry_after: float | None = None,
     ) -> None:
         """The next `count` requests (any endpoint) meet `kind`."""
         with self._lock:
@@ -269,7 +275,7 @@ class FakeSwarmServer(BackgroundServer):
                 for kind in kinds:
                     rate = self._rates[kind]
                     if draw < rate:
-                        fault = _Fault(kind, 500, self.retry_after)
+                        fault = _Fault(kind, HTTPStatus.INTERNAL_SERVER_ERROR, self.retry_after)
                         break
                     draw -= rate
             if fault is not None:
@@ -404,7 +410,9 @@ class FakeSwarmServer(BackgroundServer):
         if change in self._review_of_change:
             # module/Reviews/src/Controller/IndexController.php addAction; ReviewsController::create
             # turns `isValid: false` into 400 through prepareErrorModel (`error`, `isValid`).
-            raise _Answer(400, {"error": f"A Review for change {change} already exists.", "isValid": False})
+            raise _Answer(
+                HTTPStatus.BAD_REQUEST, {"error": f"A Review for change {change} already exists.", "isValid": False}
+            )
         review_id = self._next_review
         self._next_review += 1
         now = int(time.time())
@@ -439,7 +447,7 @@ class FakeSwarmServer(BackgroundServer):
         self, review_id: int, user: str, body: str, task_state: str, context: dict[str, Any], *, delayed: bool
     ) -> int:
         if review_id not in self._reviews:
-            raise _Answer(404, {"error": "Cannot fetch entry. Id does not exist."})
+            raise _Answer(HTTPStatus.NOT_FOUND, {"error": "Cannot fetch entry. Id does not exist."})
         comment_id = self._next_comment
         self._next_comment += 1
         now = int(time.time())
@@ -464,7 +472,7 @@ class FakeSwarmServer(BackgroundServer):
 
     def _notify(self, review_id: int, user: str) -> int:
         if review_id not in self._reviews:
-            raise _Answer(404, {"error": "Cannot fetch entry. Id does not exist."})
+            raise _Answer(HTTPStatus.NOT_FOUND, {"error": "Cannot fetch entry. Id does not exist."})
         self._notify_calls[review_id] += 1
         pending = [
             c
@@ -494,13 +502,15 @@ def _int(value: Any, name: str) -> int:
     try:
         number = int(value)
     except (TypeError, ValueError):
-        raise _Answer(400, {"error": f"Invalid {name}", "details": {name: "must be an integer"}}) from None
+        raise _Answer(
+            HTTPStatus.BAD_REQUEST, {"error": f"Invalid {name}", "details": {name: "must be an integer"}}
+        ) from None
     return number
 
 
 def _invalid(field: str, rule: str, text: str) -> _Answer:
     """A v10/v11 input filter failure: HTTP 400, Laminas' messages `{field: {rule: text}}`."""
-    return _Answer(400, {"error": f"{field}: {text}", "filter_messages": {field: {rule: text}}})
+    return _Answer(HTTPStatus.BAD_REQUEST, {"error": f"{field}: {text}", "filter_messages": {field: {rule: text}}})
 
 
 def _v11_error(answer: _Answer) -> dict[str, Any]:
@@ -573,7 +583,7 @@ class _Handler(BaseHTTPRequestHandler):
         query = urllib.parse.parse_qs(split.query, keep_blank_values=True)
         length = int(self.headers.get("Content-Length") or 0)
         if length > _MAX_BODY_BYTES:
-            self._send(413, {"error": "Request too large"})
+            self._send(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, {"error": "Request too large"})
             self.close_connection = True
             return
         raw = self.rfile.read(length) if length else b""
@@ -606,7 +616,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         try:
             if api not in ("v9", "v10", "v11"):
-                raise _Answer(404, {"error": "Not Found"})
+                raise _Answer(HTTPStatus.NOT_FOUND, {"error": "Not Found"})
             status, payload = self._route(method, api, rest, query, raw)
         except _Answer as answer:
             status, payload = answer.status, answer.payload
@@ -622,7 +632,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _control(self, method: str, path: str, raw: bytes) -> None:
         """The `/_fake/` routes: inspection and fault settings for a fake in another process."""
         if method == "GET" and path == f"{CONTROL_PREFIX}/state":
-            self._send(200, self.swarm.state())
+            self._send(HTTPStatus.OK, self.swarm.state())
             return
         if method == "POST" and path == f"{CONTROL_PREFIX}/faults":
             try:
@@ -637,31 +647,31 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(answer.status, answer.payload)
                 return
             except (TypeError, ValueError):
-                self._send(400, {"error": "rates must be numbers and the seed an integer"})
+                self._send(HTTPStatus.BAD_REQUEST, {"error": "rates must be numbers and the seed an integer"})
                 return
             if any(not 0.0 <= rate <= 1.0 for rate in rates.values()):
-                self._send(400, {"error": "rates must be within [0, 1]"})
+                self._send(HTTPStatus.BAD_REQUEST, {"error": "rates must be within [0, 1]"})
                 return
             self.swarm.set_faults(**rates, seed=seed)
             with self.swarm._lock:
                 rates_now = dict(self.swarm._rates)
-            self._send(200, {"faults": rates_now})
+            self._send(HTTPStatus.OK, {"faults": rates_now})
             return
-        self._send(404, {"error": "Not Found"})
+        self._send(HTTPStatus.NOT_FOUND, {"error": "Not Found"})
 
     def _form(self, raw: bytes) -> list[tuple[str, str]]:
         try:
             return urllib.parse.parse_qsl(raw.decode("utf-8"), keep_blank_values=True)
         except UnicodeDecodeError:
-            raise _Answer(400, {"error": "Body is not UTF-8"}) from None
+            raise _Answer(HTTPStatus.BAD_REQUEST, {"error": "Body is not UTF-8"}) from None
 
     def _json(self, raw: bytes) -> dict[str, Any]:
         try:
             decoded = json.loads(raw.decode("utf-8")) if raw else {}
         except (UnicodeDecodeError, ValueError):
-            raise _Answer(400, {"error": "Body is not JSON"}) from None
+            raise _Answer(HTTPStatus.BAD_REQUEST, {"error": "Body is not JSON"}) from None
         if not isinstance(decoded, dict):
-            raise _Answer(400, {"error": "Body is not a JSON object"})
+            raise _Answer(HTTPStatus.BAD_REQUEST, {"error": "Body is not a JSON object"})
         return decoded
 
     # --- routes ----------------------------------------------------------------------------------
@@ -675,36 +685,43 @@ class _Handler(BaseHTTPRequestHandler):
             return data if v9 else {"error": None, "messages": [], "data": data}
 
         if rest == ["reviews"] and method == "GET":
-            return 200, wrap(self._list_reviews(query, v9=v9))
+            return HTTPStatus.OK, wrap(self._list_reviews(query, v9=v9))
         if rest == ["reviews"] and method == "POST":
             if v9:  # module/Api/src/Controller/ReviewsController.php create: the form's `change`
                 change = dict(self._form(raw)).get("change")
             elif swarm.release == "2025.2":  # p4mcp-server: POST /api/v11/reviews {"change": N}
                 change = self._json(raw).get("change")
             else:  # 2022.1: the v10/v11 `reviews` route answers GET only (module/Reviews/config/module.config.php)
-                raise _Answer(404, {"error": "Not Found"})
+                raise _Answer(HTTPStatus.NOT_FOUND, {"error": "Not Found"})
             with swarm._lock:
                 review_id = swarm._create_review(_int(change, "change"), self._user())
                 review = _public_review(swarm._reviews[review_id])
-            return 200, wrap({"review": review})
+            return HTTPStatus.OK, wrap({"review": review})
         if v9 and rest == ["comments"] and method == "GET":
             topic = (query.get("topic") or [""])[0]
-            return 200, self._list_comments(topic, query, v9=True)
+            return HTTPStatus.OK, self._list_comments(topic, query, v9=True)
         if not v9 and len(rest) == 3 and rest[:2] == ["comments", "reviews"] and method == "GET":
-            return 200, wrap(self._list_comments(f"reviews/{rest[2]}", query, v9=False))
+            return HTTPStatus.OK, wrap(self._list_comments(f"reviews/{rest[2]}", query, v9=False))
         if v9 and rest == ["comments"] and method == "POST":
-            return 200, {"comment": self._add_v9_comment(self._form(raw))}
+            return HTTPStatus.OK, {"comment": self._add_v9_comment(self._form(raw))}
         topic_create = len(rest) == 3 and rest[:2] == ["comments", "reviews"]  # CommentApi comment-topic-create
         review_comments = len(rest) == 3 and rest[0] == "reviews" and rest[2] == "comments"  # `topic` route
         if not v9 and (topic_create or review_comments) and method == "POST":
             target = rest[2] if topic_create else rest[1]
-            return 200, wrap({"comments": [self._add_v11_comment(f"reviews/{target}", query, self._json(raw))]})
+            return HTTPStatus.OK, wrap(
+                {"comments": [self._add_v11_comment(f"reviews/{target}", query, self._json(raw))]}
+            )
         if v9 and rest == ["comments", "notify"] and method == "POST":
             # CommentsController::sendAllMyDelayedCommentsAction: no topic is 404
             notify_topic = dict(self._form(raw)).get("topic")
             if notify_topic is None:
                 raise _Answer(
-                    404, {"isValid": False, "error": "A topic is required to send a notification", "code": 404}
+                    HTTPStatus.NOT_FOUND,
+                    {
+                        "isValid": False,
+                        "error": "A topic is required to send a notification",
+                        "code": HTTPStatus.NOT_FOUND,
+                    },
                 )
             # module/Comments/Module.php sendDelayedComments: the user's delayed comments on that topic,
             # whatever the topic is; none (an unknown review, a topic that is no review's) is still 200.
@@ -716,11 +733,11 @@ class _Handler(BaseHTTPRequestHandler):
                 message = "No comment notifications to send"
             else:
                 message = f"Sending a notification for {sent} comment" + ("s" if sent != 1 else "")
-            return 200, {"isValid": True, "message": message, "code": 200}
+            return HTTPStatus.OK, {"isValid": True, "message": message, "code": HTTPStatus.OK}
         if not v9 and len(rest) == 3 and rest[0] == "reviews" and rest[2] == "notify" and method == "POST":
             # module/Comments/config/module.config.php topic-notify: CommentApi::sendNotificationAction
-            return 200, wrap({"count": self._notify(f"reviews/{rest[1]}")})
-        raise _Answer(404, {"error": "Not Found"})
+            return HTTPStatus.OK, wrap({"count": self._notify(f"reviews/{rest[1]}")})
+        raise _Answer(HTTPStatus.NOT_FOUND, {"error": "Not Found"})
 
     def _list_reviews(self, query: dict[str, list[str]], *, v9: bool) -> dict[str, Any]:
         """v9 filters by `change` (ReviewsController::getList); v11 has no such filter and reads
@@ -758,7 +775,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _review_id(self, topic: str) -> int:
         subject, _, ident = topic.partition("/")
         if subject != "reviews" or not ident.isdigit():
-            raise _Answer(400, {"error": "Invalid topic", "details": {"topic": "expected reviews/<id>"}})
+            raise _Answer(
+                HTTPStatus.BAD_REQUEST, {"error": "Invalid topic", "details": {"topic": "expected reviews/<id>"}}
+            )
         return int(ident)
 
     def _list_comments(self, topic: str, query: dict[str, list[str]], *, v9: bool) -> dict[str, Any]:
@@ -801,7 +820,8 @@ class _Handler(BaseHTTPRequestHandler):
 
             def refused(detail: str) -> _Answer:
                 return _Answer(
-                    400, {"error": "Provided context could not be filtered.", "details": {"context": detail}}
+                    HTTPStatus.BAD_REQUEST,
+                    {"error": "Provided context could not be filtered.", "details": {"context": detail}},
                 )
 
             if "file" not in given:
@@ -830,7 +850,7 @@ class _Handler(BaseHTTPRequestHandler):
         if task_state not in V9_TASK_STATES:  # a new comment is a comment or an open task
             transitions = ", ".join(V9_TASK_STATES)
             raise _Answer(
-                400,
+                HTTPStatus.BAD_REQUEST,
                 {
                     "error": "Bad Request",  # prepareErrorModel: no `error` in the model, the reason phrase
                     "isValid": False,
@@ -868,10 +888,10 @@ class _Handler(BaseHTTPRequestHandler):
             review = self.swarm._reviews.get(self._review_id(topic))
             versions = len(review["versions"]) if review is not None else 0
         if review is None:
-            raise _Answer(404, {"error": "Cannot fetch entry. Id does not exist."})
+            raise _Answer(HTTPStatus.NOT_FOUND, {"error": "Cannot fetch entry. Id does not exist."})
         version = context.get("version")
         if version and not 1 <= version <= versions:  # Review::getVersion: 0 (falsy) is the head version
-            raise _Answer(409, {"error": f"Version [{version}] is not a valid version for this review"})
+            raise _Answer(HTTPStatus.CONFLICT, {"error": f"Version [{version}] is not a valid version for this review"})
         return self._add_comment(topic, body.strip(), task_state, context, delayed=notify != "immediate")
 
     def _add_comment(
@@ -880,10 +900,14 @@ class _Handler(BaseHTTPRequestHandler):
         review_id = self._review_id(topic)
         if not body:
             raise _Answer(
-                400, {"isValid": False, "error": "Body is required", "details": {"body": "Value is required"}}
+                HTTPStatus.BAD_REQUEST,
+                {"isValid": False, "error": "Body is required", "details": {"body": "Value is required"}},
             )
         if task_state not in TASK_STATES:
-            raise _Answer(400, {"isValid": False, "error": "Invalid task state", "details": {"taskState": task_state}})
+            raise _Answer(
+                HTTPStatus.BAD_REQUEST,
+                {"isValid": False, "error": "Invalid task state", "details": {"taskState": task_state}},
+            )
         with self.swarm._lock:
             comment_id = self.swarm._store_comment(review_id, self._user(), body, task_state, context, delayed=delayed)
             return _public(self.swarm._comments[comment_id], [])
@@ -908,7 +932,7 @@ class _Handler(BaseHTTPRequestHandler):
                 if "url" in data:
                     run["url"] = data["url"]
                 run["status"] = rest[1]
-                return 200, {"error": None, "messages": [], "data": {"testruns": [copy.deepcopy(run)]}}
+                return HTTPStatus.OK, {"error": None, "messages": [], "data": {"testruns": [copy.deepcopy(run)]}}
         if len(rest) == 2 and method == "POST":
             run = self._test_run_with_uuid(rest[0], rest[1])
             try:
@@ -916,10 +940,13 @@ class _Handler(BaseHTTPRequestHandler):
             except (UnicodeDecodeError, ValueError):
                 decoded = None
             if not isinstance(decoded, dict):
-                raise _Answer(500, {"error": "The body is not a JSON object"})  # PHP: array_diff_key(null)
+                # PHP: array_diff_key(null)
+                raise _Answer(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": "The body is not a JSON object"})
             data = decoded
             if set(data) - {"messages", "status", "url"}:
-                raise _Answer(400, {"error": "Only the following fields are permitted [messages, status, url]"})
+                raise _Answer(
+                    HTTPStatus.BAD_REQUEST, {"error": "Only the following fields are permitted [messages, status, url]"}
+                )
             status = data.get("status", run["status"])
             if not isinstance(status, str) or status.strip() not in TEST_RUN_STATUSES:
                 raise _invalid("status", "invalidStatus", f"status must be one of {', '.join(TEST_RUN_STATUSES)}")
@@ -929,17 +956,17 @@ class _Handler(BaseHTTPRequestHandler):
                 raise _invalid("url", "stringLength", "url must be 1 to 1024 characters")
             with self.swarm._lock:
                 run.update(status=status.strip(), messages=messages, url=url)
-                return 200, {"error": None, "messages": [], "data": {"testruns": [copy.deepcopy(run)]}}
-        raise _Answer(404, {"error": "Not Found"})
+                return HTTPStatus.OK, {"error": None, "messages": [], "data": {"testruns": [copy.deepcopy(run)]}}
+        raise _Answer(HTTPStatus.NOT_FOUND, {"error": "Not Found"})
 
     def _test_run_with_uuid(self, run_id: str, run_token: str) -> dict[str, Any]:
         """TestRunApi::getTestRunWithUuid: an unknown run 404, a wrong UUID 401."""
         with self.swarm._lock:
             run = self.swarm._test_runs.get(int(run_id)) if run_id.isdigit() else None
         if run is None:
-            raise _Answer(404, {"error": "Cannot fetch entry. Id does not exist."})
+            raise _Answer(HTTPStatus.NOT_FOUND, {"error": "Cannot fetch entry. Id does not exist."})
         if run["uuid"] != run_token:
-            raise _Answer(401, {"error": "Unauthorized"})
+            raise _Answer(HTTPStatus.UNAUTHORIZED, {"error": "Unauthorized"})
         return run
 
 

@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -16,7 +17,7 @@ import pytest
 
 @dataclass
 class Reply:
-    status: int = 200
+    status: int = HTTPStatus.OK
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0

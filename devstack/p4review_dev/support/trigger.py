@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+from http import HTTPStatus
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -158,9 +159,9 @@ class FakeApi:
             return outcome
         key = request["idempotency_key"]
         if key in self.jobs:
-            return self.answer(200, {"job_id": self.jobs[key]}, {"X-P4Review-Replay": "idempotency-key"})
+            return self.answer(HTTPStatus.OK, {"job_id": self.jobs[key]}, {"X-P4Review-Replay": "idempotency-key"})
         self.jobs[key] = f"job-{len(self.jobs) + 1}"
-        return self.answer(201, {"job_id": self.jobs[key]})
+        return self.answer(HTTPStatus.CREATED, {"job_id": self.jobs[key]})
 
 
 def fake_p4_wrapper(directory: Path, state: Path, **env: str) -> Path:

@@ -8,6 +8,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any
 
 from p4review.ingest.signing import signed_headers
@@ -21,7 +22,7 @@ class ApiAnswer:
 
     @property
     def ok(self) -> bool:
-        return 200 <= self.status < 300
+        return HTTPStatus.OK <= self.status < HTTPStatus.MULTIPLE_CHOICES
 
 
 class ReviewApiClient:

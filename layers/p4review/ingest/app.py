@@ -17,7 +17,14 @@ from pydantic import ValidationError as PydanticValidationError
 from p4review import swarm_urls
 from p4review.errors import AuthError, ConfigError, NotFoundError, P4ReviewError
 from p4review.ingest import signing, swarm_intake
-from p4review.ingest.http_answers import INTAKE_STATUS, ApiError, field_errors, intake_headers
+from p4review.ingest.http_answers import (
+    INTAKE_STATUS,
+    ApiError,
+    ApiStatus,
+    failure_status,
+    field_errors,
+    intake_headers,
+)
 from p4review.ingest.intake import STRANDED_AFTER, IntakeAnswer
 from p4review.ingest.service import create_review, create_swarm_test_review, describe_review
 from p4review.metric_names import Dimension, MetricName
@@ -44,7 +51,7 @@ _FORM_FIELDS_MAX = 32
 
 def _json_response(status_code: int, payload: Any, headers: dict[str, str] | None = None) -> Response:
     return Response(
-        status_code=status_code,
+        status_code=int(status_code),  # a plain int in the proxy response, not the enum that named it
         content_type="application/json",
         body=json.dumps(payload, sort_keys=True),
         headers=headers or {},
@@ -65,7 +72,7 @@ def _raw_body() -> bytes:
         try:
             return base64.b64decode(body, validate=True)
         except (binascii.Error, ValueError):
-            raise ApiError(400, "invalid_body", "body is not valid base64") from None
+            raise ApiError(ApiStatus.INVALID_REQUEST, "invalid_body", "body is not valid base64") from None
     return body.encode("utf-8")
 
 
@@ -74,7 +81,7 @@ def _authenticate(raw_body: bytes) -> int:
     Returns which one signed it (0 current, 1 previous)."""
     settings = get_settings()
     if len(raw_body) > settings.max_body_bytes:
-        raise ApiError(413, "body_too_large", f"body exceeds {settings.max_body_bytes} bytes")
+        raise ApiError(ApiStatus.BODY_TOO_LARGE, "body_too_large", f"body exceeds {settings.max_body_bytes} bytes")
     event = app.current_event
     secrets = get_data_access().secrets.get_versions(settings.require("signing_secret_id"))
     if not secrets:
@@ -93,14 +100,16 @@ def _authenticate(raw_body: bytes) -> int:
     except signing.SignatureProblem as problem:
         metrics.add_metric(name=MetricName.SIGNATURE_REJECTED, unit="Count", value=1)
         logger.warning("signature rejected", extra={"reason_code": problem.code, "path": event.path})
-        raise ApiError(401, problem.code, problem.message, problem.details) from None
+        raise ApiError(ApiStatus.UNAUTHENTICATED, problem.code, problem.message, problem.details) from None
 
 
 def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     keys = [key for key, _ in pairs]
     duplicates = sorted({key for key in keys if keys.count(key) > 1})
     if duplicates:
-        raise ApiError(400, "invalid_json", "duplicate keys in JSON object", {"duplicate_keys": duplicates})
+        raise ApiError(
+            ApiStatus.INVALID_REQUEST, "invalid_json", "duplicate keys in JSON object", {"duplicate_keys": duplicates}
+        )
     return dict(pairs)
 
 
@@ -108,9 +117,9 @@ def _json_object(raw_body: bytes) -> dict[str, Any]:
     try:
         document = json.loads(raw_body.decode("utf-8"), object_pairs_hook=_reject_duplicate_keys)
     except (UnicodeDecodeError, ValueError, RecursionError):
-        raise ApiError(400, "invalid_json", "body is not a JSON object") from None
+        raise ApiError(ApiStatus.INVALID_REQUEST, "invalid_json", "body is not a JSON object") from None
     if not isinstance(document, dict):
-        raise ApiError(400, "invalid_json", "body is not a JSON object")
+        raise ApiError(ApiStatus.INVALID_REQUEST, "invalid_json", "body is not a JSON object")
     return document
 
 
@@ -119,7 +128,9 @@ def _parse_create_request(raw_body: bytes) -> CreateReviewRequest:
     try:
         return CreateReviewRequest.model_validate(document)
     except PydanticValidationError as exc:
-        raise ApiError(400, "invalid_request", "request has invalid fields", field_errors(exc)) from None
+        raise ApiError(
+            ApiStatus.INVALID_REQUEST, "invalid_request", "request has invalid fields", field_errors(exc)
+        ) from None
 
 
 @app.post("/v1/reviews")
@@ -139,7 +150,7 @@ def post_review() -> Response:
 def _intake_response(
     request: CreateReviewRequest, answer: IntakeAnswer, *, log_extra: dict[str, Any] | None = None
 ) -> Response:
-    status_code, headers = INTAKE_STATUS[answer.outcome], intake_headers(answer)
+    status_code, headers = int(INTAKE_STATUS[answer.outcome]), intake_headers(answer)
     logger.info(
         "review request answered",
         extra={
@@ -169,11 +180,16 @@ def _swarm_document(raw_body: bytes) -> dict[str, Any]:
             raw_body.decode("utf-8"), keep_blank_values=True, strict_parsing=True, max_num_fields=_FORM_FIELDS_MAX
         )
     except (UnicodeDecodeError, ValueError):
-        raise ApiError(400, "invalid_body", "body is not URL-encoded form data") from None
+        raise ApiError(ApiStatus.INVALID_REQUEST, "invalid_body", "body is not URL-encoded form data") from None
     keys = [key for key, _ in pairs]
     duplicates = sorted({key for key in keys if keys.count(key) > 1})
     if duplicates:
-        raise ApiError(400, "invalid_body", "duplicate fields in the form data", {"duplicate_keys": duplicates})
+        raise ApiError(
+            ApiStatus.INVALID_REQUEST,
+            "invalid_body",
+            "duplicate fields in the form data",
+            {"duplicate_keys": duplicates},
+        )
     return dict(pairs)
 
 
@@ -194,21 +210,28 @@ def _authenticate_swarm(token: Any) -> None:
         code, message = "swarm_token_invalid", "the Swarm test token does not match"
     metrics.add_metric(name=MetricName.SWARM_TOKEN_REJECTED, unit="Count", value=1)
     logger.warning("swarm test token rejected", extra={"reason_code": code, "path": app.current_event.path})
-    raise ApiError(401, code, message)
+    raise ApiError(ApiStatus.UNAUTHENTICATED, code, message)
 
 
 def _parse_swarm_call(document: dict[str, Any], swarm_url: str) -> SwarmTestCall:
     try:
         call = SwarmTestCall.model_validate(document)
     except PydanticValidationError as exc:
-        raise ApiError(400, "invalid_request", "request has invalid fields", field_errors(exc)) from None
+        raise ApiError(
+            ApiStatus.INVALID_REQUEST, "invalid_request", "request has invalid fields", field_errors(exc)
+        ) from None
     problems = [
         {"field": name, "problem": problem}
         for name, url in (("pass", call.pass_url), ("fail", call.fail_url), ("update", call.update_url))
         if url is not None and (problem := swarm_urls.callback_url_problem(url, swarm_url)) is not None
     ]
     if problems:  # the URLs themselves are not echoed: they carry Swarm's tokens
-        raise ApiError(400, "callback_url_not_allowed", "callback URLs must be on the configured Swarm", problems)
+        raise ApiError(
+            ApiStatus.INVALID_REQUEST,
+            "callback_url_not_allowed",
+            "callback URLs must be on the configured Swarm",
+            problems,
+        )
     return call
 
 
@@ -216,10 +239,12 @@ def _parse_swarm_call(document: dict[str, Any], swarm_url: str) -> SwarmTestCall
 def post_swarm_test() -> Response:
     settings = get_settings()
     if not settings.swarm_test_secret_id or not settings.swarm_url:
-        raise ApiError(404, "swarm_tests_not_enabled", "Swarm workflow tests are not enabled on this service")
+        raise ApiError(
+            ApiStatus.NOT_FOUND, "swarm_tests_not_enabled", "Swarm workflow tests are not enabled on this service"
+        )
     raw_body = _raw_body()
     if len(raw_body) > settings.max_body_bytes:
-        raise ApiError(413, "body_too_large", f"body exceeds {settings.max_body_bytes} bytes")
+        raise ApiError(ApiStatus.BODY_TOO_LARGE, "body_too_large", f"body exceeds {settings.max_body_bytes} bytes")
     header_token = app.current_event.headers.get(swarm_intake.TOKEN_HEADER)
     if header_token is not None:
         _authenticate_swarm(header_token)
@@ -251,17 +276,17 @@ def ping() -> Response:
         signed_with="current" if signed_with == 0 else "previous",
         max_signature_age_seconds=get_settings().signature_max_age_seconds,
     )
-    return _json_response(200, answer.model_dump(mode="json"))
+    return _json_response(ApiStatus.OK, answer.model_dump(mode="json"))
 
 
 @app.get("/v1/reviews/<job_id>")
 def get_review(job_id: str) -> Response:
     _authenticate(_raw_body())
     if not _JOB_ID.match(job_id):
-        raise ApiError(400, "invalid_job_id", "job_id is not a job id")
+        raise ApiError(ApiStatus.INVALID_REQUEST, "invalid_job_id", "job_id is not a job id")
     dal = get_data_access()
     view = describe_review(job_id, jobs=dal.jobs, outbox=dal.outbox)
-    return _json_response(200, view.model_dump(mode="json", exclude_none=True))
+    return _json_response(ApiStatus.OK, view.model_dump(mode="json", exclude_none=True))
 
 
 @app.not_found
@@ -270,12 +295,12 @@ def route_not_found(_: Exception) -> Response:
     for pattern, methods in _ROUTE_METHODS:
         if pattern.match(path):
             return _error_response(
-                405,
+                ApiStatus.METHOD_NOT_ALLOWED,
                 "method_not_allowed",
                 f"this route answers {', '.join(methods)} only",
                 headers={"Allow": ", ".join(methods)},
             )
-    return _error_response(404, "route_not_found", "no such route")
+    return _error_response(ApiStatus.NOT_FOUND, "route_not_found", "no such route")
 
 
 @app.exception_handler(ApiError)
@@ -285,20 +310,20 @@ def handle_api_error(exc: ApiError) -> Response:
 
 @app.exception_handler(NotFoundError)
 def handle_not_found(exc: NotFoundError) -> Response:
-    return _error_response(404, "job_not_found", "no such review job")
+    return _error_response(ApiStatus.NOT_FOUND, "job_not_found", "no such review job")
 
 
 @app.exception_handler(AuthError)
 def handle_auth_error(exc: AuthError) -> Response:
     # The service's own credentials were refused (e.g. reading the signing secret): our fault.
     logger.error("service credentials refused", extra={"error_class": exc.error_class.value})
-    return _error_response(503, "service_unavailable", "the service cannot serve requests right now")
+    return _error_response(ApiStatus.UNAVAILABLE, "service_unavailable", "the service cannot serve requests right now")
 
 
 @app.exception_handler(P4ReviewError)
 def handle_domain_error(exc: P4ReviewError) -> Response:
     logger.error("request failed", extra={"error_class": exc.error_class.value, "error": exc.message})
-    status = 503 if exc.retryable else 500
+    status = failure_status(exc)
     # A job may already be committed with its hand-off lost; a replay re-enqueues it once it is
     # older than STRANDED_AFTER, so ask the trigger to wait at least that long.
     headers = {"Retry-After": str(int(STRANDED_AFTER.total_seconds()))} if exc.retryable else {}
@@ -315,7 +340,7 @@ def handle_domain_error(exc: P4ReviewError) -> Response:
 def handle_unexpected(exc: Exception) -> Response:
     # Type only: a message or traceback could carry request data into the logs.
     logger.error("unexpected error", extra={"error_type": type(exc).__name__})
-    return _error_response(500, "internal_error", "the request could not be processed")
+    return _error_response(ApiStatus.INTERNAL_ERROR, "internal_error", "the request could not be processed")
 
 
 def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from http import HTTPStatus
 from typing import Any, NoReturn
 
 from p4review.errors import (
@@ -37,6 +38,7 @@ _MISSING_RESOURCE = {
     "QueueDoesNotExist",
 }
 _NOT_FOUND = {"NoSuchKey", "404"}
+_SERVER_FAULTS = {"InternalServerError", "ServiceUnavailable", "InternalFailure"}
 
 
 def translate(exc: Exception, operation: str) -> NoReturn:
@@ -64,18 +66,18 @@ def translate(exc: Exception, operation: str) -> NoReturn:
         code = exc.response.get("Error", {}).get("Code", "Unknown")
         metadata = exc.response.get("ResponseMetadata", {})
         status = metadata.get("HTTPStatusCode", 0)
-        if code in _THROTTLING or status == 429:
+        if code in _THROTTLING or status == HTTPStatus.TOO_MANY_REQUESTS:
             retry_after = clamp_retry_after(metadata.get("HTTPHeaders", {}).get("retry-after"))
             raise StorageError(
                 f"{operation}: throttled ({code})", error_class=ErrorClass.RATE_LIMITED, retry_after=retry_after
             ) from None
-        if code in _AUTH or status == 403:
+        if code in _AUTH or status == HTTPStatus.FORBIDDEN:
             raise AuthError(f"{operation}: access denied ({code})") from None
         if code in _MISSING_RESOURCE:
             raise ConfigError(f"{operation}: resource missing ({code})") from None
         if code in _NOT_FOUND:
             raise NotFoundError(f"{operation}: not found ({code})") from None
-        if status >= 500 or code in {"InternalServerError", "ServiceUnavailable", "InternalFailure"}:
+        if status >= HTTPStatus.INTERNAL_SERVER_ERROR or code in _SERVER_FAULTS:
             raise StorageError(f"{operation}: upstream error ({code})") from None
         raise ConfigError(f"{operation}: request refused ({code})") from None
     raise StorageError(f"{operation}: {type(exc).__name__}") from None

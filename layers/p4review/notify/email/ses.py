@@ -16,6 +16,7 @@ import re
 from datetime import UTC, datetime
 from email.parser import BytesHeaderParser
 from email.policy import default as default_policy
+from http import HTTPStatus
 from typing import Any
 
 from botocore.exceptions import (
@@ -145,9 +146,9 @@ def _from_client_error(exc: ClientError) -> SendResult:
     code = str(error.get("Code") or "Unknown")
     status = int(metadata.get("HTTPStatusCode") or 0)
     text = f"SES {code} (HTTP {status})"
-    if code in _AUTH or status == 403:
+    if code in _AUTH or status == HTTPStatus.FORBIDDEN:
         return _failed("auth_failed", text)
-    if code in _THROTTLED or status == 429:
+    if code in _THROTTLED or status == HTTPStatus.TOO_MANY_REQUESTS:
         headers = metadata.get("HTTPHeaders") or {}
         return SendResult(
             outcome=SendOutcome.RETRYABLE,
@@ -155,7 +156,7 @@ def _from_client_error(exc: ClientError) -> SendResult:
             error_message=text,
             retry_after=clamp_retry_after(headers.get("retry-after")),
         )
-    if code in _UNAVAILABLE or status >= 500:
+    if code in _UNAVAILABLE or status >= HTTPStatus.INTERNAL_SERVER_ERROR:
         return _retryable(code, text)
     # MessageRejected, MailFromDomainNotVerifiedException, AccountSuspendedException,
     # SendingPausedException, NotFoundException (configuration set), BadRequestException and

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import urllib.error
 import urllib.request
+from http import HTTPStatus
 from typing import Any
 
 from p4review.errors import ErrorClass, NonRetryableError, RetryableError, clamp_retry_after
@@ -18,7 +19,7 @@ from p4review.notify.swarm.verdict import CallbackRequest
 from p4review.swarm_urls import callback_url_problem
 
 DEFAULT_TIMEOUT_SECONDS = 10.0
-_RETRYABLE_STATUSES = frozenset({408, 425, 429})
+_RETRYABLE_STATUSES = frozenset({HTTPStatus.REQUEST_TIMEOUT, HTTPStatus.TOO_EARLY, HTTPStatus.TOO_MANY_REQUESTS})
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
@@ -62,21 +63,21 @@ def post_verdict(
         raise RetryableError("Swarm callback timed out", error_class=ErrorClass.NETWORK_TIMEOUT) from None
     except OSError:
         raise RetryableError("Swarm callback: connection failed", error_class=ErrorClass.NETWORK_ERROR) from None
-    if not 200 <= status < 300:
+    if not HTTPStatus.OK <= status < HTTPStatus.MULTIPLE_CHOICES:
         raise _status_error(status, None)
     return status
 
 
 def _status_error(status: int, retry_after: str | None) -> Exception:
     text = f"Swarm callback answered HTTP {status}"
-    if status == 429:
+    if status == HTTPStatus.TOO_MANY_REQUESTS:
         return RetryableError(text, error_class=ErrorClass.RATE_LIMITED, retry_after=clamp_retry_after(retry_after))
-    if status >= 500 or status in _RETRYABLE_STATUSES:
+    if status >= HTTPStatus.INTERNAL_SERVER_ERROR or status in _RETRYABLE_STATUSES:
         return RetryableError(text, error_class=ErrorClass.UPSTREAM_ERROR, retry_after=clamp_retry_after(retry_after))
-    if status in (401, 403):
+    if status in (HTTPStatus.UNAUTHORIZED, HTTPStatus.FORBIDDEN):
         return NonRetryableError(text, error_class=ErrorClass.AUTH_DENIED)
-    if status == 404:
+    if status == HTTPStatus.NOT_FOUND:
         return NonRetryableError(text, error_class=ErrorClass.NOT_FOUND)
-    if status < 400:  # a redirect: not followed (it could lead off the Swarm host)
+    if status < HTTPStatus.BAD_REQUEST:  # a redirect: not followed (it could lead off the Swarm host)
         return NonRetryableError(text, error_class=ErrorClass.POLICY_DENIED)
     return NonRetryableError(text, error_class=ErrorClass.SCHEMA_INVALID)  # Swarm refused what was sent

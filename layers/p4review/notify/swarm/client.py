@@ -26,6 +26,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from http.client import HTTPException
 from typing import Any, Literal
 
@@ -410,23 +411,23 @@ class SwarmClient:
         status = response.status
         decoded = _json(response.body)
         label = f"Swarm {what}: HTTP {status}"
-        if status in (401, 403):
+        if status in (HTTPStatus.UNAUTHORIZED, HTTPStatus.FORBIDDEN):
             raise AuthError(f"{label}: the Swarm user or ticket was refused")
-        if status >= 300:
+        if status >= HTTPStatus.MULTIPLE_CHOICES:
             excerpt = safe_excerpt(_error_text(decoded), secrets=self._scrubbed)
             text = label + (f": {excerpt}" if excerpt else "")
             retry_after = clamp_retry_after(response.headers.get("retry-after"))
-            if status == 429:
+            if status == HTTPStatus.TOO_MANY_REQUESTS:
                 raise RetryableError(text, error_class=ErrorClass.RATE_LIMITED, retry_after=retry_after)
-            if status >= 500:
+            if status >= HTTPStatus.INTERNAL_SERVER_ERROR:
                 raise RetryableError(text, error_class=ErrorClass.UPSTREAM_ERROR, retry_after=retry_after)
-            if status == 408:
+            if status == HTTPStatus.REQUEST_TIMEOUT:
                 raise RetryableError(text, error_class=ErrorClass.NETWORK_TIMEOUT)
-            if status < 400:
+            if status < HTTPStatus.BAD_REQUEST:
                 raise ConfigError(f"{label}: Swarm redirected; set the Swarm URL to where it redirects")
-            if status == 404:
+            if status == HTTPStatus.NOT_FOUND:
                 raise NotFoundError(text)
-            if status in (400, 422):
+            if status in (HTTPStatus.BAD_REQUEST, HTTPStatus.UNPROCESSABLE_ENTITY):
                 raise ValidationError(text)
             raise NonRetryableError(text)
         if not isinstance(decoded, dict):
@@ -435,7 +436,7 @@ class SwarmClient:
         error = decoded.get("error")
         if error:  # Swarm answers some failures, unauthenticated calls among them, with 200
             text = _error_text(decoded)
-            if _AUTH_WORDS.search(text) or error in (401, 403, "401", "403"):
+            if _AUTH_WORDS.search(text) or error in (HTTPStatus.UNAUTHORIZED, HTTPStatus.FORBIDDEN, "401", "403"):
                 raise AuthError(f"{label} with an authorization error: the Swarm user or ticket was refused")
             excerpt = safe_excerpt(text, secrets=self._scrubbed)
             raise ValidationError(f"{label} with an error" + (f": {excerpt}" if excerpt else ""))

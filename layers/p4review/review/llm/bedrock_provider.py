@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from http import HTTPStatus
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError, NoCredentialsError, ReadTimeoutError
@@ -176,9 +177,9 @@ class BedrockProvider:
             error_type = ProviderUnavailable
         elif code == "ValidationException" and mentions_context_too_long(message):
             error_type = ContextTooLong
-        elif status == 429:
+        elif status == HTTPStatus.TOO_MANY_REQUESTS:
             error_type = ProviderRateLimited
-        elif status >= 500:
+        elif status >= HTTPStatus.INTERNAL_SERVER_ERROR:
             error_type = ProviderUnavailable
         else:  # ValidationException, ResourceNotFoundException and any other refusal of the request
             error_type = ProviderRequestError

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any, Generic, TypeVar
 
 from p4review.error_text import safe_excerpt
@@ -31,7 +32,7 @@ from p4review.review.llm.base import (
 ClientT = TypeVar("ClientT")
 ResultT = TypeVar("ResultT")
 
-AUTH_STATUSES = frozenset({401, 403})
+AUTH_STATUSES = frozenset({HTTPStatus.UNAUTHORIZED, HTTPStatus.FORBIDDEN})
 _POLICY_CODES = frozenset({"content_policy_violation", "content_filter"})
 _POLICY_MARKERS = ("content policy", "content management policy", "content filter", "content_filter")
 
@@ -121,15 +122,19 @@ def status_error(
         return ProviderAuthError(f"{where}: {label} after re-reading the API key")
     excerpt = safe_excerpt(message, secrets=secrets, request_texts=request_texts)
     text = f"{where}: {label}" + (f": {excerpt}" if excerpt else "")
-    if status == 429 and code != "insufficient_quota":  # out of credit is billing, not a rate
+    if status == HTTPStatus.TOO_MANY_REQUESTS and code != "insufficient_quota":  # out of credit is billing, not a rate
         return ProviderRateLimited(text, retry_after=retry_after_seconds(headers))
-    if status >= 500:  # includes Anthropic's 529 "overloaded"
+    if status >= HTTPStatus.INTERNAL_SERVER_ERROR:  # includes Anthropic's 529 "overloaded"
         return ProviderUnavailable(text, retry_after=retry_after_seconds(headers))
-    if status == 408:
+    if status == HTTPStatus.REQUEST_TIMEOUT:
         return ProviderTimeout(text)
-    if status == 413 or (status == 400 and (code == "context_length_exceeded" or mentions_context_too_long(message))):
+    if status == HTTPStatus.REQUEST_ENTITY_TOO_LARGE or (
+        status == HTTPStatus.BAD_REQUEST and (code == "context_length_exceeded" or mentions_context_too_long(message))
+    ):
         return ContextTooLong(text)
-    if status == 400 and (code in _POLICY_CODES or any(marker in message.lower() for marker in _POLICY_MARKERS)):
+    if status == HTTPStatus.BAD_REQUEST and (
+        code in _POLICY_CODES or any(marker in message.lower() for marker in _POLICY_MARKERS)
+    ):
         return ProviderPolicyRefusal(text)
     return ProviderRequestError(text)
 
