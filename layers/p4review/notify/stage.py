@@ -5,11 +5,13 @@ An address that cannot be used gets a failed outbox row for an operator instead 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from datetime import datetime
+from functools import partial
+from typing import Any, NoReturn
 
 from p4review.change.depot_paths import sanitize_for_log
 from p4review.change.depot_policy import reviewer_rules_from
-from p4review.clock import parse_iso, to_iso, utc_now
+from p4review.clock import parse_iso, utc_now
 from p4review.errors import (
     AuthError,
     DeliveryInFlight,
@@ -19,17 +21,16 @@ from p4review.errors import (
     RetryableError,
     StaleWriteError,
 )
-from p4review.faults import FaultPoint, fault
 from p4review.metric_names import MetricName
 from p4review.models.change import ChangeSnapshot
 from p4review.models.job import JobStatus, ReviewJob, StageName
-from p4review.models.outbox import DeliveryStatus, LookupOutcome, LookupResult, OutboxRow, SendOutcome, SendResult
-from p4review.models.review_result import Coverage, StoredReview
+from p4review.models.outbox import DeliveryStatus, LookupResult, OutboxRow, SendResult
+from p4review.models.review_result import StoredReview
 from p4review.notify.delivery import message_id_for
+from p4review.notify.delivery_loop import ChannelProfile, deliver
 from p4review.notify.email.render import render_review_email
 from p4review.notify.email.transport import EmailTransport
 from p4review.notify.outbox_rows import (
-    delivery_intent,
     ensure_delivery_row,
     lock_holder,
     start_delivery,
@@ -119,6 +120,21 @@ class NotifyWork:
                 "changelist owner has no deliverable email address", error_class=ErrorClass.POLICY_DENIED
             )
         transport = EmailTransport(self._settings, self._secrets)
+        email = EmailDelivery(
+            job,
+            transport,
+            partial(
+                render_review_email,
+                job=job,
+                result=stored.result,
+                coverage=coverage,
+                description=snapshot.description,
+                swarm_url=self._settings.swarm_url,
+                diffs=snapshot.diffs,  # the redacted change: an excerpt shows only what the reviewer saw
+                history=stored.history,
+                policy=snapshot.policy,
+            ),
+        )
         # Every recipient is tried in every attempt: one recipient's deferral or refusal must not
         # keep the review from the others (nor spend the attempt budget on their behalf).
         deferred: list[RetryableError] = []
@@ -127,7 +143,7 @@ class NotifyWork:
         rows: dict[str, OutboxRow] = {}
         for recipient in recipients:
             try:
-                rows[recipient] = self._deliver(job, snapshot, stored, coverage, recipient, transport, lease)
+                rows[recipient] = deliver(self._outbox, job, recipient, lease, email)  # stages/delivery_loop.py
             except (AuthError, StaleWriteError):
                 raise  # our credentials, or the lease: every other recipient would meet the same
             except RetryableError as exc:
@@ -194,7 +210,9 @@ class NotifyWork:
     def _swarm_test_verdict(self, job: ReviewJob, stored: StoredReview | None, lease: Lease) -> dict[str, Any]:
         """The Swarm workflow test's pass or fail, sent once (a row of its own, `swarm:verdict`).
         An opted-out change was not reviewed: it fails unless the test never fails, so an author
-        cannot pass a required test by opting out."""
+        cannot pass a required test by opting out. Send, then mark, but not through the delivery
+        loop (stages/delivery_loop.py): there is nothing to look up, as Swarm keeps a test run's
+        last status (a resend is harmless), and a failed verdict row is sent again next attempt."""
         assert job.swarm_test is not None
         fail_at = fail_threshold(self._settings.swarm_test_fail_at)
         if stored is None:
@@ -251,191 +269,77 @@ class NotifyWork:
         )
         metrics.add_metric(name=MetricName.RECIPIENT_REJECTED, unit="Count", value=1)
 
-    def _deliver(
-        self,
-        job: ReviewJob,
-        snapshot: ChangeSnapshot,
-        stored: StoredReview,
-        coverage: Coverage | list,
-        recipient: str,
-        transport: EmailTransport,
-        lease: Lease,
-    ) -> OutboxRow:
-        """Deliver to `recipient` once; the row as this run left it (delivered, or skipped by an
-        operator). `lease.check()` guards every step that starts something (outbox row, attempt,
-        SMTP send). The writes that only record what a send already did (mark_sent, note_error,
-        mark_failed) are deliberately not gated: skipping mark_sent after a lease loss would make
-        the new owner send the same email again.
 
-        The first attempt creates the row with it (one write); a row that was there already is
-        answered as stored instead (that is the re-read), and is inspected before anything is sent."""
-        lease.check()
-        row, outcome = self._attempt(
-            job, snapshot, stored, coverage, delivery_intent(job, recipient), transport, lease, persisted=False
-        )
-        token = row.provider_token
-        log = {"job_id": job.job_id, "token": token}
-        message_id = message_id_for(token, transport.from_address)
-        if outcome is None:
-            if row.notified_at and not row.notification_id:
-                # Marked sent without provider evidence: reconcile before anything else is sent.
-                row = self._reconcile_unevidenced(row, message_id, transport, log)
-            if row.notified_at:
-                logger.info("already delivered; not sending again", extra=log)
-                return row
-            if row.status == DeliveryStatus.SKIPPED:
-                logger.info("an operator skipped this delivery; not sending", extra=log)
-                return row
-            if row.status == DeliveryStatus.FAILED:
-                raise NonRetryableError(
-                    "delivery failed permanently; needs an operator", error_class=ErrorClass.POLICY_DENIED
-                )
-            if row.attempts > 0 or row.notification_id:
-                # An earlier attempt may have reached the provider: look before sending again.
-                delivered = self._reconcile_earlier_attempt(row, message_id, transport, log)
-                if delivered is not None:
-                    return delivered
-            row, outcome = self._attempt(job, snapshot, stored, coverage, row, transport, lease, persisted=True)
-            assert outcome is not None  # a persisted row's attempt always reaches the provider
-        if outcome.outcome == SendOutcome.SENT:
-            fault(FaultPoint.DB_WRITE_AFTER_PROVIDER)
-            row = self._outbox.mark_sent(row, outcome.notification_id or message_id)
-            metrics.add_metric(name=MetricName.EMAIL_SENT, unit="Count", value=1)
-            return row
-        error = f"{outcome.error_code}: {outcome.error_message or ''}"
-        if outcome.error_code == "auth_failed":
-            self._outbox.note_error(row, error)
-            raise AuthError(f"{transport.provider} refused our credentials")
-        provider = transport.provider
-        if outcome.outcome == SendOutcome.RETRYABLE:
-            self._outbox.note_error(row, error)
-            raise RetryableError(
-                f"{provider} delivery deferred ({outcome.error_code})", retry_after=outcome.retry_after
-            )
-        self._outbox.mark_failed(row, error)
-        raise NonRetryableError(
-            f"{provider} delivery refused ({outcome.error_code})", error_class=ErrorClass.POLICY_DENIED
+# What the delivery loop logs and counts for an email row (a Swarm comment's: notify/swarm/channel.py).
+EMAIL_PROFILE = ChannelProfile(
+    sent_metric=MetricName.EMAIL_SENT,
+    failed_row="delivery failed permanently; needs an operator",
+    evidence_recorded="row marked sent without evidence; the provider has it: evidence recorded",
+    reopened="row marked sent without evidence and the provider has no record: reopened to send once",
+    earlier_found="earlier attempt was delivered; backfilled without sending",
+    already_delivered="already delivered; not sending again",
+    skipped="an operator skipped this delivery; not sending",
+    unevidenced_metric=MetricName.SENT_WITHOUT_EVIDENCE,
+    backfilled_metric=MetricName.DELIVERY_BACKFILLED,
+)
+
+
+class EmailDelivery:
+    """The email channel's plug-in to the delivery loop (stages/delivery_loop.py): the review
+    rendered for each recipient with its deterministic Message-ID, sent through SMTP or SES, and
+    looked up by that Message-ID. `render` takes recipient, from_address and message_id."""
+
+    profile = EMAIL_PROFILE
+
+    def __init__(self, job: ReviewJob, transport: EmailTransport, render: Callable[..., bytes]):
+        self._job = job
+        self._transport = transport
+        self._render = render
+
+    @property
+    def provider(self) -> str:
+        return self._transport.provider
+
+    def prepare(self, row: OutboxRow) -> bytes:
+        return self._render(
+            recipient=row.recipient, from_address=self._transport.from_address, message_id=self.identity(row)
         )
 
-    def _attempt(
-        self,
-        job: ReviewJob,
-        snapshot: ChangeSnapshot,
-        stored: StoredReview,
-        coverage: Coverage | list,
-        row: OutboxRow,
-        transport: EmailTransport,
-        lease: Lease,
-        *,
-        persisted: bool,
-    ) -> tuple[OutboxRow, SendResult | None]:
-        """One provider call, counted on the row first; once more if the relay refused the
-        credentials and the SMTP secret has since been rotated (authentication precedes MAIL, so
-        the refused call handed nothing over). `persisted` False: `row` is the intent, created
-        with the attempt (start_delivery); when it was there already, nothing is sent and the
-        stored row is answered with no outcome."""
-        outcome: SendResult | None = None
-        for _ in range(2):
-            message = render_review_email(
-                job=job,
-                result=stored.result,
-                coverage=coverage,
-                description=snapshot.description,
-                recipient=row.recipient,
-                from_address=transport.from_address,
-                message_id=message_id_for(row.provider_token, transport.from_address),
-                swarm_url=self._settings.swarm_url,
-                diffs=snapshot.diffs,  # the redacted change: an excerpt shows only what the reviewer saw
-                history=stored.history,
-                policy=snapshot.policy,
-            )
-            lease.check()
-            # The attempt takes the row's send lock until the lease's current end, and the
-            # provider may hand the message over only until the lease's acting end (skew budget
-            # included): no send outlives this worker's right to make it, even if its heartbeat
-            # dies meanwhile.
-            locked_until, commit_by = lease.expires_at, lease.acts_until()
-            owner, fence = lock_holder(job)
-            try:
-                if persisted:
-                    row = self._outbox.record_attempt(row, owner=owner, fence=fence, locked_until=to_iso(locked_until))
-                else:
-                    start = self._outbox.start_delivery(
-                        row, owner=owner, fence=fence, locked_until=to_iso(locked_until)
-                    )
-                    if not start.attempted:
-                        return start.row, None
-                    row, persisted = start.row, True
-            except DeliveryInFlight as busy:
-                log = {"job_id": job.job_id, "token": row.provider_token}
-                logger.warning("another worker is delivering to this recipient; not sending", extra=log)
-                raise RetryableError(
-                    "another worker is delivering to this recipient",
-                    error_class=ErrorClass.CONFLICT,
-                    retry_after=_seconds_until(busy.locked_until),
-                ) from None
-            lease.check()
-            outcome = transport.sender.send(
-                sender=transport.from_address, recipient=row.recipient, message=message, commit_by=commit_by
-            )
-            if outcome.error_code != "auth_failed" or not transport.refresh():
-                break
-        return row, outcome
+    def send(self, row: OutboxRow, payload: bytes, commit_by: datetime) -> SendResult:
+        transport = self._transport
+        return transport.sender.send(
+            sender=transport.from_address, recipient=row.recipient, message=payload, commit_by=commit_by
+        )
 
-    def _lookup(self, message_id: str, transport: EmailTransport) -> LookupResult:
-        """The provider's answer about `message_id`, with one more try after a credentials
+    def send_again(self, result: SendResult) -> bool:
+        """Once more if the relay refused the credentials and the SMTP secret has since been
+        rotated (authentication precedes MAIL, so the refused call handed nothing over)."""
+        return result.error_code == "auth_failed" and self._transport.refresh()
+
+    def identity(self, row: OutboxRow) -> str:
+        return message_id_for(row.provider_token, self._transport.from_address)
+
+    def lookup(self, identity: str) -> LookupResult:
+        """The provider's answer about the Message-ID, with one more try after a credentials
         rotation. Credentials still refused: AuthError."""
-        found = transport.sender.lookup(message_id)
+        transport = self._transport
+        found = transport.sender.lookup(identity)
         if found.error_code == "auth_failed" and transport.refresh():
-            found = transport.sender.lookup(message_id)
+            found = transport.sender.lookup(identity)
         if found.error_code == "auth_failed":
             raise AuthError(f"{transport.provider} refused our credentials")
         return found
 
-    def _reconcile_unevidenced(
-        self, row: OutboxRow, message_id: str, transport: EmailTransport, log: dict[str, str]
-    ) -> OutboxRow:
-        """The ordering contract (send, then mark) makes a row marked sent without a notification_id
-        impossible unless something went wrong (a bug, a manual edit). Ask the provider: found ->
-        record the evidence; not found -> reopen the row (markers cleared, audited) so it is sent
-        once; no answer possible (plain SMTP) -> keep it as sent rather than risk a duplicate. Every
-        case counts SentWithoutEvidence, which alarms."""
-        metrics.add_metric(name=MetricName.SENT_WITHOUT_EVIDENCE, unit="Count", value=1)
-        found = self._lookup(message_id, transport)
-        if found.outcome == LookupOutcome.FOUND:
-            logger.warning("row marked sent without evidence; the provider has it: evidence recorded", extra=log)
-            return self._outbox.backfill_evidence(row, found.notification_id or message_id)
-        if found.outcome == LookupOutcome.UNAVAILABLE:
-            raise RetryableError(f"cannot reconcile a delivery marked sent without evidence ({found.error_code})")
-        if found.outcome == LookupOutcome.NOT_FOUND:
-            logger.error(
-                "row marked sent without evidence and the provider has no record: reopened to send once", extra=log
-            )
-            return self._outbox.reopen_unconfirmed(row, actor="notify")
-        logger.error("row marked sent without evidence; the provider cannot confirm it: left as sent", extra=log)
-        return row
-
-    def _reconcile_earlier_attempt(
-        self, row: OutboxRow, message_id: str, transport: EmailTransport, log: dict[str, str]
-    ) -> OutboxRow | None:
-        """The row, backfilled, when the earlier attempt is known to have arrived (nothing is
-        sent). None means: send. Policy where the provider cannot say (plain SMTP, SES):
-        resend with the same deterministic Message-ID, which receiving systems use to collapse
-        the rare duplicate sent through an SMTP relay (SES replaces the Message-ID, so there a
-        duplicate is a second email); counted by the UnconfirmedDeliveryRetried metric (docs/notify.md
-        measures how rare)."""
-        found = self._lookup(message_id, transport)
-        if found.outcome == LookupOutcome.FOUND:
-            row = self._outbox.mark_sent(row, found.notification_id or message_id)
-            logger.info("earlier attempt was delivered; backfilled without sending", extra=log)
-            metrics.add_metric(name=MetricName.DELIVERY_BACKFILLED, unit="Count", value=1)
-            return row
-        if found.outcome == LookupOutcome.UNAVAILABLE:
-            raise RetryableError(f"cannot confirm an earlier delivery attempt ({found.error_code})")
-        if found.outcome == LookupOutcome.UNSUPPORTED:
-            logger.warning("retrying a delivery whose earlier attempt is unconfirmed", extra=log)
-            metrics.add_metric(name=MetricName.UNCONFIRMED_DELIVERY_RETRIED, unit="Count", value=1)
-        return None
+    def in_flight(self, row: OutboxRow, busy: DeliveryInFlight) -> NoReturn:
+        logger.warning(
+            "another worker is delivering to this recipient; not sending",
+            extra={"job_id": self._job.job_id, "token": row.provider_token},
+        )
+        raise RetryableError(
+            "another worker is delivering to this recipient",
+            error_class=ErrorClass.CONFLICT,
+            retry_after=_seconds_until(busy.locked_until),
+        ) from None
 
 
 def _seconds_until(moment: str | None) -> float | None:

@@ -4,7 +4,9 @@ fingerprint); then one Swarm notification for all of them.
 
 Each comment is an outbox row of its own, keyed `swarm:<fingerprint>` where an email's row is
 keyed by its address, so a comment has everything an email has: the send-then-mark order, the
-send lock, the attempt count, `failed` rows for an operator and the `deliveries` commands.
+send lock, the attempt count, `failed` rows for an operator and the `deliveries` commands. It goes
+through the loop an email goes through (stages/delivery_loop.py), with `CommentDelivery` as the
+plug-in.
 
 Swarm takes no idempotency key, so every comment carries a marker derived from its key
 (`p4review.notify.swarm.comments.comment_marker`, the body's last line). After an attempt that
@@ -22,18 +24,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from datetime import datetime
+from typing import NoReturn, Protocol, TypeVar
 
-from p4review.errors import AuthError, ErrorClass, NonRetryableError, P4ReviewError, RetryableError
-from p4review.faults import FaultPoint, fault
+from p4review.errors import AuthError, DeliveryInFlight, ErrorClass, NonRetryableError, P4ReviewError, RetryableError
 from p4review.metric_names import MetricName
 from p4review.models.job import ReviewJob
-from p4review.models.outbox import DeliveryStatus, OutboxRow
+from p4review.models.outbox import DeliveryStatus, LookupOutcome, LookupResult, OutboxRow, SendOutcome, SendResult
 from p4review.models.swarm import PlannedSwarmComment, SwarmCommentContext
-from p4review.notify.outbox_rows import start_delivery, take_send_lock
-from p4review.observability import logger, metrics
+from p4review.notify.delivery_loop import ChannelProfile, begin, finish
+from p4review.notify.outbox_rows import conflict, start_delivery, take_send_lock
+from p4review.observability import logger
 from p4review.pipeline.heartbeat import Lease
-from p4review.ports import DeliveryStart, OutboxRepository
+from p4review.ports import OutboxRepository
 
 SWARM_ROW_PREFIX = "swarm:"
 # The row of the one Swarm notification per version (comment keys are fingerprints or "summary").
@@ -98,6 +101,70 @@ class ChannelOutcome:
         return self.delivered == self.required and not self.deferred and not self.refused
 
 
+# What the delivery loop logs and counts for a comment row (an email's: notify/stage.py).
+COMMENT_PROFILE = ChannelProfile(
+    sent_metric=MetricName.SWARM_COMMENT_POSTED,
+    failed_row="Swarm comment failed permanently; needs an operator",
+    evidence_recorded="Swarm row marked sent without evidence; the comment exists: evidence recorded",
+    reopened="Swarm row marked sent without evidence and no such comment: reopened to post once",
+    earlier_found="earlier Swarm comment found by its marker; not posting again",
+    evidence_means_attempt=False,
+)
+
+
+class CommentDelivery:
+    """One comment's plug-in to the delivery loop: posted with its marker, looked up by it. Swarm
+    answers a failure by raising (AuthError, RetryableError, NonRetryableError), which the channel
+    records on the row (`SwarmChannel._record_failure`)."""
+
+    profile = COMMENT_PROFILE
+    provider = "swarm"
+
+    def __init__(self, client: SwarmPort, review_id: int, comment: PlannedSwarmComment, lease: Lease):
+        self._client = client
+        self._review_id = review_id
+        self._comment = comment
+        self._lease = lease
+
+    def prepare(self, row: OutboxRow) -> None:
+        return None  # the comment is planned already
+
+    def send(self, row: OutboxRow, payload: None, commit_by: datetime) -> SendResult:
+        return SendResult(outcome=SendOutcome.SENT, notification_id=str(self._post()))
+
+    def send_again(self, result: SendResult) -> bool:
+        return False
+
+    def identity(self, row: OutboxRow) -> str:
+        return self._comment.marker
+
+    def lookup(self, identity: str) -> LookupResult:
+        found = _retried(lambda: self._client.find_comment_by_marker(self._review_id, identity))
+        if found is None:
+            return LookupResult(outcome=LookupOutcome.NOT_FOUND)
+        return LookupResult(outcome=LookupOutcome.FOUND, notification_id=str(found))
+
+    def in_flight(self, row: OutboxRow, busy: DeliveryInFlight) -> NoReturn:
+        conflict("this Swarm comment")(row, busy)
+
+    def _post(self) -> int:
+        """Post the comment; after a failure whose outcome is unknown (the post may have arrived),
+        look its marker up before posting it again."""
+        review_id, comment = self._review_id, self._comment
+        for attempt in range(CALL_TRIES):
+            if attempt:
+                found = _retried(lambda: self._client.find_comment_by_marker(review_id, comment.marker))
+                if found is not None:
+                    return found
+                self._lease.check()
+            try:
+                return self._client.post_comment(review_id, comment.body, comment.context, comment.task_open)
+            except RetryableError:
+                if attempt == CALL_TRIES - 1:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
 class SwarmChannel:
     def __init__(
         self,
@@ -144,30 +211,12 @@ class SwarmChannel:
 
         return _retried(find_or_create)
 
-    def _post(self, review_id: int, comment: PlannedSwarmComment, lease: Lease) -> int:
-        """Post the comment; after a failure whose outcome is unknown (the post may have arrived),
-        look its marker up before posting it again."""
-        for attempt in range(CALL_TRIES):
-            if attempt:
-                found = _retried(lambda: self._client.find_comment_by_marker(review_id, comment.marker))
-                if found is not None:
-                    return found
-                lease.check()
-            try:
-                return self._client.post_comment(review_id, comment.body, comment.context, comment.task_open)
-            except RetryableError:
-                if attempt == CALL_TRIES - 1:
-                    raise
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _start(
-        self, job: ReviewJob, comment_key: str, lease: Lease, what: str, outcome: ChannelOutcome
-    ) -> DeliveryStart | None:
-        """The row's intent and first attempt in one write (notify/outbox_rows.py); None when
-        another worker holds its send lock (deferred, and nothing written: that worker's post is
-        under way). A lost lease or a storage failure ends the channel, as before any post."""
+    def _unless_busy(self, start: Callable[[], T], outcome: ChannelOutcome) -> T | None:
+        """A row's start write (notify/outbox_rows.py); None when another worker holds its send
+        lock (deferred, and nothing written: that worker's post is under way). A lost lease or a
+        storage failure ends the channel, as before any post."""
         try:
-            return start_delivery(self._outbox, job, swarm_row_key(comment_key), lease, what)
+            return start()
         except RetryableError as busy:
             if busy.error_class is not ErrorClass.CONFLICT:
                 raise
@@ -182,41 +231,21 @@ class SwarmChannel:
         lease: Lease,
         outcome: ChannelOutcome,
     ) -> None:
-        start = self._start(job, comment.key, lease, "this Swarm comment", outcome)
-        if start is None:
+        delivery = CommentDelivery(self._client, review_id, comment, lease)
+        begun = self._unless_busy(
+            lambda: begin(self._outbox, job, swarm_row_key(comment.key), lease, delivery), outcome
+        )
+        if begun is None:
             return
-        row = start.row
-        marker = comment.marker
-        log = {"job_id": job.job_id, "token": row.provider_token}
         try:
-            if not start.attempted:  # an earlier run's row: look before posting again
-                if row.notified_at and not row.notification_id:
-                    row = self._reconcile_unevidenced(review_id, row, marker, log)
-                if row.notified_at or row.status == DeliveryStatus.SKIPPED:
-                    outcome.delivered += row.notified_at is not None
-                    outcome.required -= row.status == DeliveryStatus.SKIPPED
-                    return
-                if row.status == DeliveryStatus.FAILED:
-                    raise NonRetryableError(
-                        "Swarm comment failed permanently; needs an operator", error_class=ErrorClass.POLICY_DENIED
-                    )
-                if row.attempts > 0:
-                    found = _retried(lambda: self._client.find_comment_by_marker(review_id, marker))
-                    if found is not None:  # the earlier attempt arrived: record it, post nothing
-                        self._outbox.mark_sent(row, str(found))
-                        logger.info("earlier Swarm comment found by its marker; not posting again", extra=log)
-                        outcome.delivered += 1
-                        return
-                row = take_send_lock(self._outbox, job, row, lease, "this Swarm comment")
-            comment_id = self._post(review_id, comment, lease)
-            fault(FaultPoint.DB_WRITE_AFTER_PROVIDER)  # local/test only: posted, but the mark fails
-            self._outbox.mark_sent(row, str(comment_id))
-            metrics.add_metric(name=MetricName.SWARM_COMMENT_POSTED, unit="Count", value=1)
-            outcome.delivered += 1
+            row = finish(self._outbox, job, begun, lease, delivery)
         except AuthError:
             raise
         except P4ReviewError as exc:
-            self._record_failure(row, exc, outcome)
+            self._record_failure(begun.start.row, exc, outcome)
+            return
+        outcome.delivered += row.notified_at is not None
+        outcome.required -= row.status == DeliveryStatus.SKIPPED
 
     def _record_failure(self, row: OutboxRow, exc: P4ReviewError, outcome: ChannelOutcome) -> None:
         """A retryable failure is noted on the row (it stays pending); another marks it failed.
@@ -231,16 +260,13 @@ class SwarmChannel:
             self._outbox.mark_failed(row, exc.message)
         outcome.refused.append(exc if isinstance(exc, NonRetryableError) else NonRetryableError(exc.message))
 
-    def _reconcile_unevidenced(self, review_id: int, row: OutboxRow, marker: str, log: dict[str, str]) -> OutboxRow:
-        found = _retried(lambda: self._client.find_comment_by_marker(review_id, marker))
-        if found is not None:
-            logger.warning("Swarm row marked sent without evidence; the comment exists: evidence recorded", extra=log)
-            return self._outbox.backfill_evidence(row, str(found))
-        logger.error("Swarm row marked sent without evidence and no such comment: reopened to post once", extra=log)
-        return self._outbox.reopen_unconfirmed(row, actor="notify")
-
     def _notify_once(self, job: ReviewJob, review_id: int, lease: Lease, outcome: ChannelOutcome) -> None:
-        start = self._start(job, NOTIFY_KEY, lease, "the Swarm notification", outcome)
+        """Send, then mark, but not through the delivery loop: Swarm cannot say whether a notify
+        went out, so there is nothing to look up (a crash before the mark sends it once more)."""
+        start = self._unless_busy(
+            lambda: start_delivery(self._outbox, job, swarm_row_key(NOTIFY_KEY), lease, "the Swarm notification"),
+            outcome,
+        )
         if start is None:
             return
         row = start.row
