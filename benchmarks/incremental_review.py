@@ -46,7 +46,13 @@ class _History:
         return self.by_version.get(job.review_version - 1)
 
 
-def review_shelf_versions(change: int = RESHELVED_CHANGE, versions: tuple[int, ...] = (1, 2)) -> list[VersionReview]:
+def review_shelf_versions(
+    change: int = RESHELVED_CHANGE, versions: tuple[int, ...] = (1, 2), *, with_analyzers: bool = False
+) -> list[VersionReview]:
+    """`with_analyzers`: run them beside the offline reviewer, as the service does (the rules they
+    carry are not the offline reviewer's: docs/review.md "Rules the analyzers carry"); off, the
+    figures are the reviewer's alone (the benchmark measures what reaches the model)."""
+    from p4review.change.analyzer_files import reads_content
     from p4review.change.depot_paths import DEFAULT_ALLOW_LIST, DepotAllowList
     from p4review.change.snapshot_redaction import redact_change
     from p4review.cli.review_diff import MemoryArtifacts, NoLease
@@ -54,7 +60,7 @@ def review_shelf_versions(change: int = RESHELVED_CHANGE, versions: tuple[int, .
     from p4review.models.review_result import StoredReview
     from p4review.perforce import ChangeFetcher, P4Runner
     from p4review.review.reviewers import OfflineReviewer
-    from p4review.review.setup import review_config
+    from p4review.review.setup import build_analyzers, review_config
     from p4review.review.stage import PreviousReview, ReviewWork
     from p4review.settings.service import Settings
     from p4review_dev.stack import write_fake_p4_wrapper
@@ -62,13 +68,18 @@ def review_shelf_versions(change: int = RESHELVED_CHANGE, versions: tuple[int, .
     settings = Settings()
     artifacts = MemoryArtifacts()
     history = _History()
-    work = ReviewWork(artifacts, settings.redaction_policy(), OfflineReviewer(), review_config(settings), None, history)
+    analyzers = build_analyzers(settings) if with_analyzers else None
+    work = ReviewWork(
+        artifacts, settings.redaction_policy(), OfflineReviewer(), review_config(settings), analyzers, history
+    )
     measured = []
     with tempfile.TemporaryDirectory() as scratch:
         for version in versions:
             p4 = write_fake_p4_wrapper(Path(scratch) / f"v{version}" / "p4", {"P4FAKE_SHELF_VERSION": str(version)})
             fetcher = ChangeFetcher(
-                P4Runner(str(p4), timeout_seconds=30), allow_list=DepotAllowList(DEFAULT_ALLOW_LIST)
+                P4Runner(str(p4), timeout_seconds=30),
+                allow_list=DepotAllowList(DEFAULT_ALLOW_LIST),
+                keep_content=lambda path: with_analyzers and reads_content(path, settings.enabled_analyzers()),
             )
             snapshot = fetcher.fetch(change, ChangeKind.SHELVED, parallelism=4)
             change_key = f"changes/{change}/v{version}.json"

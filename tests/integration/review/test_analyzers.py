@@ -244,3 +244,81 @@ def test_a_python_analyzer_that_cannot_be_imported_is_unavailable_not_a_clean_ru
     run = AnalyzerRunner().run({"//depot/app/tool.py": CONTENTS["//depot/app/tool.py"]})
     assert "bandit" not in run.ran and "ruff" in run.ran
     assert [(d.reason, d.detail) for d in run.diagnostics] == [(ANALYZER_UNAVAILABLE, "bandit cannot be imported")]
+
+
+# The offline reviewer's rules that were dropped because an analyzer reports the same thing on
+# the same files (docs/review.md "Rules the analyzers carry"): each line, and the analyzer's rule.
+LEFT_TO_THE_ANALYZERS = {
+    "app/rules.py": [
+        ("import os, pickle, marshal, yaml", None),
+        ("def f(user, data, cur):", None),
+        ("    eval(user)", "bandit/B307"),
+        ("    exec(user)", "bandit/B102"),
+        ("    try:", None),
+        ("        f(1, 2, 3)", None),
+        ("    except:", "ruff/E722"),
+        ("        return None", None),
+        ('    os.system("ls " + user)', "bandit/B605"),
+        ('    os.popen(f"ls {user}")', "bandit/B605"),
+        ("    pickle.loads(data)", "bandit/B301"),
+        ("    marshal.loads(data)", "bandit/B302"),
+        ("    return yaml.load(data)", "bandit/B506"),
+    ],
+    "src/rules.c": [
+        ("#include <stdio.h>", None),
+        ("#include <string.h>", None),
+        ("void f(const char *user, char *dst, int n) {", None),
+        ("    char buf[16];", None),
+        ("    strcpy(buf, user);", "flawfinder/strcpy"),
+        ("    strcat(buf, user);", "flawfinder/strcat"),
+        ('    sprintf(dst, "%s", user);', "flawfinder/sprintf"),
+        ("    gets(buf);", "flawfinder/gets"),
+        ('    scanf("%s", buf);', "flawfinder/scanf"),
+        ('    sscanf(user, "%d %s", &n, buf);', "flawfinder/sscanf"),
+        ("}", None),
+    ],
+    "web/rules.js": [
+        "function f(el, user, g) {",
+        "  el.innerHTML = user;",
+        "  el.outerHTML = user;",
+        "  document.write(user);",
+        '  el.insertAdjacentHTML("beforeend", user);',
+        "  try {",
+        "    g();",
+        "  } catch (e) {}",
+        "}",
+        "module.exports = f;",
+    ],
+}
+_JS_RULES = {
+    2: "eslint/no-unsanitized/property",
+    3: "eslint/no-unsanitized/property",
+    4: "eslint/no-unsanitized/method",
+    5: "eslint/no-unsanitized/method",
+    8: "eslint/no-empty",
+}
+
+
+def test_the_rules_the_offline_reviewer_left_to_the_analyzers_are_reported_by_them():
+    """Reviewer and analyzers as the review stage runs them (review-diff): every line a dropped
+    rule used to flag has the analyzer's finding, and the reviewer adds none of its own there."""
+    from p4review.cli.review_diff import review_diff
+
+    files: dict[str, str] = {}
+    expected: set[tuple[str, int, str]] = set()
+    diff = ""
+    for path, rows in LEFT_TO_THE_ANALYZERS.items():
+        lines = [row if isinstance(row, str) else row[0] for row in rows]
+        for number, row in enumerate(rows, 1):
+            rule = _JS_RULES.get(number) if isinstance(row, str) else row[1]
+            if rule:
+                expected.add((path, number, rule))
+        files[path] = "\n".join(lines) + "\n"
+        diff += f"--- a/{path}\n+++ b/{path}\n@@ -0,0 +1,{len(lines)} @@\n" + "".join(f"+{line}\n" for line in lines)
+    stored = review_diff(diff, "", "offline", files=files)
+    assert stored.result.meta["analyzers"] == ["ruff", "bandit", "flawfinder", "cppcheck", "eslint"]
+    found = {(f.file, f.line, (f.rule_id or "").split(":")[0]) for f in stored.result.findings}
+    assert expected <= found
+    lines_flagged = {(path, line) for path, line, _ in expected}
+    reviewer_own = {(f.file, f.line, f.rule_id) for f in stored.result.findings if f.id.startswith("OFF-")}
+    assert not {(path, line) for path, line, _ in reviewer_own} & lines_flagged, reviewer_own

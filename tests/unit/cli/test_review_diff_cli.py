@@ -17,7 +17,7 @@ DIFF = """diff --git a/app/db.py b/app/db.py
 @@ -1,2 +1,4 @@
  import os
 +password = "hunter2-prod-Secret9"
-+eval(input())
++print(input())
  x = 1
 --- a/tools/run.sh
 +++ b/tools/run.sh
@@ -36,7 +36,7 @@ def test_a_diff_is_reviewed_and_the_review_alone_is_on_stdout(tmp_path: Path, ca
     assert review["coverage"]["files_reviewed"] == ["app/db.py", "tools/run.sh"]
     assert {(f["file"], f["line"], f["rule_id"]) for f in review["result"]["findings"]} == {
         ("app/db.py", 2, "hardcoded-password"),
-        ("app/db.py", 3, "py-eval-exec"),
+        ("app/db.py", 3, "debug-output"),
     }
     assert "hunter2-prod-Secret9" not in out + err
     assert "review stored" in err

@@ -1,10 +1,13 @@
 """The offline reviewer: rules on added lines only, correct new-side line numbers, no secret
-ever in its output, deterministic, and its answer passes the parser untouched."""
+ever in its output, deterministic, and its answer passes the parser untouched. What an analyzer
+reports on the same files is left to it (integration/review/test_analyzers.py shows the analyzer's
+finding for each rule dropped)."""
 
 from __future__ import annotations
 
 import json
 
+from p4review.change.analyzer_files import ESLINT, analyzers_for
 from p4review.change.snapshot_redaction import prepare_review_input, redact_change
 from p4review.change.unified_diff import iter_added_lines
 from p4review.models.change import ChangeDescription, ChangedFile, ChangeSnapshot, DiffStatus, FileDiff
@@ -35,7 +38,7 @@ C_DIFF = """\
      int n = 0;
 -    gets(line);
 +    printf("debug %d\\n", n);
-+    // sprintf(buf, "%d", n);  commented-out code is not flagged
++    // printf("%d", n);  commented-out code is not flagged
 +    fgets(line, sizeof line, stdin);
      return n;
 """
@@ -59,8 +62,8 @@ PY_DIFF = """\
 +        pass
 +    print("deployed")
 +    config = {"api_key": "%(api)s"}
-+    # exec(open(path).read()) is only a comment
-+    model.eval()
++    # print(open(path).read()) is only a comment
++    report.print()
 """ % {"password": PASSWORD_VALUE, "aws": AWS_KEY, "api": API_KEY_VALUE}
 
 PEM_DIFF = (
@@ -134,7 +137,7 @@ def test_iter_added_lines_counts_new_side_lines_across_hunks() -> None:
         (12, "    strcpy(tmp, src); /* TODO bound this */"),
         (13, '    snprintf(dst, 64, "%s", tmp);'),
         (42, '    printf("debug %d\\n", n);'),
-        (43, '    // sprintf(buf, "%d", n);  commented-out code is not flagged'),
+        (43, '    // printf("%d", n);  commented-out code is not flagged'),
         (44, "    fgets(line, sizeof line, stdin);"),
     ]
 
@@ -146,14 +149,12 @@ def test_header_lookalike_inside_hunk_is_an_added_line() -> None:
 
 def test_every_rule_fires_at_the_right_new_side_line() -> None:
     found = findings_of(review_change(snapshot()))
+    # strcpy (line 12), eval (6) and the bare except (23) are flawfinder's, bandit's and ruff's.
     assert found == {
-        (C_PATH, 12, "c-unsafe-string-function"),
         (C_PATH, 12, "todo-marker"),
         (C_PATH, 42, "debug-output"),
         (PY_PATH, 2, "hardcoded-password"),
         (PY_PATH, 3, "redacted-secret"),
-        (PY_PATH, 6, "py-eval-exec"),
-        (PY_PATH, 23, "py-bare-except"),
         (PY_PATH, 25, "debug-output"),
         (PY_PATH, 26, "hardcoded-api-key"),
         (PEM_PATH, 1, "redacted-secret"),
@@ -163,10 +164,9 @@ def test_every_rule_fires_at_the_right_new_side_line() -> None:
 
 def test_removed_and_context_lines_are_ignored() -> None:
     found = findings_of(review_change(snapshot()))
-    # The removed `gets(line)` (old line 41) and the removed eval/password lines never count,
-    # nor does the unchanged context `run("1")`.
-    assert not any(rule == "c-unsafe-string-function" and line != 12 for _, line, rule in found)
-    only_removed = "@@ -1,3 +1,1 @@\n-gets(buf);\n-eval(x)\n keep();\n"
+    # The removed password line never counts, nor does the unchanged context `run("1")`.
+    assert not any(path == PY_PATH and rule == "hardcoded-password" and line != 2 for path, line, rule in found)
+    only_removed = '@@ -1,3 +1,1 @@\n-printf("x");\n-/* TODO */\n keep();\n'
     quiet = snapshot([FileDiff(depot_path=C_PATH, action="edit", status=DiffStatus.FETCHED, unified_diff=only_removed)])
     assert json.loads(review_change(quiet))["findings"] == []
 
@@ -174,10 +174,9 @@ def test_removed_and_context_lines_are_ignored() -> None:
 def test_print_in_test_files_and_comments_are_not_flagged() -> None:
     found = findings_of(review_change(snapshot()))
     assert not any(path == TEST_PATH for path, _, _ in found)
-    assert (PY_PATH, 27, "py-eval-exec") not in found  # comment
-    assert (PY_PATH, 28, "py-eval-exec") not in found  # model.eval() is a method
-    assert (C_PATH, 43, "c-unsafe-string-function") not in found  # commented out
-    assert (C_PATH, 44, "c-unsafe-string-function") not in found  # fgets is fine
+    assert (PY_PATH, 27, "debug-output") not in found  # comment
+    assert (PY_PATH, 28, "debug-output") not in found  # report.print() is a method
+    assert (C_PATH, 43, "debug-output") not in found  # commented out
 
 
 def test_no_secret_or_source_line_reaches_the_output() -> None:
@@ -198,16 +197,15 @@ def test_finding_shape_severity_and_ids() -> None:
         "reviewer": "offline",
         "files_reviewed": 5,
         "rules": list(RULE_IDS),
-        "findings_total": 11,
-        "findings_reported": 11,
+        "findings_total": 8,
+        "findings_reported": 8,
         "max_findings": MAX_FINDINGS,
     }
-    assert document["summary"] == "Offline heuristic review of 5 files found 11 findings."
+    assert document["summary"] == "Offline heuristic review of 5 files found 8 findings."
     by_rule = {f["rule_id"]: f for f in document["findings"]}
     assert by_rule["redacted-secret"]["severity"] == "critical"
     assert by_rule["hardcoded-password"]["severity"] == "high"
-    assert by_rule["c-unsafe-string-function"]["category"] == "security"
-    assert by_rule["py-bare-except"]["severity"] == "medium"
+    assert by_rule["hardcoded-api-key"]["category"] == "security"
     assert by_rule["todo-marker"]["severity"] == "low"
     assert by_rule["debug-output"]["severity"] == "info"
     ids = [f["id"] for f in document["findings"]]
@@ -240,7 +238,7 @@ def test_output_passes_the_parser_with_no_drops() -> None:
     assert not outcome.rejected
     assert outcome.diagnostics == []
     assert outcome.result is not None
-    assert len(outcome.result.findings) == 11
+    assert len(outcome.result.findings) == 8
 
 
 def test_findings_are_capped_keeping_the_most_severe() -> None:
@@ -286,10 +284,12 @@ def test_line_rules_for_security_settings_injection_and_unsafe_calls() -> None:
         ("//depot/main/Dockerfile", "RUN curl https://k.example/key | apt-key add -", "insecure-setting"),
         ("//depot/main/app/db.py", '    cur.execute(f"SELECT * FROM t WHERE id = {uid}")', "injection-built-string"),
         ("//depot/main/lib/run.js", "  exec(`git log ${branch}`, done);", "injection-built-string"),
-        ("//depot/main/lib/view.js", "  el.innerHTML = message;", "html-injection-sink"),
-        ("//depot/main/app/load.py", "    data = yaml.load(stream)", "py-unsafe-deserialization"),
+        ("//depot/main/lib/view.ts", "  el.innerHTML = message;", "html-injection-sink"),  # eslint reads no .ts
+        ("//depot/main/lib/view.jsx", "  <div dangerouslySetInnerHTML={{ __html: m }} />", "html-injection-sink"),
+        ("//depot/main/app/load.py", "    data = yaml.unsafe_load(stream)", "py-unsafe-deserialization"),
+        ("//depot/main/app/db.py", '    conn.executescript(f"DROP TABLE {name}")', "injection-built-string"),
+        ("//depot/main/lib/run.js", '  execSync("git log " + branch);', "injection-built-string"),
         ("//depot/main/tools/clean.sh", "rm -rf $BUILD_DIR/", "shell-rm-variable-path"),
-        ("//depot/main/src/in.c", '    scanf("%s", name);', "c-unbounded-scanf"),
     ]
     for path, line, rule in fires:
         assert rule in added(path, line), (path, line)
@@ -302,10 +302,32 @@ def test_line_rules_for_security_settings_injection_and_unsafe_calls() -> None:
         ("//depot/main/app/load.py", "    data = yaml.safe_load(stream)"),
         ("//depot/main/tools/clean.sh", 'rm -rf -- "${BUILD_DIR:?}"'),
         ("//depot/main/tools/clean.sh", "# curl -k https://example.test"),
-        ("//depot/main/src/in.c", '    scanf("%63s", name);'),
     ]
     for path, line in quiet:
         assert not added(path, line) - {"todo-marker", "debug-output"}, (path, line)
+    # Left to the analyzers, which report them on the same files (integration/review/test_analyzers.py).
+    theirs = [
+        ("//depot/main/app/run.py", "    return eval(expr)"),  # bandit B307
+        ("//depot/main/app/run.py", "    exec(code)"),  # bandit B102
+        ("//depot/main/app/run.py", "    except:"),  # ruff E722
+        ("//depot/main/app/run.py", '    os.system("ls " + path)'),  # bandit B605
+        ("//depot/main/app/load.py", "    data = yaml.load(stream)"),  # bandit B506
+        ("//depot/main/app/load.py", "    obj = pickle.loads(blob)"),  # bandit B301
+        ("//depot/main/src/in.c", "    strcpy(tmp, src);"),  # flawfinder strcpy
+        ("//depot/main/src/in.c", "    gets(line);"),  # flawfinder gets, cppcheck getsCalled
+        ("//depot/main/src/in.c", '    scanf("%s", name);'),  # flawfinder scanf, cppcheck invalidscanf
+        ("//depot/main/lib/view.js", "  el.innerHTML = message;"),  # eslint no-unsanitized/property
+        ("//depot/main/lib/view.js", "  document.write(message);"),  # eslint no-unsanitized/method
+    ]
+    for path, line in theirs:
+        assert not added(path, line), (path, line)
+
+
+def test_the_javascript_rules_eslint_carries_still_run_where_eslint_does_not_read() -> None:
+    from p4review.review.offline.reviewer import _ESLINT_EXTENSIONS, _JS_EXTENSIONS
+
+    for extension in _JS_EXTENSIONS:
+        assert (ESLINT in analyzers_for(f"//depot/a/x{extension}")) == (extension in _ESLINT_EXTENSIONS), extension
 
 
 def test_an_unchecked_allocation_is_flagged_and_a_checked_one_is_not() -> None:
@@ -324,7 +346,11 @@ def test_a_handler_that_swallows_the_error_is_flagged_and_one_that_handles_it_is
     assert (3, "swallowed-error") in rules_on(py, swallowed)
     handled = "@@ -1,3 +1,5 @@\n     try:\n         run()\n+    except OSError as e:\n+        log(e)\n     done()\n"
     assert not any(rule == "swallowed-error" for _, rule in rules_on(py, handled))
+    ts = "//depot/main/lib/job.ts"
+    assert (2, "swallowed-error") in rules_on(ts, "@@ -1,2 +1,3 @@\n   try { run(); }\n+  catch (e) {}\n ctx\n")
+    # In the files eslint reads an empty catch block is its no-empty; a promise's empty handler is ours.
     js = "//depot/main/lib/job.js"
-    assert (2, "swallowed-error") in rules_on(js, "@@ -1,2 +1,3 @@\n   try { run(); }\n+  catch (e) {}\n ctx\n")
+    assert not rules_on(js, "@@ -1,2 +1,3 @@\n   try { run(); }\n+  catch (e) {}\n ctx\n")
+    assert (2, "swallowed-error") in rules_on(js, "@@ -1,2 +1,3 @@\n ctx\n+  p.catch(() => {});\n ctx\n")
     logged = "@@ -1,2 +1,4 @@\n   try { run(); }\n+  catch (e) {\n+    log(e);\n   }\n"
     assert not any(rule == "swallowed-error" for _, rule in rules_on(js, logged))

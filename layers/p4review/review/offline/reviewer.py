@@ -8,7 +8,19 @@ put back (`p4review.review.offline.removed_safeguards`).
 
 No finding quotes source code. For the credential rules this is a hard guarantee: the
 matched value never appears in the output (so it can never reach an email); the other
-rules describe the problem instead of quoting the line."""
+rules describe the problem instead of quoting the line.
+
+No rule repeats an analyzer the review stage runs by default on the same files
+(`review/analyzers/analysis.py`; the evidence is docs/review.md "Rules the analyzers carry"): eval/exec,
+bare excepts, pickle/marshal/yaml.load, shell commands built in Python, unbounded C string
+calls and scanf("%s"), and, in the files eslint reads, DOM HTML sinks and empty catch blocks
+are theirs. What is left is why these are regular expressions and not tree-sitter or
+ast-grep queries: the input is diff hunks, fragments that seldom parse, and each rule is
+lexical on one added line (a marker, a literal assigned to a credential-like name, a setting
+spelled the same in code, YAML, JSON, shell and Dockerfiles, a call or command on its line) or
+reads the few lines the diff shows after it. Where a rule needs the syntax of the whole file,
+an analyzer has it, parsed from the whole new file; a parser here would add its grammars to
+a layer near Lambda's size limit and to every cold start, to parse error-filled fragments."""
 
 from __future__ import annotations
 
@@ -26,10 +38,13 @@ from p4review.change.unified_diff import iter_added_lines, iter_new_side_lines
 from p4review.models.review_result import SCHEMA_VERSION, SEVERITY_ORDER
 from p4review.review.offline import removed_safeguards
 
-OFFLINE_PROMPT_VERSION = "1.2.0"
+OFFLINE_PROMPT_VERSION = "1.3.0"
 MAX_FINDINGS = 50
 
 _JS_EXTENSIONS = frozenset({".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts"})
+# The files eslint reads (`analysis.analyzers_for`; not imported: analysis imports this module).
+# TypeScript is not among them, so the JavaScript rules eslint carries still run on it here.
+_ESLINT_EXTENSIONS = frozenset({".js", ".jsx", ".mjs", ".cjs"})
 
 
 def _extension(depot_path: str) -> str:
@@ -46,6 +61,10 @@ def _is_python(path: str) -> bool:
 
 def _is_js(path: str) -> bool:
     return _extension(path) in _JS_EXTENSIONS
+
+
+def _read_by_eslint(path: str) -> bool:
+    return _extension(path) in _ESLINT_EXTENSIONS
 
 
 def _is_shell(path: str) -> bool:
@@ -93,9 +112,6 @@ class Rule:
     skip_comments: bool = True
 
 
-_PY_EVAL_EXEC = re.compile(r"(?<![\w.])(?:eval|exec)\s*\(")
-_PY_BARE_EXCEPT = re.compile(r"^\s*except\s*:")
-_C_UNSAFE = re.compile(r"(?<![\w.>])(?:strcpy|strcat|v?sprintf|gets)\s*\(")
 _TODO = re.compile(r"\b(?:TODO|FIXME|XXX)\b")
 _PY_PRINT = re.compile(r"(?<![\w.])print\s*\(")
 _C_PRINTF = re.compile(r"(?<![\w.>])printf\s*\(")
@@ -134,19 +150,34 @@ _SHELL_BUILT = re.compile(
 _HTML_SINK = re.compile(
     r"\.(?:innerHTML|outerHTML)\s*\+?=(?!=)|\bdocument\.write(?:ln)?\s*\(|\bdangerouslySetInnerHTML\b|\.insertAdjacentHTML\s*\("
 )
-_PY_UNSAFE_LOAD = re.compile(
-    r"\byaml\.load\s*\((?![^)]*Loader\s*=\s*(?:yaml\.)?(?:Safe|CSafe)Loader)|\byaml\.unsafe_load\s*\(|"
-    r"(?<![\w.])(?:pickle|cPickle|marshal|dill)\.loads?\s*\("
-)
+# React's sink, which eslint-plugin-no-unsanitized does not check (it has the DOM's).
+_REACT_HTML_SINK = re.compile(r"\bdangerouslySetInnerHTML\b")
+# bandit has pickle, marshal, dill, shelve (B301, B302) and yaml.load (B506), not unsafe_load.
+_PY_UNSAFE_LOAD = re.compile(r"\byaml\.unsafe_load(?:_all)?\s*\(")
 # rm -r of a path built from an unquoted or possibly empty variable: `rm -rf $DIR/` or `"$DIR/"`.
 _SHELL_RM_VARIABLE = re.compile(r"""\brm\s+(?:-\w+\s+)*-\w*[rR]\w*\s+(?:-\S+\s+)*(?:\$\{?\w+|["']\$\{?\w+\}?/)""")
-_C_UNBOUNDED_SCANF = re.compile(r"""(?<![\w.>])(?:f|s|v|vf|vs)?scanf\s*\(.*"[^"]*%s""")
 # Rules that already name the secret on their line: "redacted-secret" is not added to them.
 _ASSIGNMENT_RULES = frozenset({"hardcoded-password", "hardcoded-api-key"})
 
 
 def _only(predicate: Callable[[str], bool], pattern: re.Pattern[str]) -> Callable[[str], re.Pattern[str] | None]:
     return lambda path: pattern if predicate(path) else None
+
+
+_INJECTION_PY = _SQL_BUILT  # the shell half is bandit's B605 (any non-literal command)
+_INJECTION_JS = re.compile(f"{_SQL_BUILT.pattern}|{_SHELL_BUILT.pattern}")
+
+
+def _injection_pattern(path: str) -> re.Pattern[str] | None:
+    if _is_python(path):
+        return _INJECTION_PY
+    return _INJECTION_JS if _is_js(path) else None
+
+
+def _html_sink_pattern(path: str) -> re.Pattern[str] | None:
+    if _read_by_eslint(path):
+        return _REACT_HTML_SINK  # the DOM sinks are no-unsanitized's (property, method)
+    return _HTML_SINK if _is_js(path) else None
 
 
 def _debug_output_pattern(path: str) -> re.Pattern[str] | None:
@@ -160,51 +191,6 @@ def _debug_output_pattern(path: str) -> re.Pattern[str] | None:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule(
-        rule_id="c-unsafe-string-function",
-        severity="high",
-        category="security",
-        confidence="high",
-        title="Unbounded C string function",
-        message=(
-            "This added line calls one of strcpy, strcat, sprintf, vsprintf or gets, which write "
-            "into a buffer without checking its size and can overflow it."
-        ),
-        suggestion=(
-            "Use a bounded alternative (snprintf, strlcpy/strlcat or strncpy with explicit "
-            "termination, fgets) and check the result for truncation."
-        ),
-        pattern_for=_only(_is_c, _C_UNSAFE),
-    ),
-    Rule(
-        rule_id="py-eval-exec",
-        severity="high",
-        category="security",
-        confidence="medium",
-        title="Dynamic code execution with eval/exec",
-        message=(
-            "This added line calls eval() or exec(); if any part of the input can be influenced "
-            "by a user or an external system it becomes arbitrary code execution."
-        ),
-        suggestion=(
-            "Parse data explicitly instead (ast.literal_eval for literals, json.loads, or a "
-            "dispatch table of allowed operations)."
-        ),
-        pattern_for=_only(_is_python, _PY_EVAL_EXEC),
-    ),
-    Rule(
-        rule_id="py-bare-except",
-        severity="medium",
-        category="reliability",
-        confidence="high",
-        title="Bare except clause",
-        message=(
-            "A bare except clause catches every exception, including KeyboardInterrupt and "
-            "SystemExit, and can hide real failures."
-        ),
-        suggestion="Catch the specific exception types expected here, or at least Exception, and log or re-raise.",
-        pattern_for=_only(_is_python, _PY_BARE_EXCEPT),
-    ),
     Rule(
         rule_id="todo-marker",
         severity="low",
@@ -254,9 +240,7 @@ RULES: tuple[Rule, ...] = (
             "values into it; a value that carries quotes or metacharacters changes what runs."
         ),
         suggestion="Pass values as query parameters, or run the program with an argument list and no shell.",
-        pattern_for=lambda path: (
-            re.compile(f"{_SQL_BUILT.pattern}|{_SHELL_BUILT.pattern}") if _is_python(path) or _is_js(path) else None
-        ),
+        pattern_for=_injection_pattern,
     ),
     Rule(
         rule_id="html-injection-sink",
@@ -269,7 +253,7 @@ RULES: tuple[Rule, ...] = (
             "insertAdjacentHTML, dangerouslySetInnerHTML); unescaped input in it is cross-site scripting."
         ),
         suggestion="Set textContent, or build elements with the DOM API; escape anything that must stay HTML.",
-        pattern_for=_only(_is_js, _HTML_SINK),
+        pattern_for=_html_sink_pattern,
     ),
     Rule(
         rule_id="py-unsafe-deserialization",
@@ -278,8 +262,8 @@ RULES: tuple[Rule, ...] = (
         confidence="medium",
         title="Deserialization that can run code",
         message=(
-            "This added line loads data with pickle, marshal or yaml.load without a safe loader; "
-            "data from outside can make these construct arbitrary objects and run code."
+            "This added line loads YAML with yaml.unsafe_load, which constructs arbitrary Python "
+            "objects: data from outside can make it run code."
         ),
         suggestion="Use json, or yaml.safe_load, for data that is not fully trusted.",
         pattern_for=_only(_is_python, _PY_UNSAFE_LOAD),
@@ -296,16 +280,6 @@ RULES: tuple[Rule, ...] = (
         ),
         suggestion='Quote the expansion and fail when it is empty: rm -rf -- "${DIR:?}/sub".',
         pattern_for=_only(_is_shell, _SHELL_RM_VARIABLE),
-    ),
-    Rule(
-        rule_id="c-unbounded-scanf",
-        severity="high",
-        category="security",
-        confidence="high",
-        title="scanf %s without a width",
-        message="This added line reads a string with %s and no field width, which can overflow the buffer.",
-        suggestion="Give a width one less than the buffer size (%63s for char[64]), or read with fgets.",
-        pattern_for=_only(_is_c, _C_UNBOUNDED_SCANF),
     ),
     Rule(
         rule_id="hardcoded-password",
@@ -392,7 +366,7 @@ _C_ALLOCATION = re.compile(
     r"(?:malloc|calloc|realloc|reallocarray|strdup|strndup|aligned_alloc)\s*\("
 )
 _LOOKAHEAD = 4
-# A named except (a bare one is py-bare-except's).
+# A named except (a bare one is ruff's E722, and bandit's B110 with `pass`).
 _PY_EXCEPT = re.compile(r"^\s*except\s*[\w(][^:]*:\s*(pass|\.\.\.)?\s*(?:#.*)?$")
 _PY_NOTHING = re.compile(r"^\s*(?:pass|\.\.\.)\s*(?:#.*)?$")
 _JS_EMPTY_CATCH = re.compile(
@@ -429,6 +403,8 @@ def _followed_findings(path: str, text: str) -> list[tuple[int, Rule]]:
             if handler[1] or (after and _PY_NOTHING.match(after[0]) and (len(after) < 2 or not _same_block(after))):
                 found.append((current.line, SWALLOWED_ERROR))
         elif _is_js(path) and (catch := _JS_EMPTY_CATCH.search(current.text)):
+            if _read_by_eslint(path) and not catch[0].startswith("."):
+                continue  # an empty catch block is eslint's no-empty; `.catch(() => {})` is not
             if catch[1] or catch[0].startswith(".") or (after and _JS_CLOSE.match(after[0])):
                 found.append((current.line, SWALLOWED_ERROR))
     return found
