@@ -90,6 +90,9 @@ Usage::
         swarm.fail_next(1, "lost")
         ...
         swarm.comments_for_change(48213), swarm.notifications_for_change(48213)
+
+Above 500 lines on purpose: the fake Swarm is one real system's API surface, each route citing the
+Swarm source it follows; it is not shipped.
 """
 
 from __future__ import annotations

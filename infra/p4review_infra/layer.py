@@ -29,6 +29,7 @@ from aws_cdk import AssetHashType, BundlingOptions, DockerImage, ILocalBundling,
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
+from p4review_infra.lambda_python import lambda_python
 from p4review_infra.paths import BUILD_DIR, LAYERS_DIR
 
 PYTHON_VERSION = "3.12"
@@ -138,14 +139,38 @@ class PipLocalBundling:
                 f"{'/'.join(PIP_PLATFORMS)} cp{PYTHON_VERSION} ({exc}); see pip's message above"
             ) from exc
         prune_runtime_provided(target)
+        save_hcl2_parser(target)
         return True
+
+
+# python-hcl2 (the iac checks' Terraform reader) builds its lark grammar on first use (~1.4 s);
+# lark's own cache is keyed by the cache file's absolute path and Python's version and cannot be
+# written under Lambda's read-only /opt. So the parser is built here and saved with lark's
+# `Lark.save` (plain data, independent of path and Python version) beside hcl2, where the review
+# loads it (p4review/review/analyzers/iac_hcl.py: SAVED_HCL2_PARSER): no cold start builds it.
+SAVED_HCL2_PARSER = "hcl2/p4review-hcl2-parser.lark"
+_SAVE_HCL2_PARSER = (
+    "import sys; sys.path.insert(0, sys.argv[1]); import hcl2.parser; from lark import Lark\n"
+    "parser = Lark.open('hcl2.lark', parser='lalr', rel_to=hcl2.parser.__file__, propagate_positions=True)\n"
+    "with open(sys.argv[2], 'wb') as out: parser.save(out)"
+)
+
+
+def save_hcl2_parser(target: Path) -> None:
+    """Built by the runtime's Python version when there is one here, else by this one (lark reads a
+    saved parser on any Python); isolated from this venv, from the layer's own lark and hcl2."""
+    python = lambda_python() or sys.executable
+    saved = target / SAVED_HCL2_PARSER
+    subprocess.run([python, "-I", "-S", "-c", _SAVE_HCL2_PARSER, str(target), str(saved)], check=True, timeout=120)
+    if not saved.is_file():
+        raise DepsLayerBuildFailed(f"p4review deps layer: {SAVED_HCL2_PARSER} was not written by {python}")
 
 
 def requirements_hash(requirements: Path = LOCK_FILE) -> str:
     """The deps layer changes only when the lock or the target platform change."""
     digest = hashlib.sha256()
     digest.update(requirements.read_bytes())
-    digest.update(f"{PIP_PLATFORMS}|cp{PYTHON_VERSION}|{PRUNE_GLOBS}|{ANALYZER_BINARIES}".encode())
+    digest.update(f"{PIP_PLATFORMS}|cp{PYTHON_VERSION}|{PRUNE_GLOBS}|{ANALYZER_BINARIES}|{_SAVE_HCL2_PARSER}".encode())
     return digest.hexdigest()
 
 

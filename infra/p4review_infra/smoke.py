@@ -21,11 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from p4review_infra.lambda_python import LAMBDA_PYTHON_ENV, LAMBDA_PYTHON_VERSION, lambda_python
 from p4review_infra.packaging import FunctionBundle
 
 SANDBOX = Path(__file__).with_name("lambda_sandbox.py")
-LAMBDA_PYTHON_VERSION = "3.12"
-LAMBDA_PYTHON_ENV = "P4REVIEW_LAMBDA_PYTHON"
 # Changes of the fixture depot (events/depot) and the layer's analyzers their files must meet in
 # the review: C++ and Python. A missing analyzer or a failed run is only a diagnostic in a review,
 # so the smoke test reads the stored result to see that they ran.
@@ -40,22 +39,13 @@ class SmokeFailed(RuntimeError):
 
 
 def find_lambda_python() -> str:
-    """The runtime's Python version: $P4REVIEW_LAMBDA_PYTHON, pyenv's, or python3.12 on PATH (a
-    pyenv shim is skipped: it needs the shell environment the sandbox does not pass on)."""
-    configured = os.environ.get(LAMBDA_PYTHON_ENV)
-    candidates = [configured] if configured else []
-    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
-    candidates += [
-        str(p) for p in sorted(pyenv.glob(f"versions/{LAMBDA_PYTHON_VERSION}.*/bin/python{LAMBDA_PYTHON_VERSION}"))
-    ]
-    candidates.append(shutil.which(f"python{LAMBDA_PYTHON_VERSION}"))
-    for candidate in candidates:
-        if candidate and Path(candidate).is_file() and "shims" not in Path(candidate).parts:
-            return candidate
-    raise SmokeFailed(
-        f"no Python {LAMBDA_PYTHON_VERSION} (Lambda's python3.12 runtime) found: install it "
-        f"(`pyenv install {LAMBDA_PYTHON_VERSION}`) or set {LAMBDA_PYTHON_ENV} to its interpreter"
-    )
+    found = lambda_python()
+    if found is None:
+        raise SmokeFailed(
+            f"no Python {LAMBDA_PYTHON_VERSION} (Lambda's python3.12 runtime) found: install it "
+            f"(`pyenv install {LAMBDA_PYTHON_VERSION}`) or set {LAMBDA_PYTHON_ENV} to its interpreter"
+        )
+    return found
 
 
 def install_runtime_packages(target: Path) -> Path:
@@ -183,6 +173,31 @@ class Sandbox:
             versions[name] = next((line for line in lines if any(c.isdigit() for c in line)), lines[0]).strip()
         return versions
 
+    def saved_hcl2_parser_parses(self, stage: str) -> str:
+        """The deps layer's saved Terraform parser loads on the runtime's Python version, as the review
+        loads it, and parses a sample as python-hcl2's own parser does."""
+        from p4review_infra.layer import SAVED_HCL2_PARSER
+
+        site = self.opt_of(stage) / "python"
+        if not (site / SAVED_HCL2_PARSER).is_file():
+            raise SmokeFailed(f"{stage}: the deps layer has no {SAVED_HCL2_PARSER}")
+        sample = 'resource "aws_s3_bucket" "b" {\n  acl = "public-read"\n}\n'
+        subprocess.run([self.python, "-I", "-S", "-c", _CHECK_SAVED_PARSER, str(site), sample], check=True, timeout=120)
+        return SAVED_HCL2_PARSER
+
+
+# Run by the runtime's Python with the review's layers only: the review's parser is the saved one,
+# and it parses as python-hcl2's own (built from its grammar) does.
+_CHECK_SAVED_PARSER = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import hcl2
+from p4review.review.analyzers import iac_hcl
+parser = iac_hcl._hcl2_parser()
+assert parser is not hcl2.parser.parser(), "the review built its parser instead of loading the saved one"
+assert parser.parse(sys.argv[2] + "\\n") == hcl2.parses_to_tree(sys.argv[2])
+"""
+
 
 def run_smoke(bundles: list[FunctionBundle], stack_name: str, work: Path) -> dict[str, Any]:
     """Runs the pipeline's handlers from the built assets against a fresh local stack."""
@@ -258,6 +273,7 @@ def _run_pipeline(sandbox: Sandbox, stack: Any) -> dict[str, Any]:
     if ping.get("statusCode") != 200 or json.loads(ping["body"]).get("signed_with") != "previous":
         raise SmokeFailed(f"after the rotation, ping with the old key answered {ping.get('statusCode')}")
     report["analyzers"] = sandbox.analyzer_versions("review")
+    report["saved_parsers"] = sandbox.saved_hcl2_parser_parses("review")
     return report
 
 

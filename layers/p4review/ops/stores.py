@@ -6,8 +6,7 @@ from __future__ import annotations
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
-from p4review.settings.service import Settings
-from p4review.stores.factory import DataAccess
+from p4review.stores.factory import DataAccess, StageStores
 
 if TYPE_CHECKING:
     from p4review.ops.retention_backfill import DynamoRetentionBackfill
@@ -15,14 +14,7 @@ if TYPE_CHECKING:
     from p4review.ops.sweeper import SweepStore
 
 
-class OpsStores:
-    def __init__(self, data_access: DataAccess):
-        self.data_access = data_access
-
-    @property
-    def settings(self) -> Settings:
-        return self.data_access.settings
-
+class OpsStores(StageStores):
     @cached_property
     def sweep_store(self) -> SweepStore:
         from p4review.ops.sweep_store import DynamoSweepRepository

@@ -221,8 +221,9 @@ def _fail(
     retryable = isinstance(exc, P4ReviewError) and exc.retryable
     summary = getattr(exc, "message", type(exc).__name__)
     log = {"job_id": job.job_id, "stage": stage.value, "error_class": error_class.value, "attempts": attempts}
-    if retryable and attempts < MAX_ATTEMPTS_PER_STAGE:
-        logger.warning("stage failed; will retry", extra=log)
+
+    def release(stage_status: StageStatus, job_status: JobStatus) -> bool:
+        """The lease given up with the failure recorded; False when the lease was already lost."""
         try:
             jobs.release_stage(
                 job.job_id,
@@ -230,10 +231,16 @@ def _fail(
                 worker_id,
                 error_class=error_class.value,
                 error=summary,
-                stage_status=StageStatus.PENDING,
-                job_status=JobStatus.RETRYABLE_FAILED,
+                stage_status=stage_status,
+                job_status=job_status,
             )
         except StaleWriteError:
+            return False
+        return True
+
+    if retryable and attempts < MAX_ATTEMPTS_PER_STAGE:
+        logger.warning("stage failed; will retry", extra=log)
+        if not release(StageStatus.PENDING, JobStatus.RETRYABLE_FAILED):
             return Disposition(ack=False, reason="lease lost")
         return Disposition(
             ack=False,
@@ -261,16 +268,6 @@ def _fail(
             escalated=escalated,
         ),
     )
-    try:
-        jobs.release_stage(
-            job.job_id,
-            stage,
-            worker_id,
-            error_class=error_class.value,
-            error=summary,
-            stage_status=StageStatus.FAILED,
-            job_status=JobStatus.DEAD_LETTERED,
-        )
-    except StaleWriteError:
+    if not release(StageStatus.FAILED, JobStatus.DEAD_LETTERED):
         return Disposition(ack=False, reason="lease lost")
     return ACK

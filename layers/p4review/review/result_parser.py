@@ -11,7 +11,10 @@
 5. reconciliation of `file` with the change's files, then (beyond the spec, when the caller
    gives each file's changed lines) `line_outside_diff`, then duplicate ids.
 
-Diagnostics never carry raw values that look like secrets, and long values are truncated."""
+Diagnostics never carry raw values that look like secrets, and long values are truncated.
+
+Above 500 lines on purpose: the model's answer is read against one strict contract, and each
+coercion it allows is next to the rule it relaxes."""
 
 from __future__ import annotations
 

@@ -4,7 +4,10 @@ coverage and token usage (docs/review.md).
 Reads only the redacted bucket; a reviewer gets a ReviewInput, which only the pre-submit
 guard (`prepare_review_input`) can build. The change is split into chunks of whole files
 within a token budget; each chunk's parsed answer is stored before the next request, so a
-retried job resumes instead of paying for the same answer twice."""
+retried job resumes instead of paying for the same answer twice.
+
+Above 500 lines on purpose: the review's one run, step by step in the order the spec fixes (its
+setup, capacity, history, metrics and reviewers are modules of their own beside it)."""
 
 from __future__ import annotations
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
-from p4review.settings.service import Settings
-from p4review.stores.factory import DataAccess
+from p4review.stores.factory import DataAccess, StageStores
 
 if TYPE_CHECKING:
     from p4review.ports import TokenBudget
@@ -15,14 +14,7 @@ if TYPE_CHECKING:
     from p4review.review.llm.credentials import LlmCredentials
 
 
-class ReviewStores:
-    def __init__(self, data_access: DataAccess):
-        self.data_access = data_access
-
-    @property
-    def settings(self) -> Settings:
-        return self.data_access.settings
-
+class ReviewStores(StageStores):
     @cached_property
     def llm_token_budget(self) -> TokenBudget | None:
         """The configured model's shared tokens-per-minute budget; None without a limit or a model."""

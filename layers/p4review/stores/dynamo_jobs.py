@@ -11,6 +11,9 @@ Retention (SEC-23): the job and its claim carry `expires_at`, `retention_days` a
 DynamoDB's TTL deletes them; the head carries none and is kept, so a version at or below the
 latest accepted one is refused for ever. While a job is active it carries `active_job` (the
 sparse index the sweeper scans); the write that moves it to an end state removes it.
+
+Above 500 lines on purpose: every conditional write of the jobs table (claim, lease, transition,
+hand-off), so each write's predicate is read beside the others it must not contradict.
 """
 
 from __future__ import annotations

@@ -135,6 +135,18 @@ class DataAccess:
         return SecretsManagerReader(aws_client("secretsmanager"), self.settings.secret_cache_seconds)
 
 
+class StageStores:
+    """A stage's own stores (review/stores.py, ops/stores.py), built on first use from the shared
+    data access: its settings and its one Session's clients."""
+
+    def __init__(self, data_access: DataAccess):
+        self.data_access = data_access
+
+    @property
+    def settings(self) -> Settings:
+        return self.data_access.settings
+
+
 @lru_cache(maxsize=1)
 def get_data_access() -> DataAccess:
     return DataAccess(get_settings())

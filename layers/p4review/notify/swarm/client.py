@@ -14,7 +14,10 @@ a body. Only http(s) base URLs; a redirect is never followed to another origin.
 
 Posting is exactly-once only together with the markers of p4review.notify.swarm.comments and the
 outbox rows of p4review.notify.swarm.channel, which looks a comment's marker up
-(`find_comment_by_marker`) before posting it again after an attempt whose outcome is unknown."""
+(`find_comment_by_marker`) before posting it again after an attempt whose outcome is unknown.
+
+Above 500 lines on purpose: every Swarm call p4review makes, each beside the v9 and v11 shapes it
+sends and reads, so a change to one call's shape is made where its other version is."""
 
 from __future__ import annotations
 

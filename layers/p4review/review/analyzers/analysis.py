@@ -6,7 +6,10 @@ change added. An analyzer sees the whole new file (it needs the context to be ri
 change's author is told only about what the change wrote; a problem in untouched code is not
 theirs and is the noise people complain about most.
 
-What runs the analyzers (processes, temp files) is `p4review.review.analyzers.runner`."""
+What runs the analyzers (processes, temp files) is `p4review.review.analyzers.runner`.
+
+Above 500 lines on purpose: one reader per analyzer with its severity, category and confidence
+mapping, side by side in one table (READERS), so the mappings are compared and changed together."""
 
 from __future__ import annotations
 

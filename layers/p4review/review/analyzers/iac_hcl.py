@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from lark import Token, Tree
+    from lark import Lark, Token, Tree
     from typing_extensions import TypeIs
 
 
@@ -97,12 +99,34 @@ def _syntax_tree(text: str) -> Tree[Token] | None:
     return tree
 
 
+# python-hcl2's grammar, built into a lark parser when the deps layer is built (infra/p4review_infra/
+# layer.py: save_hcl2_parser) and saved beside hcl2: lark's own cache, which python-hcl2 asks for,
+# is keyed by its file's absolute path and Python's version and cannot be written under Lambda's
+# read-only /opt, so without this every cold start would build the grammar again (~1.4 s).
+SAVED_HCL2_PARSER = "p4review-hcl2-parser.lark"
+
+
+@lru_cache(maxsize=1)
+def _hcl2_parser() -> Lark:
+    import hcl2.parser  # lazily: only a change with Terraform in it pays for the parser
+    from hcl2.postlexer import PostLexer
+    from lark import Lark
+
+    saved = Path(hcl2.parser.__file__).with_name(SAVED_HCL2_PARSER)
+    if saved.is_file():
+        with saved.open("rb") as data:
+            # `Lark.load` takes no options; its `_load` takes those a saved parser cannot hold (the
+            # post-lexer), as lark's own cache does (lark is pinned by layers/requirements.lock,
+            # and `make package` checks the saved parser against python-hcl2's).
+            return Lark.__new__(Lark)._load(data, postlex=PostLexer(), propagate_positions=True)
+    return hcl2.parser.parser()  # a checkout's venv: built (and cached by lark) on first use
+
+
 def _parse(text: str) -> tuple[Tree[Token] | None, int]:
     """The parse tree, or None and the line of the syntax error (0 when unknown)."""
-    import hcl2  # lazily: only a change with Terraform in it pays for the parser
-
     try:
-        return hcl2.parses_to_tree(text), 0
+        # As hcl2.parses_to_tree does: lark has no end-of-file token, so the grammar needs a final newline.
+        return _hcl2_parser().parse(text + "\n"), 0
     except Exception as exc:  # noqa: BLE001 - lark's errors and any parser bug: the file is unparseable
         line = getattr(exc, "line", 0)
         return None, line if isinstance(line, int) and line > 0 else 0

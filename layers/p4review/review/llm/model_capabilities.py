@@ -15,7 +15,10 @@ of the patterns, anything else is unknown.
 Output limit: each family may name the most output its models take (`max_output_tokens`); the
 request carries the configured limit (P4REVIEW_LLM_MAX_OUTPUT_TOKENS) lowered to it
 (`ModelFamily.output_tokens`, `output_token_limit`). Where a family holds models with different
-ceilings, the lowest is the family's; every known family has one, an unknown model none."""
+ceilings, the lowest is the family's; every known family has one, an unknown model none.
+
+Above 500 lines on purpose: it is a table (data, each entry citing its provider's documentation),
+not logic; splitting it would only scatter the citations."""
 
 from __future__ import annotations
 
