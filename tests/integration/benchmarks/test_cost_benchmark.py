@@ -36,7 +36,7 @@ def test_the_cost_benchmark_counts_the_job_path_and_it_costs_the_minimum(leftove
     assert svc.total("s3", ("PutObject", "GetObject")) > 0
     assert src.total("sqs", SQS_DELETES) > 0
 
-    # And the job path is the minimum the invariants need (docs: README's cost row).
+    # And the job path is the minimum the invariants need (docs/benchmarks.md's cost row).
     assert svc.total("dynamodb", DYNAMO_READS) == 0
     assert run.dynamodb_calls() == run.minimum_dynamodb_calls() == 7 + 2 * run.delivery_rows
     assert run.requests() == run.minimum_requests()
