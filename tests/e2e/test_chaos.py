@@ -26,6 +26,7 @@ SUMMARY = re.compile(
 )
 
 
+@pytest.mark.spec("G-2", "WQ-11", "WQP-8", "NE-4", "IDEM-5", "SW-10")
 @pytest.mark.timeout(1800)
 def test_jobs_survive_killed_workers_and_every_fault(tmp_path):
     run = subprocess.run(

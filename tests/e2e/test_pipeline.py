@@ -86,6 +86,7 @@ def _submit(client, change, version, key=None):
     )
 
 
+@pytest.mark.spec("NOT-6", "NOT-7", "NOT-15", "NOT-17", "IDEM-8", "IDEM-9")
 def test_every_fixture_is_reviewed_and_emailed_exactly_once(stack, client):
     submitted = []
     for change in fixture_changes():
@@ -145,6 +146,7 @@ def test_every_fixture_is_reviewed_and_emailed_exactly_once(stack, client):
         assert 1 <= stack.swarm_server.notifications_for_change(change["change"]) <= change["review_versions"]
 
 
+@pytest.mark.spec("RV-1")
 def test_no_secret_from_the_credential_fixture_reaches_an_email(stack, client):
     change = next(item for item in fixture_changes() if "credential" in item["summary"].lower())
     answer = _submit(client, change, 1)
@@ -183,6 +185,7 @@ def _decoded_emails_for(stack, changelist_id: int) -> str:
     return "\n".join(texts)
 
 
+@pytest.mark.spec("G-2", "NOT-3", "IDEM-3", "IDEM-4")
 def test_fifty_concurrent_identical_requests_create_one_job_and_one_email(stack):
     barrier = threading.Barrier(50)
     request = {

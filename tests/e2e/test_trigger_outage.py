@@ -121,6 +121,7 @@ def _no_senders_left(host: TriggerHost, timeout: float = 120) -> None:
         time.sleep(0.2)
 
 
+@pytest.mark.spec("TRG-5")
 def test_an_api_outage_loses_nothing_and_reviews_each_change_once(world):
     # One drain run for all 30 events: its 50-second default budget (the timer starts another run a
     # minute later) is not what this test is about, and a busy 2-core machine can need more.

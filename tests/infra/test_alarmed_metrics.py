@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import ast
 
+import pytest
+
 from p4review.metric_names import DIMENSIONS, MetricName
 from p4review.review import metric_tracks as review_metrics
 from tests.infra.metric_catalog import ROOT, SHIPPED, alarm_queries, published, publishing_sites, unknown_values
 
 
+@pytest.mark.spec("CH-3", "OPS-3")
 def test_every_alarmed_metric_is_published_with_the_dimensions_the_alarm_names(dev, openai):
     published_metrics = published()
     for synth in (dev, openai):  # openai: with the prompt rollout alarms
@@ -36,6 +39,7 @@ def test_the_runtime_and_rollout_alarms_are_the_expected_ones(dev, openai):
     assert {dict(q.dimensions)[review_metrics.TRACK_DIMENSION] for q in rollout} == {"stable", "canary"}
 
 
+@pytest.mark.spec("CH-3", "OPS-1")
 def test_a_metric_with_dimensions_is_only_published_with_them():
     """`add_metric` on the shared Metrics object publishes with `service` alone: a metric
     declared with dimensions must go through publish_metric, which sets exactly them."""
@@ -45,6 +49,7 @@ def test_a_metric_with_dimensions_is_only_published_with_them():
     assert {name for _, name, how in sites if how == "publish_metric"} == set(DIMENSIONS)
 
 
+@pytest.mark.spec("CH-3", "OPS-1")
 def test_every_published_name_comes_from_the_catalog_never_from_a_value():
     """No `f"Backlog_{stage}_pending"` (the value belongs in a dimension), no `stage_completed(x)`,
     no string literal: a name is `MetricName.X` (or, in the rollout loop, a name from

@@ -61,6 +61,7 @@ def test_reserved_concurrency_defaults_to_the_stages_w():
     assert config.stages["fetch"] == StageConcurrency(2, 5)
 
 
+@pytest.mark.spec("WQ-13", "OPS-6")
 @pytest.mark.parametrize(
     "context, named",
     [
@@ -78,6 +79,7 @@ def test_an_invalid_concurrency_value_names_its_key(context, named):
         ConcurrencyConfig.from_context(context.get)
 
 
+@pytest.mark.spec("OPS-6")
 def test_reservations_must_leave_lambdas_unreserved_hundred():
     # 3 stages x 300 + ingest 20 + 3 single runs = 923: over 1,000 - 100.
     context = {f"{stage}MaxConcurrency": 300 for stage in ("fetch", "review", "notify")}
@@ -104,6 +106,7 @@ def test_rotation_defaults_rotate_the_signing_key_monthly_and_alarm_at_90_days()
     assert RotationConfig.from_context({}.get) == RotationConfig(signing_rotation_days=30, credential_max_age_days=90)
 
 
+@pytest.mark.spec("SEC-20")
 @pytest.mark.parametrize(
     "context, named",
     [
@@ -142,6 +145,7 @@ def test_a_malformed_block_is_refused(value):
         EnvironmentContext({"environments": value}.get, "prod")
 
 
+@pytest.mark.spec("OPS-6")
 def test_a_misspelt_key_in_the_environments_block_fails_synth_naming_it():
     context = {**SKIP_BUNDLING, "environment": "prod", "environments": {"prod": {"reviewMaxConcurency": 8}}}
     with pytest.raises(ContextError, match=r"environments\.prod: unknown key reviewMaxConcurency"):
@@ -182,6 +186,7 @@ def _prod_functions(synth) -> dict[str, dict]:
     return found
 
 
+@pytest.mark.spec("WQ-13", "WQP-9", "OPS-6")
 def test_event_sources_and_reserved_concurrency_follow_the_environment(per_environment, dev):
     assert {stage: _max_concurrency(per_environment, stage) for stage in ("fetch", "review", "notify")} == {
         "fetch": 4,
@@ -207,6 +212,7 @@ def test_event_sources_and_reserved_concurrency_follow_the_environment(per_envir
     }
 
 
+@pytest.mark.spec("OPS-6")
 def test_every_python_function_has_a_concurrency_bound_at_least_its_w(dev):
     for name, (_, fn) in functions(dev).items():
         if name == "js-analyzers":
@@ -216,6 +222,7 @@ def test_every_python_function_has_a_concurrency_bound_at_least_its_w(dev):
         assert functions(dev)[spec.key][1]["ReservedConcurrentExecutions"] >= spec.max_concurrency
 
 
+@pytest.mark.spec("OPS-6")
 def test_retention_reaches_every_function_that_uses_the_tables(per_environment, dev):
     fns = _prod_functions(per_environment)
     for name in TABLE_USERS:
@@ -230,6 +237,7 @@ def test_retention_reaches_every_function_that_uses_the_tables(per_environment, 
     )
 
 
+@pytest.mark.spec("OPS-6")
 def test_the_redaction_policy_comes_from_the_environments_block(per_environment):
     fns = _prod_functions(per_environment)
     for name in ("fetch", "review"):

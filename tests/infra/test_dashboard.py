@@ -38,12 +38,14 @@ def _queries(widget: dict) -> list[Query]:
     ]
 
 
+@pytest.mark.spec("OPS-3")
 def test_one_dashboard_per_environment_named_after_it(dev):
     dev.template.resource_count_is("AWS::CloudWatch::Dashboard", 1)
     dev.template.has_resource_properties("AWS::CloudWatch::Dashboard", {"DashboardName": "p4review-dev"})
     assert EXPECTED_TITLES <= set(_widgets(dev))
 
 
+@pytest.mark.spec("CH-3", "OPS-3")
 @pytest.mark.parametrize("environment", ["dev", "openai"])
 def test_every_metric_on_the_dashboard_is_published_with_those_dimensions(environment, request):
     widgets = _widgets(request.getfixturevalue(environment))
@@ -55,6 +57,7 @@ def test_every_metric_on_the_dashboard_is_published_with_those_dimensions(enviro
     assert not [q for q in queries if unknown_values(q)], "a widget names a dimension value nobody publishes"
 
 
+@pytest.mark.spec("OPS-3")
 def test_the_pipeline_widgets_cover_every_stage(dev):
     widgets = _widgets(dev)
 
@@ -78,6 +81,7 @@ def test_the_pipeline_widgets_cover_every_stage(dev):
     assert dlq_depths == ["ApproximateNumberOfMessagesVisible"] * len(STAGES)
 
 
+@pytest.mark.spec("PR-17", "OPS-3")
 def test_deliveries_llm_and_prompt_track_widgets_show_their_metrics(dev):
     widgets = _widgets(dev)
 

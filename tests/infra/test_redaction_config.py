@@ -54,6 +54,7 @@ def test_a_bad_value_fails_synth_naming_the_key(context, named):
         redaction_env(context.get)
 
 
+@pytest.mark.spec("SEC-38")
 def test_fetch_and_review_get_the_same_policy(tmp_path_factory):
     synth = _synth(
         "dev", tmp_path_factory.mktemp("cdk-redaction"), redactPrivateByDefault="false", redactCidrs="10.20.0.0/16"

@@ -173,6 +173,7 @@ def test_bedrock_resources_per_model_form(model, expected):
     )
 
 
+@pytest.mark.spec("SEC-16")
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_key_providers_read_the_secret_and_others_do_not(provider):
     from p4review_infra.review_config import ReviewConfig
@@ -256,6 +257,7 @@ def test_empty_values_count_as_not_given():
     assert (config.provider, dict(config.env), config.findings_per_job_slo) == ("offline", {}, 0.5)
 
 
+@pytest.mark.spec("CAP-1")
 def test_the_token_budget_is_review_context_checked_at_synth():
     """`llmTokensPerMinute` (docs/capacity.md) reaches the review function as the setting it reads."""
     from p4review_infra.review_config import ReviewConfig
@@ -311,6 +313,7 @@ def test_offline_review_has_no_rollout_alarms(dev):
     assert not [name for name in names if "-prompt-" in name]
 
 
+@pytest.mark.spec("PR-20")
 def test_canary_rejection_alarm(bedrock):
     canary = alarm(bedrock, "prompt-canary-rejections")
     assert_notifies_topic(bedrock, canary)
@@ -330,6 +333,7 @@ def test_canary_rejection_alarm(bedrock):
     assert len(q) == 7
 
 
+@pytest.mark.spec("PR-18", "PR-21")
 @pytest.mark.parametrize(
     ("name", "track"), [("prompt-findings-slo", m.TRACK_CANARY), ("prompt-findings-slo-stable", m.TRACK_STABLE)]
 )

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from p4review import resources as r
 from p4review.metric_names import MetricName
 from p4review_infra.constructs.secrets import NOT_ROTATED_BECAUSE, ROTATION_ACTIONS
@@ -22,6 +24,7 @@ def _secret_id(synth, key: str) -> str:
     return logical_id_of(synth, "AWS::SecretsManager::Secret", Name=f"p4review/{ENV}/{key}")
 
 
+@pytest.mark.spec("SEC-20")
 def test_the_signing_secret_rotates_within_90_days_with_the_rotation_function(dev):
     (schedule,) = of_type(dev, "AWS::SecretsManager::RotationSchedule").values()  # no other secret rotates
     rotation_fn, _ = functions(dev)["rotate-signing"]
@@ -71,6 +74,7 @@ def test_the_age_check_lists_the_versions_of_exactly_the_secrets_in_use(dev):
     assert rule["ScheduleExpression"] == "rate(6 hours)"
 
 
+@pytest.mark.spec("SEC-20")
 def test_each_secret_in_use_alarms_when_older_than_90_days(dev):
     (topic_id,) = of_type(dev, "AWS::SNS::Topic")
     alarms = {
@@ -101,6 +105,7 @@ def test_a_failing_rotation_or_age_check_alarms(dev):
         assert alarm["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": functions(dev)[function][0]}}]
 
 
+@pytest.mark.spec("SEC-20")
 def test_smg4_is_acknowledged_per_secret_with_a_reason_and_never_for_the_rotated_one(dev):
     metadata = json.loads((dev.outdir / f"p4review-{ENV}.metadata.json").read_text())
     acknowledged = {

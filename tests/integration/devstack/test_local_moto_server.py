@@ -157,6 +157,7 @@ def test_start_returns_real_port_and_stop_releases_it() -> None:
         ).list_tables()
 
 
+@pytest.mark.spec("WQ-17")
 def test_conditional_put_race_has_exactly_one_winner(aws_client, local_aws_server) -> None:
     _table(aws_client("dynamodb"), "race")
     clients = [aws_client("dynamodb") for _ in range(THREADS)]

@@ -149,6 +149,7 @@ def test_malformed_partial_response_fails_whole_batch(aws_client) -> None:
     assert _counts(sqs, url) == (0, 1)
 
 
+@pytest.mark.spec("WQP-9")
 def test_concurrency_bounds_parallel_invocations(aws_client) -> None:
     sqs = aws_client("sqs")
     url, arn, _ = _queue(sqs, "bounded", visibility=30)

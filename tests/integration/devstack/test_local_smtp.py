@@ -186,6 +186,7 @@ def test_lookup_can_be_hidden_like_a_plain_relay(tmp_path: Path) -> None:
             assert smtp.docmd("XP4RLOOKUP", "<x@y>")[0] == 500
 
 
+@pytest.mark.spec("NOT-16")
 def test_sender_lookup_outcomes(tmp_path: Path) -> None:
     from p4review.models.outbox import LookupOutcome
     from p4review.notify.email.smtp import SmtpSender, SmtpSettings

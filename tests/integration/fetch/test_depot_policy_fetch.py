@@ -33,6 +33,7 @@ def fetcher(tmp_path: Path, depot: Path | None = None, allow: tuple[str, ...] = 
     return ChangeFetcher(P4Runner(str(p4), timeout_seconds=30), allow_list=DepotAllowList(allow))
 
 
+@pytest.mark.spec("RV-15")
 def test_the_policy_in_force_is_read_at_the_submitted_change(tmp_path):
     fetch = fetcher(tmp_path)
     submitted = fetch.fetch(48220, ChangeKind.SUBMITTED).policy
@@ -43,6 +44,7 @@ def test_the_policy_in_force_is_read_at_the_submitted_change(tmp_path):
     assert fetch.fetch(48284, ChangeKind.SHELVED).policy.policies == []
 
 
+@pytest.mark.spec("RV-15")
 def test_a_bad_policy_file_is_a_diagnostic_and_the_change_is_fetched_as_usual(tmp_path):
     snapshot = fetcher(tmp_path).fetch(48240, ChangeKind.SHELVED)
     assert snapshot.policy.policies == []
@@ -52,6 +54,7 @@ def test_a_bad_policy_file_is_a_diagnostic_and_the_change_is_fetched_as_usual(tm
     assert all(diff.status == DiffStatus.FETCHED for diff in snapshot.diffs)
 
 
+@pytest.mark.spec("RV-15")
 def test_a_policy_outside_the_allow_list_is_not_read(tmp_path):
     snapshot = fetcher(tmp_path, allow=("//depot/tools/main/pipeline/common/...",)).fetch(48220, ChangeKind.SUBMITTED)
     assert snapshot.policy.policies == [] and snapshot.policy.diagnostics == []
@@ -63,6 +66,7 @@ def _depot_copy(tmp_path: Path) -> Path:
     return depot
 
 
+@pytest.mark.spec("RV-15")
 def test_ignored_files_are_not_fetched_and_a_later_revision_of_the_policy_does_not_apply(tmp_path):
     depot = _depot_copy(tmp_path)
     pipeline = depot / "archive" / "depot" / "tools" / "main" / "pipeline" / ".p4review.toml,d"

@@ -172,6 +172,7 @@ def security_events(caplog) -> list[logging.LogRecord]:
 
 
 # --- paths from the server -------------------------------------------------------------------------------
+@pytest.mark.spec("SEC-3", "SEC-5", "SEC-6", "RV-15")
 def test_hostile_server_paths_are_skipped_and_never_reach_p4(depot, log_file, recorded_metrics):
     snapshot = hostile_fetcher(depot, log_file).fetch(1, ChangeKind.SUBMITTED, job_id="job-1")
     result = {diff.depot_path: (diff.status.value, diff.skip_reason) for diff in snapshot.diffs}
@@ -191,6 +192,7 @@ def test_hostile_server_paths_are_skipped_and_never_reach_p4(depot, log_file, re
     assert recorded_metrics.names == ["SecurityPathDenied"] * len(HOSTILE)
 
 
+@pytest.mark.spec("SEC-6")
 def test_shelved_change_denies_the_same_way(depot, log_file, recorded_metrics):
     snapshot = hostile_fetcher(depot, log_file).fetch(2, ChangeKind.SHELVED)
     assert [(d.depot_path, d.skip_reason) for d in snapshot.diffs] == [
@@ -204,6 +206,7 @@ def test_shelved_change_denies_the_same_way(depot, log_file, recorded_metrics):
     ]
 
 
+@pytest.mark.spec("SEC-7")
 def test_each_denial_is_one_sanitized_security_event(depot, log_file, recorded_metrics, caplog):
     caplog.set_level(logging.INFO, logger="p4review")
     hostile_fetcher(depot, log_file).fetch(1, ChangeKind.SUBMITTED, job_id="job-7")
@@ -221,6 +224,7 @@ def test_each_denial_is_one_sanitized_security_event(depot, log_file, recorded_m
         assert "content of" not in f"{event.getMessage()} {event.__dict__}"  # never file content
 
 
+@pytest.mark.spec("SEC-5")
 def test_second_check_before_a_per_file_command(depot, log_file, recorded_metrics, caplog):
     # A file that did not come through this fetcher's describe (or a list that changed since).
     caplog.set_level(logging.INFO, logger="p4review")
@@ -302,6 +306,7 @@ class OpenLease:
         pass
 
 
+@pytest.mark.spec("RV-8")
 def test_fetch_stage_enforces_the_configured_list_with_credentials_only_in_env(tmp_path, monkeypatch, caplog):
     ticket = "T1CKET-0123456789abcdef"
     log_file = tmp_path / "argv.jsonl"

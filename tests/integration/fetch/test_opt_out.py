@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import shutil
 
+import pytest
+
 from p4review.models.api import JobView
 from p4review.models.job import JobStatus, StageStatus
 from p4review.review.setup import build_review_work
@@ -16,6 +18,7 @@ from p4review_dev.support.harness import fetch_work, new_job, provisioned_servic
 from p4review_dev.support.notify import notify_work
 
 
+@pytest.mark.spec("RV-4")
 def test_an_opted_out_change_is_not_fetched_reviewed_or_emailed_and_the_job_says_why(
     moto_endpoint, aws_reset, tmp_path
 ):

@@ -52,6 +52,7 @@ def _finish(job_id):
     jobs.transition(job_id, JobStatus.SUCCEEDED, event(JobStatus.SUCCEEDED))
 
 
+@pytest.mark.spec("NOT-1")
 def test_new_job_is_201_and_enqueues_ids_only(api):
     answer = _post(api, _request())
     assert answer.status == 201
@@ -68,6 +69,7 @@ def test_new_job_is_201_and_enqueues_ids_only(api):
     ]
 
 
+@pytest.mark.spec("NOT-3", "IDEM-2")
 def test_repeated_key_returns_the_original_job_marked_as_replay(api):
     first = _post(api, _request())
     second = _post(api, _request())
@@ -83,6 +85,7 @@ def test_known_key_with_a_different_body_is_422(api):
     assert error["details"]["differing_fields"] == ["review_version"]
 
 
+@pytest.mark.spec("NOT-4", "IDEM-8")
 def test_same_version_after_success_returns_prior_result_without_new_work(api):
     first = _post(api, _request())
     _finish(first.body["job_id"])
@@ -95,6 +98,7 @@ def test_same_version_after_success_returns_prior_result_without_new_work(api):
     assert drain(api.sqs, api.resources.queue_for_stage("fetch").url) == []
 
 
+@pytest.mark.spec("NOT-5", "NOT-6")
 def test_versioned_rerun_is_accepted_only_when_requested_and_newer(api):
     first = _post(api, _request())
     _finish(first.body["job_id"])
@@ -110,6 +114,7 @@ def test_versioned_rerun_is_accepted_only_when_requested_and_newer(api):
     assert error["details"] == {"changelist_id": 4242, "requested_version": 2, "latest_version": 3}
 
 
+@pytest.mark.spec("G-4", "NOT-1")
 @pytest.mark.parametrize(
     ("body", "field"),
     [
@@ -142,6 +147,7 @@ def test_non_json_bodies_are_400(api, raw):
     _assert_error(_post(api, raw), 400, "invalid_json")
 
 
+@pytest.mark.spec("NOT-1")
 def test_key_of_128_printable_characters_is_accepted(api):
     assert _post(api, _request(idempotency_key="k" * 128)).status == 201
 
@@ -165,6 +171,7 @@ def test_missing_signature_is_401(api):
     assert answer  # the client itself signs; see the other tests
 
 
+@pytest.mark.spec("CH-4")
 @pytest.mark.parametrize("timestamp", ["17\u00b2", "\u00b9\u00b2\u00b3"])
 def test_a_unicode_digit_timestamp_is_401_not_500(api, timestamp):
     """Found by a hostile-input probe: `isdigit()` accepted superscripts, `int()` refused them."""
@@ -207,6 +214,7 @@ def test_stale_timestamp_is_401(api):
     assert json.loads(error.value.read())["error"]["code"] == "signature_expired"
 
 
+@pytest.mark.spec("SEC-21", "SEC-22")
 def test_previous_secret_is_accepted_after_rotation(api):
     secrets_client = api.client("secretsmanager")
     secret_id = api.resources.secrets["trigger-signing"]
@@ -222,6 +230,7 @@ def test_oversize_body_is_413(api):
     _assert_error(_post(api, _request(idempotency_key="k", padding="x" * 20_000)), 413, "body_too_large")
 
 
+@pytest.mark.spec("G-1")
 def test_get_returns_the_job_with_stages_and_audit(api):
     created = _post(api, _request())
     shown = api.api.get_job(created.body["job_id"])
@@ -252,6 +261,7 @@ def test_unknown_route_is_404_json(api):
     assert json.loads(error.value.read())["error"]["code"] == "route_not_found"
 
 
+@pytest.mark.spec("CH-4")
 @pytest.mark.parametrize(
     "method, path, allowed",
     [
@@ -302,6 +312,7 @@ def test_transient_storage_failure_is_503_with_a_retry_after_that_lets_a_replay_
 
 
 # --- the trigger's signed self-test ------------------------------------------------------------------
+@pytest.mark.spec("TRG-10")
 def test_ping_answers_a_signed_request_and_touches_nothing(api):
     answer = api.api.ping()
     assert answer.status == 200
@@ -325,6 +336,7 @@ def test_ping_refuses_a_wrong_secret(api):
     assert error["details"] is None  # a wrong secret learns nothing
 
 
+@pytest.mark.spec("TRG-10")
 @pytest.mark.parametrize("offset, code", [(-400, "signature_expired"), (400, "signature_invalid")])
 def test_a_timestamp_outside_the_window_carries_the_server_time(api, offset, code):
     import urllib.request

@@ -88,6 +88,7 @@ def _fetch_messages(api):
 
 
 # --- a good call -------------------------------------------------------------------------------------
+@pytest.mark.spec("SW-7")
 def test_a_shelved_version_becomes_that_review_version_of_the_review_change_with_its_callbacks(api):
     answer = _post(api, _call())
     assert answer.status == 201, answer.body
@@ -111,6 +112,7 @@ def test_a_shelved_version_becomes_that_review_version_of_the_review_change_with
     assert message["job_id"] == answer.body["job_id"]
 
 
+@pytest.mark.spec("SW-7")
 @pytest.mark.parametrize("status", ["submitted", "committed"])
 def test_a_submitted_version_is_a_submitted_review_of_the_committed_change_following_the_last_shelf(api, status):
     """Swarm's {status} for a committed review is `submitted` (TestExecutor::getFieldsFromReview);
@@ -129,6 +131,7 @@ def test_a_first_version_is_not_a_rerun_and_json_integers_are_accepted(api):
     assert get_data_access().jobs.get_job(answer.body["job_id"]).swarm_test.update_url is None
 
 
+@pytest.mark.spec("SW-7")
 def test_a_long_non_ascii_test_name_and_an_unquoted_test_run_id_are_kept_with_the_job(api):
     """Swarm test names are any text, up to 1000 characters for a test run's `test`
     (module/TestIntegration/src/Filter/TestRun.php addTestFilter); `"testRunId": {testRunId}`
@@ -157,6 +160,7 @@ def test_the_previous_token_is_accepted_after_a_rotation(api):
 
 
 # --- authentication ----------------------------------------------------------------------------------
+@pytest.mark.spec("SW-7")
 @pytest.mark.parametrize(
     ("token", "code"),
     [
@@ -190,6 +194,7 @@ def test_the_route_is_off_until_its_token_secret_is_configured(api, monkeypatch)
 
 
 # --- callback URLs -----------------------------------------------------------------------------------
+@pytest.mark.spec("SW-7")
 @pytest.mark.parametrize(
     ("field", "url"),
     [
@@ -216,6 +221,7 @@ def test_a_callback_url_off_the_swarm_host_is_400_and_creates_nothing(api, field
 
 
 # --- idempotency and versions ------------------------------------------------------------------------
+@pytest.mark.spec("SW-7")
 def test_a_repeated_call_for_the_same_version_returns_the_same_job(api):
     first = _post(api, _call())
     second = _post(api, _call())
@@ -225,6 +231,7 @@ def test_a_repeated_call_for_the_same_version_returns_the_same_job(api):
     assert len(_fetch_messages(api)) == 1
 
 
+@pytest.mark.spec("SW-7")
 def test_a_lower_version_after_a_higher_one_is_refused_as_the_trigger_route_refuses_it(api):
     assert _post(api, _call(version="3")).status == 201
     swarm = _assert_error(_post(api, _call(version="2")), 409, "stale_review_version")

@@ -178,6 +178,7 @@ def _kill_then_recover(moto_endpoint, local_aws_server, mail, monkeypatch, extra
     return steps, outcomes
 
 
+@pytest.mark.spec("NOT-13", "NOT-17", "NE-4", "IDEM-5", "IDEM-6")
 def test_a_worker_killed_between_any_two_steps_leaves_every_recipient_emailed_exactly_once(
     moto_endpoint, local_aws_server, aws_reset, mail, monkeypatch
 ):
@@ -193,6 +194,7 @@ def test_a_worker_killed_between_any_two_steps_leaves_every_recipient_emailed_ex
     assert {point: copies for point, copies in outcomes.items() if set(copies.values()) != {1}} == {}
 
 
+@pytest.mark.spec("NOT-16")
 def test_with_a_relay_that_cannot_look_up_only_a_kill_between_send_and_mark_duplicates(
     moto_endpoint, local_aws_server, aws_reset, plain_relay, monkeypatch
 ):
@@ -248,6 +250,7 @@ def _lease(minutes=5):
     return Lease(to_iso(utc_now() + timedelta(minutes=minutes)))
 
 
+@pytest.mark.spec("G-3")
 def test_two_workers_that_read_the_same_row_together_only_one_sends(moto_endpoint, aws_reset, mail, monkeypatch):
     """Bypassing the stage lease altogether (as a lease bug would): two threads run notify's
     work on the same job; both find no row; the conditional attempt write lets one through and
@@ -323,6 +326,7 @@ def _wait_until(condition, seconds=30.0):
         time.sleep(0.02)
 
 
+@pytest.mark.spec("G-3")
 def test_a_worker_arriving_while_another_is_mid_send_does_not_send(moto_endpoint, aws_reset, mail, monkeypatch):
     """Worker a has counted its attempt and is inside the provider call; worker b reads the row
     (attempt recorded, nothing delivered), looks the message up (not there yet) and would send
@@ -379,6 +383,7 @@ def test_a_worker_whose_lease_ends_during_a_slow_smtp_conversation_does_not_hand
 # ---- never failed before reconciliation -------------------------------------------------------
 
 
+@pytest.mark.spec("NE-5")
 def test_a_row_whose_earlier_attempt_may_have_arrived_is_reconciled_before_it_can_be_failed(
     moto_endpoint, aws_reset, mail
 ):
@@ -410,6 +415,7 @@ def _rotate(service, mail, new_password):
     mail.password = new_password
 
 
+@pytest.mark.spec("SEC-21", "SEC-22", "NE-1")
 def test_smtp_password_rotated_between_two_recipients_is_picked_up_without_a_lost_or_extra_email(
     moto_endpoint, aws_reset, mail, monkeypatch
 ):

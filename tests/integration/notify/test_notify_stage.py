@@ -49,6 +49,7 @@ def _notify(job, worker="notifier"):
     return run_notify(job, worker)
 
 
+@pytest.mark.spec("NOT-11")
 def test_sends_once_then_marks_with_the_servers_queue_id(moto_endpoint, aws_reset, mail):
     with _service(moto_endpoint, mail) as service:
         job = _reviewed_job(service)
@@ -63,6 +64,7 @@ def test_sends_once_then_marks_with_the_servers_queue_id(moto_endpoint, aws_rese
         assert (finished.recipients_required, finished.recipients_notified) == (1, 1)
 
 
+@pytest.mark.spec("NOT-9", "NOT-13", "NE-1", "IDEM-6")
 def test_a_row_marked_sent_is_never_sent_again(moto_endpoint, aws_reset, mail):
     with _service(moto_endpoint, mail) as service:
         job = _reviewed_job(service)
@@ -75,6 +77,7 @@ def test_a_row_marked_sent_is_never_sent_again(moto_endpoint, aws_reset, mail):
         assert mail.count() == 1
 
 
+@pytest.mark.spec("NOT-17", "NOT-18", "NE-2", "NE-7")
 def test_transient_smtp_failure_retries_and_delivers_once(moto_endpoint, aws_reset, mail):
     with _service(moto_endpoint, mail) as service:
         job = _reviewed_job(service)
@@ -90,6 +93,7 @@ def test_transient_smtp_failure_retries_and_delivers_once(moto_endpoint, aws_res
         assert _rows(job)[0].attempts == 2
 
 
+@pytest.mark.spec("ERR-9", "NE-3")
 def test_permanent_refusal_fails_the_row_and_dead_letters_without_the_address(moto_endpoint, aws_reset, mail):
     with _service(moto_endpoint, mail) as service:
         job = _reviewed_job(service)
@@ -115,6 +119,7 @@ def test_refused_smtp_credentials_dead_letter_as_auth_without_failing_the_recipi
         assert "wrong" not in json.dumps(envelope) and "relay-password" not in json.dumps(envelope)
 
 
+@pytest.mark.spec("NOT-16", "NE-7", "IDEM-5")
 def test_lost_smtp_reply_is_looked_up_and_backfilled_without_a_second_email(moto_endpoint, aws_reset, mail):
     """The server stored the message but the reply was lost: the retry asks the mailbox (lookup
     by the deterministic Message-ID), finds it, and marks the row sent without sending."""
@@ -129,6 +134,7 @@ def test_lost_smtp_reply_is_looked_up_and_backfilled_without_a_second_email(moto
         assert row.notification_id == stored.queue_id
 
 
+@pytest.mark.spec("NOT-16")
 def test_earlier_attempt_that_never_arrived_is_sent_after_the_lookup(moto_endpoint, aws_reset, mail):
     with _service(moto_endpoint, mail) as service:
         job = _reviewed_job(service)
@@ -140,6 +146,7 @@ def test_earlier_attempt_that_never_arrived_is_sent_after_the_lookup(moto_endpoi
         assert row.status == DeliveryStatus.SENT and row.attempts == 2 and row.notification_id == stored.queue_id
 
 
+@pytest.mark.spec("NOT-16")
 def test_relay_without_lookup_resends_an_unconfirmed_attempt_with_the_same_message_id(moto_endpoint, aws_reset, mail):
     """A plain SMTP relay cannot say whether it accepted a message: the documented policy resends
     with the same deterministic Message-ID, so the receiving side can collapse the copy."""
@@ -156,6 +163,7 @@ def test_relay_without_lookup_resends_an_unconfirmed_attempt_with_the_same_messa
         assert row.status == DeliveryStatus.SENT and row.attempts == 2
 
 
+@pytest.mark.spec("NOT-7", "NOT-17")
 def test_reviewers_configured_per_prefix_get_the_email_exactly_once_each(moto_endpoint, aws_reset, mail):
     env = _reviewers(
         (
@@ -186,6 +194,7 @@ def test_reviewers_configured_per_prefix_get_the_email_exactly_once_each(moto_en
         assert (finished.recipients_required, finished.recipients_notified) == (3, 3)
 
 
+@pytest.mark.spec("NOT-7")
 def test_owner_with_perforces_default_address_gets_a_failed_row_while_reviewers_get_theirs(
     moto_endpoint, aws_reset, mail
 ):
@@ -210,6 +219,7 @@ def test_owner_with_perforces_default_address_gets_a_failed_row_while_reviewers_
         assert (finished.recipients_required, finished.recipients_notified) == (1, 1)
 
 
+@pytest.mark.spec("ERR-9")
 def test_owner_default_address_alone_fails_its_row_then_dead_letters(moto_endpoint, aws_reset, mail):
     with _service(moto_endpoint, mail) as service:
         job = _reviewed_job(service, changelist_id=48261)
@@ -221,6 +231,7 @@ def test_owner_default_address_alone_fails_its_row_then_dead_letters(moto_endpoi
         assert mail.count() == 0
 
 
+@pytest.mark.spec("NOT-7")
 def test_invalid_reviewer_address_gets_a_failed_row_and_does_not_crash(moto_endpoint, aws_reset, mail):
     env = _reviewers(("//depot/engine/...", ["not an address", "Bad\r\nBcc: x@evil.example"]))
     with _service(moto_endpoint, mail, extra_env=env) as service:
@@ -251,6 +262,7 @@ def test_skip_policy_sends_nothing_for_a_review_without_findings(moto_endpoint, 
         assert (finished.recipients_required, finished.recipients_notified) == (0, 0)
 
 
+@pytest.mark.spec("RV-11")
 def test_skip_policy_still_sends_a_rerun_that_resolved_every_finding(moto_endpoint, aws_reset, mail):
     """No findings left is news when the previous version had some: what was fixed."""
     from p4review.models.review_result import ResolvedFinding, StoredReview, VersionHistory
@@ -282,6 +294,7 @@ def test_default_policy_sends_an_all_clear_for_a_review_without_findings(moto_en
         assert stored.parsed()["Subject"].endswith(": no findings")
 
 
+@pytest.mark.spec("NOT-10", "NOT-11")
 def test_ses_transport_sends_once_and_marks_with_the_ses_message_id(moto_endpoint, aws_reset, mail):
     from moto.backends import get_backend
 
@@ -345,6 +358,7 @@ def _mark_sent_without_evidence(service, job, recipient):
 OWNER_48213 = "dariusz.kowalski@northwind-games.example"
 
 
+@pytest.mark.spec("NE-6")
 def test_a_row_marked_sent_without_evidence_is_reconciled_reopened_and_sent_once(moto_endpoint, aws_reset, mail):
     with _service(moto_endpoint, mail) as service:
         job = _reviewed_job(service)
@@ -358,6 +372,7 @@ def test_a_row_marked_sent_without_evidence_is_reconciled_reopened_and_sent_once
         assert get_data_access().jobs.get_job(job.job_id).status == JobStatus.SUCCEEDED
 
 
+@pytest.mark.spec("NE-6")
 def test_without_a_provider_lookup_such_a_row_is_left_sent_and_nothing_is_sent(moto_endpoint, aws_reset, tmp_path):
     relay = LocalMailServer(tmp_path / "mailbox", username="relay", password="relay-password", lookup_enabled=False)
     relay.start()
@@ -378,6 +393,7 @@ _THREE = (
 )  # with 48213's owner: three recipients, the owner first
 
 
+@pytest.mark.spec("CH-4")
 def test_a_deferred_recipient_does_not_hold_back_the_others(moto_endpoint, aws_reset, mail):
     """Found by a hostile-input probe: a retryable failure for one recipient ended the attempt,
     so the recipients after it waited, and spent the attempt budget, with it."""
@@ -400,6 +416,7 @@ def test_a_deferred_recipient_does_not_hold_back_the_others(moto_endpoint, aws_r
         assert get_data_access().jobs.get_job(job.job_id).status == JobStatus.SUCCEEDED
 
 
+@pytest.mark.spec("CH-4")
 def test_a_refused_recipient_does_not_keep_the_review_from_the_others(moto_endpoint, aws_reset, mail):
     """A 550 for one address: the others get the review in the same attempt; the job then waits
     for an operator (it succeeds only when every required recipient is notified)."""
@@ -415,6 +432,7 @@ def test_a_refused_recipient_does_not_keep_the_review_from_the_others(moto_endpo
         assert get_data_access().jobs.get_job(job.job_id).status == JobStatus.DEAD_LETTERED
 
 
+@pytest.mark.spec("CH-4")
 def test_an_owner_p4_cannot_be_asked_about_gets_a_failed_row_and_the_reviewers_the_review(
     moto_endpoint, aws_reset, mail
 ):

@@ -70,6 +70,7 @@ def _job_status(job):
     return get_data_access().jobs.get_job(job.job_id)
 
 
+@pytest.mark.spec("SW-1")
 @pytest.mark.parametrize("api", ["v9", "v11"])
 def test_each_finding_becomes_one_comment_and_reviewers_get_one_swarm_notification(
     moto_endpoint, aws_reset, mail, swarm, api
@@ -95,6 +96,7 @@ def test_each_finding_becomes_one_comment_and_reviewers_get_one_swarm_notificati
         assert swarm.notifications_for_review(review_id) == 1
 
 
+@pytest.mark.spec("SW-4")
 def test_swarm_failing_does_not_keep_the_email_from_going_out_and_the_retry_completes_it(
     moto_endpoint, aws_reset, mail, swarm
 ):
@@ -117,6 +119,7 @@ def test_swarm_failing_does_not_keep_the_email_from_going_out_and_the_retry_comp
         assert swarm.notifications_for_review(review_id) == 1
 
 
+@pytest.mark.spec("SW-4")
 def test_refused_swarm_credentials_fail_only_the_swarm_channel(moto_endpoint, aws_reset, mail, swarm):
     service_cm, _ = _with_swarm(moto_endpoint, mail, swarm)
     with service_cm as service:
@@ -131,6 +134,7 @@ def test_refused_swarm_credentials_fail_only_the_swarm_channel(moto_endpoint, aw
         assert email_rows and all(r.status == DeliveryStatus.SENT for r in email_rows)
 
 
+@pytest.mark.spec("SW-6")
 def test_a_change_without_a_swarm_review_gets_none_unless_reviews_are_created(moto_endpoint, aws_reset, mail, swarm):
     service_cm, secret = _with_swarm(moto_endpoint, mail, swarm, P4REVIEW_SWARM_CREATE_REVIEWS="true")
     with service_cm as service:
@@ -196,6 +200,7 @@ def callbacks(monkeypatch):
     return sent, failures
 
 
+@pytest.mark.spec("SW-8")
 def test_the_verdict_goes_to_swarm_once_and_fails_on_high_findings(moto_endpoint, aws_reset, mail, callbacks):
     sent, failures = callbacks
     with notify_service(moto_endpoint, mail, extra_env={"P4REVIEW_SWARM_URL": SWARM_HOST}) as service:
@@ -211,6 +216,7 @@ def test_the_verdict_goes_to_swarm_once_and_fails_on_high_findings(moto_endpoint
         assert _job_status(job).swarm_test_verdict == "fail"
 
 
+@pytest.mark.spec("SW-8")
 def test_the_verdict_passes_when_nothing_reaches_the_threshold(moto_endpoint, aws_reset, mail, callbacks):
     sent, _ = callbacks
     env = {"P4REVIEW_SWARM_URL": SWARM_HOST, "P4REVIEW_SWARM_TEST_FAIL_AT": "never"}
@@ -222,6 +228,7 @@ def test_the_verdict_passes_when_nothing_reaches_the_threshold(moto_endpoint, aw
         assert sent[0].body == f"url={SWARM_HOST.replace(':', '%3A').replace('/', '%2F')}".encode()
 
 
+@pytest.mark.spec("SW-4")
 def test_a_refused_verdict_is_a_failed_row_and_the_email_still_goes_out(moto_endpoint, aws_reset, mail, callbacks):
     _, failures = callbacks
     with notify_service(moto_endpoint, mail, extra_env={"P4REVIEW_SWARM_URL": SWARM_HOST}) as service:
@@ -234,6 +241,7 @@ def test_a_refused_verdict_is_a_failed_row_and_the_email_still_goes_out(moto_end
         assert _job_status(job).status == JobStatus.DEAD_LETTERED
 
 
+@pytest.mark.spec("SW-6")
 def test_without_a_configured_url_swarm_is_found_from_the_servers_property(moto_endpoint, aws_reset, mail):
     with notify_service(moto_endpoint, mail):
         settings = get_settings()
@@ -243,6 +251,7 @@ def test_without_a_configured_url_swarm_is_found_from_the_servers_property(moto_
         assert swarm_url(configured, get_data_access().secrets) == "https://swarm.other.example"
 
 
+@pytest.mark.spec("SW-1")
 @pytest.mark.parametrize("api", ["v9", "v11"])
 def test_a_workflow_test_job_comments_on_its_review_at_the_version_asked_and_swarm_records_the_verdict(
     moto_endpoint, aws_reset, mail, swarm, api

@@ -105,6 +105,7 @@ def stubbed() -> Iterator[tuple[Any, Stubber]]:
         stubber.assert_no_pending_responses()
 
 
+@pytest.mark.spec("SES-1")
 def test_request_shape_and_message_id(stubbed: tuple[Any, Stubber]) -> None:
     client, stubber = stubbed
     stubber.add_response(

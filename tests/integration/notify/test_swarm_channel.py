@@ -109,6 +109,7 @@ def test_each_comment_is_posted_once_then_one_notification(job):
     assert [body.rsplit("\n", 1)[-1] for body in swarm.comments.values()] == [i.marker for i in INTENTS]
 
 
+@pytest.mark.spec("SW-2", "SW-10")
 def test_a_lost_answer_is_found_by_its_marker_and_not_posted_again(job):
     swarm = ScriptedSwarm({2: "lost"})
     outcome = _channel(swarm).deliver(job, INTENTS, _lease())
@@ -117,6 +118,7 @@ def test_a_lost_answer_is_found_by_its_marker_and_not_posted_again(job):
     assert _rows(job)[swarm_row_key("fp-b")].notification_id == "101"
 
 
+@pytest.mark.spec("SW-10")
 def test_a_transient_failure_is_tried_again_within_the_attempt(job):
     swarm = ScriptedSwarm({1: "unavailable"})
     assert _channel(swarm).deliver(job, INTENTS, _lease()).complete
@@ -145,6 +147,7 @@ def test_refused_credentials_stop_the_channel(job):
         _channel(ScriptedSwarm({1: "unauthorized"})).deliver(job, INTENTS, _lease())
 
 
+@pytest.mark.spec("SW-2")
 def test_a_row_marked_sent_without_evidence_is_checked_against_swarm(job):
     swarm = ScriptedSwarm()
     _channel(swarm).deliver(job, INTENTS, _lease())

@@ -68,6 +68,7 @@ def _stored(count: int) -> StoredReview:
 
 
 # --- reviews -----------------------------------------------------------------------------------------
+@pytest.mark.spec("SW-6")
 def test_find_create_and_find_again(swarm, api):
     client = _client(swarm, api)
     assert client.find_review(48213) is None
@@ -109,6 +110,7 @@ def test_post_with_anchor_and_task_delays_the_notification(swarm, api):
     assert swarm.notifications_for_review(review_id) == 0  # nothing sent until the notify
 
 
+@pytest.mark.spec("SW-3")
 def test_twenty_comments_make_one_notification(swarm, api):
     client = _client(swarm, api)
     review_id = client.create_review(7)
@@ -122,6 +124,7 @@ def test_twenty_comments_make_one_notification(swarm, api):
     assert swarm.notify_calls(review_id) == 2
 
 
+@pytest.mark.spec("SW-3")
 def test_notify_uses_the_versions_own_route_without_a_fallback(swarm, api):
     client = _client(swarm, api)
     review_id = client.create_review(9)
@@ -156,6 +159,7 @@ def test_a_review_without_comments_lists_nothing(swarm, api):
 
 
 # --- failures ----------------------------------------------------------------------------------------
+@pytest.mark.spec("SW-5")
 @pytest.mark.parametrize("status", [200, 401])
 def test_refused_credentials_are_auth_denied_never_success(api, status):
     """Swarm 2022.1 answers 401 (the fake's default); an HTTP 200 carrying `{"error": "Unauthorized"}`
@@ -175,6 +179,7 @@ def test_refused_credentials_are_auth_denied_never_success(api, status):
         assert server.comments_for_review(90001) == []
 
 
+@pytest.mark.spec("SW-5")
 def test_a_server_error_is_retryable_and_honours_retry_after(swarm, api):
     client = _client(swarm, api)
     review_id = client.create_review(20)
@@ -189,6 +194,7 @@ def test_a_server_error_is_retryable_and_honours_retry_after(swarm, api):
     assert client.find_review(20) == review_id  # the next call goes through
 
 
+@pytest.mark.spec("SW-5")
 def test_a_hanging_server_is_a_retryable_timeout(swarm, api):
     client = _client(swarm, api)
     review_id = client.create_review(21)
@@ -222,6 +228,7 @@ def _until_done(step, tries=40):
     raise AssertionError("still failing after every try")
 
 
+@pytest.mark.spec("SW-2")
 def test_random_faults_still_post_every_comment_exactly_once_and_notify_once(api):
     """The comment channel's protocol in miniature (notify/swarm/channel.py): find or create the
     review, then per comment look its marker up and post only when it is missing, then notify;
@@ -283,6 +290,7 @@ def test_answers_map_to_error_classes(api, status, body, headers, error, error_c
         assert caught.value.retry_after == 12
 
 
+@pytest.mark.spec("SW-5")
 def test_error_messages_hold_neither_the_ticket_nor_the_body(api):
     echo = f"bad request for {TICKET}: " + "x" * 5000
     client = SwarmClient("https://swarm.example.test", USER, TICKET, api=api, transport=_Scripted(400, {"error": echo}))  # type: ignore[arg-type]
@@ -321,6 +329,7 @@ def test_only_plain_http_urls_are_accepted(api, url):
         SwarmClient(url, USER, TICKET, api=api)
 
 
+@pytest.mark.spec("SW-5")
 def test_a_redirect_to_another_host_is_not_followed(swarm, api):
     class Redirect(BaseHTTPRequestHandler):
         def do_GET(self) -> None:

@@ -54,6 +54,7 @@ def _markers(swarm, review_id) -> Counter:
     return Counter(c["body"].rsplit("\n", 1)[-1] for c in swarm.comments_for_review(review_id))
 
 
+@pytest.mark.spec("SW-2", "SW-3")
 def test_a_worker_killed_between_any_two_steps_posts_every_comment_exactly_once(
     moto_endpoint, local_aws_server, aws_reset, mail, monkeypatch
 ):
@@ -99,6 +100,7 @@ def test_a_worker_killed_between_any_two_steps_posts_every_comment_exactly_once(
     assert notified_twice == {p for p in outcomes if p.endswith(":swarm.send_notifications")}
 
 
+@pytest.mark.spec("SW-2")
 def test_workers_racing_for_the_same_message_post_each_comment_once(moto_endpoint, aws_reset, mail):
     with (
         FakeSwarmServer(user=SWARM_USER, ticket=SWARM_TICKET) as swarm,

@@ -82,6 +82,7 @@ def _finding(line: int) -> Finding:
 
 
 # --- 1. finding the review of a change ------------------------------------------------------------------
+@pytest.mark.spec("SW-6")
 def test_v11_has_no_change_filter_and_lists_every_review(swarm):
     """module/Reviews/src/Filter/GetReviews.php has no `change` input: Swarm lists all reviews."""
     first, second = swarm.add_review(100), swarm.add_review(200)
@@ -92,6 +93,7 @@ def test_v11_has_no_change_filter_and_lists_every_review(swarm):
     assert [review["id"] for review in answer["reviews"]] == [second]  # v9 does filter (ReviewsController::getList)
 
 
+@pytest.mark.spec("SW-6")
 def test_v11_keywords_are_a_prefix_match_and_the_client_takes_only_the_exact_change(swarm):
     """library/Record/Key/AbstractKey.php fetchAll searches `code=word*`: 12 also matches 123."""
     longer = swarm.add_review(123)
@@ -106,6 +108,7 @@ def test_v11_keywords_are_a_prefix_match_and_the_client_takes_only_the_exact_cha
     assert client.find_review(123) == longer
 
 
+@pytest.mark.spec("SW-6")
 def test_the_v11_lookup_walks_pages_to_the_exact_change(swarm):
     wanted = swarm.add_review(7)
     for change in range(70, 79):  # newer reviews whose changes also start with 7
@@ -116,6 +119,7 @@ def test_the_v11_lookup_walks_pages_to_the_exact_change(swarm):
     assert len(finds) == 5
 
 
+@pytest.mark.spec("SW-6", "SW-11")
 def test_the_v11_lookup_walks_past_a_page_swarm_emptied_of_reviews_the_user_may_not_see(swarm):
     """module/Reviews/src/Model/ReviewDAO.php fetchAll sets `lastSeen` from the reviews fetched, then
     removes those the user may not see: a page can be empty with more pages after it."""
@@ -130,6 +134,7 @@ def test_the_v11_lookup_walks_past_a_page_swarm_emptied_of_reviews_the_user_may_
     assert _client(swarm, "v11", page_size=2).find_review(7) == wanted
 
 
+@pytest.mark.spec("SW-6")
 @pytest.mark.parametrize("last_seens", [[90, 90], [90, None], [90, 0], [90, 80, 90]])
 def test_the_v11_lookup_stops_when_last_seen_does_not_move(last_seens):
     sent: list[HttpRequest] = []
@@ -144,6 +149,7 @@ def test_the_v11_lookup_stops_when_last_seen_does_not_move(last_seens):
     assert len(sent) == len(last_seens)
 
 
+@pytest.mark.spec("SW-11")
 def test_an_unknown_keywords_field_is_refused(swarm):
     """GetReviews.php: keywordsFields must name indexed review fields (Application/src/Filter/KeywordsFields.php)."""
     status, answer = _call(swarm, "GET", "/api/v11/reviews", query=[("keywords", "1"), ("keywordsFields[]", "nope")])
@@ -151,6 +157,7 @@ def test_an_unknown_keywords_field_is_refused(swarm):
     assert "invalidKeywordsFields" in answer["messages"]["keywordsFields"]
 
 
+@pytest.mark.spec("SW-6")
 @pytest.mark.parametrize("api", ["v9", "v11"])
 def test_the_client_never_returns_a_listed_review_that_does_not_name_the_change(api):
     unrelated = {"id": 5, "changes": [999], "commits": []}
@@ -174,6 +181,7 @@ def test_the_client_never_returns_a_listed_review_that_does_not_name_the_change(
         assert "change[]" not in query
 
 
+@pytest.mark.spec("SW-6")
 def test_a_committed_change_is_found_through_the_reviews_commits():
     review = {"id": 8, "changes": [100], "commits": [104]}
     answer = json.dumps({"reviews": [review], "lastSeen": 8}).encode()
@@ -184,6 +192,7 @@ def test_a_committed_change_is_found_through_the_reviews_commits():
 
 
 # --- 2. a line comment's context ----------------------------------------------------------------------
+@pytest.mark.spec("SW-11")
 @pytest.mark.parametrize(
     ("context", "rule"),
     [
@@ -206,6 +215,7 @@ def test_a_v11_context_swarm_refuses_is_refused(swarm, context, rule):
     assert swarm.comments_for_review(review_id) == []
 
 
+@pytest.mark.spec("SW-1")
 def test_the_client_sends_a_v11_line_context_swarm_accepts(swarm):
     review_id = swarm.add_review(1, versions=2)
     client = _client(swarm, "v11")
@@ -224,6 +234,7 @@ def test_the_client_sends_a_v11_line_context_swarm_accepts(swarm):
     assert (unseen["leftLine"], unseen["rightLine"], unseen["content"]) == (None, 40, [])
 
 
+@pytest.mark.spec("SW-5")
 def test_swarms_refusal_is_a_validation_error_with_swarms_words(swarm):
     """A v11 validation failure's `messages` is Laminas' `{field: {rule: text}}`
     (module/Api/src/Controller/AbstractRestfulController.php error)."""
@@ -245,6 +256,7 @@ def test_swarms_refusal_is_a_validation_error_with_swarms_words(swarm):
     assert "inline comment must have" in refused.value.message and not refused.value.retryable
 
 
+@pytest.mark.spec("SW-11")
 @pytest.mark.parametrize(
     ("form", "detail"),
     [
@@ -262,6 +274,7 @@ def test_a_v9_context_swarm_refuses_is_refused(swarm, form, detail):
     assert detail in answer["details"]["context"]
 
 
+@pytest.mark.spec("SW-11")
 def test_a_v9_context_without_content_must_name_a_file_of_the_change(swarm):
     """CommentsController::filterCommentContext: without `content` Swarm looks the file up in that
     version's change: "File path not found in specified review/change." (given content, it does not)."""
@@ -282,6 +295,7 @@ def test_a_v9_context_without_content_must_name_a_file_of_the_change(swarm):
     assert len(swarm.comments_for_review(review_id)) == 2
 
 
+@pytest.mark.spec("SW-11")
 def test_a_v9_context_on_an_unknown_review_is_refused_as_unfiltered(swarm):
     """filterCommentContext: Review::fetch throws, and create() answers any exception with this 400."""
     form = [("topic", "reviews/424242"), ("body", "x"), ("context[file]", "//depot/x.py")]
@@ -289,6 +303,7 @@ def test_a_v9_context_on_an_unknown_review_is_refused_as_unfiltered(swarm):
     assert status == 400 and answer["error"] == "Provided context could not be filtered."
 
 
+@pytest.mark.spec("SW-11")
 def test_a_v9_comment_is_created_as_a_comment_or_an_open_task_only(swarm):
     """module/Comments/src/Controller/IndexController.php addAction:
     getCommentFilter($user, 'add', [Comment::TASK_COMMENT, Comment::TASK_OPEN])."""
@@ -303,6 +318,7 @@ def test_a_v9_comment_is_created_as_a_comment_or_an_open_task_only(swarm):
     assert [c["taskState"] for c in swarm.comments_for_review(review_id)] == ["comment", "open"]
 
 
+@pytest.mark.spec("SW-11")
 @pytest.mark.parametrize("path", ["/api/v11/reviews/{id}/comments", "/api/v11/comments/reviews/{id}"])
 def test_a_v11_comment_on_a_version_the_review_lacks_is_409(swarm, path):
     """module/Comments/src/Model/CommentDAO.php validateReviewVersion: Review::getVersion throws
@@ -317,6 +333,7 @@ def test_a_v11_comment_on_a_version_the_review_lacks_is_409(swarm, path):
     assert _call(swarm, "POST", path.format(id=review_id), body=body)[0] == 200
 
 
+@pytest.mark.spec("SW-1")
 def test_the_v9_context_carries_the_left_line_and_the_prefixed_content(swarm):
     review_id = swarm.add_review(1, versions=2)
     _client(swarm, "v9").post_comment(review_id, "x", anchor_context(_finding(4), DIFF, swarm_version=2))
@@ -332,6 +349,7 @@ def test_the_v9_context_carries_the_left_line_and_the_prefixed_content(swarm):
 
 
 # --- 3. creating a review ------------------------------------------------------------------------------
+@pytest.mark.spec("SW-11")
 def test_swarm_2022_1_has_no_v11_review_creation(swarm):
     """module/Reviews/config/module.config.php: the v10/v11 `reviews` route answers GET only."""
     status, answer = _call(swarm, "POST", "/api/v11/reviews", body={"change": 5})
@@ -339,6 +357,7 @@ def test_swarm_2022_1_has_no_v11_review_creation(swarm):
     assert swarm.review_for_change(5) is None
 
 
+@pytest.mark.spec("SW-11")
 def test_a_second_review_of_a_change_is_refused_with_swarms_words(swarm):
     """module/Reviews/src/Controller/IndexController.php addAction ("A Review for change %d already
     exists."), turned into 400 by module/Api/src/Controller/ReviewsController.php create."""
@@ -347,6 +366,7 @@ def test_a_second_review_of_a_change_is_refused_with_swarms_words(swarm):
     assert (status, answer) == (400, {"error": "A Review for change 5 already exists.", "isValid": False})
 
 
+@pytest.mark.spec("SW-6")
 @pytest.mark.parametrize("release", ["2022.1", "2025.2"])
 def test_the_v11_client_creates_a_review_on_both_releases(release):
     with FakeSwarmServer(user=USER, ticket=TICKET, release=release) as server:
@@ -369,6 +389,7 @@ def test_a_404_other_than_a_missing_route_still_fails_after_the_v9_try():
 
 
 # --- 4. notify: where Swarm reads it, where its route is -------------------------------------------------
+@pytest.mark.spec("SW-3")
 def test_v11_reads_notify_from_the_query_string_only(swarm):
     """module/Comments/src/Controller/CommentApi.php create: `notify` from the query, default delayed."""
     review_id = swarm.add_review(1)
@@ -381,6 +402,7 @@ def test_v11_reads_notify_from_the_query_string_only(swarm):
     assert status == 400 and "invalidNotify" in answer["messages"]["notify"]  # Validator/Notify.php
 
 
+@pytest.mark.spec("SW-3")
 def test_the_v11_notify_route_is_under_reviews(swarm):
     """module/Comments/config/module.config.php: `/api/v11/reviews/ID/notify` (topic-notify); there is
     no `/api/v11/comments/reviews/ID/notify`."""
@@ -393,6 +415,7 @@ def test_the_v11_notify_route_is_under_reviews(swarm):
     assert swarm.notifications_for_review(review_id) == 1
 
 
+@pytest.mark.spec("SW-11")
 def test_v9_delays_only_for_the_string_true_and_needs_a_topic_to_notify(swarm):
     """CommentsController::setNotificationValues and sendAllMyDelayedCommentsAction."""
     review_id = swarm.add_review(1)
@@ -403,6 +426,7 @@ def test_v9_delays_only_for_the_string_true_and_needs_a_topic_to_notify(swarm):
     assert status == 404 and answer["isValid"] is False
 
 
+@pytest.mark.spec("SW-11")
 @pytest.mark.parametrize("topic", ["reviews/424242", "changes/5", "nonsense"])
 def test_v9_notify_on_a_topic_with_nothing_delayed_is_200(swarm, topic):
     """module/Comments/Module.php sendDelayedComments reads the user's delayed comments on any topic:
@@ -412,6 +436,7 @@ def test_v9_notify_on_a_topic_with_nothing_delayed_is_200(swarm, topic):
 
 
 # --- 5. answers as Swarm gives them ----------------------------------------------------------------------
+@pytest.mark.spec("SW-5", "SW-11")
 @pytest.mark.parametrize(
     ("method", "path", "body"),
     [
@@ -437,6 +462,7 @@ def test_refused_credentials_are_a_plain_401_on_v9_and_v11(swarm, method, path, 
     assert swarm.comments_for_review(90001) == []
 
 
+@pytest.mark.spec("SW-11")
 def test_the_v9_comment_list_is_a_list(swarm):
     """CommentsController::prepareSuccessModel applies array_values: never an object keyed by id."""
     review_id = swarm.add_review(1)
@@ -446,6 +472,7 @@ def test_the_v9_comment_list_is_a_list(swarm):
     assert status == 200 and isinstance(answer["comments"], list) and len(answer["comments"]) == 2
 
 
+@pytest.mark.spec("SW-11")
 @pytest.mark.parametrize("topic", ["reviews/424242", "changes/5", "nonsense"])
 def test_the_v9_comment_list_has_no_topic_and_is_empty_for_a_topic_no_review_has(swarm, topic):
     """CommentsController::prepareSuccessModel unsets `topic`; getList answers 200 and no comments
@@ -455,6 +482,7 @@ def test_the_v9_comment_list_has_no_topic_and_is_empty_for_a_topic_no_review_has
     assert (status, answer) == (200, {"comments": [], "lastSeen": None})
 
 
+@pytest.mark.spec("SW-11")
 def test_review_json_names_changes_and_commits_and_hides_versions(swarm):
     """module/Reviews/src/Model/Review.php: `versions` is a hidden field."""
     swarm.add_review(1, versions=2)
@@ -463,6 +491,7 @@ def test_review_json_names_changes_and_commits_and_hides_versions(swarm):
     assert review["changes"] == [1] and review["commits"] == [] and "versions" not in review
 
 
+@pytest.mark.spec("SW-11")
 @pytest.mark.parametrize("release", ["2022.1", "2025.2"])
 @pytest.mark.parametrize("api", ["v9", "v11"])
 def test_the_whole_comment_flow_succeeds_as_swarm_answers(release, api):
@@ -492,6 +521,7 @@ def _ref(run: dict[str, str], *, update: bool) -> SwarmTestRef:
     )
 
 
+@pytest.mark.spec("SW-11")
 def test_pass_and_fail_urls_ignore_a_json_body_and_read_a_form(swarm):
     """module/TestIntegration/src/Controller/TestRunApi.php passOrFail: getPost() + getQuery(), `url` only."""
     review_id = swarm.add_review(1)
@@ -505,6 +535,7 @@ def test_pass_and_fail_urls_ignore_a_json_body_and_read_a_form(swarm):
     assert swarm.test_run(int(run["id"]))["url"] == "https://ci.test/2"
 
 
+@pytest.mark.spec("SW-11")
 @pytest.mark.parametrize(
     ("body", "status"),
     [
@@ -527,6 +558,7 @@ def test_a_wrong_test_run_token_is_refused(swarm):
     assert _call(swarm, "POST", path, body={"status": "pass"}, auth=False)[0] == 401
 
 
+@pytest.mark.spec("SW-8")
 @pytest.mark.parametrize("update", [True, False])
 def test_the_verdict_reaches_swarm_with_its_summary_when_there_is_an_update_url(swarm, update):
     run = swarm.add_test_run(swarm.add_review(1))
@@ -538,6 +570,7 @@ def test_the_verdict_reaches_swarm_with_its_summary_when_there_is_an_update_url(
     assert stored["messages"] == (["p4review: 1 of 1 finding is high or above (1 high)"] if update else [])
 
 
+@pytest.mark.spec("SW-11")
 @pytest.mark.parametrize(
     ("messages", "kept"),
     [
@@ -557,6 +590,7 @@ def test_update_messages_are_filtered_not_refused_as_swarm_filters_them(swarm, m
     assert swarm.test_run(int(run["id"]))["messages"] == kept
 
 
+@pytest.mark.spec("SW-11")
 @pytest.mark.parametrize(("messages", "rule"), [("one", "notArray"), ([["nested"]], "notFlat"), ([{}], "notFlat")])
 def test_update_messages_that_are_not_a_flat_array_are_refused(swarm, messages, rule):
     """Application/src/Validator/FlatArray.php."""
@@ -566,6 +600,7 @@ def test_update_messages_that_are_not_a_flat_array_are_refused(swarm, messages, 
     assert status == 400 and rule in answer["messages"]["messages"]
 
 
+@pytest.mark.spec("SW-11")
 def test_a_test_runs_token_is_the_reviews_token_at_its_head_version(swarm):
     """TestExecutor::createTestRun stores Review::getToken (`<token>.v<head version>`) as the run's
     UUID, and generateCallbackUrls puts it in the URLs: every run of a review carries the same one."""

@@ -75,6 +75,7 @@ def _verifies_with(secrets: list[str], key: str) -> int:
     )
 
 
+@pytest.mark.spec("SEC-20")
 def test_a_rotation_makes_a_new_key_current_and_keeps_the_old_one_as_previous(secrets_client, signing_secret):
     token = _rotate(SecretVersions(secrets_client), signing_secret)
     new_key = _value(secrets_client, signing_secret, "AWSCURRENT")
@@ -83,6 +84,7 @@ def test_a_rotation_makes_a_new_key_current_and_keeps_the_old_one_as_previous(se
     assert "AWSCURRENT" in _labels(secrets_client, signing_secret)[token]
 
 
+@pytest.mark.spec("SEC-20")
 def test_every_step_run_again_changes_nothing(secrets_client, signing_secret):
     store = SecretVersions(secrets_client)
     token = str(uuid.uuid4())
@@ -101,6 +103,7 @@ def test_every_step_run_again_changes_nothing(secrets_client, signing_secret):
     assert _value(secrets_client, signing_secret, "AWSPREVIOUS") == FIRST_KEY
 
 
+@pytest.mark.spec("SEC-20")
 def test_a_request_signed_with_the_old_key_verifies_until_the_next_rotation(secrets_client, signing_secret):
     store, reader = SecretVersions(secrets_client), SecretsManagerReader(secrets_client, cache_seconds=0)
     _rotate(store, signing_secret)
@@ -115,6 +118,7 @@ def test_a_request_signed_with_the_old_key_verifies_until_the_next_rotation(secr
         _verifies_with(reader.get_versions(signing_secret), FIRST_KEY)
 
 
+@pytest.mark.spec("SEC-20")
 def test_test_secret_refuses_a_pending_value_the_trigger_cannot_sign_with(secrets_client, signing_secret):
     store, token = SecretVersions(secrets_client), str(uuid.uuid4())
     # An operator staged a short value by hand: the rotation fails before AWSCURRENT moves.
@@ -144,6 +148,7 @@ def test_a_later_step_for_a_version_that_is_not_pending_is_refused(secrets_clien
     assert _value(secrets_client, signing_secret, "AWSCURRENT") == FIRST_KEY
 
 
+@pytest.mark.spec("SEC-20")
 def test_the_handler_rotates_and_the_ingest_api_accepts_both_keys_in_the_overlap(moto_endpoint, aws_reset):
     with provisioned_service(moto_endpoint) as service, ingest_api(service):
         secret_id = service.resources.secrets["trigger-signing"]
@@ -162,6 +167,7 @@ def test_the_handler_rotates_and_the_ingest_api_accepts_both_keys_in_the_overlap
         assert new_host.ping().body["signed_with"] == "current"
 
 
+@pytest.mark.spec("SEC-20")
 def test_credential_ages_are_published_per_secret(secrets_client, capsys):
     created = {
         key: secrets_client.create_secret(Name=f"p4review/test/{key}-{uuid.uuid4()}", SecretString="{}")
@@ -181,6 +187,7 @@ def test_credential_ages_are_published_per_secret(secrets_client, capsys):
     assert points["p4"].dimensions == {"service": "p4review", "Secret": "p4"}
 
 
+@pytest.mark.spec("SEC-20")
 def test_an_unreadable_secret_fails_the_check_after_the_others_are_published(secrets_client, capsys):
     p4 = secrets_client.create_secret(Name=f"p4review/test/p4-{uuid.uuid4()}", SecretString="{}")["ARN"]
     capsys.readouterr()

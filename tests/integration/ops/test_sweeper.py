@@ -70,6 +70,7 @@ def _messages(service, stage):
     return [json.loads(m["Body"]) for m in drain(service.sqs, service.resources.queue_for_stage(stage).url)]
 
 
+@pytest.mark.spec("WQ-9", "WQ-11", "WQ-14", "WQP-1", "WQP-7")
 def test_expired_lease_is_requeued_once_and_handed_out_again(service):
     (job,) = _jobs(service, 1)
     jobs = get_data_access().jobs
@@ -85,6 +86,7 @@ def test_expired_lease_is_requeued_once_and_handed_out_again(service):
     assert (again.expired_requeued, again.stranded_resent) == (0, 0)
 
 
+@pytest.mark.spec("WQ-14")
 def test_a_live_lease_is_left_alone_and_counted_as_running(service):
     (job,) = _jobs(service, 1)
     get_data_access().jobs.claim_stage(job.job_id, StageName.FETCH, "busy-worker", lease_seconds=300)
@@ -94,6 +96,7 @@ def test_a_live_lease_is_left_alone_and_counted_as_running(service):
     assert _messages(service, StageName.FETCH) == []
 
 
+@pytest.mark.spec("WQ-10")
 def test_two_sweepers_racing_requeue_each_expired_lease_exactly_once(service):
     created = _jobs(service, 12)
     jobs = get_data_access().jobs
@@ -152,6 +155,7 @@ def test_scheduled_handler_reports_the_backlog(service):
     assert answer["expired_requeued"] == 0
 
 
+@pytest.mark.spec("SEC-31")
 def test_scheduled_handler_reports_artifacts_that_outlived_their_ttl(service):
     """S3 lifecycle deletes artifacts; the sweeper verifies it by listing the oldest day prefix."""
     from p4review.clock import now_iso

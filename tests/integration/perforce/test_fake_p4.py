@@ -303,6 +303,7 @@ def test_list_access_reads_keys_but_cannot_set_them(state):
         assert error[b"data"] == b"You don't have permission for this operation.\n" and error[b"generic"] == 6
 
 
+@pytest.mark.spec("TRG-11")
 def test_ten_processes_incrementing_one_key_get_one_to_ten(state):
     children = [
         subprocess.Popen(
@@ -314,6 +315,7 @@ def test_ten_processes_incrementing_one_key_get_one_to_ten(state):
     assert values == list(range(1, 11))
 
 
+@pytest.mark.spec("TRG-11")
 def test_ten_processes_compare_and_set_from_one_value_one_wins(state):
     key("mark", "1", state=state)
     children = [
@@ -331,6 +333,7 @@ def test_ten_processes_compare_and_set_from_one_value_one_wins(state):
 
 
 # --- changes, oldChange, login ------------------------------------------------------------------------------
+@pytest.mark.spec("TRG-11")
 def test_changes_lists_submitted_changes_newest_first_with_filters():
     numbers = lambda result: [int(r[b"change"]) for r in records(result.stdout)]
     submitted = sorted((e["change"] for e in INDEX if e["kind"] == "submitted"), reverse=True)
@@ -382,6 +385,7 @@ def test_login_status_checks_the_ticket():
     assert p4("login", "-s", P4FAKE_TICKET="right", P4PASSWD="right").stdout.startswith(b"User ")
 
 
+@pytest.mark.spec("RV-15")
 def test_files_reports_each_file_found_and_a_warning_for_each_missing_one():
     """As p4 does: one command over several files; a missing file is a severity-2 warning record
     (EV_EMPTY) among the others, and the command still succeeds."""

@@ -66,6 +66,7 @@ def statuses(snapshot: ChangeSnapshot) -> dict[str, tuple[str, str | None]]:
 
 
 # --- runner construction ------------------------------------------------------------------------
+@pytest.mark.spec("SEC-12")
 @pytest.mark.parametrize("executable", ["p4", "events/bin/p4", "./p4", ""])
 def test_non_absolute_executable_is_a_config_error(executable):
     with pytest.raises(ConfigError) as caught:
@@ -73,6 +74,7 @@ def test_non_absolute_executable_is_a_config_error(executable):
     assert caught.value.error_class is ErrorClass.CONFIG_ERROR and not caught.value.retryable
 
 
+@pytest.mark.spec("SEC-12")
 def test_missing_or_non_executable_executable_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError):
         P4Runner(str(tmp_path / "p4"), timeout_seconds=5)
@@ -85,6 +87,7 @@ def test_missing_or_non_executable_executable_is_a_config_error(tmp_path):
         P4Runner(str(tmp_path), timeout_seconds=5)  # a directory
 
 
+@pytest.mark.spec("SEC-14")
 def test_timeout_must_be_positive():
     with pytest.raises(ConfigError):
         P4Runner(FAKE_P4, timeout_seconds=0)
@@ -111,6 +114,7 @@ def test_decoder_matches_marshal_and_refuses_other_types():
 SHELL_BAIT = "//depot/engine/main/src/x; rm -rf / $(id) `touch pwned` | cat > out.c"
 
 
+@pytest.mark.spec("SEC-9", "SEC-10", "SEC-13")
 def test_shell_metacharacters_are_one_literal_token(log_file, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     fetcher = fetcher_for(make_runner(log_file))
@@ -122,6 +126,7 @@ def test_shell_metacharacters_are_one_literal_token(log_file, tmp_path, monkeypa
     assert not (tmp_path / "pwned").exists() and not (tmp_path / "out.c").exists()
 
 
+@pytest.mark.spec("SEC-11")
 @pytest.mark.parametrize(
     "bad", ["//depot/a\nb.c", "//depot/a\x00b.c", "//depot/a\rb", "//depot/\x1b[31mred", "//depot/a\x85b.c"]
 )
@@ -136,6 +141,7 @@ def test_control_characters_are_refused_before_running(log_file, bad):
     assert [entry["argv"][1] for entry in logged(log_file)] == ["describe"]  # nothing else ran
 
 
+@pytest.mark.spec("SEC-11")
 @pytest.mark.parametrize(
     "args",
     [
@@ -153,6 +159,7 @@ def test_runner_refuses_commands_and_options_outside_the_allow_list(log_file, ar
     assert logged(log_file) == []
 
 
+@pytest.mark.spec("SEC-11")
 @pytest.mark.parametrize("name", ["-x", "-d", "--help", "", "a\nb"])
 def test_user_name_option_injection_is_rejected(log_file, name):
     with pytest.raises(P4ArgumentError) as caught:
@@ -181,6 +188,7 @@ def test_operand_backstop_refuses_unsafe_depot_paths(path):
         _depot_path(path)
 
 
+@pytest.mark.spec("SEC-6")
 def test_describe_without_minus_s_is_refused(log_file):
     # `describe N` would print the whole change's diffs: content of every file, allowed or not.
     with pytest.raises(P4ArgumentError):
@@ -204,6 +212,7 @@ def test_changelist_id_must_be_a_positive_int(changelist_id):
 
 
 # --- credentials and environment ---------------------------------------------------------------------
+@pytest.mark.spec("SEC-13")
 def test_credentials_go_in_the_child_env_never_argv(log_file, monkeypatch):
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "parent-secret")
     monkeypatch.setenv("AWS_SESSION_TOKEN", "parent-token")
@@ -233,6 +242,7 @@ def test_p4_secret_becomes_p4_environment_with_the_ticket_in_p4passwd():
     assert p4_environment({"P4PASSWD": "pw"}) == {"P4PASSWD": "pw"}
 
 
+@pytest.mark.spec("SEC-15")
 def test_wrong_ticket_is_auth_error_without_the_ticket_in_the_message():
     runner = make_runner(P4PASSWD="WRONG-" + TICKET, P4FAKE_TICKET=TICKET)
     with pytest.raises(P4AuthError) as caught:
@@ -240,6 +250,7 @@ def test_wrong_ticket_is_auth_error_without_the_ticket_in_the_message():
     assert TICKET not in str(caught.value) and "WRONG" not in caught.value.message
 
 
+@pytest.mark.spec("SEC-15", "SEC-18")
 def test_error_messages_redact_secrets_and_control_characters():
     runner = make_runner(P4PASSWD=TICKET)
     error = runner._error("print", f"login failed for ticket {TICKET}\n\x1b[2J")
@@ -247,6 +258,7 @@ def test_error_messages_redact_secrets_and_control_characters():
 
 
 # --- failure classification ---------------------------------------------------------------------------
+@pytest.mark.spec("SEC-14", "ERR-2")
 def test_timeout_is_retryable_network_timeout_and_kills_the_child():
     runner = make_runner(timeout=1, P4FAKE_FAIL="hang")
     started = time.monotonic()
@@ -256,6 +268,7 @@ def test_timeout_is_retryable_network_timeout_and_kills_the_child():
     assert caught.value.error_class is ErrorClass.NETWORK_TIMEOUT and caught.value.retryable
 
 
+@pytest.mark.spec("ERR-2")
 def test_connect_failure_is_retryable_network_error():
     with pytest.raises(P4ConnectionError) as caught:
         fetcher_for(make_runner(P4FAKE_FAIL="connect")).describe(48213, ChangeKind.SUBMITTED)
@@ -263,6 +276,7 @@ def test_connect_failure_is_retryable_network_error():
     assert "Connect to server failed" in caught.value.message
 
 
+@pytest.mark.spec("ERR-7")
 @pytest.mark.parametrize("fail", ["auth", "expired"])
 def test_auth_failures_are_non_retryable_auth_errors_in_both_modes(fail):
     runner = make_runner(P4FAKE_FAIL=fail)
@@ -274,6 +288,7 @@ def test_auth_failures_are_non_retryable_auth_errors_in_both_modes(fail):
         assert caught.value.error_class is ErrorClass.AUTH_DENIED and not caught.value.retryable
 
 
+@pytest.mark.spec("ERR-8")
 def test_unknown_change_and_unknown_file_are_not_found():
     runner = make_runner()
     with pytest.raises(NotFoundError) as caught:
@@ -284,6 +299,7 @@ def test_unknown_change_and_unknown_file_are_not_found():
         runner.run_text(["print", "-q", "//depot/engine/main/src/net/packet.cpp#99"])
 
 
+@pytest.mark.spec("SEC-14", "ERR-4")
 def test_busy_server_is_retryable_and_unknown_failures_are_not():
     with pytest.raises(P4ServerBusyError) as busy:
         make_runner(P4FAKE_FAIL="busy").run_marshal(["describe", "-s", "48213"])
@@ -311,6 +327,7 @@ def test_error_classification(message, error_type):
     assert type(make_runner()._error("describe", message)) is error_type
 
 
+@pytest.mark.spec("SEC-14")
 def test_error_dict_with_exit_status_zero_still_raises(tmp_path):
     script = tmp_path / "p4"
     script.write_text(
@@ -331,6 +348,7 @@ def test_kind_mismatch_is_not_found():
         fetcher.describe(48240, ChangeKind.SUBMITTED)
 
 
+@pytest.mark.spec("SEC-15")
 def test_logs_carry_only_sanitized_metadata(caplog):
     caplog.set_level(logging.INFO, logger="p4review")
     fetcher = fetcher_for(make_runner(P4PASSWD=TICKET))
@@ -564,6 +582,7 @@ class GeneratedFilesRunner(StubRunner):
         return self.TEXT[name]
 
 
+@pytest.mark.spec("RV-17")
 @pytest.mark.parametrize("review_generated", [False, True])
 def test_generated_files_are_skipped_by_their_header_unless_configured(monkeypatch, review_generated):
     monkeypatch.setattr("p4review.perforce.fetcher.metrics", type("M", (), {"add_metric": lambda self, **_: None})())
@@ -632,6 +651,7 @@ def test_too_large_uses_describe_file_size_before_fetching(log_file):
     assert not any("packet.cpp" in " ".join(entry["argv"]) for entry in logged(log_file))
 
 
+@pytest.mark.spec("SEC-3")
 def test_files_outside_the_allow_list_are_skipped_before_any_p4_command(log_file):
     fetcher = fetcher_for(make_runner(log_file), allow_list=["//depot/services/telemetry/main/uploader/..."])
     result = statuses(fetcher.fetch(48234, ChangeKind.SUBMITTED))
@@ -721,6 +741,7 @@ def test_the_cp1252_fallback_is_a_diagnostic_without_the_text(caplog):
     assert "secret" not in record.getMessage() and "secret" not in json.dumps(record.__dict__, default=str)
 
 
+@pytest.mark.spec("RV-15")
 def test_a_lookup_over_several_files_drops_only_the_missing_file_warnings():
     runner = make_runner()
     policy = "//depot/tools/main/pipeline/.p4review.toml"
@@ -733,6 +754,7 @@ def test_a_lookup_over_several_files_drops_only_the_missing_file_warnings():
         runner.run_marshal(["files", "//depot/nope/.p4review.toml"])
 
 
+@pytest.mark.spec("SW-6")
 def test_a_server_property_is_read_and_an_unset_one_is_none(log_file):
     fetcher = fetcher_for(make_runner(log_file))
     assert fetcher.server_property("P4.Swarm.URL") == "https://swarm.northwind-games.example"

@@ -124,6 +124,7 @@ def _take_all(stage=StageName.FETCH):
 # ---- parsing ------------------------------------------------------------------------------
 
 
+@pytest.mark.spec("ERR-25")
 def test_parse_recognises_the_envelope_the_bare_message_and_nothing_else():
     job_id = "6f1f7c3e-1d0b-4e55-9a8e-6b1f0a2d9c41"
     envelope = {
@@ -157,6 +158,7 @@ def test_parse_recognises_the_envelope_the_bare_message_and_nothing_else():
 # ---- listing ------------------------------------------------------------------------------
 
 
+@pytest.mark.spec("ERR-22")
 def test_listing_is_non_destructive(service):
     job = _dead_lettered(service)
     dead_letters = get_data_access().dead_letters
@@ -170,6 +172,7 @@ def test_listing_is_non_destructive(service):
     assert _dlq_count(service, StageName.FETCH) == 1
 
 
+@pytest.mark.spec("ERR-22")
 def test_listing_paginates_up_to_the_limit(service):
     dead_letters = get_data_access().dead_letters
     for number in range(23):
@@ -182,6 +185,7 @@ def test_listing_paginates_up_to_the_limit(service):
 # ---- redrive ------------------------------------------------------------------------------
 
 
+@pytest.mark.spec("ERR-24")
 def test_dry_run_changes_nothing(service):
     job = _dead_lettered(service)
     summary, lines = _redrive(_take_all(), dry_run=True, ticket=None, note=None)
@@ -193,6 +197,7 @@ def test_dry_run_changes_nothing(service):
     assert len(get_data_access().dead_letters.peek(StageName.FETCH, 10)) == 1  # released, still visible
 
 
+@pytest.mark.spec("ERR-24", "ERR-25", "ERR-26")
 def test_redrive_replays_the_failed_stage_with_the_ticket_in_the_audit(service):
     job = _dead_lettered(service)
     summary, lines = _redrive(_take_all())
@@ -229,6 +234,7 @@ def test_redrive_replays_the_failed_stage_with_the_ticket_in_the_audit(service):
     assert finished.stages[StageName.FETCH].attempts == 1
 
 
+@pytest.mark.spec("ERR-25")
 def test_redrive_of_a_bare_sqs_redrive_message(service):
     job = _dead_lettered(service)
     drain(service.sqs, service.resources.queue_for_stage(StageName.FETCH).dlq_url)
@@ -242,6 +248,7 @@ def test_redrive_of_a_bare_sqs_redrive_message(service):
     assert _dlq_count(service, StageName.FETCH) == 0
 
 
+@pytest.mark.spec("ERR-24")
 def test_a_second_redrive_of_the_same_job_is_refused_and_its_message_kept(service):
     job = _dead_lettered(service)
     # A duplicate envelope for the same job (e.g. a crash after the envelope was sent).
@@ -272,6 +279,7 @@ def test_replay_stage_refuses_a_missing_job_and_a_job_that_is_not_dead_lettered(
     assert get_data_access().jobs.get_job(job.job_id) == job
 
 
+@pytest.mark.spec("ERR-25")
 def test_replay_resumes_at_the_failed_stage_and_keeps_completed_work(service):
     job = _dead_lettered(service, stage=StageName.REVIEW)
     summary, _ = _redrive(_take_all(StageName.REVIEW))
@@ -287,6 +295,7 @@ def test_replay_resumes_at_the_failed_stage_and_keeps_completed_work(service):
     assert _queue(service, StageName.FETCH) == []
 
 
+@pytest.mark.spec("ERR-25")
 def test_from_start_resets_every_stage_and_enqueues_fetch(service):
     job = _dead_lettered(service, stage=StageName.REVIEW)
     summary, lines = _redrive(_take_all(StageName.REVIEW), from_start=True)
@@ -304,6 +313,7 @@ def test_from_start_resets_every_stage_and_enqueues_fetch(service):
     assert _dlq_count(service, StageName.REVIEW) == 0
 
 
+@pytest.mark.spec("ERR-25")
 def test_a_failed_enqueue_keeps_the_message_and_running_the_redrive_again_completes_it(service, monkeypatch):
     job = _dead_lettered(service)
     queues = get_data_access().queues
@@ -329,6 +339,7 @@ def test_a_failed_enqueue_keeps_the_message_and_running_the_redrive_again_comple
     assert _dlq_count(service, StageName.FETCH) == 0
 
 
+@pytest.mark.spec("ERR-25")
 def test_an_unrecognised_message_is_skipped_and_never_deleted(service):
     get_data_access().dead_letters.send(StageName.NOTIFY, "password=hunter2 not json")
     summary, lines = _redrive(_take_all(StageName.NOTIFY))
@@ -337,6 +348,7 @@ def test_an_unrecognised_message_is_skipped_and_never_deleted(service):
     assert _dlq_count(service, StageName.NOTIFY) == 1
 
 
+@pytest.mark.spec("ERR-24")
 def test_a_real_redrive_requires_ticket_and_note(service):
     with pytest.raises(ValueError, match="ticket and note"):
         _redrive([], ticket=TICKET, note="  ")
@@ -357,6 +369,7 @@ def _cli(args, tmp_path, capsys):
     return code, out, err
 
 
+@pytest.mark.spec("ERR-22", "ERR-24")
 def test_cli_list_show_and_redrive_through_an_env_file(service, tmp_path, capsys, monkeypatch):
     job = _dead_lettered(service, change=48299)
     get_data_access().dead_letters.send(StageName.NOTIFY, "password=hunter2 not json")
@@ -440,6 +453,7 @@ def _dlq_bodies(service, stage=StageName.FETCH):
     return [json.loads(message["Body"]) for message in drain(service.sqs, url)]
 
 
+@pytest.mark.spec("ERR-27")
 def test_a_replay_that_fails_again_the_same_way_is_escalated(service):
     job = _dead_lettered(service)
     (first,) = _dlq_bodies(service)
@@ -454,6 +468,7 @@ def test_a_replay_that_fails_again_the_same_way_is_escalated(service):
     assert parse_dead_letter(again).escalated
 
 
+@pytest.mark.spec("ERR-27")
 def test_a_replay_that_fails_differently_is_not_escalated(service):
     job = _dead_lettered(service)
     _dlq_bodies(service)
@@ -497,6 +512,7 @@ def test_parse_treats_a_body_nested_too_deep_as_unrecognised():
     assert parse_dead_letter('{"a": ' * 50_000 + "1" + "}" * 50_000) is None
 
 
+@pytest.mark.spec("CH-4")
 def test_a_nested_body_in_a_dlq_is_listed_as_unrecognised_and_left_visible(service, tmp_path, capsys):
     """Found by a hostile-input probe: `dlq list` died with a RecursionError, and the messages it
     had received stayed invisible, so the next `dlq list` said there were none."""
@@ -516,6 +532,7 @@ def test_a_nested_body_in_a_dlq_is_listed_as_unrecognised_and_left_visible(servi
     assert int(attributes["ApproximateNumberOfMessages"]) == 2  # both still there, and visible
 
 
+@pytest.mark.spec("CH-4")
 def test_a_forged_envelope_reaches_the_terminal_escaped_and_redacted(service, tmp_path, capsys):
     """Found by a hostile-input probe: escape sequences passed through `dlq list`, and a planted
     last_stack was printed verbatim by `dlq show`."""

@@ -110,6 +110,7 @@ def _fetch_stage(job):
     return get_data_access().jobs.get_job(job.job_id).stages[StageName.FETCH]
 
 
+@pytest.mark.spec("IDEM-5")
 @pytest.mark.parametrize(
     "point, work_calls_before_recovery",
     [
@@ -259,6 +260,7 @@ def _rows(job):
     return get_data_access().outbox.rows_for_version(job.changelist_id, job.review_version)
 
 
+@pytest.mark.spec("WQP-8", "NE-4")
 def test_db_write_after_provider_leaves_an_unconfirmed_row_and_the_retry_backfills(service, mail):
     """Failure matrix "email sent but DB write failed": the retry looks the delivery up by its
     deterministic Message-ID, finds it and marks the row sent without a second email."""

@@ -108,6 +108,7 @@ def _steal(service, job_id, thief="worker-b"):
     raise AssertionError("could not take the lease over")
 
 
+@pytest.mark.spec("WQ-5", "WQP-3")
 def test_a_worker_slower_than_its_lease_keeps_it_thanks_to_the_heartbeat(service):
     job = _new_job(service)
     jobs = get_data_access().jobs
@@ -137,6 +138,7 @@ def test_a_worker_slower_than_its_lease_keeps_it_thanks_to_the_heartbeat(service
     assert [event.event for event in stored.audit if event.stage == STAGE] == ["stage_claimed", "stage_completed"]
 
 
+@pytest.mark.spec("WQ-7", "WQP-6")
 def test_a_worker_whose_lease_is_stolen_stops_before_its_next_side_effect(service):
     job = _new_job(service)
     jobs = get_data_access().jobs
@@ -167,6 +169,7 @@ def test_a_worker_whose_lease_is_stolen_stops_before_its_next_side_effect(servic
     assert drain(service.sqs, service.resources.queue_for_stage(StageName.REVIEW).url) == []
 
 
+@pytest.mark.spec("WQ-6", "WQP-3")
 def test_renew_lease_by_a_non_owner_is_refused_and_changes_nothing(service):
     job = _new_job(service)
     jobs = get_data_access().jobs
@@ -183,6 +186,7 @@ def test_renew_lease_by_a_non_owner_is_refused_and_changes_nothing(service):
     assert jobs.get_job(job.job_id) == before
 
 
+@pytest.mark.spec("WQ-6")
 def test_renew_lease_by_the_owner_extends_the_lease_without_audit_or_updated_at(service):
     job = _new_job(service)
     jobs = get_data_access().jobs
@@ -201,6 +205,7 @@ def test_renew_lease_by_the_owner_extends_the_lease_without_audit_or_updated_at(
         jobs.renew_lease(job.job_id, STAGE, "owner", lease_seconds=600)
 
 
+@pytest.mark.spec("WQ-5")
 def test_the_heartbeat_keeps_the_sqs_message_invisible_past_its_original_visibility(moto_endpoint, aws_reset):
     # A 5 s lease (the smallest the settings allow): a heartbeat every 1.5 s, each pushing the
     # message's visibility to 5 + 2 s.
@@ -253,6 +258,7 @@ class _FixedClock:
         return self.now
 
 
+@pytest.mark.spec("T-3")
 def test_lease_check_stops_the_worker_a_skew_budget_before_the_lease_ends():
     assert CLOCK_SKEW_BUDGET_SECONDS == 2
     end = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
@@ -279,6 +285,7 @@ def test_lease_check_stops_the_worker_a_skew_budget_before_the_lease_ends():
     assert lease.lost
 
 
+@pytest.mark.spec("T-3", "WQ-5")
 def test_heartbeat_interval_is_a_third_of_the_lease_but_leaves_room_inside_the_skew_budget():
     assert heartbeat_interval(90) == 30
     assert heartbeat_interval(6) == 2
@@ -334,6 +341,7 @@ def _eventually(condition, timeout=30.0) -> bool:
     return True
 
 
+@pytest.mark.spec("WQ-5")
 def test_heartbeat_renews_and_extends_visibility_until_the_block_ends():
     jobs, queues = _Jobs([]), _Queues()
     heartbeat = _heartbeat(jobs, queues, lease_seconds=30)
@@ -347,6 +355,7 @@ def test_heartbeat_renews_and_extends_visibility_until_the_block_ends():
     assert len(queues.delays) == heartbeat.renewals == calls
 
 
+@pytest.mark.spec("WQ-7")
 def test_heartbeat_rides_out_transient_errors_but_gives_up_when_the_lease_runs_out():
     from p4review.errors import StorageError
 
@@ -363,6 +372,7 @@ def test_heartbeat_rides_out_transient_errors_but_gives_up_when_the_lease_runs_o
             lease.check()
 
 
+@pytest.mark.spec("WQ-7")
 def test_heartbeat_stops_at_the_first_refusal():
     jobs, queues = _Jobs([LeaseLostError("taken over")]), _Queues()
     with _heartbeat(jobs, queues) as lease:

@@ -15,6 +15,7 @@ import itertools
 import uuid
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
@@ -161,6 +162,7 @@ class LeaseProtocol(RuleBasedStateMachine):
         assert self._job().stages[STAGE].status == StageStatus.COMPLETED
 
 
+@pytest.mark.spec("WQ-10", "WQ-11", "WQP-7")
 def test_lease_protocol_keeps_its_invariants_under_any_interleaving(dal_provisioned, monkeypatch):
     fake = FakeClock()
     for module in ("p4review.stores.dynamo_jobs", "p4review.ops.sweep_store", "p4review.ops.sweeper"):

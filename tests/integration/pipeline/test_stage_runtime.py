@@ -77,6 +77,7 @@ def _dlq(service, stage):
     return [json.loads(message["Body"]) for message in drain(service.sqs, url)]
 
 
+@pytest.mark.spec("WQ-1")
 def test_success_completes_the_stage_and_hands_off(service):
     job = _new_job(service)
     assert _run(ScriptedWork("ok"), job).ack
@@ -85,6 +86,7 @@ def test_success_completes_the_stage_and_hands_off(service):
     assert _queue(service, StageName.REVIEW) == [{"schema_version": "1", "job_id": job.job_id, "stage": "review"}]
 
 
+@pytest.mark.spec("G-2", "WQ-12", "WQP-8", "IDEM-5")
 def test_duplicate_delivery_does_no_work_but_repairs_a_lost_hand_off(service):
     job = _new_job(service)
     _run(ScriptedWork("ok"), job)
@@ -95,6 +97,7 @@ def test_duplicate_delivery_does_no_work_but_repairs_a_lost_hand_off(service):
     assert len(_queue(service, StageName.REVIEW)) == 1
 
 
+@pytest.mark.spec("G-2")
 def test_duplicate_after_the_next_stage_started_sends_nothing(service):
     job = _new_job(service)
     _run(ScriptedWork("ok"), job)
@@ -104,6 +107,7 @@ def test_duplicate_after_the_next_stage_started_sends_nothing(service):
     assert _queue(service, StageName.REVIEW) == []
 
 
+@pytest.mark.spec("WQ-2", "WQP-2")
 def test_a_live_lease_puts_the_message_back_without_spending_budget(service):
     job = _new_job(service)
     get_data_access().jobs.claim_stage(job.job_id, StageName.FETCH, "other-worker", 60)
@@ -114,6 +118,7 @@ def test_a_live_lease_puts_the_message_back_without_spending_budget(service):
     assert get_data_access().jobs.get_job(job.job_id).stages[StageName.FETCH].attempts == 1
 
 
+@pytest.mark.spec("WQP-5", "ERR-1", "ERR-11", "NOT-18", "NE-2")
 def test_retryable_failure_releases_the_lease_and_backs_off(service):
     job = _new_job(service)
     disposition = _run(ScriptedWork(RetryableError("p4 busy", error_class=ErrorClass.NETWORK_TIMEOUT)), job)
@@ -127,6 +132,7 @@ def test_retryable_failure_releases_the_lease_and_backs_off(service):
     assert get_data_access().jobs.get_job(job.job_id).stages[StageName.FETCH].attempts == 2
 
 
+@pytest.mark.spec("WQP-5", "ERR-4", "ERR-15", "ERR-16", "ERR-17", "ERR-18", "ERR-20", "ERR-21")
 def test_exhausted_budget_dead_letters_with_a_sanitized_envelope(service):
     job = _new_job(service)
     failure = RetryableError(
@@ -147,6 +153,7 @@ def test_exhausted_budget_dead_letters_with_a_sanitized_envelope(service):
     assert get_data_access().jobs.get_job(job.job_id).status == JobStatus.DEAD_LETTERED
 
 
+@pytest.mark.spec("WQP-5", "ERR-1", "ERR-7", "ERR-14")
 def test_non_retryable_failure_dead_letters_at_once(service):
     job = _new_job(service)
     assert _run(ScriptedWork(AuthError("ticket expired")), job).ack
@@ -156,6 +163,7 @@ def test_non_retryable_failure_dead_letters_at_once(service):
     assert get_data_access().jobs.get_job(job.job_id).stages[StageName.FETCH].attempts == 1
 
 
+@pytest.mark.spec("ERR-1", "ERR-10")
 def test_a_bug_in_a_stage_is_dead_lettered_not_retried_forever(service):
     job = _new_job(service)
     assert _run(ScriptedWork(KeyError("boom")), job).ack
@@ -164,6 +172,7 @@ def test_a_bug_in_a_stage_is_dead_lettered_not_retried_forever(service):
     assert "KeyError" in envelope["last_stack"]
 
 
+@pytest.mark.spec("ERR-6", "ERR-8", "ERR-19")
 def test_handler_dead_letters_unknown_jobs_and_malformed_messages_without_content(service):
     handler = load_function("fetch").lambda_handler
     event = json.loads((repo_root() / "events" / "sqs" / "fetch-batch.json").read_text())
@@ -204,6 +213,7 @@ def test_a_stage_that_keeps_crashing_is_dead_lettered_when_its_budget_is_spent(s
     assert envelope["error_class"] == "ATTEMPTS_EXHAUSTED"
 
 
+@pytest.mark.spec("CH-4")
 @pytest.mark.parametrize("body", ["[" * 100_000 + "]" * 100_000, '{"a": ' * 50_000 + "1" + "}" * 50_000])
 def test_a_body_nested_too_deep_is_parked_as_malformed_like_any_non_json_body(service, body, caplog):
     """Found by a hostile-input probe: such a body failed its record without a log line until

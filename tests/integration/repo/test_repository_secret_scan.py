@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
+
 from p4review_dev.support.tools import ROOT, load_tool
 
 
@@ -14,6 +16,7 @@ def _scanner():
     return load_tool("secret_scan")
 
 
+@pytest.mark.spec("SEC-17")
 def test_every_secret_shaped_line_in_the_repository_is_a_listed_fake():
     found = _scanner().unexpected(ROOT)
     assert not found, (
@@ -24,6 +27,7 @@ def test_every_secret_shaped_line_in_the_repository_is_a_listed_fake():
     )
 
 
+@pytest.mark.spec("SEC-17")
 def test_the_scan_catches_a_new_secret_in_an_allowed_file(tmp_path):
     scanner = _scanner()
     planted = "+github = 'ghp_" + "Zq8Lw2Xv9Rt4Yp1Ks7Dm3Nf6Hb0Jc5Ga2Ve'\n"

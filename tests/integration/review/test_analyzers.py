@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from p4review.cli import main as cli_main
 from p4review.review.analyzers import runner as analyzers_module
 from p4review.review.analyzers.runner import ANALYZER_UNAVAILABLE, AnalyzerRunner
@@ -33,6 +35,7 @@ CONTENTS = {
 }
 
 
+@pytest.mark.spec("RV-7")
 def test_each_analyzer_reports_on_its_files_under_their_depot_paths():
     run = AnalyzerRunner().run(CONTENTS)
     assert run.diagnostics == []
@@ -57,6 +60,7 @@ def test_each_analyzer_reports_on_its_files_under_their_depot_paths():
     assert not Path("/tmp/p4review-escape.py").exists()
 
 
+@pytest.mark.spec("RV-7")
 def test_a_missing_analyzer_is_a_diagnostic_and_the_others_still_run(monkeypatch):
     monkeypatch.setattr(analyzers_module, "_executable", lambda name: None)
     run = AnalyzerRunner(["shellcheck", "bandit"]).run(CONTENTS)
@@ -77,6 +81,7 @@ DIFF = """--- a/src/tool.py
 """
 
 
+@pytest.mark.spec("RV-9")
 def test_review_diff_with_files_reports_the_analyzers_findings_on_added_lines_only(tmp_path, capsys):
     (tmp_path / "c.diff").write_text(DIFF)
     (tmp_path / "new" / "src").mkdir(parents=True)
@@ -94,6 +99,7 @@ def test_review_diff_with_files_reports_the_analyzers_findings_on_added_lines_on
     assert status == 2 and "is not a directory" in capsys.readouterr().err
 
 
+@pytest.mark.spec("RV-7")
 def test_a_redaction_placeholder_in_code_does_not_blind_the_analyzers():
     """`local.local` looks like an internal host name to the redaction rules; its placeholder
     outside a string would make the whole file a syntax error for ruff (found on bottle.py)."""
@@ -116,6 +122,7 @@ def test_a_redaction_placeholder_in_code_does_not_blind_the_analyzers():
     assert analyzer_findings == [("ruff/B009", 6)]
 
 
+@pytest.mark.spec("RV-7")
 def test_iac_reports_on_compose_files_and_terraform_in_process_and_only_on_added_lines():
     from p4review.cli.review_diff import review_diff
 
@@ -144,6 +151,7 @@ def test_iac_reports_on_compose_files_and_terraform_in_process_and_only_on_added
     assert found == [("iac/IAC-compose-host-network", 5), ("iac/IAC-tf-publicly-accessible", 3)]
 
 
+@pytest.mark.spec("RV-7")
 def test_a_failing_iac_check_is_a_diagnostic_and_the_others_still_run(monkeypatch):
     def broken(path, text):
         raise RecursionError("deep")
@@ -185,6 +193,7 @@ def _lambda_handler_on_node(analyzer, files):
     return json.loads(done.stdout)["output"]
 
 
+@pytest.mark.spec("RV-7")
 def test_the_lambda_handler_gives_the_same_reports_as_the_command_lines():
     node_files = {p: c for p, c in CONTENTS.items() if p.endswith((".js", ".yml"))}
     calls = []
@@ -201,6 +210,7 @@ def test_the_lambda_handler_gives_the_same_reports_as_the_command_lines():
     assert calls == [("eslint", ["f0001/app.js"]), ("actionlint", ["f0000/ci.yml"])]  # sorted depot paths
 
 
+@pytest.mark.spec("RV-7")
 def test_a_failing_analyzer_function_is_a_diagnostic_and_the_others_still_run():
     from p4review.errors import AnalyzerUnavailable
 
@@ -221,6 +231,7 @@ def test_without_the_installed_js_analyzers_eslint_is_unavailable(monkeypatch, t
     assert run.ran == ["ruff"]
 
 
+@pytest.mark.spec("DEP-5")
 def test_a_python_analyzer_is_told_where_its_package_is_installed(tmp_path):
     # In Lambda the layer's /opt/python is on the handler's sys.path but not in PYTHONPATH, so a
     # child `python -m bandit` would not find the layer without it (make package runs it there).
@@ -231,6 +242,7 @@ def test_a_python_analyzer_is_told_where_its_package_is_installed(tmp_path):
     assert env["HOME"] == str(tmp_path) and set(env) == {"PATH", "HOME", "LC_ALL", "PYTHONPATH"}
 
 
+@pytest.mark.spec("DEP-5")
 def test_a_python_analyzer_that_cannot_be_imported_is_unavailable_not_a_clean_run(monkeypatch):
     # Without its layer on PYTHONPATH, `python -m bandit` exits 1 (which bandit also does when it
     # finds something) with runpy's "No module named": that must not pass for "ran, found nothing".

@@ -18,6 +18,7 @@ def reviews():
         return review_shelf_versions()
 
 
+@pytest.mark.spec("RV-12")
 def test_shelf_v2_sends_only_the_changed_file_and_carries_the_others_over(reviews):
     first, second = reviews
     assert (first.files, first.files_reused, first.new) == (7, 0, None)
@@ -31,6 +32,7 @@ def reviews_with_analyzers():
         return review_shelf_versions(with_analyzers=True)
 
 
+@pytest.mark.spec("RV-11")
 def test_shelf_v2_says_what_is_new_still_open_and_resolved(reviews_with_analyzers):
     _, second = reviews_with_analyzers
     # v2 replaced the bare except (ruff E722: resolved) and added an eval of Retry-After (bandit

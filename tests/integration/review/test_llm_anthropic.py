@@ -256,6 +256,7 @@ def test_an_error_echoing_the_prompt_is_not_repeated(server: ScriptedServer) -> 
     _assert_safe(raised.value)
 
 
+@pytest.mark.spec("RV-16")
 def test_prompt_cache_reads_and_writes_are_counted_as_input(server: ScriptedServer) -> None:
     body = _message()
     body["usage"] = {
@@ -269,6 +270,7 @@ def test_prompt_cache_reads_and_writes_are_counted_as_input(server: ScriptedServ
     assert (response.input_tokens, response.cache_read_tokens, response.cache_write_tokens) == (1500, 1000, 200)
 
 
+@pytest.mark.spec("LLM-4")
 def test_an_adaptive_thinking_model_is_offered_the_tool_without_forcing_it(server: ScriptedServer) -> None:
     """Forced tool choice is refused while thinking is on, and these models cannot turn it off."""
     server.script(Reply(body=_message()))

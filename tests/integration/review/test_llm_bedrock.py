@@ -310,6 +310,7 @@ def test_factory_without_a_key_source_is_a_config_error(provider: str) -> None:
         build_provider(_settings(llm_provider=provider, llm_model="m"), None)
 
 
+@pytest.mark.spec("ERR-3")
 def test_throttling_passes_on_retry_after(stubbed: tuple[Any, Stubber]) -> None:
     """Spec ERR-3: Bedrock's Retry-After reaches the runtime's backoff."""
     client, stubber = stubbed
@@ -328,6 +329,7 @@ def test_throttling_passes_on_retry_after(stubbed: tuple[Any, Stubber]) -> None:
     assert raised.value.retry_after == 12.0
 
 
+@pytest.mark.spec("RV-16")
 def test_prompt_cache_reads_and_writes_are_counted_as_input(stubbed: tuple[Any, Stubber]) -> None:
     client, stubber = stubbed
     answer = _converse_response([{"toolUse": {"toolUseId": "t1", "name": RESULT_TOOL_NAME, "input": ANSWER}}])
@@ -343,6 +345,7 @@ def test_prompt_cache_reads_and_writes_are_counted_as_input(stubbed: tuple[Any, 
     assert (response.input_tokens, response.cache_read_tokens, response.cache_write_tokens) == (1500, 1000, 200)
 
 
+@pytest.mark.spec("RV-16", "LLM-3")
 def test_a_model_without_prompt_caching_gets_no_cache_point(stubbed: tuple[Any, Stubber]) -> None:
     client, stubber = stubbed
     other = "meta.llama3-70b-instruct-v1:0"
@@ -357,6 +360,7 @@ def test_a_model_without_prompt_caching_gets_no_cache_point(stubbed: tuple[Any, 
     BedrockProvider(other, client).complete(_request())
 
 
+@pytest.mark.spec("LLM-3")
 @pytest.mark.parametrize(
     "model, max_tokens", [("amazon.titan-text-premier-v1:0", 3072), ("amazon.titan-text-express-v1", 4096)]
 )

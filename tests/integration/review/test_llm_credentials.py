@@ -43,6 +43,7 @@ def _count_reads(client: Any) -> list[dict[str, Any]]:
     return calls
 
 
+@pytest.mark.spec("SEC-16")
 def test_reads_are_cached(secrets_client: Any) -> None:
     secrets_client.create_secret(Name=SECRET_ID, SecretString=json.dumps({"api_key": KEY}))
     reads = _count_reads(secrets_client)
@@ -116,6 +117,7 @@ def test_data_access_builds_credentials_from_settings(secrets_client: Any, monke
         _ = ReviewStores(DataAccess(Settings.model_validate({}))).llm_credentials
 
 
+@pytest.mark.spec("SEC-16")
 def test_the_cache_expires_on_the_injected_clock(secrets_client: Any) -> None:
     """The one reader holds AWSCURRENT for `cache_seconds` of its clock, then reads again."""
     secrets_client.create_secret(Name=SECRET_ID, SecretString=json.dumps({"api_key": KEY}))
@@ -132,6 +134,7 @@ def test_the_cache_expires_on_the_injected_clock(secrets_client: Any) -> None:
     assert len(reads) == 2
 
 
+@pytest.mark.spec("SEC-16", "CH-3")
 def test_one_reader_serves_every_secret(secrets_client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     configured = ReviewStores(DataAccess(Settings.model_validate({"P4REVIEW_LLM_SECRET_ID": SECRET_ID})))

@@ -125,6 +125,7 @@ def test_the_official_api_gets_max_completion_tokens() -> None:
         assert provider.base_url == "https://api.openai.com/v1"
 
 
+@pytest.mark.spec("LLM-2")
 def test_azure_openai_gets_max_completion_tokens() -> None:
     """An Azure deployment name is unknown to the table and may be a reasoning model (max_tokens refused)."""
     for base_url in (
@@ -236,6 +237,7 @@ def test_connection_refused_is_unavailable() -> None:
         provider.complete(_request())
 
 
+@pytest.mark.spec("SEC-21", "SEC-22")
 def test_401_rereads_the_key_once_and_retries(server: ScriptedServer) -> None:
     server.script(
         _error(401, f"Incorrect API key provided: {OLD_KEY}", code="invalid_api_key"), Reply(body=_completion())
@@ -351,6 +353,7 @@ def test_an_error_echoing_the_prompt_or_key_is_not_repeated(server: ScriptedServ
         assert "HTTP 4" in raised.value.message
 
 
+@pytest.mark.spec("RV-16")
 def test_cached_prompt_tokens_are_reported(server: ScriptedServer) -> None:
     body = _completion()
     body["usage"] = {
@@ -364,6 +367,7 @@ def test_cached_prompt_tokens_are_reported(server: ScriptedServer) -> None:
     assert (response.input_tokens, response.cache_read_tokens, response.cache_write_tokens) == (1321, 1024, 0)
 
 
+@pytest.mark.spec("LLM-2")
 @pytest.mark.parametrize("model", ["o3-mini", "o4-mini-2025-04-16", "gpt-5-mini"])
 def test_a_reasoning_model_through_a_gateway_gets_no_temperature_and_max_completion_tokens(
     server: ScriptedServer, model: str

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from p4review.models.job import JobStatus, StageName
 from p4review.models.messages import StageMessage
 from p4review.pipeline.stage_runner import run_stage
@@ -21,6 +23,7 @@ def _fetched_job(changelist_id: int):
     return fetched_job(f"boundary-{changelist_id}", changelist_id)
 
 
+@pytest.mark.spec("SEC-29")
 def test_fetch_keeps_the_raw_snapshot_apart_and_records_what_it_redacted(moto_endpoint, aws_reset):
     with provisioned_service(moto_endpoint):
         job = _fetched_job(48234)  # the credential fixture
@@ -32,6 +35,7 @@ def test_fetch_keeps_the_raw_snapshot_apart_and_records_what_it_redacted(moto_en
         assert job.redactions and job.redactions.get("aws_access_key", 0) >= 1
 
 
+@pytest.mark.spec("SEC-44")
 def test_review_dead_letters_a_job_whose_redacted_artifact_still_holds_a_secret(moto_endpoint, aws_reset):
     with provisioned_service(moto_endpoint) as service:
         job = _fetched_job(48213)

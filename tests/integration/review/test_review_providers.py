@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 import boto3
+import pytest
 from botocore.stub import ANY, Stubber
 
 from p4review import resources as spec
@@ -96,6 +97,7 @@ def _assert_reviewed(job, stored: StoredReview, provider: str, input_tokens: int
     assert job.stages[StageName.REVIEW].status.value == "completed"
 
 
+@pytest.mark.spec("PR-12")
 def test_openai_compatible_server(moto_endpoint, aws_reset, server):
     with provisioned_service(
         moto_endpoint,
@@ -134,6 +136,7 @@ def test_openai_compatible_server(moto_endpoint, aws_reset, server):
         assert "changed_files" in request.body["messages"][1]["content"]
 
 
+@pytest.mark.spec("SEC-21")
 def test_anthropic_after_a_key_rotation(moto_endpoint, aws_reset, server):
     with provisioned_service(
         moto_endpoint,
@@ -172,6 +175,7 @@ def test_anthropic_after_a_key_rotation(moto_endpoint, aws_reset, server):
         assert second.body["tool_choice"]["name"] == RESULT_TOOL_NAME
 
 
+@pytest.mark.spec("RV-7")
 def test_bedrock_converse(moto_endpoint, aws_reset, monkeypatch):
     client = boto3.client(
         "bedrock-runtime", region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing"

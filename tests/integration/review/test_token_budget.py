@@ -48,6 +48,7 @@ def _item(service, model: str = "gpt-4.1") -> dict:
     return from_item(answer["Item"])
 
 
+@pytest.mark.spec("CAP-1")
 def test_concurrent_reservations_are_each_counted_once(service, manual_clock):
     """16 threads reserve 4 times each at one frozen instant: every reservation lands (no lost
     update), and they queue one behind another exactly as the reference model says."""
@@ -66,6 +67,7 @@ def test_concurrent_reservations_are_each_counted_once(service, manual_clock):
     assert _item(service)["tat_ms"] == start + 64 * cost
 
 
+@pytest.mark.spec("CAP-1")
 def test_the_dynamodb_budget_decides_as_the_reference_model(service, manual_clock):
     budget = _budget(service)
     reference = InMemoryTokenBudget(TPM, lambda: int(manual_clock.now.timestamp() * 1000))
@@ -99,6 +101,7 @@ def test_the_dynamodb_budget_decides_as_the_reference_model(service, manual_cloc
         assert _item(service)["tat_ms"] == reference.tat_ms, (step, first, second)
 
 
+@pytest.mark.spec("CAP-2")
 def test_the_budget_item_expires_and_is_no_job(service, manual_clock):
     """Its own key, a TTL past the moment it matters, and no `active_job`: the sweeper's sparse
     index never lists it."""
@@ -138,6 +141,7 @@ def _review_run(job, reviewer, gate):
     return run_once(job, work, worker_id="reviewer")
 
 
+@pytest.mark.spec("CAP-2")
 def test_a_review_waiting_for_the_budget_spends_no_attempt(service, manual_clock):
     """The budget is held off for an hour (another workload, a provider's Retry-After): the
     review calls nothing, gives the stage back with its attempt uncounted and comes back later;
@@ -176,6 +180,7 @@ def test_a_review_waiting_for_the_budget_spends_no_attempt(service, manual_clock
     assert Counter(event.event for event in stored.audit)["stage_deferred"] == 3
 
 
+@pytest.mark.spec("CAP-2")
 def test_a_short_wait_is_spent_in_place_within_the_one_attempt(service, manual_clock):
     job = fetched_job("budget-queued", 48213)
     budget = _budget(service)

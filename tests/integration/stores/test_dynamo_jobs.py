@@ -39,6 +39,7 @@ def _job(key="key-1", changelist_id=10, version=1, rerun=False):
     return new_job(request, NOW, "test")
 
 
+@pytest.mark.spec("NOT-2", "IDEM-1", "IDEM-2")
 def test_create_then_duplicate_key_returns_the_winner_from_the_failed_write(service):
     repo = _repo(service)
     assert repo.create_job(_job()).created
@@ -57,6 +58,7 @@ def test_one_job_per_changelist_version(service):
     assert outcome.existing_job_id == _job("a").job_id
 
 
+@pytest.mark.spec("NOT-5")
 def test_rerun_rules_are_one_conditional_transaction(service):
     repo = _repo(service)
     repo.create_job(_job("a", version=1))
@@ -74,6 +76,7 @@ def test_rerun_rules_are_one_conditional_transaction(service):
     assert repo.get_job(_job("f", version=2, rerun=True).job_id) is None
 
 
+@pytest.mark.spec("ERR-5", "NOT-2", "IDEM-3")
 def test_fifty_concurrent_creates_make_exactly_one_job(service):
     barrier = threading.Barrier(50)
 
@@ -89,6 +92,7 @@ def test_fifty_concurrent_creates_make_exactly_one_job(service):
     assert {outcome.existing_job.job_id for outcome in losers} == {_job("raced").job_id}
 
 
+@pytest.mark.spec("G-1")
 def test_illegal_transition_is_refused_and_not_applied(service):
     repo = _repo(service)
     job = _job()
@@ -115,6 +119,7 @@ def test_a_transition_nothing_may_make_is_refused_before_any_call(service):
     assert calls == []
 
 
+@pytest.mark.spec("WQ-2", "WQ-15", "WQ-16", "WQ-17", "WQ-19")
 def test_only_one_of_many_workers_claims_a_stage(service):
     repo = _repo(service)
     job = _job()
@@ -135,6 +140,7 @@ def test_only_one_of_many_workers_claims_a_stage(service):
     assert stored.stages[StageName.FETCH].attempts == 1
 
 
+@pytest.mark.spec("G-3", "WQ-1", "WQ-3", "WQ-4", "WQ-8", "WQ-12", "WQ-18", "WQP-4", "WQP-6")
 def test_owner_predicate_stops_a_stale_worker(service):
     repo = _repo(service)
     job = _job()
@@ -159,6 +165,7 @@ def test_a_stage_cannot_start_before_its_predecessor_completes(service):
     assert repo.claim_stage(job.job_id, StageName.REVIEW, "w", 60).state == ClaimState.NOT_READY
 
 
+@pytest.mark.spec("WQP-8", "NOT-8", "NOT-9", "NOT-12", "NOT-13", "IDEM-4", "IDEM-6", "IDEM-9")
 def test_outbox_row_is_unique_per_delivery_tuple_and_sent_once(service):
     outbox = DynamoOutboxRepository(service.client("dynamodb"), service.resources.tables["outbox"])
     row = OutboxRow(
@@ -183,6 +190,7 @@ def test_outbox_row_is_unique_per_delivery_tuple_and_sent_once(service):
     assert outbox.ensure_row(other_version).notified_at is None
 
 
+@pytest.mark.spec("RV-11")
 def test_the_changelist_version_claim_names_its_job(service):
     """A versioned rerun finds the previous version's job through its claim (CLV#cl#v)."""
     repo = _repo(service)

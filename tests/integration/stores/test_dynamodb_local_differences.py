@@ -94,6 +94,7 @@ def _domain_error(client, call):
     raise AssertionError("the request was accepted")
 
 
+@pytest.mark.spec("DDB-1")
 def test_dynamodb_local_refuses_an_empty_in_list_as_invalid_where_moto_fails_with_an_internal_error(moto, local):
     condition = "#status IN ()"
     assert _answer(_update(local, condition)) == (
@@ -170,6 +171,7 @@ def test_dynamodb_local_refuses_setting_a_path_nested_under_a_number_which_moto_
     assert _answer(update(moto)) == ("ok", "")
 
 
+@pytest.mark.spec("DDB-1")
 def test_dynamodb_local_refuses_a_transaction_token_reused_for_other_writes_which_moto_ignores(moto, local):
     def write(client, pk):
         return lambda: client.transact_write_items(

@@ -66,6 +66,7 @@ def _run_stage(repo, job_id, stage, finish=None):
     return repo.complete_stage(job_id, stage, "w", updates={}, finish_job=finish)
 
 
+@pytest.mark.spec("WQ-14", "OPS-4")
 def test_a_job_is_indexed_while_active_and_leaves_the_index_with_its_end_state(service):
     repo = _repo(service)
     succeeded, failed, dead, retrying = (_create(repo, f"k-{n}", 100 + n) for n in range(4))
@@ -104,6 +105,7 @@ def test_a_job_is_indexed_while_active_and_leaves_the_index_with_its_end_state(s
     assert repo.get_job(dead.job_id).model_dump().keys().isdisjoint({"active_job", RETENTION_TTL_ATTRIBUTE})
 
 
+@pytest.mark.spec("WQ-14", "OPS-4")
 def test_a_sweep_reads_only_the_active_jobs(service):
     repo = _repo(service)
     for n in range(30):
@@ -115,6 +117,7 @@ def test_a_sweep_reads_only_the_active_jobs(service):
     assert store.items_read == 3  # not the 99 items (jobs, claims, heads) in the table
 
 
+@pytest.mark.spec("OPS-4")
 def test_the_sweep_benchmark_measures_what_it_claims():
     """Small sizes of `make bench`'s figure: a benchmark that read nothing, or everything, fails here."""
     result = measure_sweep_reads(finished=200, active=4)
@@ -123,6 +126,7 @@ def test_the_sweep_benchmark_measures_what_it_claims():
     assert result.full_scan_items_read == result.table_items == 3 * 204
 
 
+@pytest.mark.spec("SEC-23")
 def test_job_and_claim_expire_after_the_retention_period_and_the_head_never(service):
     repo = _repo(service, retention_days=30)
     job = _create(repo)
@@ -132,6 +136,7 @@ def test_job_and_claim_expire_after_the_retention_period_and_the_head_never(serv
     assert RETENTION_TTL_ATTRIBUTE not in _raw(service, head_pk(77))
 
 
+@pytest.mark.spec("SEC-23")
 def test_a_job_past_its_retention_reads_as_gone_and_is_never_replayed(service, manual_clock):
     repo = _repo(service, retention_days=30)
     manual_clock.now = parse_iso(NOW)
@@ -163,6 +168,7 @@ def _ttl_deletes(service, *pks):
         service.ddb.delete_item(TableName=service.table, Key={"pk": {"S": pk}})
 
 
+@pytest.mark.spec("SEC-23")
 def test_after_ttl_deleted_the_rows_the_api_refuses_the_version_with_a_clear_code(service):
     with ingest_api(service) as api:
         submit = api.api.submit
@@ -189,6 +195,7 @@ def test_after_ttl_deleted_the_rows_the_api_refuses_the_version_with_a_clear_cod
         assert not _indexed(service)  # nothing was created, so nothing will be fetched or e-mailed
 
 
+@pytest.mark.spec("OPS-5")
 def test_a_job_written_before_the_index_existed_enters_it_on_its_next_claim(service):
     repo = _repo(service)
     job = _create(repo)
@@ -200,6 +207,7 @@ def test_a_job_written_before_the_index_existed_enters_it_on_its_next_claim(serv
     assert _indexed(service) == {job.job_id}
 
 
+@pytest.mark.spec("OPS-5")
 def test_the_sweeper_neither_sees_nor_writes_a_job_past_its_retention(service, manual_clock):
     repo = _repo(service, retention_days=30)
     manual_clock.now = parse_iso(NOW)
@@ -217,6 +225,7 @@ def test_the_sweeper_neither_sees_nor_writes_a_job_past_its_retention(service, m
     assert not store.requeue_expired(running.job_id, StageName.FETCH, lease, "s")
 
 
+@pytest.mark.spec("OPS-5")
 def test_an_outbox_row_past_its_retention_reads_as_gone(service, manual_clock):
     from p4review.models.outbox import OutboxRow
     from p4review.stores.dynamo_outbox import DynamoOutboxRepository
@@ -240,6 +249,7 @@ def test_an_outbox_row_past_its_retention_reads_as_gone(service, manual_clock):
     assert outbox.list_rows(None, 10).rows == []
 
 
+@pytest.mark.spec("CAP-2")
 def test_only_the_review_stage_may_be_deferred(service):
     """Notify's send locks are fenced by its attempt count, which a deferral would take back."""
     from p4review.errors import IllegalTransitionError
@@ -251,6 +261,7 @@ def test_only_the_review_stage_may_be_deferred(service):
         repo.defer_stage(job.job_id, StageName.FETCH, "w", reason="budget")
 
 
+@pytest.mark.spec("OPS-5")
 def test_the_backfill_gives_older_items_their_index_key_and_retention_once(service, tmp_path, capsys):
     """Items from before the index and retention: an active job without its key, a job, claim and
     outbox row without `expires_at`. `p4review retention backfill` adds exactly those, once."""

@@ -65,6 +65,7 @@ def _created_job(service, key="key-1"):
 # ---- claims -----------------------------------------------------------------------------------
 
 
+@pytest.mark.spec("WQ-2", "OPS-8")
 def test_each_stage_is_claimed_with_one_write_and_no_read(service, counted):
     counter, client = counted
     jobs = DynamoJobRepository(client, service.resources.tables["jobs"])
@@ -85,6 +86,7 @@ def test_each_stage_is_claimed_with_one_write_and_no_read(service, counted):
         counter.reset()
 
 
+@pytest.mark.spec("WQ-15")
 def test_a_refused_claim_is_one_write_whose_old_item_is_the_verdict(service, counted):
     counter, client = counted
     jobs = DynamoJobRepository(client, service.resources.tables["jobs"])
@@ -99,6 +101,7 @@ def test_a_refused_claim_is_one_write_whose_old_item_is_the_verdict(service, cou
     assert jobs.claim_stage("no-such-job", StageName.FETCH, "w", LEASE).state == ClaimState.MISSING
 
 
+@pytest.mark.spec("WQ-8")
 def test_taking_over_a_lease_that_ran_out_names_its_holder_in_the_audit(service, counted, manual_clock):
     counter, client = counted
     jobs = DynamoJobRepository(client, service.resources.tables["jobs"])
@@ -173,6 +176,7 @@ def _stored_item(service, row):
     return service.client("dynamodb").get_item(TableName=service.resources.tables["outbox"], Key=key)["Item"]
 
 
+@pytest.mark.spec("OPS-8")
 def test_a_delivery_starts_with_one_write_that_creates_the_row_with_its_attempt(service, counted):
     counter, client = counted
     outbox = DynamoOutboxRepository(client, service.resources.tables["outbox"])
@@ -203,6 +207,7 @@ def test_a_row_another_claim_holds_is_in_flight_and_one_from_an_earlier_claim_is
     assert not later.attempted and later.row.attempts == 1 and later.row.locked_by == "a"
 
 
+@pytest.mark.spec("NOT-8", "OPS-8")
 def test_of_concurrent_starters_exactly_one_attempts(service):
     outbox = DynamoOutboxRepository(service.client("dynamodb"), service.resources.tables["outbox"])
     barrier = threading.Barrier(8)
@@ -220,6 +225,7 @@ def test_of_concurrent_starters_exactly_one_attempts(service):
     assert outbox.get_row(10, "dev@example.test", 1).attempts == 1
 
 
+@pytest.mark.spec("SEC-23")
 def test_every_created_outbox_row_carries_its_retention(service):
     """From the factory (P4REVIEW_RETENTION_DAYS=45 here), both ways a row is created."""
     outbox = get_data_access().outbox

@@ -90,6 +90,7 @@ def log_text(config: Path) -> str:
 
 
 # --- the file: standard library, Python 3.8 ---------------------------------------------------------------
+@pytest.mark.spec("TRG-1")
 def test_vermin_finds_nothing_newer_than_python_3_8():
     vermin = Path(sys.executable).parent / "vermin"
     result = subprocess.run(
@@ -106,6 +107,7 @@ def _python38() -> str | None:
     return candidates[0] if candidates else shutil.which("python3.8", path="/usr/bin:/usr/local/bin")
 
 
+@pytest.mark.spec("TRG-1")
 @pytest.mark.skipif(_python38() is None, reason="no Python 3.8 on this machine")
 def test_the_trigger_runs_on_python_3_8(config, api):
     python = _python38()
@@ -118,6 +120,7 @@ def test_the_trigger_runs_on_python_3_8(config, api):
 
 
 # --- trigger mode as a process -----------------------------------------------------------------------------
+@pytest.mark.spec("TRG-3")
 def test_the_trigger_detaches_its_sender_and_exits_at_once(tmp_path, api, p4):
     write_secret(tmp_path / "signing.secret", api.secret)
     config = write_config(tmp_path, API_URL=api.url, P4=str(p4), SEND_MODE="background", SEND_TIMEOUT=HELD_SEND_TIMEOUT)
@@ -140,6 +143,7 @@ def test_the_trigger_detaches_its_sender_and_exits_at_once(tmp_path, api, p4):
     assert api.job_keys() == ["p4-submitted-48213-v1"]
 
 
+@pytest.mark.spec("TRG-7")
 def test_spool_only_mode_leaves_the_send_to_the_drain(config, api):
     """(That no sender starts in this mode: unit/trigger/test_trigger.py::test_in_spool_only_mode_no_sender_starts.)"""
     assert run(config, "-t", "change-commit", "-v", "48213", "-w", "48213").returncode == 0
@@ -232,6 +236,7 @@ def _depot_with_shelf_versions(root: Path, versions: int) -> Path:
     return depot
 
 
+@pytest.mark.spec("TRG-8")
 def test_ten_hosts_reshelving_one_change_at_once_get_ten_distinct_increasing_versions(tmp_path, api):
     """Ten trigger hosts (say, edge servers: each its own spool) resolve ten re-shelves of one
     change at the same moment; the version is a server-side atomic `p4 key -i`. The API keeps
@@ -270,6 +275,7 @@ def test_ten_hosts_reshelving_one_change_at_once_get_ten_distinct_increasing_ver
     assert all(e["outcome"]["code"] == "stale_review_version" for e in answered if e["outcome"]["status"] == 409)
 
 
+@pytest.mark.spec("TRG-8")
 def test_shelve_twice_then_submit_renumbered_is_the_next_version(tmp_path, api):
     state = tmp_path / "p4state"
     versions = {}
@@ -299,6 +305,7 @@ def test_shelve_twice_then_submit_renumbered_is_the_next_version(tmp_path, api):
 
 
 # --- catch-up ------------------------------------------------------------------------------------------------
+@pytest.mark.spec("TRG-9")
 def test_catch_up_finds_submits_that_never_reached_the_spool(config, api, p4):
     first = run(config, "--catch-up")  # no mark yet: set it at the newest submitted change, post nothing
     assert first.returncode == 0 and "catch_up_started mark=48277" in first.stderr
@@ -334,6 +341,7 @@ def test_ping_passes_when_everything_is_right(config, api):
     assert api.secret not in result.stdout + result.stderr
 
 
+@pytest.mark.spec("TRG-10")
 def test_ping_says_the_secret_is_wrong(tmp_path, config, api):
     (tmp_path / "signing.secret").write_text("not-the-secret\n")
     result = run(config, "--ping")
@@ -347,6 +355,7 @@ def test_ping_warns_about_the_previous_secret(config, api):
     assert result.returncode == 0 and "warn  secret     signed with the PREVIOUS secret" in result.stdout
 
 
+@pytest.mark.spec("TRG-10")
 def test_ping_says_the_api_is_unreachable(tmp_path, p4):
     config = write_config(tmp_path, API_URL="http://127.0.0.1:9/prod", P4=str(p4))
     result = run(config, "--ping")
@@ -356,6 +365,7 @@ def test_ping_says_the_api_is_unreachable(tmp_path, p4):
     )
 
 
+@pytest.mark.spec("TRG-10")
 def test_ping_says_the_clock_is_off(config, api):
     skewed = config.parent / "skewed.py"
     skewed.write_text(
@@ -379,6 +389,7 @@ def test_ping_reports_a_secret_file_others_can_read(tmp_path, config):
     assert result.returncode == 1 and "can be read by others (mode 644): chmod 600 it" in result.stdout
 
 
+@pytest.mark.spec("TRG-10")
 def test_ping_reports_p4_without_review_access(tmp_path, api):
     wrapper = fake_p4_wrapper(tmp_path, tmp_path / "p4state", P4FAKE_ACCESS="list")
     write_secret(tmp_path / "signing.secret", api.secret)
@@ -454,6 +465,7 @@ def test_a_world_readable_secret_keeps_events_and_says_how_to_fix_it(tmp_path, c
     assert api.job_keys() == [] and len(spool_files(spool(config), "pending")) == 1
 
 
+@pytest.mark.spec("TRG-4")
 def test_a_spool_on_a_full_disk_never_fails_the_command(tmp_path, config):
     import resource
 

@@ -65,6 +65,7 @@ def test_writes_the_current_value_owner_only_and_asks_for_awscurrent(host):
     assert _leftovers(host) == []
 
 
+@pytest.mark.spec("SEC-20")
 def test_an_unchanged_value_leaves_the_file_alone_and_a_rotated_one_replaces_it(host):
     _sync(host, KEY_A)
     before = host["secret"].stat().st_ino

@@ -103,6 +103,7 @@ def test_dal_factory_patch_attaches_and_restores(monkeypatch: pytest.MonkeyPatch
     assert counter.snapshot(SERVICE).calls == {("secretsmanager", "GetSecretValue"): 1}
 
 
+@pytest.mark.spec("OPS-8")
 def test_a_client_attached_twice_is_counted_once_under_its_last_origin():
     """The DAL's clients are made while the stack's own clients are counted too (a poller runs a
     handler while the stack starts): the client is attached as event-source, then as service.

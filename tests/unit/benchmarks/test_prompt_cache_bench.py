@@ -3,16 +3,20 @@ minimum is never cached; above it the first request writes and the others read."
 
 from __future__ import annotations
 
+import pytest
+
 from benchmarks.prompt_cache import PROVIDERS, billed
 
 ANTHROPIC, OPENAI = PROVIDERS
 
 
+@pytest.mark.spec("RV-16")
 def test_a_prefix_below_the_minimum_is_billed_in_full() -> None:
     requests = [(1, 300, 700, 1000)] * 3  # tool schema + instructions = 1,000 < 1,024
     assert billed(requests, ANTHROPIC) == (6000.0, 0)
 
 
+@pytest.mark.spec("RV-16")
 def test_the_first_request_writes_the_prefix_and_the_others_read_it() -> None:
     requests = [(1, 400, 700, 1000)] * 3  # prefix 1,100
     total, read = billed(requests, ANTHROPIC)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from benchmarks.review_quality import Located, language, load_cases, score_case
 
 
+@pytest.mark.spec("RV-10")
 def test_every_case_is_a_cited_public_commit_with_its_defects_on_its_files():
     cases = load_cases()
     assert len(cases) >= 30
@@ -35,6 +38,7 @@ CASE = {
 }
 
 
+@pytest.mark.spec("RV-10")
 def test_a_finding_hits_a_defect_within_three_lines_on_its_file():
     score = score_case(CASE, [Located("a.c", 14), Located("a.c", 43), Located("a.c", 20), Located("b.c", 10)])
     assert (score.defects, score.hit, score.findings, score.true_findings) == (2, 2, 4, 2)

@@ -21,6 +21,7 @@ SMALL = StageModel(changes=150, burst_seconds=60.0)
 TIERS = {"120k": 120_000}
 
 
+@pytest.mark.spec("CAP-4")
 def test_the_burst_simulation_is_deterministic_for_a_seed():
     first = burst_table(5, stage=SMALL, tiers=TIERS, workers=(2, 32))
     again = burst_table(5, stage=SMALL, tiers=TIERS, workers=(2, 32))
@@ -29,6 +30,7 @@ def test_the_burst_simulation_is_deterministic_for_a_seed():
     assert burst_table(6, stage=SMALL, tiers=TIERS, workers=(2,))[1] != first[1][:2]
 
 
+@pytest.mark.spec("CAP-4")
 def test_with_the_token_budget_a_burst_waits_instead_of_burning_attempts_on_429s():
     _, results = burst_table(5, stage=SMALL, tiers=TIERS, workers=(32,))
     without, with_budget = (r for r in results if r.workers == 32)
@@ -51,6 +53,7 @@ def test_more_workers_drain_a_burst_sooner_while_the_limit_is_not_reached():
 PROFILE = ReviewProfile(input_tokens=5_000, output_tokens=500, chunks=1.0, review_seconds=12.0)
 
 
+@pytest.mark.spec("CAP-4")
 def test_llm_costs_are_the_list_prices_times_the_tokens():
     costs = daily_costs(
         1_000, PROFILE, memory={name: 0.5 for name in ("ingest", "fetch", "review", "notify", "sweeper")}

@@ -44,6 +44,7 @@ def _snapshot(diff: str = DIFF, description: str = "deploy: rotate keys") -> Cha
     )
 
 
+@pytest.mark.spec("SEC-32")
 def test_every_text_of_the_change_is_redacted_and_counted_with_lines_intact():
     change = redact_change(_snapshot(description=f"oops, committed {AWS_KEY}"))
     document = json.dumps(change.artifact())
@@ -66,6 +67,7 @@ def test_the_guard_builds_the_review_input_from_a_clean_redacted_artifact():
     assert review_input.files[0].document.text == change.snapshot.diffs[0].unified_diff
 
 
+@pytest.mark.spec("SEC-44")
 def test_the_guard_blocks_an_artifact_that_still_holds_a_secret_without_echoing_it():
     artifact = redact_change(_snapshot()).artifact()
     artifact["snapshot"]["diffs"][0]["unified_diff"] += f'+LEAK = "{AWS_KEY}"\n'  # a bypass upstream
@@ -76,6 +78,7 @@ def test_the_guard_blocks_an_artifact_that_still_holds_a_secret_without_echoing_
     assert caught.value.error_class == ErrorClass.POLICY_DENIED and not caught.value.retryable
 
 
+@pytest.mark.spec("SEC-30")
 @pytest.mark.parametrize(
     "artifact",
     [

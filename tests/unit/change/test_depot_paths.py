@@ -28,6 +28,7 @@ ALLOW = DepotAllowList(["//depot/ok/...", "//depot/libs/security/..."])
 
 
 # --- entries ------------------------------------------------------------------------------------
+@pytest.mark.spec("SEC-1")
 @pytest.mark.parametrize(
     "entry", ["//depot/...", "//depot/projectA/...", "//Proj-x.1/a b/c_d/...", "  //depot/ok/...  "]
 )
@@ -35,10 +36,12 @@ def test_valid_entries_are_kept_in_canonical_form(entry):
     assert validate_allow_list_entry(entry) == entry.strip()
 
 
+@pytest.mark.spec("SEC-1")
 def test_entries_are_stored_nfc():
     assert validate_allow_list_entry("//depot/cafe\u0301/...") == "//depot/caf\u00e9/..."
 
 
+@pytest.mark.spec("SEC-2")
 @pytest.mark.parametrize(
     ("entry", "problem"),
     [
@@ -98,6 +101,7 @@ def test_allow_list_formats(raw, expected):
     assert parse_allow_list(raw) == expected
 
 
+@pytest.mark.spec("SEC-2")
 @pytest.mark.parametrize(
     ("raw", "problem"),
     [
@@ -151,6 +155,7 @@ def test_settings_refuse_a_bad_list_naming_the_entry():
     assert 'entry #2 "//depot/*/..."' in caught.value.message
 
 
+@pytest.mark.spec("SEC-2")
 def test_a_p4_function_outside_local_and_test_needs_a_list():
     with pytest.raises(ConfigError) as caught:
         Settings.model_validate({**P4_FUNCTION, "P4REVIEW_ENV": "prod"})
@@ -161,6 +166,7 @@ def test_a_p4_function_outside_local_and_test_needs_a_list():
     assert Settings.model_validate({**P4_FUNCTION, "P4REVIEW_ENV": "local"}).depot_prefixes() == ("//depot/...",)
 
 
+@pytest.mark.spec("SEC-2")
 def test_cold_start_fails_on_a_bad_list(monkeypatch):
     monkeypatch.setenv("P4REVIEW_ENV", "test")
     monkeypatch.setenv("P4REVIEW_DEPOT_ALLOW_LIST", "//...")
@@ -174,6 +180,7 @@ def test_cold_start_fails_on_a_bad_list(monkeypatch):
 
 
 # --- normalization ------------------------------------------------------------------------------------
+@pytest.mark.spec("SEC-4")
 @pytest.mark.parametrize(
     ("path", "normalized"),
     [
@@ -192,6 +199,7 @@ def test_normalize(path, normalized):
     assert normalize_depot_path(path) == normalized
 
 
+@pytest.mark.spec("SEC-4")
 @pytest.mark.parametrize(
     ("path", "reason"),
     [
@@ -280,6 +288,7 @@ def test_denied(path, reason):
     assert not decision.allowed and decision.reason is reason
 
 
+@pytest.mark.spec("SEC-4")
 def test_a_non_nfc_spelling_of_an_allowed_prefix_is_refused():
     # NFC says "café", but p4 compares the decomposed bytes: another directory.
     nfc = DepotAllowList(["//depot/caf\u00e9/..."])
@@ -289,6 +298,7 @@ def test_a_non_nfc_spelling_of_an_allowed_prefix_is_refused():
     assert DepotAllowList(["//depot/oK/..."]).check("//depot/o\u212a/a.c").reason is DenialReason.NON_CANONICAL
 
 
+@pytest.mark.spec("SEC-4")
 def test_case_insensitive_folds_ascii_only():
     insensitive = DepotAllowList(["//Depot/Proj/..."], case_insensitive=True)
     assert insensitive.allows("//depot/proj/a.c") and insensitive.allows("//DEPOT/PROJ/A.C")

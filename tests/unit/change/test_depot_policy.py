@@ -3,6 +3,8 @@ what it decides (ignored files, noise rules, reviewers, extra instructions as de
 
 from __future__ import annotations
 
+import pytest
+
 from p4review.change.depot_policy import (
     candidate_policy_paths,
     governing_policy,
@@ -52,6 +54,7 @@ def finding(path: str, severity: str = "low", fid: str = "F1") -> Finding:
     return Finding(id=fid, severity=severity, category="correctness", title="t", file=path, line=1, message="m")
 
 
+@pytest.mark.spec("RV-15")
 def test_policy_files_are_looked_for_in_every_directory_above_the_changed_files_deepest_first() -> None:
     paths = candidate_policy_paths(["//depot/tools/main/uploader/cli.py", "//depot/tools/main/README"])
     assert paths == [UPLOADER, TOOLS, "//depot/tools/.p4review.toml", "//depot/.p4review.toml"]
@@ -64,6 +67,7 @@ def test_a_valid_file_is_read_whole() -> None:
     assert found.policy.max_findings == 5 and found.policy.paths[0].path == "tests/"
 
 
+@pytest.mark.spec("RV-15")
 def test_a_bad_file_is_a_diagnostic_that_names_where_never_what_it_holds() -> None:
     syntax = diagnostic(b'version = 1\ninstructions = "unterminated\nsecret = "hunter2"\n')
     assert syntax.reason == "invalid_toml" and "line 2" in syntax.detail and "hunter2" not in syntax.detail
@@ -76,6 +80,7 @@ def test_a_bad_file_is_a_diagnostic_that_names_where_never_what_it_holds() -> No
     assert diagnostic(b"\xff\xfe").reason == "invalid_toml"
 
 
+@pytest.mark.spec("RV-15")
 def test_the_nearest_policy_governs_whole() -> None:
     outer, inner = policy(), policy(UPLOADER, b'version = 1\nignore = ["*.tmp"]\n')
     assert governing_policy([outer, inner], "//depot/tools/main/uploader/a.py") is inner
@@ -85,6 +90,7 @@ def test_the_nearest_policy_governs_whole() -> None:
     assert is_ignored([outer, inner], "//depot/tools/main/uploader/x_pb2.py") is None
 
 
+@pytest.mark.spec("RV-15")
 def test_ignore_globs() -> None:
     policies = [policy()]
     assert is_ignored(policies, "//depot/tools/main/proto/gen/x_pb2.py") == TOOLS  # ** across directories
@@ -96,6 +102,7 @@ def test_ignore_globs() -> None:
     assert is_ignored(policies, "//depot/engine/x_pb2.py") is None
 
 
+@pytest.mark.spec("RV-15")
 def test_noise_rules_of_the_depot_govern_their_files_and_the_service_default_the_rest() -> None:
     depot_rules = noise_rules_from([policy()])
     assert NoiseRule(prefix="//depot/tools/main/tests/...", min_severity="high") in depot_rules
@@ -111,6 +118,7 @@ def test_noise_rules_of_the_depot_govern_their_files_and_the_service_default_the
     assert outcome.suppressed == {"below_min_severity": 2}
 
 
+@pytest.mark.spec("RV-15")
 def test_reviewers_per_path() -> None:
     rules = reviewer_rules_from([policy()])
     assert [(r.prefix, r.reviewers) for r in rules] == [
@@ -136,6 +144,7 @@ INJECTION = (
 )
 
 
+@pytest.mark.spec("RV-15")
 def test_instructions_reach_the_model_as_delimited_data_that_cannot_close_its_block() -> None:
     message = render_user_message(
         changelist_id=1,
@@ -159,6 +168,7 @@ def test_instructions_reach_the_model_as_delimited_data_that_cannot_close_its_bl
     assert GUIDANCE_TAG not in without
 
 
+@pytest.mark.spec("RV-15")
 def test_instructions_are_redacted_before_they_are_stored_and_checked_again_before_review() -> None:
     from p4review.change.snapshot_redaction import prepare_review_input, redact_change
     from p4review.models.change import ChangeDescription, ChangeSnapshot

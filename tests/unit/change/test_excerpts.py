@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from p4review.change.excerpts import code_excerpt
 from p4review.change.unified_diff import iter_added_lines, iter_new_side_lines
 
@@ -28,6 +30,7 @@ def numbered(excerpt) -> list[tuple[int, str, bool, bool]]:
     return [(line.line, line.text, line.added, line.flagged) for line in excerpt]
 
 
+@pytest.mark.spec("RV-1")
 def test_the_flagged_line_comes_with_two_lines_of_context_and_the_added_lines_marked():
     assert numbered(code_excerpt(DIFF, 12)) == [
         (10, "ten", False, False),
@@ -47,6 +50,7 @@ def test_a_range_is_flagged_whole_and_context_is_cut_at_the_hunk():
     ]
 
 
+@pytest.mark.spec("RV-1")
 def test_a_line_the_diff_does_not_show_has_no_excerpt():
     assert code_excerpt(DIFF, 30) == ()
     assert code_excerpt(DIFF, 9) == ()  # the context before it is shown, the line itself is not

@@ -153,6 +153,7 @@ POSITIVES = [
 ]
 
 
+@pytest.mark.spec("SEC-33", "SEC-34", "SEC-40")
 @pytest.mark.parametrize("line, name, secret", POSITIVES, ids=[f"{n}-{i}" for i, (_, n, _) in enumerate(POSITIVES)])
 def test_each_class_is_redacted(line: str, name: str, secret: str):
     document = redacted(line)
@@ -162,6 +163,7 @@ def test_each_class_is_redacted(line: str, name: str, secret: str):
     assert document.text[0] == line[0]
 
 
+@pytest.mark.spec("SEC-33", "SEC-40")
 def test_every_class_of_our_own_rules_has_a_positive_case():
     # The adopted ruleset's rules are measured on external examples (tests/unit/change/test_redaction_ruleset.py).
     own = {rule.name for rule in default_rules(POLICY) if not isinstance(rule, AdoptedRule)}
@@ -178,12 +180,14 @@ def test_yaml_plain_scalar_runs_to_the_end_of_the_line_or_a_comment():
     assert redacted(docstring).text == docstring
 
 
+@pytest.mark.spec("SEC-34")
 def test_assignment_keeps_key_operator_and_quotes():
     assert redacted('+password = "hunter2"').text == '+password = "[REDACTED:password]"'
     assert redacted("+  'password': 'x1'").text == "+  'password': '[REDACTED:password]'"
     assert redacted("+DB_PASSWORD=hunter2\n").text == "+DB_PASSWORD=[REDACTED:password]\n"
 
 
+@pytest.mark.spec("SEC-36")
 def test_uri_keeps_scheme_user_and_host():
     assert redacted("+smtp://user:pass@host").text == "+smtp://user:[REDACTED:connection_uri]@host"
 
@@ -246,6 +250,7 @@ NEGATIVES = [
 ]
 
 
+@pytest.mark.spec("SEC-41")
 @pytest.mark.parametrize("line", NEGATIVES)
 def test_lookalikes_are_left_alone(line: str):
     document = redacted(line)
@@ -253,12 +258,14 @@ def test_lookalikes_are_left_alone(line: str):
     assert dict(document.counts) == {}
 
 
+@pytest.mark.spec("SEC-37", "SEC-38")
 def test_policy_classes_need_the_policy():
     text = '+  owner: alice@example.com\n+  host = "db.corp.example"\n+  ip = "10.1.2.3"\n'
     assert redact(text).text == text
     assert set(redacted(text).counts) == {"email", "internal_host", "internal_ip"}
 
 
+@pytest.mark.spec("SEC-38")
 def test_loopback_is_never_redacted_even_inside_a_confidential_range():
     policy = RedactionPolicy(confidential_cidrs=("127.0.0.0/8", "10.0.0.0/8"))
     assert redact("+a = 127.0.0.1 b = 10.0.0.5", policy).text == "+a = 127.0.0.1 b = [REDACTED:internal_ip]"
@@ -318,6 +325,7 @@ def test_file_kind_decides_unquoted_words():
 # ---- boundaries ---------------------------------------------------------------------------------
 
 
+@pytest.mark.spec("SEC-35")
 def test_multi_line_pem_becomes_one_placeholder_per_line_and_one_count():
     text = (
         f"@@ -0,0 +1,5 @@\n+-----BEGIN RSA PRIVATE KEY-----\n+{B64}\n+{B64}\n+abcd==\n"
@@ -328,6 +336,7 @@ def test_multi_line_pem_becomes_one_placeholder_per_line_and_one_count():
     assert dict(document.counts) == {"private_key": 1}
 
 
+@pytest.mark.spec("SEC-42")
 def test_truncated_pem_stops_at_the_next_hunk_or_code_line():
     text = (
         f"@@ -0,0 +1,3 @@\n+-----BEGIN OPENSSH PRIVATE KEY-----\n+{B64}\n+{B64[:30]}\n"
@@ -340,6 +349,7 @@ def test_truncated_pem_stops_at_the_next_hunk_or_code_line():
     assert redact(code_after).text == "+[REDACTED:private_key]\n+[REDACTED:private_key]\n+    return x\n"
 
 
+@pytest.mark.spec("SEC-35")
 def test_pem_escaped_in_json_and_cut_off_in_json():
     whole = (
         f'+  "private_key": "-----BEGIN PRIVATE KEY-----\\n{B64}\\n{B64}\\n-----END PRIVATE KEY-----\\n",\n+  "a": 1\n'
@@ -384,6 +394,7 @@ def test_end_without_begin_redacts_the_payload_above_it():
     )
 
 
+@pytest.mark.spec("SEC-42")
 def test_truncated_tokens_at_a_line_end_are_still_caught():
     cases = [
         "+x = AKIAIOSFODNN7EXAM",
@@ -404,6 +415,7 @@ def test_secrets_at_the_very_start_and_end_of_the_input():
     assert redact(f"-----BEGIN RSA PRIVATE KEY-----\n{B64}\n-----END RSA PRIVATE KEY-----").total == 1
 
 
+@pytest.mark.spec("SEC-39")
 def test_crlf_line_endings_are_kept():
     text = f"+-----BEGIN RSA PRIVATE KEY-----\r\n+{B64}\r\n+-----END RSA PRIVATE KEY-----\r\n+password = hunter2\r\n"
     assert redact(text).text == "+[REDACTED:private_key]\r\n" * 3 + "+password = [REDACTED:password]\r\n"
@@ -509,6 +521,7 @@ _diff_line = st.one_of(
 _diff = st.lists(_diff_line, max_size=25).map("\n".join)
 
 
+@pytest.mark.spec("SEC-39")
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_diff, st.booleans())
 def test_line_count_and_first_characters_survive_any_diff(text: str, trailing_newline: bool):
@@ -596,6 +609,7 @@ def test_a_record_of_another_text_is_not_trusted():
         _mint(secret, {}, RULESET_VERSION, POLICY, record)
 
 
+@pytest.mark.spec("SEC-32")
 @settings(max_examples=100, deadline=None)
 @given(_diff)
 def test_same_input_same_output(text: str):
@@ -606,6 +620,7 @@ def test_same_input_same_output(text: str):
 # ---- the guard --------------------------------------------------------------------------------------
 
 
+@pytest.mark.spec("SEC-44")
 def test_document_cannot_be_constructed_directly():
     with pytest.raises(RedactionError):
         RedactedDocument("hello", {}, RULESET_VERSION)
@@ -639,6 +654,7 @@ class _CountsButKeeps(PatternRule):
         return body
 
 
+@pytest.mark.spec("SEC-44")
 def test_a_broken_rule_cannot_produce_a_document():
     rules = [
         _CountsButKeeps(rule.name, rule.pattern.pattern, rule.needles) if rule.name == "aws_access_key" else rule

@@ -88,6 +88,7 @@ def test_the_file_has_cases_with_unique_names():
     assert all(case.lines for case in CASES)
 
 
+@pytest.mark.spec("SEC-43")
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_regression_case(case: Case):
     document = redact(case.text, case.policy)

@@ -111,6 +111,7 @@ def test_rejected_invalid_json(files):
     assert (status, out["diagnostics"][0]["reason"]) == (1, "invalid_json")
 
 
+@pytest.mark.spec("RV-6")
 def test_prompt_version_defaults_to_the_registrys_as_at_run_time(files):
     """Without --prompt-version the registry's stable version (or its canary, when the answer
     names it) is expected exactly, as the review stage does; the report says what was expected."""
@@ -132,6 +133,7 @@ def test_prompt_version_defaults_to_the_registrys_as_at_run_time(files):
     assert out["accepted"]["prompt_version"] == REGISTRY.stable
 
 
+@pytest.mark.spec("RV-6")
 def test_prompt_version_and_patch_drift_given(files):
     base = ["--changed-files", files["files.json"]]
     status, out = run([*base, "--prompt-version", "2.1.0"], answer([], prompt_version="2.1.4"))

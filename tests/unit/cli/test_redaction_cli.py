@@ -53,6 +53,7 @@ def test_policy_options_and_stats_on_stderr(capsys):
     assert stats["ruleset_version"].startswith("redaction-rules/") and len(stats["sha256"]) == 64
 
 
+@pytest.mark.spec("SEC-37")
 def test_by_default_the_service_policy_redacts_emails_internal_names_and_private_addresses():
     data = b"+owner: a.b@example.com\n+ip: 10.1.2.3\n+host: db01.prod.internal\n+dns: 8.8.8.8\n"
     assert run([], data) == (

@@ -27,6 +27,7 @@ DIFF = """diff --git a/app/db.py b/app/db.py
 """
 
 
+@pytest.mark.spec("RV-5")
 def test_a_diff_is_reviewed_and_the_review_alone_is_on_stdout(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     diff = tmp_path / "change.diff"
     diff.write_text(DIFF)
@@ -42,6 +43,7 @@ def test_a_diff_is_reviewed_and_the_review_alone_is_on_stdout(tmp_path: Path, ca
     assert "review stored" in err
 
 
+@pytest.mark.spec("RV-5")
 def test_the_reviewer_sees_the_redacted_change():
     artifacts = MemoryArtifacts()
     review_diff(DIFF, "Quick fix", "offline", artifacts)
@@ -49,6 +51,7 @@ def test_the_reviewer_sees_the_redacted_change():
     assert "hunter2-prod-Secret9" not in seen and "[REDACTED:password]" in seen
 
 
+@pytest.mark.spec("RV-5")
 def test_input_that_is_not_a_diff_is_refused_with_a_reason(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     text = tmp_path / "notes.txt"
     text.write_text("just some notes\n")

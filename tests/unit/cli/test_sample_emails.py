@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from p4review.cli.sample_emails import HOSTILE_PATH, write_samples
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "emails"
 REGENERATE = "stale sample; run: .venv/bin/python -m p4review.cli.sample_emails docs/emails"
 
 
+@pytest.mark.spec("RV-13")
 def test_checked_in_samples_are_current(tmp_path: Path) -> None:
     written = write_samples(tmp_path)
 
@@ -50,6 +53,7 @@ def test_samples_cover_every_severity_and_the_all_clear() -> None:
     assert "No findings." in (DOCS / "all-clear.txt").read_text(encoding="utf-8")
 
 
+@pytest.mark.spec("RV-3")
 def test_each_html_sample_has_its_screenshot() -> None:
     """`make emails` takes them (headless Chromium); they are looked at, not compared."""
     for html_sample in DOCS.glob("*.html"):

@@ -7,6 +7,7 @@ import pytest
 from p4review.fetch.opt_out import OPT_OUT_KEYWORD, opted_out
 
 
+@pytest.mark.spec("RV-4")
 @pytest.mark.parametrize(
     "description",
     [
@@ -21,6 +22,7 @@ def test_the_keyword_anywhere_opts_out(description):
     assert opted_out(description) == OPT_OUT_KEYWORD
 
 
+@pytest.mark.spec("RV-4")
 @pytest.mark.parametrize(
     "description",
     [

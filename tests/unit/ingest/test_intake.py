@@ -1,3 +1,5 @@
+import pytest
+
 from p4review.ingest.http_answers import INTAKE_STATUS, intake_headers
 from p4review.ingest.intake import IntakeOutcome, Replay, decide, new_job
 from p4review.models.api import CreateReviewRequest
@@ -25,10 +27,12 @@ def test_new_job_is_201_and_enqueues_fetch():
     assert job.audit[0].event == "job_created"
 
 
+@pytest.mark.spec("NOT-2")
 def test_job_id_is_derived_from_the_idempotency_key():
     assert job_id_for("a") == job_id_for("a") != job_id_for("b")
 
 
+@pytest.mark.spec("IDEM-2")
 def test_repeated_key_with_same_body_is_a_replay():
     request = _request()
     existing = new_job(request, NOW, "ingest")
@@ -62,6 +66,7 @@ def test_repeated_key_with_different_body_is_422_naming_the_fields():
     assert answer.details["differing_fields"] == ["changelist_id"]
 
 
+@pytest.mark.spec("NOT-4")
 def test_same_version_after_success_returns_prior_result():
     existing = new_job(_request(), NOW, "ingest").model_copy(update={"status": JobStatus.SUCCEEDED})
     answer = decide(
@@ -75,6 +80,7 @@ def test_same_version_after_success_returns_prior_result():
     assert not answer.enqueue_fetch
 
 
+@pytest.mark.spec("NOT-5")
 def test_higher_version_without_rerun_is_409():
     answer = decide(
         _request(review_version=2),
@@ -85,6 +91,7 @@ def test_higher_version_without_rerun_is_409():
     assert answer.details["latest_version"] == 1
 
 
+@pytest.mark.spec("NOT-5")
 def test_lower_version_rerun_is_stale_409():
     answer = decide(
         _request(review_version=2, rerun=True),
@@ -108,6 +115,7 @@ def test_a_fingerprint_without_follows_shelf_is_what_it_always_was():
     assert job.audit[0].detail == "versioned rerun; follows shelf v2 of CL 90"
 
 
+@pytest.mark.spec("CH-3")
 def test_api_maps_every_intake_outcome_to_one_status_and_its_headers():
     """HTTP lives in ingest/http_answers.py only: logic answers with domain outcomes."""
     assert set(INTAKE_STATUS) == set(IntakeOutcome)
@@ -132,6 +140,7 @@ def test_api_maps_every_intake_outcome_to_one_status_and_its_headers():
     assert INTAKE_STATUS[IntakeOutcome.STORAGE_INCONSISTENT] == 503
 
 
+@pytest.mark.spec("SEC-23")
 def test_the_latest_version_whose_records_expired_is_409_review_records_expired():
     """SEC-23: the head outlives the job and its claim, so their absence means they expired."""
     request = _request(review_version=3, rerun=True)

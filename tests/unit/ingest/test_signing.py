@@ -23,6 +23,7 @@ def test_current_secret_verifies():
     assert _verify(["current", "previous"], headers["X-P4Review-Timestamp"], headers["X-P4Review-Signature"]) == 0
 
 
+@pytest.mark.spec("SEC-22")
 def test_previous_secret_still_verifies_during_rotation():
     signature = sign("previous", "1700000000", "POST", "/v1/reviews", BODY)
     assert _verify(["current", "previous"], "1700000000", signature) == 1  # the caller can be told
@@ -77,6 +78,7 @@ def test_missing_headers_are_refused(timestamp, signature):
     assert problem.value.code == "signature_missing"
 
 
+@pytest.mark.spec("CH-4")
 @pytest.mark.parametrize(
     "timestamp", ["17e8", "17\u00b2", "\u00b9\u00b2\u00b3", "\u0661\u0667\u0660\u0660", " 1700000000", "+1700000000"]
 )

@@ -40,6 +40,7 @@ def test_a_shelved_version_maps_to_the_review_change():
     assert request.idempotency_key == "swarm-test-48300-v2" and request.follows_shelf is None
 
 
+@pytest.mark.spec("SW-7")
 @pytest.mark.parametrize("status", ["submitted", "committed"])
 def test_a_submitted_version_maps_to_the_committed_change_after_the_previous_shelf(status):
     """Swarm sends `submitted` (TestExecutor::getFieldsFromReview); `committed` is kept for old definitions."""
@@ -54,6 +55,7 @@ def test_a_first_version_committed_follows_nothing_and_is_no_rerun():
 
 
 # --- optional names ------------------------------------------------------------------------------------
+@pytest.mark.spec("SW-7")
 def test_long_non_ascii_names_and_a_numeric_test_run_id_are_read():
     """Swarm's names are any text (module/TestIntegration/src/Filter/TestDefinition.php addNameFilter;
     a test run's `test` 1 to 1000 characters: Filter/TestRun.php addTestFilter), and an unquoted
@@ -67,6 +69,7 @@ def test_long_non_ascii_names_and_a_numeric_test_run_id_are_read():
     assert swarm_intake.review_request_for(call).idempotency_key == "swarm-test-48300-v2"  # names play no part
 
 
+@pytest.mark.spec("SW-7")
 @pytest.mark.parametrize(
     "overrides",
     [

@@ -1,6 +1,9 @@
+import pytest
+
 from p4review.notify.delivery import delivery_token, message_id_for, normalize_recipient
 
 
+@pytest.mark.spec("NOT-10", "IDEM-7")
 def test_token_is_deterministic_per_tuple():
     assert delivery_token(1, "a@x.test", 1) == delivery_token(1, "a@x.test", 1)
     assert (

@@ -125,6 +125,7 @@ def bodies(raw: bytes) -> tuple[str, str]:
     return text.get_content(), html_part.get_content()
 
 
+@pytest.mark.spec("NOT-10", "IDEM-7")
 def test_two_renders_are_byte_identical() -> None:
     first = render()
     second = render(job=job(), result=result(), description=description())
@@ -133,6 +134,7 @@ def test_two_renders_are_byte_identical() -> None:
     assert render(message_id="<other@p4review.example.com>") != first
 
 
+@pytest.mark.spec("NOT-10")
 def test_headers() -> None:
     raw = render()
     message = parsed(raw)
@@ -240,6 +242,7 @@ def test_a_submit_that_follows_a_shelf_says_which_version() -> None:
     assert "Follows" not in plain_text and "Follows" not in plain_html
 
 
+@pytest.mark.spec("CH-4")
 def test_control_characters_in_paths_are_shown_escaped_never_as_body_lines() -> None:
     """Found by a hostile-input probe: a skipped path holding CR LF printed as its own body line
     (a fake `Subject:` line) in the plain-text part."""
@@ -256,6 +259,7 @@ def test_control_characters_in_paths_are_shown_escaped_never_as_body_lines() -> 
     assert "<code>//depot/main/a.c\\x0d\\x0aSubject:" in html
 
 
+@pytest.mark.spec("CH-3", "RV-13")
 def test_text_and_html_show_the_same_view() -> None:
     """Both parts are laid out from one EmailView: a field is cleaned and truncated once, so the
     two parts can never disagree about it."""
@@ -283,6 +287,7 @@ BUFFER_DIFF = """--- a/depot/main/src/net/buffer.c
 """
 
 
+@pytest.mark.spec("RV-1")
 def test_each_finding_shows_its_lines_in_both_parts() -> None:
     diffs = [
         FileDiff(
@@ -308,12 +313,14 @@ def test_a_finding_without_its_file_diff_shows_no_code() -> None:
     assert "+|" not in text and " | " not in text
 
 
+@pytest.mark.spec("RV-2")
 def test_each_finding_in_the_html_part_carries_its_severity_badge() -> None:
     _, html = bodies(render())
     for severity in ("HIGH", "MEDIUM", "INFO"):
         assert html.count(f'letter-spacing: 0.5px;">{severity}</span> <a href="https://swarm.example.com/changes/') == 1
 
 
+@pytest.mark.spec("RV-2")
 def test_badge_text_is_readable_on_every_badge_colour() -> None:
     """White on each badge colour meets WCAG AA (4.5:1), whatever the mail client's theme."""
     from p4review.notify.email.render import _BADGE_COLOURS
@@ -326,6 +333,7 @@ def test_badge_text_is_readable_on_every_badge_colour() -> None:
     assert all((1.0 + 0.05) / (luminance(colour) + 0.05) >= 4.5 for colour in _BADGE_COLOURS.values())
 
 
+@pytest.mark.spec("RV-13")
 def test_each_finding_links_to_its_file_in_swarm_when_a_swarm_url_is_set() -> None:
     """Swarm names a file's diff on the change page by the MD5 of its depot path."""
     import hashlib
@@ -339,6 +347,7 @@ def test_each_finding_links_to_its_file_in_swarm_when_a_swarm_url_is_set() -> No
     assert "In Swarm" not in plain_text and "swarm.example.com" not in plain_html
 
 
+@pytest.mark.spec("RV-13")
 def test_the_html_part_is_a_table_layout_with_inline_styles_and_a_dark_palette() -> None:
     _, html = bodies(render())
     assert '<meta name="color-scheme" content="light dark">' in html
@@ -364,6 +373,7 @@ HISTORY = VersionHistory(
 )
 
 
+@pytest.mark.spec("RV-11")
 def test_a_versioned_rerun_leads_with_what_changed_since_the_previous_version() -> None:
     raw = render(history=HISTORY)
     assert parsed(raw)["Subject"] == "[p4review] CL 12345 v2: 3 findings (1 high); 1 new, 1 resolved"
@@ -388,6 +398,7 @@ def test_a_first_review_has_no_history_section() -> None:
     assert "Since v" not in text and "Resolved since" not in html
 
 
+@pytest.mark.spec("RV-14")
 def test_a_suggested_change_is_shown_as_code_in_both_parts() -> None:
     code = '    snprintf(buf, size, "%s", name);  /* <safe> */\n    return;'
     text, html = bodies(render(result=result([make_finding(suggested_code=code)])))
@@ -401,6 +412,7 @@ def test_a_suggested_change_is_shown_as_code_in_both_parts() -> None:
     assert "Suggested change" not in plain_text
 
 
+@pytest.mark.spec("RV-15")
 def test_the_footer_names_the_depot_policies_used_and_why_one_was_not() -> None:
     from p4review.models.policy import ChangePolicy, DepotPolicy, PolicyDiagnostic, PolicyFile
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from p4review.metric_names import Dimension, MetricName
 from p4review.models.outbox import LookupOutcome, LookupResult, SendOutcome, SendResult
 from p4review.notify.email.sender import TimedSender
@@ -22,6 +24,7 @@ class FakeProvider:
         return LookupResult(outcome=LookupOutcome.UNSUPPORTED)
 
 
+@pytest.mark.spec("OPS-1")
 def test_each_call_is_counted_once_with_outcome_and_latency(capsys):
     metrics.clear_metrics()
     inner = FakeProvider(

@@ -77,6 +77,7 @@ def test_missing_owner_address_gets_a_marker():
         assert plan.rejected[0].row_key == "<missing:ghost>"
 
 
+@pytest.mark.spec("CH-4")
 def test_invalid_addresses_are_rejected_with_a_printable_bounded_key():
     rules = _rules(("//depot/...", ["not an address", "ok@example.test", "bad\r\nBcc: x@evil.test"]))
     plan = _plan("<Dev> dev@example.test", rules=rules)

@@ -35,6 +35,7 @@ class _CapturingClient:
         return {"MessageId": "0100018f-ses-id"}
 
 
+@pytest.mark.spec("SES-1")
 @pytest.mark.parametrize("configuration_set", [None, "p4review-events"])
 @pytest.mark.parametrize("ours", [True, False])
 def test_every_send_email_request_passes_botocore_validation(configuration_set: str | None, ours: bool) -> None:

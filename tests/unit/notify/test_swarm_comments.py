@@ -144,6 +144,7 @@ def test_a_task_opens_at_or_above_the_threshold(severity, threshold, expected):
     assert opens_task(severity, threshold) is expected
 
 
+@pytest.mark.spec("SW-1")
 def test_anchor_holds_the_flagged_line_and_up_to_four_above_it():
     context = anchor_context(_finding(line=5), DIFF, swarm_version=3)
     assert context.file == "//depot/main/x.py"
@@ -161,6 +162,7 @@ def test_anchor_holds_the_flagged_line_and_up_to_four_above_it():
     assert len(anchor_context(_finding(line=6), DIFF).content) == 5
 
 
+@pytest.mark.spec("SW-1")
 def test_an_unchanged_line_carries_its_left_line_and_deleted_lines_count_in_the_window():
     diff = "--- a\n+++ b\n@@ -10,4 +10,3 @@\n keep\n-gone\n-also gone\n+new\n same\n"
     context = anchor_context(_finding(line=12), diff)
@@ -179,6 +181,7 @@ def test_anchor_content_stops_at_a_gap_and_is_empty_without_the_line():
     assert anchor_context(_finding(line=5), None).version is None
 
 
+@pytest.mark.spec("SW-1")
 def test_context_lines_are_cut_where_swarm_cuts_them():
     diff = "--- a\n+++ b\n@@ -0,0 +1,1 @@\n+" + "y" * 400 + "\n"
     (line,) = anchor_context(_finding(line=1), diff).content
@@ -198,6 +201,7 @@ def test_a_finding_comment_shows_what_the_email_shows():
     assert body.endswith("\n\n" + marker)
 
 
+@pytest.mark.spec("SW-1")
 def test_model_text_cannot_make_links_images_html_or_close_the_code_block():
     hostile = _finding(
         title="See [here](https://evil.test) <img src=x>",
@@ -232,6 +236,7 @@ def test_a_huge_finding_is_cut_but_keeps_its_marker():
     assert "Suggestion:" in body  # only the message and the code give way
 
 
+@pytest.mark.spec("SW-1")
 def test_the_summary_counts_compares_and_covers():
     findings = [_finding(id="A"), _finding(id="B", severity="low"), _finding(id="C")]
     history = VersionHistory(
@@ -266,6 +271,7 @@ def test_the_summary_of_a_clean_first_version_and_of_a_long_history():
 
 
 # --- the plan --------------------------------------------------------------------------------------------
+@pytest.mark.spec("SW-1")
 def test_the_plan_posts_each_finding_then_the_summary_deterministically():
     findings = [_finding(id="A"), _finding(id="B", severity="low", line=2), _finding(id="C", file="//depot/other.py")]
     stored = _stored(findings, fingerprints={"A": "fp-a", "B": "fp-b", "C": "fp-a"})

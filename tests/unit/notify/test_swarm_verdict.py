@@ -55,6 +55,7 @@ def _ref(update_url: str | None = UPDATE_URL) -> SwarmTestRef:
 
 
 # --- the threshold -------------------------------------------------------------------------------------
+@pytest.mark.spec("SW-8")
 def test_the_default_fails_on_critical_or_high_only():
     fail_at = fail_threshold(Settings().swarm_test_fail_at)
     assert fail_at is Severity.HIGH
@@ -133,6 +134,7 @@ def test_the_summary_is_one_line():
 
 
 # --- the callback request ------------------------------------------------------------------------------
+@pytest.mark.spec("SW-8")
 def test_with_an_update_url_one_json_post_carries_status_summary_and_link():
     """Swarm's {update} URL takes `status`, `messages` and `url` (TestRunApi::updateWithUuid)."""
     request = callback_request(_ref(), verdict([], Severity.HIGH), link="https://swarm.example.test/changes/48300")
@@ -152,6 +154,7 @@ def test_with_an_update_url_one_json_post_carries_status_summary_and_link():
     }
 
 
+@pytest.mark.spec("SW-8")
 def test_without_an_update_url_the_pass_or_fail_url_gets_the_link_as_a_form():
     """{pass}/{fail} read only `url`, from a form or the query; a JSON body is ignored (TestRunApi::passOrFail)."""
     request = callback_request(_ref(None), verdict([], Severity.HIGH), link="https://swarm.example.test/changes/48300")

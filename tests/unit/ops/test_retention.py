@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from p4review.ops.retention import verify_retention
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
@@ -28,6 +30,7 @@ def test_objects_within_ttl_plus_the_grace_day_are_fine():
     assert verify_retention(store, NOW) == []
 
 
+@pytest.mark.spec("SEC-31")
 def test_an_object_older_than_ttl_plus_a_day_is_a_violation():
     store = FakeRetention({("raw", "changes/"): "2026/11/13", ("redacted", "results/"): "2026/10/20"})
     violations = verify_retention(store, NOW)

@@ -36,6 +36,7 @@ def test_a_step_for_a_token_already_current_is_a_finished_rotation(step):
     assert not step_has_work({"old": [PREVIOUS], "new": [CURRENT, PENDING]}, "new", step)
 
 
+@pytest.mark.spec("SEC-20")
 def test_create_may_find_the_token_unknown_the_later_steps_may_not():
     versions = {"old": [CURRENT]}
     assert step_has_work(versions, "new", RotationStep.CREATE)

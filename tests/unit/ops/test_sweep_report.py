@@ -83,6 +83,7 @@ STORE = Store(
 )
 
 
+@pytest.mark.spec("OPS-2")
 def test_the_oldest_job_per_stage_is_its_age_since_it_was_accepted():
     report = sweep(STORE, Queues(), stranded_after=timedelta(hours=1))
     assert report.active_jobs == 4
@@ -92,12 +93,14 @@ def test_the_oldest_job_per_stage_is_its_age_since_it_was_accepted():
     assert report.oldest_active_seconds == 7200.0
 
 
+@pytest.mark.spec("OPS-2")
 def test_an_idle_sweep_reports_every_stage_at_zero():
     report = sweep(Store(), Queues())
     assert report.oldest_by_stage == {"fetch": 0.0, "review": 0.0, "notify": 0.0}
     assert report.active_jobs == 0 and report.oldest_active_seconds == 0.0
 
 
+@pytest.mark.spec("OPS-2")
 def test_backlog_and_oldest_job_are_published_per_stage_and_state(capsys):
     report = sweep(STORE, Queues(), stranded_after=timedelta(hours=1))
     capsys.readouterr()

@@ -192,6 +192,7 @@ def _under(normalized: str, entries: list[str], fold=lambda text: text) -> bool:
     return any(fold(normalized).startswith(fold(entry[:-3])) and len(normalized) > len(entry) - 3 for entry in entries)
 
 
+@pytest.mark.spec("SEC-4")
 @settings(max_examples=1500, deadline=None)
 @given(hostile_paths)
 def test_matcher_never_allows_a_path_whose_normalized_form_is_outside(path):
@@ -246,6 +247,7 @@ class RecordingRunner:
         raise AssertionError("unexpected")
 
 
+@pytest.mark.spec("SEC-3")
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(

@@ -1,11 +1,14 @@
 import random
 
+import pytest
+
 from p4review.errors import AuthError, ErrorClass
 from p4review.models.job import StageName
 from p4review.pipeline import dead_letter
 from p4review.pipeline.backoff import backoff_delay
 
 
+@pytest.mark.spec("ERR-11", "ERR-12")
 def test_full_jitter_stays_under_the_exponential_ceiling():
     rng = random.Random(7)
     for attempt, ceiling in [(1, 1), (2, 2), (3, 4), (6, 32), (7, 60), (20, 60)]:
@@ -14,11 +17,13 @@ def test_full_jitter_stays_under_the_exponential_ceiling():
         assert max(delays) > ceiling * 0.5  # jitter spans the range, not a constant
 
 
+@pytest.mark.spec("ERR-3", "ERR-13")
 def test_retry_after_wins_when_larger_and_is_capped():
     assert backoff_delay(1, retry_after=30, rng=random.Random(1)) == 30
     assert backoff_delay(1, retry_after=10_000, rng=random.Random(1)) == 300
 
 
+@pytest.mark.spec("SEC-18", "ERR-18", "ERR-19", "ERR-20")
 def test_envelope_carries_ids_and_classes_but_no_secrets():
     try:
         raise AuthError("password=hunter2 refused for alice@example.com token: abc123")
@@ -64,6 +69,7 @@ def test_aws_setup_failures_become_domain_errors():
         translate(NoRegionError(), "create sqs client")
 
 
+@pytest.mark.spec("ERR-3")
 def test_aws_throttling_passes_on_retry_after():
     """Spec ERR-3: a throttled AWS call's Retry-After reaches the runtime's backoff (capped)."""
     import pytest

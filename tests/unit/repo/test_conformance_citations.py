@@ -8,6 +8,8 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[3]
 TABLE = ROOT / "docs" / "spec-conformance.md"
 # `unit/test_x.py::test_name` or `::test_name` (the file named before it).
@@ -38,6 +40,7 @@ def test_the_table_cites_tests():
     assert len(_citations()) > 300
 
 
+@pytest.mark.spec("CH-9")
 def test_every_cited_test_file_and_test_exists():
     names: dict[str, set[str]] = {}
     missing = []

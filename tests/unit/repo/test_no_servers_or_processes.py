@@ -13,6 +13,7 @@ import pytest
 from tests.unit.conftest import StartsAServerOrProcess
 
 
+@pytest.mark.spec("CH-7")
 def test_a_process_is_refused():
     with pytest.raises(StartsAServerOrProcess):
         subprocess.run([sys.executable, "-c", "pass"], check=False)
@@ -20,6 +21,7 @@ def test_a_process_is_refused():
         os.system("true")  # noqa: S605 - proves the guard refuses it
 
 
+@pytest.mark.spec("CH-7")
 def test_a_server_and_a_connection_are_refused():
     with socket.socket() as sock:
         with pytest.raises(StartsAServerOrProcess):

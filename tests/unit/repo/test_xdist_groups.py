@@ -7,6 +7,7 @@ over both workers. This test fails then."""
 import pytest
 
 
+@pytest.mark.spec("TST-1")
 @pytest.mark.xdist_group("group-probe")
 def test_loadgroup_puts_the_group_in_the_node_id(request):
     if not getattr(request.config.option, "loadgroup", False):

@@ -65,6 +65,7 @@ def test_each_file_goes_to_the_analyzers_for_its_language(path, first_line, expe
     assert analyzer_files.analyzers_for(path, first_line) == expected
 
 
+@pytest.mark.spec("RV-8")
 def test_fetch_keeps_content_only_for_what_an_enabled_analyzer_reads():
     assert analyzer_files.reads_content("//d/a.py", ["bandit"])
     assert not analyzer_files.reads_content("//d/a.py", ["shellcheck"])
@@ -96,6 +97,7 @@ def _sarif(tool: str, *results: dict) -> str:
     return json.dumps({"version": "2.1.0", "runs": [{"tool": {"driver": {"name": tool}}, "results": list(results)}]})
 
 
+@pytest.mark.spec("RV-7")
 def test_each_analyzers_report_is_read_and_what_we_did_not_give_it_is_ignored():
     ruff = _sarif(
         "ruff",
@@ -205,6 +207,7 @@ def _report(line: int, end_line: int | None = None, file: str = PY) -> analysis.
     )  # fmt: skip
 
 
+@pytest.mark.spec("RV-7")
 def test_only_reports_touching_an_added_line_are_kept_as_reviewdog_does():
     changed = {PY: changed_lines_from_diff(DIFF)}  # lines 4 and 5 are added
     kept = analysis.on_added_lines(
@@ -221,6 +224,7 @@ def test_ruffs_copies_of_bandits_tests_are_left_out_only_while_bandit_runs():
     assert analysis.without_copies([ruff_copy, ruff_own], ["ruff"]) == [ruff_copy, ruff_own]
 
 
+@pytest.mark.spec("RV-7")
 def test_findings_name_their_analyzer_and_rule():
     [finding] = analysis.as_findings([_report(5), _report(5)])  # one report, once
     assert finding.rule_id == "bandit/B602:shell"
@@ -232,6 +236,7 @@ def _model_finding(line: int, category: Category = Category.SECURITY, severity: 
     return Finding(id=f"M{line}", severity=severity, category=category, title="t", file=PY, line=line, message="m")
 
 
+@pytest.mark.spec("RV-7")
 def test_a_model_finding_on_the_same_problem_merges_into_the_analyzers():
     [analyzer_finding] = analysis.as_findings([_report(5)])
     kept, merged = merge_analyzer_findings(
@@ -253,6 +258,7 @@ def _snapshot(content: str) -> ChangeSnapshot:
 SECRET_LINE = 'AWS_SECRET_ACCESS_KEY = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"\n'
 
 
+@pytest.mark.spec("RV-8")
 def test_new_content_is_redacted_like_the_diff_and_checked_again_before_review():
     redacted = redact_change(_snapshot("import os\n" + SECRET_LINE))
     content = redacted.snapshot.diffs[0].new_content or ""

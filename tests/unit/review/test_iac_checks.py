@@ -43,6 +43,7 @@ def _found(path, text):
     return [(r.line, r.rule) for r in iac_checks.check(path, text)]
 
 
+@pytest.mark.spec("RV-7")
 def test_compose_settings_that_break_container_isolation_are_reported_on_their_lines():
     assert _found("//d/deploy/docker-compose.yml", COMPOSE) == [
         (4, "IAC-compose-privileged"),
@@ -212,6 +213,7 @@ provider "vault" {
 """
 
 
+@pytest.mark.spec("RV-7")
 def test_terraform_settings_are_reported_on_their_attributes():
     assert _found("//d/infra/main.tf", TERRAFORM) == [
         (8, "IAC-tf-open-admin-ingress"),  # 443 from anywhere is a public web port: not reported
@@ -244,6 +246,7 @@ def test_a_report_spans_the_attributes_that_make_the_problem():
     assert reports[101].category is Category.RELIABILITY and reports[101].severity is Severity.LOW
 
 
+@pytest.mark.spec("RV-7")
 @pytest.mark.parametrize(
     "text",
     [

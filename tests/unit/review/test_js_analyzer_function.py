@@ -64,6 +64,7 @@ def test_files_over_the_request_limit_are_not_sent():
     assert client.calls == []
 
 
+@pytest.mark.spec("RV-7")
 def test_the_review_stage_uses_the_function_only_when_it_is_configured():
     class ReviewStores:
         js_analyzer_function = object()

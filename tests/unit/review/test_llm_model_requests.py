@@ -205,6 +205,7 @@ def _assert_valid_converse(arguments: dict[str, Any], validator: tuple[ParamVali
 # -- the table --------------------------------------------------------------------------------
 
 
+@pytest.mark.spec("LLM-1")
 @pytest.mark.parametrize("provider", ["openai", "anthropic", "bedrock"])
 def test_every_family_has_a_source_and_is_reached_by_a_real_model_id(provider: str) -> None:
     samples = FAMILY_SAMPLES[provider]
@@ -229,6 +230,7 @@ def test_bedrock_inference_profiles_and_arns_are_matched_by_their_model() -> Non
     assert normalize_model_id("openai", "OpenAI/GPT-4o") == "gpt-4o"
 
 
+@pytest.mark.spec("LLM-1")
 def test_unknown_models_get_the_safe_choices() -> None:
     openai_unknown = capabilities("openai", "some-new-model")
     assert not openai_unknown.known and not openai_unknown.accepts_temperature
@@ -240,6 +242,7 @@ def test_unknown_models_get_the_safe_choices() -> None:
     assert anthropic_unknown.structured_output == "auto_tool"
 
 
+@pytest.mark.spec("LLM-1")
 @pytest.mark.parametrize("provider", ["openai", "anthropic", "bedrock"])
 def test_every_known_family_has_an_output_ceiling(provider: str) -> None:
     """The configured limit (256-65,536) is lowered to the model's; only unknown models have none."""
@@ -251,6 +254,7 @@ def test_every_known_family_has_an_output_ceiling(provider: str) -> None:
     assert UNKNOWN[provider].output_tokens(65_536) == 65_536  # type: ignore[index]
 
 
+@pytest.mark.spec("LLM-1")
 @pytest.mark.parametrize(
     "provider, model_id, expected",
     [
@@ -296,6 +300,7 @@ def test_the_output_limit_is_at_most_the_model_ceiling(provider: str, model_id: 
         assert arguments["inferenceConfig"]["maxTokens"] == expected
 
 
+@pytest.mark.spec("LLM-3")
 def test_the_cited_botocore_documentation_still_says_so() -> None:
     """The Bedrock column cites botocore's service model: fail here if a botocore upgrade changes it."""
     model = botocore.session.get_session().get_service_model("bedrock-runtime")
@@ -312,6 +317,7 @@ def test_the_cited_botocore_documentation_still_says_so() -> None:
 # -- Bedrock Converse -------------------------------------------------------------------------
 
 
+@pytest.mark.spec("LLM-3")
 @pytest.mark.parametrize("model_id", sorted(BEDROCK_MODELS))
 def test_every_bedrock_request_passes_botocore_validation(
     model_id: str, converse_validator: tuple[ParamValidator, Any]
@@ -346,6 +352,7 @@ def test_every_bedrock_request_passes_botocore_validation(
         assert set(arguments) == {"modelId", "messages", "requestMetadata"}
 
 
+@pytest.mark.spec("LLM-1")
 @pytest.mark.parametrize(
     "model_id, cache_point, tool_choice, temperature",
     [
@@ -366,6 +373,7 @@ def test_bedrock_request_per_family(model_id: str, cache_point: bool, tool_choic
     assert ("temperature" in arguments["inferenceConfig"]) is temperature
 
 
+@pytest.mark.spec("LLM-3")
 @pytest.mark.parametrize(
     "model_id",
     [
@@ -390,6 +398,7 @@ def test_bedrock_models_without_system_prompts_get_the_instructions_in_the_user_
     assert "toolConfig" not in arguments  # no tool use either
 
 
+@pytest.mark.spec("LLM-3")
 @pytest.mark.parametrize(
     "model_id", ["anthropic.claude-v2", "anthropic.claude-v2:1:200k", "anthropic.claude-instant-v1"]
 )
@@ -404,6 +413,7 @@ def test_claude_2_and_instant_on_bedrock_get_no_tool_config(
     assert arguments["inferenceConfig"] == {"maxTokens": 4096, "temperature": 0}
 
 
+@pytest.mark.spec("LLM-3")
 def test_an_unknown_bedrock_model_is_sent_no_output_limit(converse_validator: tuple[ParamValidator, Any]) -> None:
     """A maxTokens above the model's maximum is refused; left out, the model's maximum applies."""
     arguments = BedrockProvider("cohere.command-r-plus-v1:0", client=None).build_arguments(
@@ -416,6 +426,7 @@ def test_an_unknown_bedrock_model_is_sent_no_output_limit(converse_validator: tu
 # -- OpenAI -----------------------------------------------------------------------------------
 
 
+@pytest.mark.spec("LLM-4")
 @pytest.mark.parametrize("base_url", [None, GATEWAY])
 @pytest.mark.parametrize("structured_output", ["json_schema", "json_object", "none"])
 @pytest.mark.parametrize("model_id", sorted(OPENAI_MODELS))
@@ -446,6 +457,7 @@ def test_every_openai_request_matches_the_sdk_parameters(
         assert "response_format" not in arguments
 
 
+@pytest.mark.spec("LLM-2")
 @pytest.mark.parametrize(
     "model_id", ["o1", "o3-mini", "o4-mini-2025-04-16", "gpt-5", "gpt-5-mini", "gpt-5.1", "gpt-5-nano-2025-08-07"]
 )
@@ -460,6 +472,7 @@ def test_reasoning_models_get_no_temperature_and_max_completion_tokens_through_a
     assert [m["role"] for m in arguments["messages"]] == ["system", "user"]
 
 
+@pytest.mark.spec("LLM-2")
 @pytest.mark.parametrize(
     "model_id, effort",
     [
@@ -492,6 +505,7 @@ def test_reasoning_models_are_asked_for_low_reasoning_effort(model_id: str, effo
         assert effort in typing.get_args(typing.get_args(ReasoningEffort)[0])
 
 
+@pytest.mark.spec("LLM-2")
 @pytest.mark.parametrize(
     "base_url",
     [
@@ -525,6 +539,7 @@ def test_o1_mini_gets_its_instructions_in_the_user_message_and_no_response_forma
     assert "response_format" not in arguments and "temperature" not in arguments
 
 
+@pytest.mark.spec("LLM-1")
 @pytest.mark.parametrize(
     "model_id, base_url, expected",
     [
@@ -548,6 +563,7 @@ def test_openai_request_per_family(model_id: str, base_url: str | None, expected
 # -- Anthropic --------------------------------------------------------------------------------
 
 
+@pytest.mark.spec("LLM-4")
 @pytest.mark.parametrize("model_id", sorted(ANTHROPIC_MODELS))
 def test_every_anthropic_request_matches_the_sdk_parameters(model_id: str) -> None:
     provider = AnthropicProvider(model_id, _keys, timeout_seconds=5)
@@ -564,6 +580,7 @@ def test_every_anthropic_request_matches_the_sdk_parameters(model_id: str) -> No
     assert ("cache_control" in arguments["system"][0]) == (family.prompt_cache.mechanism == "cache_control")
 
 
+@pytest.mark.spec("LLM-1")
 @pytest.mark.parametrize(
     "model_id, tool_choice, cached",
     [

@@ -19,6 +19,7 @@ def clean_metrics():
     metrics.clear_metrics()
 
 
+@pytest.mark.spec("OPS-1")
 def test_a_dimension_goes_into_its_own_document_not_onto_the_invocations_metrics(capsys):
     metrics.add_metric(name=MetricName.EMAIL_SENT, unit="Count", value=1)
     capsys.readouterr()
@@ -29,6 +30,7 @@ def test_a_dimension_goes_into_its_own_document_not_onto_the_invocations_metrics
     assert list(metrics.metric_set) == [MetricName.EMAIL_SENT]
 
 
+@pytest.mark.spec("CH-3", "OPS-1")
 @pytest.mark.parametrize(
     ("name", "dimensions"),
     [
@@ -52,6 +54,7 @@ def _response(input_tokens: int, output_tokens: int) -> LlmResponse:
     return LlmResponse(text="{}", input_tokens=input_tokens, output_tokens=output_tokens, provider="p", model="m")
 
 
+@pytest.mark.spec("OPS-3")
 def test_an_answered_call_publishes_its_latency_and_tokens(capsys):
     capsys.readouterr()
     assert metered_completion(lambda: _response(1200, 340)).input_tokens == 1200
@@ -62,6 +65,7 @@ def test_an_answered_call_publishes_its_latency_and_tokens(capsys):
     assert MetricName.LLM_RATE_LIMITED not in metrics.metric_set
 
 
+@pytest.mark.spec("OPS-3")
 def test_a_rate_limited_call_is_counted_and_raised_for_the_runtime_to_back_off(capsys):
     def throttled() -> LlmResponse:
         raise ProviderRateLimited("429 too many requests", retry_after=12)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from p4review.errors import NotFoundError
 from p4review.models.job import ArtifactRefs, ChangeKind, ReviewJob
 from p4review.models.review_result import ReviewResult, StoredReview
@@ -56,12 +58,14 @@ def lookup(jobs: Jobs, documents: dict[str, dict[str, Any]]) -> StoredReviewHist
     return StoredReviewHistory(jobs, Artifacts(documents))  # type: ignore[arg-type]
 
 
+@pytest.mark.spec("RV-11")
 def test_the_previous_version_with_a_result_is_found() -> None:
     history = lookup(Jobs(job(1, "r1"), job(2)), {"r1": STORED})
     found = history.previous(job(3))
     assert found is not None and (found.review_version, found.job_id) == (1, "job-1")  # v2 has no result yet
 
 
+@pytest.mark.spec("RV-11")
 def test_nothing_when_the_result_expired_or_is_unreadable_or_too_far_back() -> None:
     assert lookup(Jobs(job(1, "r1")), {}).previous(job(2)) is None  # expired with the lifecycle
     assert lookup(Jobs(job(1, "r1")), {"r1": {"unexpected": True}}).previous(job(2)) is None

@@ -72,6 +72,7 @@ def rule_violations(text: str, version: str, schema_version: str) -> list[str]:
     return broken
 
 
+@pytest.mark.spec("PR-1", "PR-2", "PR-8", "PR-9", "PR-10", "PR-11", "PR-12", "PR-13", "PR-14", "RV-14")
 @pytest.mark.parametrize("template", TEMPLATES, ids=lambda t: t.version)
 def test_every_shipped_template_satisfies_the_seven_rules(template):
     # A schema version the parser accepts: SCHEMA_VERSION or a newer minor of its major (1.1 adds
@@ -84,6 +85,7 @@ def test_every_shipped_template_satisfies_the_seven_rules(template):
     assert rule_violations(template.text, template.version, template.schema_version) == []
 
 
+@pytest.mark.spec("PR-8", "PR-9", "PR-11", "PR-13", "PR-14")
 @pytest.mark.parametrize(
     "needle, rule",
     [
@@ -104,6 +106,7 @@ def test_the_rule_checks_catch_a_template_that_breaks_them(needle, rule):
     assert rule in rule_violations(broken, template.version, template.schema_version)
 
 
+@pytest.mark.spec("PR-1")
 def test_a_template_whose_literals_disagree_with_the_registry_is_caught():
     template = REGISTRY.template(REGISTRY.stable)
     assert "1-version-literals" in rule_violations(template.text, "9.9.9", template.schema_version)
@@ -163,6 +166,7 @@ def test_new_side_lines_are_numbered_and_removed_lines_are_not():
     ]
 
 
+@pytest.mark.spec("PR-10")
 def test_user_message_lists_only_the_chunks_files():
     message = render_user_message(
         changelist_id=7,

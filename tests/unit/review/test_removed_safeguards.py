@@ -28,6 +28,7 @@ def kinds(path: str, diff: str) -> list[tuple[int, str]]:
     return [(r.line, r.safeguard.kind) for r in removed_safeguards(path, diff)]
 
 
+@pytest.mark.spec("RV-7")
 def test_a_removed_null_check_is_reported_where_it_was():
     # Pure removal: the point is the new-side line that now follows (11), inside the hunk's span.
     assert kinds("//d/src/parse.c", NULL_CHECK_REMOVED) == [(11, "null-check")]
@@ -54,6 +55,7 @@ def test_each_kind_of_safeguard_in_its_language(path, removed, added, kind):
     assert kinds(path, diff) == [(2, kind)]
 
 
+@pytest.mark.spec("RV-7")
 def test_the_same_kind_put_back_in_the_hunk_or_the_line_moved_elsewhere_is_not_reported():
     rewritten = "@@ -1,3 +1,3 @@\n ctx\n-    if (p == NULL) return;\n+    if (!p) return;\n ctx\n"
     assert kinds("//d/a.c", rewritten) == []
@@ -86,6 +88,7 @@ def test_a_condition_that_loses_a_clause_is_reported(path, before, after):
     assert "condition-clause" not in {kind for _, kind in kinds(path, widened)}
 
 
+@pytest.mark.spec("RV-7")
 def test_the_offline_reviewer_reports_them_and_the_parser_keeps_them():
     path = "//depot/main/src/parse.c"
     diff = FileDiff(depot_path=path, action="edit", status=DiffStatus.FETCHED, unified_diff=NULL_CHECK_REMOVED)

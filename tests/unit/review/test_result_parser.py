@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import jsonschema
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -87,6 +88,7 @@ def test_valid_answer_is_kept_without_diagnostics() -> None:
     assert (kept.file, kept.line, kept.end_line, kept.severity) == ("//depot/main/src/net/buffer.c", 12, 14, "high")
 
 
+@pytest.mark.spec("OC-12")
 def test_honest_empty_answer_has_no_warning() -> None:
     outcome = parse(answer([]))
     assert outcome.result is not None and outcome.result.findings == []
@@ -96,6 +98,7 @@ def test_honest_empty_answer_has_no_warning() -> None:
 # --- step 1: JSON ------------------------------------------------------------------------
 
 
+@pytest.mark.spec("OC-2", "OC-9")
 def test_prose_wrapped_and_fenced_json_is_invalid_json() -> None:
     body = answer([finding()])
     for text in (
@@ -109,6 +112,7 @@ def test_prose_wrapped_and_fenced_json_is_invalid_json() -> None:
         assert rejection(parse(text)) == "invalid_json", text
 
 
+@pytest.mark.spec("OC-2")
 def test_json_that_is_not_an_object_is_schema_mismatch() -> None:
     """Valid JSON of the wrong shape is a schema problem, not a JSON one (independent check)."""
     for text in ("[" + answer([finding()]) + "]", '"a string"', "null", "42", "true", "[]"):
@@ -120,12 +124,14 @@ def test_json_that_is_not_an_object_is_schema_mismatch() -> None:
 # --- step 2: top-level schema ------------------------------------------------------------
 
 
+@pytest.mark.spec("OC-1", "OC-3", "OC-9", "PR-3")
 def test_missing_top_level_field_is_rejected() -> None:
     assert rejection(parse(answer(_ABSENT))) == "missing_required_field"
     assert rejection(parse(answer([], schema_version=_ABSENT))) == "missing_required_field"
     assert rejection(parse(answer([], prompt_version=_ABSENT))) == "missing_required_field"
 
 
+@pytest.mark.spec("OC-1", "OC-3")
 def test_bad_top_level_shapes_are_schema_mismatch() -> None:
     for top in (
         {"schema_version": 1.0},
@@ -141,6 +147,7 @@ def test_bad_top_level_shapes_are_schema_mismatch() -> None:
         assert rejection(parse(answer(not_an_array))) == "schema_mismatch", not_an_array
 
 
+@pytest.mark.spec("OC-3")
 def test_rejection_detail_never_echoes_values() -> None:
     outcome = parse(answer([], schema_version="AKIAIOSFODNN7EXAMPLE"))
     assert rejection(outcome) == "schema_mismatch"
@@ -150,6 +157,7 @@ def test_rejection_detail_never_echoes_values() -> None:
 # --- step 3: versions --------------------------------------------------------------------
 
 
+@pytest.mark.spec("PR-4", "PR-7", "PR-15")
 def test_schema_version_exact_or_newer_minor_same_major() -> None:
     assert not parse(answer([], schema_version="1.0")).rejected
     assert not parse(answer([], schema_version="1.3")).rejected
@@ -158,6 +166,7 @@ def test_schema_version_exact_or_newer_minor_same_major() -> None:
     assert rejection(parse(answer([], schema_version="1.0"), expected_schema_version="1.2")) == "incompatible_version"
 
 
+@pytest.mark.spec("PR-5")
 def test_prompt_version_exact_unless_patch_drift_allowed() -> None:
     assert rejection(parse(answer([], prompt_version="2.1.3"))) == "incompatible_version"
     assert not parse(answer([], prompt_version="2.1.3"), allowed_prompt_patch_drift=True).rejected
@@ -170,6 +179,7 @@ def test_prompt_version_exact_unless_patch_drift_allowed() -> None:
     assert not parse(answer([], prompt_version="2.1")).rejected  # 2.1 is 2.1.0
 
 
+@pytest.mark.spec("OC-2", "PR-3", "PR-6")
 def test_incompatible_version_is_decided_before_findings_are_read() -> None:
     garbage = [42, "x", {"id": ""}, finding(severity="urgent"), finding(file="//elsewhere/x.c")]
     outcome = parse(answer(garbage, prompt_version="9.0.0"))
@@ -180,6 +190,7 @@ def test_incompatible_version_is_decided_before_findings_are_read() -> None:
 # --- step 4: findings --------------------------------------------------------------------
 
 
+@pytest.mark.spec("G-4", "OC-1", "OC-5")
 def test_each_drop_reason() -> None:
     cases = {
         "not an object": ("schema_mismatch", ["just a string"]),
@@ -208,6 +219,7 @@ def test_each_drop_reason() -> None:
         assert drops(outcome) == [reason], name
 
 
+@pytest.mark.spec("OC-8")
 def test_drop_diagnostic_carries_location() -> None:
     outcome = parse(answer([finding(id="F9", severity="urgent", file="src\\net\\buffer.c", line="7")]))
     [dropped] = [d for d in outcome.diagnostics if d.kind == "finding_dropped"]
@@ -219,6 +231,7 @@ def test_drop_diagnostic_carries_location() -> None:
     )
 
 
+@pytest.mark.spec("OC-5", "OC-11")
 def test_only_the_bad_findings_are_dropped() -> None:
     outcome = parse(answer([finding(id="A"), finding(id="B", category="bug"), finding(id="C", line=30)]))
     assert outcome.result is not None
@@ -227,6 +240,7 @@ def test_only_the_bad_findings_are_dropped() -> None:
     assert not any(d.kind == "warning" for d in outcome.diagnostics)
 
 
+@pytest.mark.spec("OC-12")
 def test_all_findings_dropped_gives_empty_result_and_warning() -> None:
     outcome = parse(answer([finding(severity="urgent"), finding(id="F2", line=0)]))
     assert not outcome.rejected
@@ -243,6 +257,7 @@ def test_duplicate_ids_keep_the_first() -> None:
     assert drops(outcome) == ["duplicate_finding_id", "duplicate_finding_id"]
 
 
+@pytest.mark.spec("G-4", "OC-4", "OC-6")
 def test_safe_coercions_are_applied_and_logged() -> None:
     outcome = parse(
         answer([finding(id=" F1 ", title="  Unbounded copy\n", line=" 12", end_line="15", severity="high ")])
@@ -260,6 +275,7 @@ def test_safe_coercions_are_applied_and_logged() -> None:
     assert all(d.finding_id == "F1" for d in outcome.diagnostics)
 
 
+@pytest.mark.spec("OC-6")
 def test_coercions_to_a_finding_that_is_then_dropped_are_still_logged() -> None:
     """The spec requires every coercion logged: a backslash path normalized and then not found
     among the changed files is logged as a coercion, then as the drop."""
@@ -271,6 +287,7 @@ def test_coercions_to_a_finding_that_is_then_dropped_are_still_logged() -> None:
     assert drops(outcome) == ["file_not_in_changed_files"]
 
 
+@pytest.mark.spec("OC-7", "SEC-18")
 def test_coercion_diagnostics_truncate_and_redact() -> None:
     long_title = "  " + "word " * 40
     secret_message = ' password = "hunter2-Secret" '
@@ -288,6 +305,7 @@ def test_coercion_diagnostics_truncate_and_redact() -> None:
 # --- step 5: reconciliation --------------------------------------------------------------
 
 
+@pytest.mark.spec("OC-10")
 def test_reconciliation_rewrites_to_the_canonical_changed_path() -> None:
     for given_path in (
         "./src/net/buffer.c",
@@ -307,6 +325,7 @@ def test_reconciliation_rewrites_to_the_canonical_changed_path() -> None:
         assert file_coercions and file_coercions[-1][2] == "//depot/main/src/net/buffer.c", given_path
 
 
+@pytest.mark.spec("OC-10")
 def test_reconciliation_rejects_unknown_ambiguous_and_partial_segment_paths() -> None:
     for given_path in (
         "//depot/main/src/net/missing.c",  # not in the change
@@ -371,18 +390,21 @@ _near_document = st.fixed_dictionaries(
 )
 
 
+@pytest.mark.spec("OC-13")
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=st.text(max_size=200))
 def test_arbitrary_text_never_raises(text: str) -> None:
     _check_invariants(parse(text), CHANGED)
 
 
+@pytest.mark.spec("OC-13")
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(document=_json)
 def test_arbitrary_json_never_raises(document: Any) -> None:
     _check_invariants(parse(json.dumps(document)), CHANGED)
 
 
+@pytest.mark.spec("OC-2", "OC-11")
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(document=_near_document, drift=st.booleans())
 def test_near_valid_documents_keep_only_valid_reconciled_findings(document: dict[str, Any], drift: bool) -> None:
@@ -394,6 +416,7 @@ def test_near_valid_documents_keep_only_valid_reconciled_findings(document: dict
         assert dropped + len(outcome.result.findings) == len(document["findings"])
 
 
+@pytest.mark.spec("OC-13")
 def test_pathological_inputs_never_raise() -> None:
     for text in ("[" * 100_000, '{"a":' * 50_000, "9" * 10_000, "\ud800", '{"findings": [' + "1," * 10 + "]}"):
         _check_invariants(parse(text), CHANGED)
@@ -405,6 +428,7 @@ def test_pathological_inputs_never_raise() -> None:
 SUGGESTED = '    snprintf(dst, sizeof dst, "%s", src);\n\n'
 
 
+@pytest.mark.spec("RV-14")
 def test_a_1_1_answer_keeps_suggested_code_as_code() -> None:
     outcome = parse(answer([finding(suggested_code=SUGGESTED)], schema_version="1.1"))
     assert not outcome.rejected and outcome.result is not None
@@ -413,12 +437,14 @@ def test_a_1_1_answer_keeps_suggested_code_as_code() -> None:
     assert outcome.result.schema_version == "1.1"
 
 
+@pytest.mark.spec("RV-14")
 def test_a_1_0_answer_is_still_accepted_and_cannot_carry_suggested_code() -> None:
     assert parse(answer([finding()])).result.findings  # type: ignore[union-attr]
     outcome = parse(answer([finding(suggested_code=SUGGESTED)], schema_version="1.0"))
     assert drops(outcome) == ["schema_mismatch"]
 
 
+@pytest.mark.spec("RV-14")
 def test_suggested_code_that_is_not_a_string_drops_and_too_long_is_removed_with_a_logged_coercion() -> None:
     outcome = parse(answer([finding(suggested_code=["x"])], schema_version="1.1"))
     assert drops(outcome) == ["schema_mismatch"]
@@ -428,6 +454,7 @@ def test_suggested_code_that_is_not_a_string_drops_and_too_long_is_removed_with_
     assert [(d.kind, d.field) for d in outcome.diagnostics] == [("coercion_applied", "suggested_code")]
 
 
+@pytest.mark.spec("RV-14")
 def test_the_1_1_schema_is_the_1_0_schema_plus_suggested_code() -> None:
     from p4review.models.review_result import REVIEW_RESULT_SCHEMA_1_1, result_schema_for
 

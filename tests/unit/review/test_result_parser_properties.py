@@ -17,6 +17,7 @@ import json
 from typing import Any
 
 import jsonschema
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.internal.conjecture import utils as _cu
@@ -216,6 +217,7 @@ def _parse(text: Any, **kwargs: Any) -> ParseOutcome:
     return parse_review_result(text, CHANGED, expected_prompt_version=PROMPT, **kwargs)
 
 
+@pytest.mark.spec("OC-13")
 @settings(PROPERTY_SETTINGS, max_examples=150)
 @given(text=st.text(max_size=300) | st.binary(max_size=100))
 def test_any_text_or_bytes(text: Any) -> None:
@@ -224,12 +226,14 @@ def test_any_text_or_bytes(text: Any) -> None:
     _check(outcome)
 
 
+@pytest.mark.spec("OC-13")
 @settings(PROPERTY_SETTINGS, max_examples=150)
 @given(document=_json, line_checks=_line_checks)
 def test_any_json_value(document: Any, line_checks: dict[str, Any]) -> None:
     _check(_parse(json.dumps(document), **line_checks), document, line_checks)
 
 
+@pytest.mark.spec("OC-4", "OC-10", "OC-13")
 @settings(PROPERTY_SETTINGS, max_examples=200)
 @given(document=_mutated_document(), line_checks=_line_checks, drift=st.booleans())
 def test_schema_shaped_and_mutated_documents(document: Any, line_checks: dict[str, Any], drift: bool) -> None:
@@ -252,6 +256,7 @@ def _valid_document(draw: st.DrawFn) -> dict[str, Any]:
     return document
 
 
+@pytest.mark.spec("OC-13")
 @settings(PROPERTY_SETTINGS, max_examples=50)
 @given(document=_valid_document())
 def test_valid_documents_keep_every_finding(document: dict[str, Any]) -> None:

@@ -49,6 +49,7 @@ class World:
         return self.gate.ask(REQUEST, complete, self.lease, self.now + timedelta(seconds=last_call_in))
 
 
+@pytest.mark.spec("CAP-1")
 def test_granted_tokens_are_waited_for_in_place_then_the_call_is_made():
     world = World()
     for tokens in (60_000, 5_000):  # a full minute's tokens and 5 s more, queued ahead
@@ -59,6 +60,7 @@ def test_granted_tokens_are_waited_for_in_place_then_the_call_is_made():
     assert max(world.slept) <= 5.0  # in slices: the lease is looked at between them
 
 
+@pytest.mark.spec("CAP-2")
 def test_tokens_that_would_come_after_the_last_call_give_up_without_calling_or_reserving():
     world = World()
     world.budget.hold_off(3_600)
@@ -69,12 +71,14 @@ def test_tokens_that_would_come_after_the_last_call_give_up_without_calling_or_r
     assert refused.value.retry_after == pytest.approx(3_000 + RESERVED / 1000)
 
 
+@pytest.mark.spec("CAP-1")
 def test_the_provider_count_replaces_the_reservation():
     world = World()
     world.ask(world.answer())
     assert world.budget.tat_ms == int(START.timestamp() * 1000) + 1_200 + 300  # not RESERVED
 
 
+@pytest.mark.spec("CAP-3")
 def test_a_429_with_retry_after_holds_everyone_off_and_is_asked_once_more():
     world = World()
     response = world.ask(world.answer(ProviderRateLimited("429", retry_after=12)))
@@ -84,6 +88,7 @@ def test_a_429_with_retry_after_holds_everyone_off_and_is_asked_once_more():
     assert world.budget.reserve(1_000, max_wait_seconds=600).wait_seconds > 0
 
 
+@pytest.mark.spec("CAP-3")
 def test_a_second_429_or_one_without_retry_after_is_the_failed_attempt():
     world = World()
     with pytest.raises(ProviderRateLimited):
@@ -95,6 +100,7 @@ def test_a_second_429_or_one_without_retry_after_is_the_failed_attempt():
     assert bare.calls == 1
 
 
+@pytest.mark.spec("CAP-3")
 def test_a_429_whose_wait_does_not_fit_counts_rather_than_deferring():
     world = World()
     with pytest.raises(ProviderRateLimited):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from p4review.change.fingerprints import finding_fingerprint, fingerprints_for, normalized_title
 from p4review.models.review_result import Finding
 from p4review.review.history import compare_versions, file_answers_for, reusable_answers
@@ -30,6 +32,7 @@ def diff(*lines: str, start: int = 1) -> str:
     return f"--- a\n+++ b\n@@ -0,0 +{start},{len(lines)} @@\n{body}"
 
 
+@pytest.mark.spec("RV-11")
 def test_a_line_shift_keeps_the_fingerprint_and_a_content_change_does_not() -> None:
     v1 = diff("import os", "try:", "    except:", "x")
     v2 = diff("import os", "import sys", "try:", "    except:", "x")  # one line added above
@@ -74,6 +77,7 @@ def compare(previous: list[Finding], current: list[Finding], **kwargs: Any):
     return compare_versions(**values)
 
 
+@pytest.mark.spec("RV-11")
 def test_new_still_open_and_resolved() -> None:
     previous = [finding(id="A", title="one"), finding(id="B", title="two", line=9)]
     current = [finding(id="X", title="one", line=5), finding(id="Y", title="three")]
@@ -83,6 +87,7 @@ def test_new_still_open_and_resolved() -> None:
     assert history.previous_version == 1 and history.previous_job_id == "job-1"
 
 
+@pytest.mark.spec("RV-11")
 def test_equal_fingerprints_match_one_to_one() -> None:
     """Two identical problems then, one now: one still open, one resolved."""
     previous = [finding(id="A", title="same"), finding(id="B", title="same", line=8)]
@@ -92,6 +97,7 @@ def test_equal_fingerprints_match_one_to_one() -> None:
     assert history.still_open == ["X"] and history.new == ["Y"] and history.resolved == []
 
 
+@pytest.mark.spec("RV-11")
 def test_a_finding_on_a_file_skipped_this_time_is_not_called_resolved() -> None:
     other = "//depot/tools/huge.py"
     previous = [finding(id="A", title="one", file=other)]
@@ -102,6 +108,7 @@ def test_a_finding_on_a_file_skipped_this_time_is_not_called_resolved() -> None:
     assert len(history.resolved) == 1 and history.not_rechecked == 0
 
 
+@pytest.mark.spec("RV-12")
 def test_an_answer_is_reused_only_for_the_same_section_and_the_same_reviewer() -> None:
     sections = {PATH: "section v1", "//depot/b.py": "section b"}
     answers = file_answers_for(

@@ -7,6 +7,7 @@ from p4review.review.setup import review_config
 from p4review.settings.service import Settings
 
 
+@pytest.mark.spec("LLM-1")
 @pytest.mark.parametrize(
     ("provider", "model", "expected"),
     [

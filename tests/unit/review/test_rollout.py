@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from p4review.review.metric_tracks import TRACK_CANARY, TRACK_STABLE
 from p4review.review.prompts import load_registry
 from p4review.review.rollout import choose_prompt, rollout_bucket
@@ -18,12 +20,14 @@ def test_shipped_registry_serves_everything_from_the_stable_version():
     assert choose_prompt(REGISTRY, 1).version == REGISTRY.stable
 
 
+@pytest.mark.spec("PR-16")
 def test_canary_share_is_close_to_the_configured_percentage():
     registry = with_canary(10)
     canary = sum(choose_prompt(registry, cl).track == TRACK_CANARY for cl in range(1, 20_001))
     assert 1_800 <= canary <= 2_200  # 10% of 20,000 +- 10%
 
 
+@pytest.mark.spec("PR-16")
 def test_choice_is_stable_for_a_changelist_and_grows_monotonically():
     small, large = with_canary(5), with_canary(50)
     for cl in range(1, 3000):

@@ -57,6 +57,7 @@ def test_ruffs_log_is_read_with_file_uris_mapped_back_to_depot_paths():
     assert (first.level, first.message, first.rule_name) == ("error", "`os` imported but unused", None)
 
 
+@pytest.mark.spec("RV-7")
 def test_ruff_through_sarif_gives_the_reports_its_json_gave():
     """Expected: what read_ruff made of `ruff check --output-format json` on the same files
     (ruff 0.17.6), before ruff was read through SARIF."""
@@ -79,6 +80,7 @@ def test_ruff_through_sarif_gives_the_reports_its_json_gave():
     assert analysis.read_ruff(_log("ruff-0.17.6.sarif"), {"f0000/tool.py": "//depot/app/tool.py"}) == []
 
 
+@pytest.mark.spec("RV-7")
 def test_flawfinder_through_sarif_gives_the_reports_its_csv_gave():
     """Expected: what read_flawfinder made of `flawfinder --csv --minlevel=4` on the same file
     (flawfinder 2.0.20). Its SARIF also holds the level-2 `char` hit, which is left out; the

@@ -3,6 +3,7 @@ holding one minute of tokens, kept in one number."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -33,6 +34,7 @@ def test_cost_is_the_tokens_share_of_a_minute_capped_at_a_full_bucket():
     assert cost_ms(10_000_000, TPM) == BURST_MS  # bigger than a minute's budget: goes alone, not never
 
 
+@pytest.mark.spec("CAP-1")
 def test_a_full_bucket_grants_a_minute_of_tokens_at_once_then_queues():
     budget = InMemoryTokenBudget(TPM, Clock())
     waits = [budget.reserve(30_000, max_wait_seconds=600).wait_seconds for _ in range(4)]
@@ -59,6 +61,7 @@ def test_the_bucket_refills_with_time():
     assert budget.reserve(30_000, max_wait_seconds=0).granted
 
 
+@pytest.mark.spec("CAP-3")
 def test_a_hold_off_keeps_everyone_waiting_for_the_retry_after():
     budget = InMemoryTokenBudget(TPM, Clock())
     budget.hold_off(20)
@@ -80,6 +83,7 @@ def test_settling_gives_back_unused_tokens_but_never_beyond_a_full_bucket():
     assert settled_tat_ms(None, NOW, 5_000) == NOW + 5_000  # a charge on a full bucket
 
 
+@pytest.mark.spec("CAP-1")
 @settings(max_examples=200, deadline=None)
 @given(
     st.integers(min_value=1_000, max_value=2_000_000),

@@ -5,12 +5,14 @@ from p4review.models.job import JobStatus
 from p4review.stores.transitions import ALLOWED_TRANSITIONS, can_transition, check_transition, predecessors
 
 
+@pytest.mark.spec("G-1")
 def test_terminal_statuses_have_no_way_out():
     for terminal in (JobStatus.SUCCEEDED, JobStatus.FAILED):
         for target in JobStatus:
             assert not can_transition(terminal, target)
 
 
+@pytest.mark.spec("G-1")
 @pytest.mark.parametrize(
     ("current", "target"),
     [

@@ -83,6 +83,7 @@ def log_lines(config) -> list[str]:
 
 
 # --- the file itself ----------------------------------------------------------------------------------
+@pytest.mark.spec("TRG-1")
 def test_the_trigger_imports_only_the_standard_library():
     tree = ast.parse(TRIGGER_FILE.read_text())
     imported = set()
@@ -96,6 +97,7 @@ def test_the_trigger_imports_only_the_standard_library():
     assert sorted(name for name in imported if name not in sys.stdlib_module_names) == []
 
 
+@pytest.mark.spec("TRG-1")
 def test_the_trigger_path_imports_almost_nothing():
     """The trigger must start in milliseconds: its module top imports os, sys, time and errno only;
     everything else is loaded by load_sender_modules() for the sender and admin commands."""
@@ -105,6 +107,7 @@ def test_the_trigger_path_imports_almost_nothing():
 
 
 # --- configuration ------------------------------------------------------------------------------------
+@pytest.mark.spec("TRG-2")
 def test_config_search_order(tmp_path):
     beside = str(tmp_path / "scripts")
     assert trigger.config_candidates("/x/given.conf", {"P4REVIEW_TRIGGER_CONFIG": "/y/env.conf"}, beside) == [
@@ -143,6 +146,7 @@ def test_config_values_comments_quotes_and_defaults(tmp_path):
     assert config.number("SEND_TIMEOUT") == 5
 
 
+@pytest.mark.spec("TRG-2")
 @pytest.mark.parametrize(
     "text, problem",
     [
@@ -178,6 +182,7 @@ def test_http_is_allowed_to_localhost_only():
     assert trigger.parse_config_text("API_URL=http://localhost:8787\n", "t.conf")["API_URL"]
 
 
+@pytest.mark.spec("TRG-3")
 def test_secret_file_readable_by_others_is_refused(tmp_path):
     secret = write_secret(tmp_path / "s", mode=0o644)
     with pytest.raises(trigger.ConfigError, match=r"can be read by others \(mode 644\): chmod 600"):
@@ -205,6 +210,7 @@ def test_missing_empty_or_odd_secret_files_are_refused(tmp_path, setup, problem)
 
 
 # --- the trigger table ---------------------------------------------------------------------------------
+@pytest.mark.spec("TRG-10")
 def test_trigger_table_lines(tmp_path):
     text = trigger.trigger_table(
         "/etc/perforce/p4review-trigger.conf",
@@ -227,6 +233,7 @@ def test_trigger_table_lines(tmp_path):
     assert lines[4] == f'\tp4review.shelvedel shelve-delete //depot/a/... {command} -t shelve-delete -v %change%"'
 
 
+@pytest.mark.spec("TRG-3")
 def test_trigger_table_never_contains_the_secret(tmp_path, capsys, config_file):
     args = trigger.build_parser().parse_args(["-c", str(config_file), "-o"])
     assert trigger.run_print_table(args) == 0
@@ -252,6 +259,7 @@ def test_joined_options_and_an_unexpanded_oldchangelist(config_file, config):
     assert event["change"] == 48220 and event["old_change"] is None
 
 
+@pytest.mark.spec("TRG-4")
 @pytest.mark.parametrize(
     "value",
     [
@@ -285,6 +293,7 @@ def test_unknown_trigger_type_and_unknown_arguments(config_file, config):
     assert len(spool_files(Path(config.spool_dir), "pending")) == 1
 
 
+@pytest.mark.spec("TRG-4")
 def test_missing_or_broken_config_returns_zero_and_prints_nothing(tmp_path, capsys):
     assert trigger.main(["-c", str(tmp_path / "missing.conf"), "-t", "change-commit", "-v", "1"]) == 0
     (tmp_path / "bad.conf").write_text("NOT A CONFIG\n")
@@ -293,6 +302,7 @@ def test_missing_or_broken_config_returns_zero_and_prints_nothing(tmp_path, caps
     assert capsys.readouterr() == ("", "")
 
 
+@pytest.mark.spec("TRG-4")
 def test_a_full_spool_disk_is_logged_and_the_trigger_returns_zero(config_file, config, monkeypatch, capsys):
     def disk_full(fd):
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -393,6 +403,7 @@ def test_submit_after_shelve_takes_the_next_version_once_and_says_what_it_follow
     assert p4.keys["p4review-version-48240"] == "3"
 
 
+@pytest.mark.spec("TRG-8")
 def test_a_renumbered_submit_counts_on_from_its_pending_number(p4):
     keys = trigger.Keys("review")
     p4.shelves[48240] = shelf("AA")
@@ -461,6 +472,7 @@ def test_a_spooled_submit_is_resolved_posted_and_moved_to_done(config, log, cloc
     )
 
 
+@pytest.mark.spec("TRG-6")
 def test_events_are_sent_oldest_first(config, log, clock, sender, api, p4):
     for change in (48270, 48213, 48261):
         spool_event(config, log, clock, "change-commit", change, change)
@@ -492,6 +504,7 @@ def test_the_version_is_recorded_before_the_post_so_a_resend_reuses_it(config, l
     assert spool_files(Path(config.spool_dir), "done")[0]["attempts"] == 2
 
 
+@pytest.mark.spec("TRG-5")
 @pytest.mark.parametrize(
     "status, code",
     [
@@ -520,6 +533,7 @@ def test_an_answer_the_api_will_never_accept_moves_the_event_to_rejected(config,
     assert (" WARN " in line) == dealt_with_before and ("note=" in line) == dealt_with_before, line
 
 
+@pytest.mark.spec("TRG-5")
 @pytest.mark.parametrize(
     "answer",
     [
@@ -563,6 +577,7 @@ def test_a_401_says_secret_or_clock(config, log, clock, sender, api):
     assert "SECRET_FILE" in trigger.drain(config, log, clock=clock, sender=sender, scheduled=False)["stopped"]
 
 
+@pytest.mark.spec("TRG-6")
 def test_a_failed_scheduled_drain_backs_off_with_full_jitter(config, log, clock, sender, api):
     spool_event(config, log, clock, "change-commit", 48213, 48213)
     api.script = [trigger.Unreachable("timed out")] * 3
@@ -636,6 +651,7 @@ def test_an_identical_reshelve_is_done_without_a_request(config, log, clock, sen
     assert skipped["outcome"]["skipped"] == "identical to shelf version 1"
 
 
+@pytest.mark.spec("TRG-6")
 def test_an_orphan_of_a_writer_killed_before_its_rename_is_recovered_once(config, log, clock, sender, api):
     spool = trigger.Spool(config.spool_dir, clock)
     spool.ensure()
@@ -674,6 +690,7 @@ def test_an_unreadable_pending_file_goes_to_corrupt(config, log, clock, sender):
     assert trigger.drain(config, log, clock=clock, sender=sender)["corrupt"] == 1
 
 
+@pytest.mark.spec("TRG-6")
 def test_one_drain_at_a_time(config, log, clock, sender, api):
     spool_event(config, log, clock, "change-commit", 48213, 48213)
     held = trigger.Spool(config.spool_dir, clock).try_lock()
@@ -776,6 +793,7 @@ def test_catch_up_posts_what_never_arrived_and_advances_the_mark(config, log, cl
     assert any("caught_up change=48234" in line for line in log_lines(config))
 
 
+@pytest.mark.spec("TRG-9")
 def test_catch_up_stops_at_a_failure_and_keeps_the_mark_before_it(config, log, clock, sender, p4, api):
     p4.keys["p4review-catchup-mark"] = "100"
     p4.changes = [(101, 1), (102, 2), (103, 3)]
@@ -785,6 +803,7 @@ def test_catch_up_stops_at_a_failure_and_keeps_the_mark_before_it(config, log, c
     assert p4.keys["p4review-catchup-mark"] == "101"
 
 
+@pytest.mark.spec("TRG-9")
 def test_catch_up_never_moves_the_mark_backwards(config, log, clock, sender, p4, api):
     p4.keys["p4review-catchup-mark"] = "100"
     p4.changes = [(101, 1)]
@@ -825,6 +844,7 @@ def test_catch_up_of_a_shelved_then_submitted_change_follows_its_shelf(config, l
     assert request["review_version"] == 3 and request["follows_shelf"] == {"changelist_id": 48240, "review_version": 2}
 
 
+@pytest.mark.spec("TRG-7")
 def test_on_windows_the_trigger_only_spools_and_the_timer_sends(tmp_path, monkeypatch, capsys):
     """p4d on Windows: no detached sender; the event waits for the scheduled --drain."""
     config_file = write_config(tmp_path, SEND_MODE="background")
