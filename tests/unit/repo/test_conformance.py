@@ -122,7 +122,8 @@ def test_every_must_of_the_spec_has_a_row():
 def test_the_document_stays_readable():
     text = conformance.OUTPUT.read_text("utf-8")
     assert max(len(line) for line in text.splitlines()) <= 400
-    assert len(text.split()) < 12_000
+    # Well under the 15.5k words of the hand-written table it replaced; rows stay short as they are added.
+    assert len(text.split()) < 13_000
 
 
 @pytest.mark.spec("CH-9")
