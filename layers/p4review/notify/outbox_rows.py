@@ -1,7 +1,7 @@
 """The outbox row steps every notify channel shares (email, Swarm comments, a Swarm test's
 verdict): the delivery intent and its first attempt in one conditional write, the attempt counted
 with the row's send lock taken before the provider is called (send, then mark), and the same for
-a row an earlier run left. The exactly-once loop over these steps: stages/delivery_loop.py."""
+a row an earlier run left. The exactly-once loop over these steps: notify/delivery_loop.py."""
 
 from __future__ import annotations
 

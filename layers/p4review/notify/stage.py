@@ -143,7 +143,7 @@ class NotifyWork:
         rows: dict[str, OutboxRow] = {}
         for recipient in recipients:
             try:
-                rows[recipient] = deliver(self._outbox, job, recipient, lease, email)  # stages/delivery_loop.py
+                rows[recipient] = deliver(self._outbox, job, recipient, lease, email)  # notify/delivery_loop.py
             except (AuthError, StaleWriteError):
                 raise  # our credentials, or the lease: every other recipient would meet the same
             except RetryableError as exc:
@@ -211,7 +211,7 @@ class NotifyWork:
         """The Swarm workflow test's pass or fail, sent once (a row of its own, `swarm:verdict`).
         An opted-out change was not reviewed: it fails unless the test never fails, so an author
         cannot pass a required test by opting out. Send, then mark, but not through the delivery
-        loop (stages/delivery_loop.py): there is nothing to look up, as Swarm keeps a test run's
+        loop (notify/delivery_loop.py): there is nothing to look up, as Swarm keeps a test run's
         last status (a resend is harmless), and a failed verdict row is sent again next attempt."""
         assert job.swarm_test is not None
         fail_at = fail_threshold(self._settings.swarm_test_fail_at)
@@ -285,7 +285,7 @@ EMAIL_PROFILE = ChannelProfile(
 
 
 class EmailDelivery:
-    """The email channel's plug-in to the delivery loop (stages/delivery_loop.py): the review
+    """The email channel's plug-in to the delivery loop (notify/delivery_loop.py): the review
     rendered for each recipient with its deterministic Message-ID, sent through SMTP or SES, and
     looked up by that Message-ID. `render` takes recipient, from_address and message_id."""
 

@@ -5,7 +5,7 @@ fingerprint); then one Swarm notification for all of them.
 Each comment is an outbox row of its own, keyed `swarm:<fingerprint>` where an email's row is
 keyed by its address, so a comment has everything an email has: the send-then-mark order, the
 send lock, the attempt count, `failed` rows for an operator and the `deliveries` commands. It goes
-through the loop an email goes through (stages/delivery_loop.py), with `CommentDelivery` as the
+through the loop an email goes through (notify/delivery_loop.py), with `CommentDelivery` as the
 plug-in.
 
 Swarm takes no idempotency key, so every comment carries a marker derived from its key
