@@ -377,7 +377,7 @@ def measure_cost_per_job(steady_jobs: int = STEADY_JOBS) -> CostRun:
 
     from p4review.cli.api_client import ReviewApiClient
     from p4review.models.job import STAGE_ORDER, JobStatus
-    from p4review.settings.service import get_settings
+    from p4review.settings.blocks import StoresBlock
     from p4review.stores.dynamo_jobs import DynamoJobRepository
     from p4review_dev.stack import REGION, LocalStack, repo_root
 
@@ -399,7 +399,7 @@ def measure_cost_per_job(steady_jobs: int = STEADY_JOBS) -> CostRun:
                 ),
                 BENCHMARK,
             )
-            jobs = DynamoJobRepository(watcher, get_settings().require("jobs_table"))
+            jobs = DynamoJobRepository(watcher, StoresBlock.from_env().needed("jobs_table"))
 
             def run_job(change: int) -> str:
                 answer = api.submit(

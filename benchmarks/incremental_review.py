@@ -60,12 +60,12 @@ def review_shelf_versions(
     from p4review.models.review_result import StoredReview
     from p4review.perforce import ChangeFetcher, P4Runner
     from p4review.review.reviewers import OfflineReviewer
+    from p4review.review.settings import ReviewerSettings
     from p4review.review.setup import build_analyzers, review_config
     from p4review.review.stage import PreviousReview, ReviewWork
-    from p4review.settings.service import Settings
     from p4review_dev.stack import write_fake_p4_wrapper
 
-    settings = Settings()
+    settings = ReviewerSettings()
     artifacts = MemoryArtifacts()
     history = _History()
     analyzers = build_analyzers(settings) if with_analyzers else None

@@ -47,11 +47,11 @@ def _requests():
     from p4review.review.chunking import plan_chunks
     from p4review.review.prompts import estimate_tokens
     from p4review.review.rollout import choose_prompt
+    from p4review.review.settings import ReviewerSettings
     from p4review.review.setup import review_config
     from p4review.review.stage import chunk_files_for, request_for
-    from p4review.settings.service import Settings
 
-    config = review_config(Settings())
+    config = review_config(ReviewerSettings())
     # As the service fetches: generated files are skipped (change/generated.py).
     for change, snapshot, review_input in _review_inputs(skip_generated=True):
         choice = choose_prompt(config.registry, snapshot.description.changelist_id)
@@ -86,11 +86,11 @@ def billed(requests, pricing: Pricing, minimum: int = MIN_CACHEABLE) -> tuple[fl
 def bench_prompt_cache() -> None:
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
     from benchmarks.review_tokens import _review_inputs, measure
+    from p4review.review.settings import ReviewerSettings
     from p4review.review.setup import review_config
-    from p4review.settings.service import Settings
 
     requests = list(_requests())
-    config = review_config(Settings())
+    config = review_config(ReviewerSettings())
     naive = sum(measure(review_input, snapshot, config)[2] for _c, snapshot, review_input in _review_inputs())
     plain = sum(schema + system + user for _c, schema, system, user in requests)
     print(

@@ -66,10 +66,10 @@ def measure(review_input, snapshot, config) -> tuple[int, int, int]:
 
 def bench_review_tokens() -> None:
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")  # one p4 log line per file otherwise
+    from p4review.review.settings import ReviewerSettings
     from p4review.review.setup import review_config
-    from p4review.settings.service import Settings
 
-    config = review_config(Settings())
+    config = review_config(ReviewerSettings())
     total_ours = total_naive = 0
     print(
         "review prompt tokens per changelist (estimated; ours = template + numbered chunks, "

@@ -276,9 +276,9 @@ def simulate(
     from p4review.pipeline.stage_runner import MAX_ATTEMPTS_PER_STAGE, lease_for
     from p4review.resources import REVIEW_QUEUE
     from p4review.review.capacity import RATE_LIMITED_REASKS
+    from p4review.review.settings import ReviewerSettings
     from p4review.review.setup import last_call_seconds
     from p4review.review.token_budget import InMemoryTokenBudget
-    from p4review.settings.service import Settings
 
     rng = random.Random(seed + 1)
     sim = Simulation()
@@ -288,7 +288,9 @@ def simulate(
         if with_budget
         else None
     )
-    last_call = last_call_seconds(Settings(P4REVIEW_LLM_TIMEOUT_SECONDS=provider.timeout_seconds))
+    last_call = last_call_seconds(
+        ReviewerSettings.model_validate({"P4REVIEW_LLM_TIMEOUT_SECONDS": provider.timeout_seconds})
+    )
     function_timeout = REVIEW_QUEUE.function_timeout_seconds
     lease = lease_for(StageName.REVIEW)
     stats = RunStats()

@@ -60,11 +60,11 @@ class LocalResources:
         return self.queues[spec.QUEUE_FOR_STAGE[stage].key]
 
     def env(self) -> dict[str, str]:
-        """The environment the functions read (see ``p4review.settings.service.Settings``):
-        ``P4REVIEW_ENV`` plus ``spec.env_var -> physical name / queue URL / secret id`` for
-        every table, queue, bucket and secret, and ``QueueSpec.dlq_env_var -> DLQ URL`` for
-        every queue. AWS endpoint/credential variables are not included (the orchestrator
-        owns those)."""
+        """The environment the functions read (each function's settings model, e.g.
+        ``p4review.fetch.settings.FetchSettings``): ``P4REVIEW_ENV`` plus ``spec.env_var ->
+        physical name / queue URL / secret id`` for every table, queue, bucket and secret, and
+        ``QueueSpec.dlq_env_var -> DLQ URL`` for every queue. AWS endpoint/credential variables
+        are not included (the orchestrator owns those)."""
         values: dict[str, str] = {"P4REVIEW_ENV": self.environment}
         for table in spec.TABLES:
             if table.key in self.tables:

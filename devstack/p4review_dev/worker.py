@@ -37,12 +37,12 @@ def run_worker(state_dir: Path, stage: StageName, *, concurrency: int = 1) -> in
     import boto3
 
     from p4review import resources as spec
-    from p4review.settings.service import get_settings
+    from p4review.settings.blocks import StoresBlock
     from p4review_dev.sqs_poller import SqsPoller
     from p4review_dev.stack import REGION, load_function
 
-    settings = get_settings()
-    queue_url = settings.queue_url(stage)
+    settings = StoresBlock.from_env()
+    queue_url = settings.needed(f"{stage.value}_queue_url")
     endpoint = os.environ["AWS_ENDPOINT_URL"]
 
     def sqs_client():

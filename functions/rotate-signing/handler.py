@@ -3,8 +3,14 @@
 
 from p4review.observability import logger
 from p4review.ops.credentials import rotate_signing_secret
+from p4review.ops.settings import RotationSettings
 from p4review.ops.stores import ops_stores
+from p4review.pipeline.bootstrap import cold_start
 from p4review.stores.factory import get_data_access
+
+# Cold start (pipeline/bootstrap.py): P4REVIEW_FAULTS outside test, or a missing or invalid
+# setting, fails the import naming the variable.
+SETTINGS = cold_start(RotationSettings)
 
 
 @logger.inject_lambda_context(clear_state=True)

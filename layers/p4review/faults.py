@@ -7,7 +7,8 @@ Configured by ONE environment variable, e.g.
 a probability in [0, 1] per point, then (optionally) `;seed=N` (default 0): each process draws
 from one `random.Random(seed)`, so a run is reproducible. Faults are honoured only when
 `P4REVIEW_ENV` is explicitly one of `FAULT_ENVIRONMENTS`; anywhere else a set `P4REVIEW_FAULTS`
-makes loading (at cold start, from `config.get_settings`) raise `ConfigError`.
+makes loading raise `ConfigError`. Each handler calls `refuse_outside_test_environments()` at
+import (cold start), before parsing its settings; loading settings never touches faults.
 
 When no plan is configured, `fault()` / `fires()` return at their first line (no lookup, no lock).
 """
@@ -149,6 +150,13 @@ def load(environ: Mapping[str, str] | None = None) -> FaultPlan | None:
     plan = parse(spec)
     _plan = plan
     return plan
+
+
+def refuse_outside_test_environments(environ: Mapping[str, str] | None = None) -> FaultPlan | None:
+    """The cold-start check of every function (its handler module calls it at import): install the
+    plan from the environment, so a `P4REVIEW_FAULTS` outside `FAULT_ENVIRONMENTS` fails the cold
+    start with ConfigError naming the variable (not at the first fault check, mid-job)."""
+    return load(environ)
 
 
 def reset() -> None:

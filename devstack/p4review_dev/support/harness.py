@@ -17,13 +17,13 @@ from typing import Any
 
 from p4review import faults
 from p4review import resources as spec
+from p4review.fetch.settings import FetchSettings
 from p4review.fetch.stage import FetchWork
 from p4review.ingest.service import create_review
 from p4review.models.api import CreateReviewRequest
 from p4review.models.job import ReviewJob
 from p4review.models.messages import StageMessage
 from p4review.pipeline.stage_runner import Disposition, StageWork, run_stage
-from p4review.settings.service import get_settings
 from p4review.stores.factory import get_data_access, reset_data_access
 from p4review_dev.provision import LocalResources, provision
 from p4review_dev.stack import write_fake_p4_wrapper
@@ -121,9 +121,11 @@ def new_job(idempotency_key: str, changelist_id: int, review_version: int = 1, k
 
 
 def fetch_work(**settings: object) -> FetchWork:
-    """`settings`: Settings fields to override (e.g. review_generated=True)."""
+    """`settings`: FetchSettings fields to override (e.g. review_generated=True)."""
     dal = get_data_access()
-    return FetchWork(get_settings().model_copy(update=settings), dal.raw_artifacts, dal.redacted_artifacts, dal.secrets)
+    return FetchWork(
+        FetchSettings.from_env().model_copy(update=settings), dal.raw_artifacts, dal.redacted_artifacts, dal.secrets
+    )
 
 
 def run_once(job: ReviewJob, work: StageWork, worker_id: str = "setup") -> tuple[Disposition, ReviewJob]:

@@ -12,10 +12,11 @@ from pathlib import Path
 from p4review.models.job import StageName
 from p4review.models.messages import StageMessage
 from p4review.models.outbox import OutboxRow
+from p4review.notify.settings import NotifySettings
 from p4review.notify.stage import NotifyWork
 from p4review.pipeline.stage_runner import Disposition, run_stage
+from p4review.review.settings import ReviewSettings
 from p4review.review.setup import build_review_work
-from p4review.settings.service import get_settings
 from p4review.stores.factory import get_data_access
 from p4review_dev.smtp_server import LocalMailServer
 from p4review_dev.support.harness import drain, fetch_work, new_job, provisioned_service, run_through
@@ -44,7 +45,9 @@ def notify_service(moto_endpoint, mail, password=RELAY_PASSWORD, extra_env=None)
 def reviewed_job(service, changelist_id=48213):
     """A job whose fetch and review stages completed (default: change 48213, owner dkowalski)."""
     job = run_through(
-        new_job("notify-test", changelist_id), fetch_work(), build_review_work(get_settings(), get_data_access())
+        new_job("notify-test", changelist_id),
+        fetch_work(),
+        build_review_work(ReviewSettings.from_env(), get_data_access()),
     )
     sqs = service.client("sqs")
     for stage in StageName:
@@ -54,7 +57,7 @@ def reviewed_job(service, changelist_id=48213):
 
 def notify_work(outbox=None) -> NotifyWork:
     dal = get_data_access()
-    return NotifyWork(get_settings(), dal.redacted_artifacts, outbox or dal.outbox, dal.secrets)
+    return NotifyWork(NotifySettings.from_env(), dal.redacted_artifacts, outbox or dal.outbox, dal.secrets)
 
 
 def run_notify(job, worker="notifier", *, work=None, jobs=None, lease_seconds=60) -> Disposition:

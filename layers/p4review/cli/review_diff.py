@@ -32,7 +32,7 @@ from p4review.metric_names import SERVICE
 from p4review.models.change import ChangeDescription, ChangedFile, ChangeKind, DiffStatus, FileDiff
 from p4review.models.job import ReviewJob, job_id_for
 from p4review.models.review_result import StoredReview
-from p4review.settings.service import get_settings
+from p4review.review.settings import ReviewerSettings
 
 PROVIDERS = ("offline", "openai", "anthropic", "bedrock")
 # A change number for the review's bookkeeping (prompt track choice, keys); no depot is asked.
@@ -131,7 +131,7 @@ def review_diff(
     update: dict[str, Any] = {"llm_provider": provider}
     if analyzers is not None:
         update["analyzers"] = analyzers
-    settings = get_settings().model_copy(update=update)
+    settings = ReviewerSettings.from_env().model_copy(update=update)
     artifacts = artifacts if artifacts is not None else MemoryArtifacts()
     with artifacts.json_writer("change") as redacted:
         stream_change_artifacts(change, diffs, raw=io.BytesIO(), redacted=redacted, policy=settings.redaction_policy())
@@ -157,7 +157,7 @@ def review_diff(
         settings,
         _ReviewDataAccess(artifacts),
         with_history=False,
-        stores=review_stores(data_access) if data_access is not None else None,
+        stores=review_stores(data_access, settings) if data_access is not None else None,
     )
     output = work.run(job, NoLease())  # type: ignore[arg-type]
     return StoredReview.model_validate(artifacts.get_json(output.updates["artifacts"]["result_key"]))

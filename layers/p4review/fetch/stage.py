@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 from p4review.change.snapshot_redaction import stream_change_artifacts
 from p4review.fetch.opt_out import opted_out
+from p4review.fetch.settings import FetchSettings
 from p4review.metric_names import Dimension, MetricName
 from p4review.models.change import FileDiff, SkipReason
 from p4review.models.job import ReviewJob, StageName
@@ -16,21 +17,20 @@ from p4review.perforce.access import build_change_fetcher
 from p4review.pipeline.heartbeat import Lease
 from p4review.pipeline.stage_runner import StageOutput
 from p4review.ports import ArtifactStore, SecretReader
-from p4review.settings.service import Settings
 from p4review.stores.s3_artifacts import change_key
 
 
 class FetchWork:
     stage = StageName.FETCH
 
-    def __init__(self, settings: Settings, raw: ArtifactStore, redacted: ArtifactStore, secrets: SecretReader):
+    def __init__(self, settings: FetchSettings, raw: ArtifactStore, redacted: ArtifactStore, secrets: SecretReader):
         self._settings = settings
         self._raw = raw
         self._redacted = redacted
         self._secrets = secrets
 
     def run(self, job: ReviewJob, lease: Lease) -> StageOutput:
-        fetcher = build_change_fetcher(self._settings, self._secrets)
+        fetcher = build_change_fetcher(self._settings, self._secrets, self._settings)
         policy = self._settings.redaction_policy()
         description = fetcher.describe(job.changelist_id, job.kind)
         keyword = opted_out(description.description)

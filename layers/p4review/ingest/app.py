@@ -27,14 +27,24 @@ from p4review.ingest.http_answers import (
 )
 from p4review.ingest.intake import STRANDED_AFTER, IntakeAnswer
 from p4review.ingest.service import create_review, create_swarm_test_review, describe_review
+from p4review.ingest.settings import IngestSettings
 from p4review.metric_names import Dimension, MetricName
 from p4review.models.api import CreateReviewRequest, ErrorBody, ErrorResponse, JobView, PingResponse
 from p4review.models.swarm_test import SwarmTestCall
 from p4review.observability import logger, metrics, publish_metric
-from p4review.settings.service import get_settings
 from p4review.stores.factory import get_data_access
 
 app = APIGatewayRestResolver()
+
+# The ingest handler parses IngestSettings at import (cold start) and passes them for each event in
+# the resolver's context (cleared after each event); called without (tests), the environment's.
+SETTINGS_CONTEXT_KEY = "settings"
+
+
+def _settings() -> IngestSettings:
+    settings = app.context.get(SETTINGS_CONTEXT_KEY)
+    return settings if isinstance(settings, IngestSettings) else IngestSettings.from_env()
+
 
 _JOB_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 # Each route's path and its methods, for the 405 answer (with `Allow`) to a method a route does
@@ -79,11 +89,11 @@ def _raw_body() -> bytes:
 def _authenticate(raw_body: bytes) -> int:
     """Size first (cheap), then the HMAC signature against the current and previous secret.
     Returns which one signed it (0 current, 1 previous)."""
-    settings = get_settings()
+    settings = _settings()
     if len(raw_body) > settings.max_body_bytes:
         raise ApiError(ApiStatus.BODY_TOO_LARGE, "body_too_large", f"body exceeds {settings.max_body_bytes} bytes")
     event = app.current_event
-    secrets = get_data_access().secrets.get_versions(settings.require("signing_secret_id"))
+    secrets = get_data_access().secrets.get_versions(settings.signing_secret_id)
     if not secrets:
         raise ConfigError("no signing secret configured")
     try:
@@ -196,13 +206,13 @@ def _swarm_document(raw_body: bytes) -> dict[str, Any]:
 def _authenticate_swarm(token: Any) -> None:
     """The workflow test's shared token (Swarm cannot sign a body), from the header or the body,
     against the current and the previous secret value. The token itself is never logged."""
-    settings = get_settings()
+    settings = _settings()
     if not isinstance(token, str) or not token:
         code, message = "swarm_token_missing", "the request carries no Swarm test token"
     elif len(token) > swarm_intake.MAX_TOKEN_CHARS:
         code, message = "swarm_token_invalid", "the Swarm test token does not match"
     else:
-        secrets = get_data_access().secrets.get_versions(settings.require("swarm_test_secret_id"))
+        secrets = get_data_access().secrets.get_versions(settings.needed("swarm_test_secret_id"))
         if not secrets:
             raise ConfigError("no Swarm test token configured")
         if swarm_intake.token_matches(token, secrets):
@@ -237,7 +247,7 @@ def _parse_swarm_call(document: dict[str, Any], swarm_url: str) -> SwarmTestCall
 
 @app.post("/v1/swarm/tests")
 def post_swarm_test() -> Response:
-    settings = get_settings()
+    settings = _settings()
     if not settings.swarm_test_secret_id or not settings.swarm_url:
         raise ApiError(
             ApiStatus.NOT_FOUND, "swarm_tests_not_enabled", "Swarm workflow tests are not enabled on this service"
@@ -274,7 +284,7 @@ def ping() -> Response:
     answer = PingResponse(
         server_time=int(time.time()),
         signed_with="current" if signed_with == 0 else "previous",
-        max_signature_age_seconds=get_settings().signature_max_age_seconds,
+        max_signature_age_seconds=_settings().signature_max_age_seconds,
     )
     return _json_response(ApiStatus.OK, answer.model_dump(mode="json"))
 

@@ -37,6 +37,7 @@ from p4review.notify.outbox_rows import (
     take_send_lock,
 )
 from p4review.notify.recipients import Rejection, parse_reviewer_policy, plan_recipients
+from p4review.notify.settings import NotifySettings
 from p4review.notify.swarm.access import (
     build_swarm_channel,
     post_test_verdict,
@@ -53,13 +54,14 @@ from p4review.perforce.access import build_change_fetcher
 from p4review.pipeline.heartbeat import Lease
 from p4review.pipeline.stage_runner import StageOutput
 from p4review.ports import ArtifactStore, OutboxRepository, SecretReader
-from p4review.settings.service import Settings
 
 
 class NotifyWork:
     stage = StageName.NOTIFY
 
-    def __init__(self, settings: Settings, artifacts: ArtifactStore, outbox: OutboxRepository, secrets: SecretReader):
+    def __init__(
+        self, settings: NotifySettings, artifacts: ArtifactStore, outbox: OutboxRepository, secrets: SecretReader
+    ):
         self._settings = settings
         self._artifacts = artifacts
         self._outbox = outbox

@@ -6,7 +6,8 @@ from __future__ import annotations
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
-from p4review.stores.factory import DataAccess, StageStores
+from p4review.settings.blocks import StoresBlock
+from p4review.stores.factory import DataAccess
 
 if TYPE_CHECKING:
     from p4review.ops.retention_backfill import DynamoRetentionBackfill
@@ -14,12 +15,19 @@ if TYPE_CHECKING:
     from p4review.ops.sweeper import SweepStore
 
 
-class OpsStores(StageStores):
+class OpsStores:
+    def __init__(self, data_access: DataAccess):
+        self.data_access = data_access
+
+    @property
+    def settings(self) -> StoresBlock:
+        return self.data_access.settings
+
     @cached_property
     def sweep_store(self) -> SweepStore:
         from p4review.ops.sweep_store import DynamoSweepRepository
 
-        return DynamoSweepRepository(self.data_access.dynamodb, self.settings.require("jobs_table"))
+        return DynamoSweepRepository(self.data_access.dynamodb, self.settings.needed("jobs_table"))
 
     @cached_property
     def retention_backfill(self) -> DynamoRetentionBackfill:  # operator: `p4review retention backfill`
@@ -27,8 +35,8 @@ class OpsStores(StageStores):
 
         return DynamoRetentionBackfill(
             self.data_access.dynamodb,
-            self.settings.require("jobs_table"),
-            self.settings.require("outbox_table"),
+            self.settings.needed("jobs_table"),
+            self.settings.needed("outbox_table"),
             self.settings.retention_days,
         )
 

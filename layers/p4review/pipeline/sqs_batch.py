@@ -18,7 +18,7 @@ from p4review.observability import logger
 from p4review.pipeline import dead_letter
 from p4review.pipeline.replay import parse_dead_letter
 from p4review.pipeline.stage_runner import StageWork, lease_for, run_stage
-from p4review.settings.service import get_settings
+from p4review.settings.blocks import LeaseBlock
 from p4review.stores.factory import get_data_access
 
 # One id per execution environment; each invocation's request id is appended.
@@ -29,10 +29,17 @@ class RetryLater(Exception):
     """Marks a record as a batch item failure; SQS redelivers it after its visibility timeout."""
 
 
-def handle_stage_batch(event: dict[str, Any], context: Any, work_factory: Callable[[], StageWork]) -> dict[str, Any]:
+def handle_stage_batch(
+    event: dict[str, Any],
+    context: Any,
+    work_factory: Callable[[], StageWork],
+    settings: LeaseBlock | None = None,
+) -> dict[str, Any]:
+    """`settings`: the stage function's own (parsed by its handler at import); by default the
+    lease block of the environment."""
     work = work_factory()
     dal = get_data_access()
-    settings = get_settings()
+    settings = settings if settings is not None else LeaseBlock.from_env()
     function_name = getattr(context, "function_name", None) or os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "local")
     worker_id = f"{function_name}:{_ENVIRONMENT_ID}:{getattr(context, 'aws_request_id', uuid.uuid4().hex)}"
 

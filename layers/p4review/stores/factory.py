@@ -11,7 +11,7 @@ from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
 
 from p4review.models.job import STAGE_ORDER
-from p4review.settings.service import Settings, get_settings
+from p4review.settings.blocks import StoresBlock
 from p4review.stores.aws_errors import translate
 
 if TYPE_CHECKING:  # the implementations are imported on first use, where they are built
@@ -52,7 +52,7 @@ def aws_client(service: str) -> Any:
 
 
 class DataAccess:
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: StoresBlock):
         self.settings = settings
 
     def client(self, service: str) -> Any:
@@ -68,7 +68,7 @@ class DataAccess:
         from p4review.stores.dynamo_jobs import DynamoJobRepository
 
         return DynamoJobRepository(
-            self.dynamodb, self.settings.require("jobs_table"), retention_days=self.settings.retention_days
+            self.dynamodb, self.settings.needed("jobs_table"), retention_days=self.settings.retention_days
         )
 
     @cached_property
@@ -76,7 +76,7 @@ class DataAccess:
         from p4review.stores.dynamo_outbox import DynamoOutboxRepository
 
         return DynamoOutboxRepository(
-            self.dynamodb, self.settings.require("outbox_table"), retention_days=self.settings.retention_days
+            self.dynamodb, self.settings.needed("outbox_table"), retention_days=self.settings.retention_days
         )
 
     @cached_property
@@ -100,19 +100,19 @@ class DataAccess:
     def job_replay(self) -> DynamoJobReplay:  # operator replay of dead-lettered jobs
         from p4review.stores.job_replay import DynamoJobReplay
 
-        return DynamoJobReplay(self.dynamodb, self.settings.require("jobs_table"))
+        return DynamoJobReplay(self.dynamodb, self.settings.needed("jobs_table"))
 
     @cached_property
     def raw_artifacts(self) -> ArtifactStore:  # raw snapshots; fetch only
         from p4review.stores.s3_artifacts import S3ArtifactStore
 
-        return S3ArtifactStore(aws_client("s3"), self.settings.require("raw_bucket"))
+        return S3ArtifactStore(aws_client("s3"), self.settings.needed("raw_bucket"))
 
     @cached_property
     def redacted_artifacts(self) -> ArtifactStore:  # redacted snapshots and results
         from p4review.stores.s3_artifacts import S3ArtifactStore
 
-        return S3ArtifactStore(aws_client("s3"), self.settings.require("redacted_bucket"))
+        return S3ArtifactStore(aws_client("s3"), self.settings.needed("redacted_bucket"))
 
     @cached_property
     def artifact_retention(self) -> S3ArtifactRetention:  # the sweeper's TTL verification
@@ -135,21 +135,11 @@ class DataAccess:
         return SecretsManagerReader(aws_client("secretsmanager"), self.settings.secret_cache_seconds)
 
 
-class StageStores:
-    """A stage's own stores (review/stores.py, ops/stores.py), built on first use from the shared
-    data access: its settings and its one Session's clients."""
-
-    def __init__(self, data_access: DataAccess):
-        self.data_access = data_access
-
-    @property
-    def settings(self) -> Settings:
-        return self.data_access.settings
-
-
 @lru_cache(maxsize=1)
 def get_data_access() -> DataAccess:
-    return DataAccess(get_settings())
+    """The stores of this execution environment, from the stores block of its environment (each
+    function's own model, parsed by its handler at import, has already required what it uses)."""
+    return DataAccess(StoresBlock.from_env())
 
 
 def reset_data_access() -> None:
@@ -158,4 +148,3 @@ def reset_data_access() -> None:
     with _session_lock:
         _session = None
     get_data_access.cache_clear()
-    get_settings.cache_clear()

@@ -19,8 +19,9 @@ from p4review.models.job import JobStatus, StageName, StageStatus
 from p4review.models.messages import StageMessage
 from p4review.models.outbox import DeliveryAction, DeliveryStatus, OutboxRow
 from p4review.notify.delivery import delivery_token
+from p4review.notify.settings import NotifySettings
 from p4review.pipeline.stage_runner import StageOutput, run_stage
-from p4review.settings.service import get_settings
+from p4review.review.settings import ReviewSettings
 from p4review.stores.dynamo_codec import to_item
 from p4review.stores.dynamo_outbox import DynamoOutboxRepository, outbox_key
 from p4review.stores.factory import get_data_access
@@ -514,9 +515,8 @@ def test_a_retried_delivery_is_sent_once_and_the_job_succeeds(moto_endpoint, aws
     ):
         service.sqs = service.client("sqs")
         dal = get_data_access()
-        settings = get_settings()
-        job = run_through(new_job("e2e", 48213), fetch_work(), build_review_work(settings, dal))
-        notify = NotifyWork(settings, dal.redacted_artifacts, dal.outbox, dal.secrets)
+        job = run_through(new_job("e2e", 48213), fetch_work(), build_review_work(ReviewSettings.from_env(), dal))
+        notify = NotifyWork(NotifySettings.from_env(), dal.redacted_artifacts, dal.outbox, dal.secrets)
         mail.fail_next(1, code=550, text="5.1.1 mailbox unavailable")
         (message,) = _queue(service)
         assert run_stage(
@@ -563,9 +563,8 @@ def test_a_skipped_recipient_is_not_sent_and_no_longer_required(moto_endpoint, a
         ),
     ):
         dal = get_data_access()
-        settings = get_settings()
-        job = run_through(new_job("skip-e2e", 48213), fetch_work(), build_review_work(settings, dal))
-        notify = NotifyWork(settings, dal.redacted_artifacts, dal.outbox, dal.secrets)
+        job = run_through(new_job("skip-e2e", 48213), fetch_work(), build_review_work(ReviewSettings.from_env(), dal))
+        notify = NotifyWork(NotifySettings.from_env(), dal.redacted_artifacts, dal.outbox, dal.secrets)
         mail.fail_next(1, code=550, text="5.1.1 mailbox unavailable")
         run_through(job, notify)
         (row,) = dal.outbox.rows_for_version(48213, 1)

@@ -16,7 +16,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from p4review import resources as spec
-from p4review.settings.service import Settings
+from p4review.notify.settings import NotifySettings
+from p4review.settings.blocks import StoresBlock
 from p4review_dev.moto_server import LocalAwsServer
 from p4review_dev.provision import LocalResources, provision
 
@@ -409,12 +410,14 @@ def test_provision_creates_everything_from_the_definition(boto_session, moto_end
     expected_vars |= {q.dlq_env_var for q in spec.QUEUES}
     assert set(env) == expected_vars | {"P4REVIEW_ENV"}
     assert env[spec.FETCH_QUEUE.dlq_env_var] == res.queues["fetch"].dlq_url
-    settings = Settings.model_validate(env)
+    settings = StoresBlock.model_validate(env)
     assert settings.environment == "itest"
     assert settings.jobs_table == "p4review-itest-jobs"
     assert settings.fetch_queue_url == res.queues["fetch"].url
-    assert settings.smtp_secret_id == "p4review-itest-smtp"
-    assert settings.dlq_url(spec.NOTIFY_QUEUE.stage) == res.queues["notify"].dlq_url
+    assert (
+        NotifySettings.model_validate({**env, "P4REVIEW_P4_EXECUTABLE": "p4"}).smtp_secret_id == "p4review-itest-smtp"
+    )
+    assert settings.needed("notify_dlq_url") == res.queues["notify"].dlq_url
     # The queue URLs reach the moto server.
     aws_clients["sqs"].send_message(QueueUrl=env["P4REVIEW_NOTIFY_QUEUE_URL"], MessageBody="x")
 

@@ -24,11 +24,11 @@ import pytest
 import p4review.perforce.fetcher as p4_fetcher
 import p4review.perforce.runner as p4_runner
 from p4review.change.depot_paths import DepotAllowList
+from p4review.fetch.settings import FetchSettings
 from p4review.fetch.stage import FetchWork
 from p4review.models.change import ChangedFile, DiffStatus
 from p4review.models.job import ChangeKind, ReviewJob
 from p4review.perforce import ChangeFetcher, P4Runner
-from p4review.settings.service import Settings
 
 ROOT = Path(__file__).resolve().parents[3]
 FAKE_P4 = str(ROOT / "events" / "bin" / "p4")
@@ -319,8 +319,9 @@ def test_fetch_stage_enforces_the_configured_list_with_credentials_only_in_env(t
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "parent-secret")
     monkeypatch.setattr(p4_fetcher, "metrics", MetricsRecorder())
     caplog.set_level(logging.INFO, logger="p4review")
-    settings_ = Settings.model_validate(
+    settings_ = FetchSettings.model_validate(
         {
+            **{name: "unused" for name in FetchSettings.required_env_vars()},
             "P4REVIEW_ENV": "prod",
             "P4REVIEW_P4_EXECUTABLE": str(wrapper),
             "P4REVIEW_P4_SECRET_ID": "p4-secret",

@@ -10,8 +10,8 @@ import pytest
 
 from p4review.models.api import JobView
 from p4review.models.job import JobStatus, StageStatus
+from p4review.review.settings import ReviewSettings
 from p4review.review.setup import build_review_work
-from p4review.settings.service import get_settings
 from p4review.stores.factory import get_data_access
 from p4review_dev.stack import repo_root, write_fake_p4_wrapper
 from p4review_dev.support.harness import fetch_work, new_job, provisioned_service, run_through
@@ -34,7 +34,7 @@ def test_an_opted_out_change_is_not_fetched_reviewed_or_emailed_and_the_job_says
     with provisioned_service(moto_endpoint, extra_env={"P4REVIEW_P4_EXECUTABLE": str(p4)}):
         dal = get_data_access()
         finished = run_through(
-            new_job("opt-out", 48213), fetch_work(), build_review_work(get_settings(), dal), notify_work()
+            new_job("opt-out", 48213), fetch_work(), build_review_work(ReviewSettings.from_env(), dal), notify_work()
         )
         assert finished.status == JobStatus.SUCCEEDED and finished.opted_out == "#review-skip"
         assert all(state.status == StageStatus.COMPLETED for state in finished.stages.values())

@@ -10,7 +10,6 @@ import urllib.request
 
 import pytest
 
-from p4review.settings.service import get_settings
 from p4review.stores.factory import get_data_access
 from p4review_dev.support.harness import drain, ingest_api, provisioned_service
 
@@ -188,7 +187,6 @@ def test_a_bad_header_token_is_refused_even_with_a_good_body_token(api):
 
 def test_the_route_is_off_until_its_token_secret_is_configured(api, monkeypatch):
     monkeypatch.delenv("P4REVIEW_SWARM_TEST_SECRET_ID")
-    get_settings.cache_clear()
     _assert_error(_post(api, _call()), 404, "swarm_tests_not_enabled")
     _nothing_created(api)
 

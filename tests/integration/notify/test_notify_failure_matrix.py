@@ -23,8 +23,8 @@ from p4review.models.job import JobStatus, StageName
 from p4review.models.outbox import DeliveryStatus
 from p4review.notify import stage as notify_module
 from p4review.notify.email.transport import EmailTransport
+from p4review.notify.settings import NotifySettings
 from p4review.pipeline.heartbeat import Lease
-from p4review.settings.service import get_settings
 from p4review.stores.dynamo_jobs import job_pk
 from p4review.stores.factory import get_data_access
 from p4review_dev.smtp_server import LocalMailServer
@@ -408,7 +408,7 @@ def _rotate(service, mail, new_password):
     """Secrets Manager rotation as the alternating-password runbook does it: AWSCURRENT moves to
     the new value, and the relay then accepts only the new password."""
     service.client("secretsmanager").put_secret_value(
-        SecretId=get_settings().require("smtp_secret_id"),
+        SecretId=NotifySettings.from_env().needed("smtp_secret_id"),
         SecretString=f'{{"host": "127.0.0.1", "port": {mail.port}, "tls_mode": "none", '
         f'"username": "{RELAY_USER}", "password": "{new_password}", "from_address": "{FROM_ADDRESS}"}}',
     )

@@ -11,9 +11,9 @@ import pytest
 from p4review.clock import to_iso, utc_now
 from p4review.models.job import JobStatus
 from p4review.models.outbox import DeliveryStatus
+from p4review.notify.settings import NotifySettings
 from p4review.notify.stage import NotifyWork
 from p4review.pipeline.heartbeat import Lease
-from p4review.settings.service import get_settings
 from p4review.stores.factory import get_data_access
 from p4review_dev.smtp_server import LocalMailServer
 from p4review_dev.support.notify import (
@@ -71,7 +71,7 @@ def test_a_row_marked_sent_is_never_sent_again(moto_endpoint, aws_reset, mail):
         _notify(job)
         dal = get_data_access()
         # Even if the stage's work ran again (a bug, an operator rerun), the outbox says no.
-        NotifyWork(get_settings(), dal.redacted_artifacts, dal.outbox, dal.secrets).run(
+        NotifyWork(NotifySettings.from_env(), dal.redacted_artifacts, dal.outbox, dal.secrets).run(
             job, Lease(to_iso(utc_now() + timedelta(minutes=5)))
         )
         assert mail.count() == 1
@@ -177,7 +177,7 @@ def test_reviewers_configured_per_prefix_get_the_email_exactly_once_each(moto_en
         job = _reviewed_job(service)
         assert _notify(job).ack
         dal = get_data_access()
-        NotifyWork(get_settings(), dal.redacted_artifacts, dal.outbox, dal.secrets).run(
+        NotifyWork(NotifySettings.from_env(), dal.redacted_artifacts, dal.outbox, dal.secrets).run(
             job, Lease(to_iso(utc_now() + timedelta(minutes=5)))
         )  # a rerun sends nothing more
         expected = [

@@ -15,10 +15,11 @@ from p4review.models.api import CreateReviewRequest
 from p4review.models.job import JobStatus, StageName, SwarmTestRef
 from p4review.models.outbox import DeliveryStatus
 from p4review.notify import stage as notify_module
+from p4review.notify.settings import NotifySettings
 from p4review.notify.swarm.access import swarm_url
 from p4review.notify.swarm.channel import is_swarm_row
+from p4review.review.settings import ReviewSettings
 from p4review.review.setup import build_review_work
-from p4review.settings.service import get_settings
 from p4review.stores.factory import get_data_access
 from p4review_dev.support.harness import drain, fetch_work, run_through
 from p4review_dev.support.notify import (
@@ -178,7 +179,7 @@ def _swarm_test_job(service, changelist_id=48213, *, review_id=4242, version=1, 
         kind="submitted",
     )
     job = create_review(request, jobs=dal.jobs, queues=dal.queues, request_id=None, swarm_test=ref).job
-    job = run_through(job, fetch_work(), build_review_work(get_settings(), dal))
+    job = run_through(job, fetch_work(), build_review_work(ReviewSettings.from_env(), dal))
     sqs = service.client("sqs")
     for stage in StageName:
         drain(sqs, service.resources.queue_for_stage(stage).url)
@@ -244,7 +245,7 @@ def test_a_refused_verdict_is_a_failed_row_and_the_email_still_goes_out(moto_end
 @pytest.mark.spec("SW-6")
 def test_without_a_configured_url_swarm_is_found_from_the_servers_property(moto_endpoint, aws_reset, mail):
     with notify_service(moto_endpoint, mail):
-        settings = get_settings()
+        settings = NotifySettings.from_env()
         assert settings.swarm_url is None
         assert swarm_url(settings, get_data_access().secrets) == "https://swarm.northwind-games.example"
         configured = settings.model_copy(update={"swarm_url": "https://swarm.other.example"})

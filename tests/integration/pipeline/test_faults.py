@@ -12,17 +12,19 @@ import pytest
 from p4review import faults
 from p4review.errors import ErrorClass
 from p4review.faults import FaultPoint, InjectedCrash
+from p4review.fetch.settings import FetchSettings
 from p4review.fetch.stage import FetchWork
 from p4review.ingest.service import create_review
 from p4review.models.api import CreateReviewRequest
 from p4review.models.job import JobStatus, StageName, StageStatus
 from p4review.models.messages import StageMessage
 from p4review.models.outbox import DeliveryStatus
+from p4review.notify.settings import NotifySettings
 from p4review.notify.stage import NotifyWork
 from p4review.ops.stores import ops_stores
 from p4review.pipeline.stage_runner import StageOutput, run_stage
+from p4review.review.settings import ReviewSettings
 from p4review.review.setup import build_review_work
-from p4review.settings.service import get_settings
 from p4review.stores.factory import get_data_access
 from p4review_dev.lambda_context import FakeLambdaContext
 from p4review_dev.smtp_server import LocalMailServer
@@ -68,7 +70,7 @@ def service(moto_endpoint, aws_reset, mail):
         smtp={"host": "127.0.0.1", "port": mail.port, "tls_mode": "none", "from_address": "p4review@example.test"},
     ) as provisioned:
         provisioned.sqs = provisioned.client("sqs")
-        get_settings()  # cold start: installs the (empty) fault plan from the environment
+        faults.refuse_outside_test_environments()  # cold start: installs the (empty) fault plan
         yield provisioned
 
 
@@ -238,10 +240,9 @@ def _reviewed_job(service):
         queues=dal.queues,
         request_id=None,
     )
-    settings = get_settings()
     for work in (
-        FetchWork(settings, dal.raw_artifacts, dal.redacted_artifacts, dal.secrets),
-        build_review_work(settings, dal),
+        FetchWork(FetchSettings.from_env(), dal.raw_artifacts, dal.redacted_artifacts, dal.secrets),
+        build_review_work(ReviewSettings.from_env(), dal),
     ):
         assert _run(work, answer.job, "setup", lease_seconds=60).ack
     for stage in StageName:
@@ -252,7 +253,10 @@ def _reviewed_job(service):
 def _notify(job, worker):
     dal = get_data_access()
     return _run(
-        NotifyWork(get_settings(), dal.redacted_artifacts, dal.outbox, dal.secrets), job, worker, lease_seconds=60
+        NotifyWork(NotifySettings.from_env(), dal.redacted_artifacts, dal.outbox, dal.secrets),
+        job,
+        worker,
+        lease_seconds=60,
     )
 
 
@@ -311,7 +315,7 @@ def test_p4_timeout_is_a_retryable_network_timeout(service):
     dal = get_data_access()
     _inject("p4_timeout=1")
     disposition = _run(
-        FetchWork(get_settings(), dal.raw_artifacts, dal.redacted_artifacts, dal.secrets),
+        FetchWork(FetchSettings.from_env(), dal.raw_artifacts, dal.redacted_artifacts, dal.secrets),
         job,
         "fetcher",
         lease_seconds=60,
@@ -323,7 +327,7 @@ def test_p4_timeout_is_a_retryable_network_timeout(service):
     assert _dlq(service, StageName.FETCH) == []
     faults.load({})
     assert _run(
-        FetchWork(get_settings(), dal.raw_artifacts, dal.redacted_artifacts, dal.secrets),
+        FetchWork(FetchSettings.from_env(), dal.raw_artifacts, dal.redacted_artifacts, dal.secrets),
         job,
         "fetcher-2",
         lease_seconds=60,

@@ -30,7 +30,7 @@ from p4review.review.llm.base import (
 )
 from p4review.review.llm.bedrock_provider import BedrockProvider, make_bedrock_client
 from p4review.review.llm.factory import build_provider
-from p4review.settings.service import Settings
+from p4review.settings.blocks import LlmBlock
 
 MODEL = "anthropic.claude-3-7-sonnet-20250219-v1:0"  # caches, takes a forced tool and temperature
 SYSTEM_TEXT = "You are a code reviewer. SYSTEM-MARKER-aa01."
@@ -248,8 +248,8 @@ def test_make_bedrock_client_without_a_region_is_a_config_error(monkeypatch: pyt
         make_bedrock_client(None, 30.0)
 
 
-def _settings(**values: Any) -> Settings:
-    return Settings.model_validate({f"P4REVIEW_{name.upper()}": value for name, value in values.items()})
+def _settings(**values: Any) -> LlmBlock:
+    return LlmBlock.model_validate({f"P4REVIEW_{name.upper()}": value for name, value in values.items()})
 
 
 def test_factory_offline_needs_no_provider() -> None:

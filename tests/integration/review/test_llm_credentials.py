@@ -13,8 +13,9 @@ from moto import mock_aws
 
 from p4review.errors import ConfigError
 from p4review.review.llm.credentials import LlmCredentials
+from p4review.review.settings import ReviewerSettings
 from p4review.review.stores import ReviewStores
-from p4review.settings.service import Settings
+from p4review.settings.blocks import StoresBlock
 from p4review.stores.factory import DataAccess
 from p4review.stores.secrets import SecretsManagerReader
 
@@ -109,12 +110,14 @@ def test_data_access_builds_credentials_from_settings(secrets_client: Any, monke
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     secrets_client.create_secret(Name=SECRET_ID, SecretString=json.dumps({"api_key": KEY}))
 
-    configured = ReviewStores(DataAccess(Settings.model_validate({"P4REVIEW_LLM_SECRET_ID": SECRET_ID})))
+    configured = ReviewStores(
+        DataAccess(StoresBlock()), ReviewerSettings.model_validate({"P4REVIEW_LLM_SECRET_ID": SECRET_ID})
+    )
     assert configured.llm_credentials.api_key() == KEY
     assert configured.llm_credentials is configured.llm_credentials
 
     with pytest.raises(ConfigError):
-        _ = ReviewStores(DataAccess(Settings.model_validate({}))).llm_credentials
+        _ = ReviewStores(DataAccess(StoresBlock()), ReviewerSettings()).llm_credentials
 
 
 @pytest.mark.spec("SEC-16")
@@ -137,5 +140,7 @@ def test_the_cache_expires_on_the_injected_clock(secrets_client: Any) -> None:
 @pytest.mark.spec("SEC-16", "CH-3")
 def test_one_reader_serves_every_secret(secrets_client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    configured = ReviewStores(DataAccess(Settings.model_validate({"P4REVIEW_LLM_SECRET_ID": SECRET_ID})))
+    configured = ReviewStores(
+        DataAccess(StoresBlock()), ReviewerSettings.model_validate({"P4REVIEW_LLM_SECRET_ID": SECRET_ID})
+    )
     assert configured.llm_credentials._reader is configured.data_access.secrets

@@ -11,8 +11,8 @@ import pytest
 from p4review.models.job import JobStatus, StageName
 from p4review.models.messages import StageMessage
 from p4review.pipeline.stage_runner import run_stage
+from p4review.review.settings import ReviewSettings
 from p4review.review.setup import build_review_work
-from p4review.settings.service import get_settings
 from p4review.stores.factory import get_data_access
 from p4review_dev.support.harness import drain, fetched_job, provisioned_service
 
@@ -44,7 +44,7 @@ def test_review_dead_letters_a_job_whose_redacted_artifact_still_holds_a_secret(
         fetched = next(diff for diff in artifact["snapshot"]["diffs"] if diff["status"] == "fetched")
         fetched["unified_diff"] += f'+KEY = "{LEAKED}"\n'  # redaction bypassed upstream
         dal.redacted_artifacts.put_json(job.artifacts.change_key, artifact)
-        review = build_review_work(get_settings(), dal)
+        review = build_review_work(ReviewSettings.from_env(), dal)
         disposition = run_stage(
             StageMessage(job_id=job.job_id, stage=StageName.REVIEW),
             review,

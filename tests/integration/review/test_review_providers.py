@@ -20,9 +20,9 @@ from p4review.models.review_result import StoredReview
 from p4review.review.llm import bedrock_provider
 from p4review.review.llm.base import RESULT_TOOL_NAME
 from p4review.review.offline.reviewer import OFFLINE_PROMPT_VERSION
+from p4review.review.settings import ReviewSettings
 from p4review.review.setup import build_review_work
 from p4review.review.stores import review_stores
-from p4review.settings.service import get_settings
 from p4review.stores.factory import get_data_access
 from p4review_dev.support.harness import fetched_job, provisioned_service, run_once
 from p4review_dev.support.llm_server import Reply, scripted_server  # noqa: F401 (fixture)
@@ -73,7 +73,7 @@ def _fetch_then_answer(stable_version: str = "1.2.0") -> tuple[Any, dict[str, An
 
 def _review(job) -> tuple[Any, StoredReview]:
     dal = get_data_access()
-    disposition, job = run_once(job, build_review_work(get_settings(), dal), worker_id="reviewer")
+    disposition, job = run_once(job, build_review_work(ReviewSettings.from_env(), dal), worker_id="reviewer")
     assert disposition.ack, disposition
     return job, StoredReview.model_validate(dal.redacted_artifacts.get_json(job.artifacts.result_key))
 

@@ -20,8 +20,8 @@ from p4review.review.llm.base import ContextTooLong, LlmRequest, LlmResponse, Pr
 from p4review.review.noise import parse_noise_policy
 from p4review.review.prompts import load_registry
 from p4review.review.reviewers import ProviderReviewer
+from p4review.review.settings import ReviewSettings
 from p4review.review.stage import ReviewConfig, ReviewWork
-from p4review.settings.service import get_settings
 from p4review.stores.factory import get_data_access
 from p4review_dev.support.harness import fetched_job, provisioned_service, run_once
 
@@ -149,7 +149,7 @@ def _review(job, provider, **config):
     dal = get_data_access()
     work = ReviewWork(
         dal.redacted_artifacts,
-        get_settings().redaction_policy(),
+        ReviewSettings.from_env().redaction_policy(),
         ProviderReviewer(provider),
         ReviewConfig(registry=config.pop("registry", load_registry()), **config),
     )

@@ -14,10 +14,10 @@ from p4review.ops.sweep_store import DynamoSweepRepository
 from p4review.resources import ACTIVE_JOBS_INDEX, RETENTION_TTL_ATTRIBUTE
 from p4review.review.capacity import TokenGate
 from p4review.review.reviewers import OfflineReviewer
+from p4review.review.settings import ReviewSettings
 from p4review.review.setup import review_config
 from p4review.review.token_budget import BURST_MS, InMemoryTokenBudget, cost_ms
 from p4review.review.token_budget_store import EXPIRY_MARGIN_SECONDS, DynamoTokenBudget, budget_pk
-from p4review.settings.service import get_settings
 from p4review.stores.dynamo_codec import from_item
 from p4review.stores.factory import get_data_access
 from p4review_dev.support.harness import fetched_job, run_once
@@ -133,9 +133,9 @@ def _review_run(job, reviewer, gate):
 
     work = ReviewWork(
         dal.redacted_artifacts,
-        get_settings().redaction_policy(),
+        ReviewSettings.from_env().redaction_policy(),
         reviewer,
-        review_config(get_settings()),
+        review_config(ReviewSettings.from_env()),
         capacity=gate,
     )
     return run_once(job, work, worker_id="reviewer")

@@ -21,8 +21,7 @@ from p4review.change.depot_paths import (
     validate_allow_list_entry,
 )
 from p4review.errors import ConfigError, ErrorClass
-from p4review.settings import service as config
-from p4review.settings.service import Settings
+from p4review.settings.blocks import P4Block
 
 ALLOW = DepotAllowList(["//depot/ok/...", "//depot/libs/security/..."])
 
@@ -137,7 +136,7 @@ P4_FUNCTION = {"P4REVIEW_P4_EXECUTABLE": "/opt/bin/p4"}
 
 
 def test_settings_parse_the_list_and_the_case_setting():
-    settings = Settings.model_validate(
+    settings = P4Block.model_validate(
         {
             **P4_FUNCTION,
             "P4REVIEW_ENV": "prod",
@@ -146,37 +145,36 @@ def test_settings_parse_the_list_and_the_case_setting():
         }
     )
     assert settings.depot_prefixes() == ("//depot/a/...", "//depot/b/...") and settings.p4_case_insensitive
-    assert Settings.model_validate({}).p4_case_insensitive is False
+    assert P4Block.model_validate({**P4_FUNCTION, "P4REVIEW_ENV": "local"}).p4_case_insensitive is False
 
 
 def test_settings_refuse_a_bad_list_naming_the_entry():
     with pytest.raises(ConfigError) as caught:
-        Settings.model_validate({"P4REVIEW_ENV": "prod", "P4REVIEW_DEPOT_ALLOW_LIST": "//depot/a/...,//depot/*/..."})
+        P4Block.model_validate(
+            {**P4_FUNCTION, "P4REVIEW_ENV": "prod", "P4REVIEW_DEPOT_ALLOW_LIST": "//depot/a/...,//depot/*/..."}
+        )
     assert 'entry #2 "//depot/*/..."' in caught.value.message
 
 
 @pytest.mark.spec("SEC-2")
 def test_a_p4_function_outside_local_and_test_needs_a_list():
     with pytest.raises(ConfigError) as caught:
-        Settings.model_validate({**P4_FUNCTION, "P4REVIEW_ENV": "prod"})
+        P4Block.model_validate({**P4_FUNCTION, "P4REVIEW_ENV": "prod"})
     assert "P4REVIEW_DEPOT_ALLOW_LIST is not set" in caught.value.message
     with pytest.raises(ConfigError):  # P4REVIEW_ENV unset is not "local" for this purpose
-        Settings.model_validate(P4_FUNCTION)
-    assert Settings.model_validate({"P4REVIEW_ENV": "prod"}).p4_executable is None  # no p4, no list needed
-    assert Settings.model_validate({**P4_FUNCTION, "P4REVIEW_ENV": "local"}).depot_prefixes() == ("//depot/...",)
+        P4Block.model_validate(P4_FUNCTION)
+    assert P4Block.model_validate({**P4_FUNCTION, "P4REVIEW_ENV": "local"}).depot_prefixes() == ("//depot/...",)
 
 
 @pytest.mark.spec("SEC-2")
 def test_cold_start_fails_on_a_bad_list(monkeypatch):
+    from p4review.fetch.settings import FetchSettings
+
     monkeypatch.setenv("P4REVIEW_ENV", "test")
     monkeypatch.setenv("P4REVIEW_DEPOT_ALLOW_LIST", "//...")
-    config.get_settings.cache_clear()
-    try:
-        with pytest.raises(ConfigError) as caught:
-            config.get_settings()
-        assert '"//..."' in caught.value.message
-    finally:
-        config.get_settings.cache_clear()
+    with pytest.raises(ConfigError) as caught:
+        FetchSettings.from_env()
+    assert '"//..."' in caught.value.message
 
 
 # --- normalization ------------------------------------------------------------------------------------

@@ -71,27 +71,65 @@ def test_refuses_to_load_outside_local_and_test(environment):
     faults.fault(FaultPoint.AFTER_CLAIM)  # nothing installed: never fires
 
 
-def test_cold_start_settings_fail_loudly_in_production(monkeypatch):
-    from p4review.settings.service import get_settings
-    from p4review.stores.factory import reset_data_access
-
-    monkeypatch.setenv("P4REVIEW_ENV", "prod")
-    monkeypatch.setenv("P4REVIEW_FAULTS", "after_claim=1")
-    reset_data_access()
-    faults.reset()  # the fault plan is re-read from the environment too
+def test_the_cold_start_refusal_fails_loudly_in_production():
     try:
-        with pytest.raises(ConfigError):
-            get_settings()
-        monkeypatch.setenv("P4REVIEW_ENV", "test")
-        reset_data_access()
-        faults.reset()  # the fault plan is re-read from the environment too
-        get_settings()
+        with pytest.raises(ConfigError) as caught:
+            faults.refuse_outside_test_environments(_env("after_claim=1", "prod"))
+        assert "P4REVIEW_FAULTS" in caught.value.message and "after_claim" not in caught.value.message
+        faults.refuse_outside_test_environments(_env("after_claim=1", "test"))
         with pytest.raises(InjectedCrash):
             faults.fault(FaultPoint.AFTER_CLAIM)
     finally:
-        monkeypatch.delenv("P4REVIEW_FAULTS")
-        reset_data_access()
-        faults.reset()  # the fault plan is re-read from the environment too
+        faults.reset()
+
+
+def test_loading_settings_never_switches_on_fault_injection(monkeypatch):
+    from p4review.fetch.settings import FetchSettings
+    from p4review.settings.blocks import StoresBlock
+
+    monkeypatch.setenv("P4REVIEW_ENV", "test")
+    monkeypatch.setenv("P4REVIEW_FAULTS", "after_claim=1")
+    faults.reset()
+    try:
+        StoresBlock.from_env()
+        FetchSettings.from_env({"P4REVIEW_ENV": "test", "P4REVIEW_FAULTS": "after_claim=1", **FETCH_ENV})
+        assert faults._plan is faults._UNLOADED  # nothing loaded, nothing installed
+    finally:
+        faults.reset()
+
+
+FETCH_ENV = {
+    name: "x"
+    for name in (
+        "P4REVIEW_JOBS_TABLE",
+        "P4REVIEW_FETCH_QUEUE_URL",
+        "P4REVIEW_FETCH_DLQ_URL",
+        "P4REVIEW_REVIEW_QUEUE_URL",
+        "P4REVIEW_RAW_BUCKET",
+        "P4REVIEW_REDACTED_BUCKET",
+        "P4REVIEW_P4_EXECUTABLE",
+    )
+}
+FUNCTIONS = ("ingest", "fetch", "review", "notify", "sweeper", "credential-age", "rotate-signing")
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_every_handler_refuses_faults_in_production_at_import(function, monkeypatch):
+    """The refusal is each handler's explicit cold-start call, before its settings are parsed."""
+    import importlib.util
+    from pathlib import Path
+
+    monkeypatch.setenv("P4REVIEW_ENV", "prod")
+    monkeypatch.setenv("P4REVIEW_FAULTS", "after_claim=1")
+    path = Path(__file__).resolve().parents[3] / "functions" / function / "handler.py"
+    spec = importlib.util.spec_from_file_location(f"p4review_refusal_{function.replace('-', '_')}", path)
+    assert spec is not None and spec.loader is not None
+    try:
+        with pytest.raises(ConfigError) as caught:
+            spec.loader.exec_module(importlib.util.module_from_spec(spec))
+        assert "P4REVIEW_FAULTS" in caught.value.message
+    finally:
+        faults.reset()
 
 
 def test_unset_or_blank_means_no_faults_even_in_production():

@@ -18,7 +18,7 @@ from p4review.notify.swarm.verdict import (
     fail_threshold,
     verdict,
 )
-from p4review.settings.service import Settings
+from p4review.settings.blocks import SwarmBlock
 
 # Swarm's own callback URLs (TestExecutor::generateCallbackUrls, TestRunApi routes).
 PASS_URL = "https://swarm.example.test/api/v10/testruns/7/pass/0123456789ABCDEF0123456789ABCDEF"
@@ -57,7 +57,7 @@ def _ref(update_url: str | None = UPDATE_URL) -> SwarmTestRef:
 # --- the threshold -------------------------------------------------------------------------------------
 @pytest.mark.spec("SW-8")
 def test_the_default_fails_on_critical_or_high_only():
-    fail_at = fail_threshold(Settings().swarm_test_fail_at)
+    fail_at = fail_threshold(SwarmBlock().swarm_test_fail_at)
     assert fail_at is Severity.HIGH
     assert verdict(_findings("critical"), fail_at).outcome is Outcome.FAIL
     assert verdict(_findings("high", "low"), fail_at).outcome is Outcome.FAIL
@@ -94,13 +94,13 @@ def test_the_threshold_is_read_case_insensitively():
 
 @pytest.mark.parametrize("value", ["critical", "high", "medium", "low", "never"])
 def test_the_setting_accepts_each_choice(value):
-    assert Settings.model_validate({"P4REVIEW_SWARM_TEST_FAIL_AT": value}).swarm_test_fail_at == value
+    assert SwarmBlock.model_validate({"P4REVIEW_SWARM_TEST_FAIL_AT": value}).swarm_test_fail_at == value
 
 
 @pytest.mark.parametrize("value", ["info", "High", ""])
 def test_the_setting_refuses_anything_else(value):
     with pytest.raises(ValueError):
-        Settings.model_validate({"P4REVIEW_SWARM_TEST_FAIL_AT": value})
+        SwarmBlock.model_validate({"P4REVIEW_SWARM_TEST_FAIL_AT": value})
 
 
 # --- the summary ---------------------------------------------------------------------------------------

@@ -11,8 +11,8 @@ from botocore.exceptions import ClientError, ReadTimeoutError
 
 from p4review.errors import AnalyzerUnavailable
 from p4review.review.analyzers.js_function import MAX_PAYLOAD_BYTES, JsAnalyzerFunction
+from p4review.review.settings import ReviewerSettings
 from p4review.review.setup import build_analyzers
-from p4review.settings.service import Settings
 
 FILES = {"f0001/app.js": "el.innerHTML = secretless;\n"}
 
@@ -69,7 +69,7 @@ def test_the_review_stage_uses_the_function_only_when_it_is_configured():
     class ReviewStores:
         js_analyzer_function = object()
 
-    configured = Settings.model_validate({"P4REVIEW_JS_ANALYZER_FUNCTION": "p4review-dev-js-analyzers"})
+    configured = ReviewerSettings.model_validate({"P4REVIEW_JS_ANALYZER_FUNCTION": "p4review-dev-js-analyzers"})
     assert build_analyzers(configured, ReviewStores())._node_runner is ReviewStores.js_analyzer_function
-    assert build_analyzers(Settings.model_validate({}), ReviewStores())._node_runner is None
-    assert build_analyzers(Settings.model_validate({"P4REVIEW_ANALYZERS": ""}), ReviewStores()) is None
+    assert build_analyzers(ReviewerSettings.model_validate({}), ReviewStores())._node_runner is None
+    assert build_analyzers(ReviewerSettings.model_validate({"P4REVIEW_ANALYZERS": ""}), ReviewStores()) is None

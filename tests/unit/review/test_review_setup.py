@@ -3,8 +3,8 @@ configured one, at most the model's own (review/llm/model_capabilities.py)."""
 
 import pytest
 
+from p4review.review.settings import ReviewerSettings
 from p4review.review.setup import review_config
-from p4review.settings.service import Settings
 
 
 @pytest.mark.spec("LLM-1")
@@ -19,7 +19,7 @@ from p4review.settings.service import Settings
     ],
 )
 def test_the_reserved_output_limit_is_the_one_the_request_carries(provider, model, expected):
-    settings = Settings.model_validate(
+    settings = ReviewerSettings.model_validate(
         {
             "P4REVIEW_LLM_PROVIDER": provider,
             **({"P4REVIEW_LLM_MODEL": model} if model else {}),

@@ -12,11 +12,11 @@ from p4review.notify.email.sender import EmailSender, TimedSender
 from p4review.notify.email.smtp import SmtpSender, SmtpSettings
 from p4review.observability import logger, metrics
 from p4review.ports import SecretReader
-from p4review.settings.service import Settings
+from p4review.settings.blocks import EmailBlock
 
 
 class EmailTransport:
-    def __init__(self, settings: Settings, secrets: SecretReader):
+    def __init__(self, settings: EmailBlock, secrets: SecretReader):
         self._settings = settings
         self._secrets = secrets
         self.provider = settings.email_provider
@@ -32,9 +32,9 @@ class EmailTransport:
             client = make_ses_client(self._settings.ses_region)
             return (
                 TimedSender(SesSender(client, configuration_set=self._settings.ses_configuration_set), "ses"),
-                self._settings.require("email_from"),
+                self._settings.needed("email_from"),
             )
-        self._smtp = SmtpSettings.model_validate(self._secrets.get_json(self._settings.require("smtp_secret_id")))
+        self._smtp = SmtpSettings.model_validate(self._secrets.get_json(self._settings.needed("smtp_secret_id")))
         return TimedSender(SmtpSender(self._smtp), "smtp"), self._smtp.from_address
 
     def refresh(self) -> bool:
@@ -42,7 +42,7 @@ class EmailTransport:
         (the sender now uses the new one); False when there is nothing new to try."""
         if self.provider != "smtp":
             return False
-        secret_id = self._settings.require("smtp_secret_id")
+        secret_id = self._settings.needed("smtp_secret_id")
         self._secrets.invalidate(secret_id)
         fresh = SmtpSettings.model_validate(self._secrets.get_json(secret_id))
         if fresh == self._smtp:

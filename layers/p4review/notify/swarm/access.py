@@ -11,9 +11,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from p4review.errors import ConfigError
 from p4review.models.job import ReviewJob
+from p4review.notify.settings import NotifySettings
 from p4review.notify.swarm.channel import SwarmChannel
 from p4review.ports import OutboxRepository, SecretReader
-from p4review.settings.service import Settings
+from p4review.settings.blocks import SwarmBlock
 
 
 class SwarmCredentials(BaseModel):
@@ -25,14 +26,14 @@ class SwarmCredentials(BaseModel):
     ticket: str = Field(min_length=1)
 
 
-def swarm_comments_enabled(settings: Settings) -> bool:
+def swarm_comments_enabled(settings: SwarmBlock) -> bool:
     return bool(settings.swarm_secret_id)
 
 
 SWARM_URL_PROPERTY = "P4.Swarm.URL"
 
 
-def swarm_url(settings: Settings, secrets: SecretReader) -> str:
+def swarm_url(settings: NotifySettings, secrets: SecretReader) -> str:
     """P4REVIEW_SWARM_URL, else the URL Swarm publishes on the Perforce server (the
     P4.Swarm.URL property, `p4 property -l -n`), as Swarm's own trigger finds it."""
     if settings.swarm_url:
@@ -46,7 +47,7 @@ def swarm_url(settings: Settings, secrets: SecretReader) -> str:
 
 
 def build_swarm_channel(
-    settings: Settings,
+    settings: SwarmBlock,
     secrets: SecretReader,
     outbox: OutboxRepository,
     lock_holder: Callable[[ReviewJob], tuple[str, int]],
@@ -56,7 +57,7 @@ def build_swarm_channel(
     from p4review.notify.swarm.client import SwarmClient  # only where Swarm is configured (cold start)
 
     try:
-        credentials = SwarmCredentials.model_validate(secrets.get_json(settings.require("swarm_secret_id")))
+        credentials = SwarmCredentials.model_validate(secrets.get_json(settings.needed("swarm_secret_id")))
     except ValidationError:
         raise ConfigError("the Swarm secret needs a user and a ticket") from None
     client = SwarmClient(
@@ -69,11 +70,11 @@ def build_swarm_channel(
     return SwarmChannel(client, outbox, create_reviews=settings.swarm_create_reviews, lock_holder=lock_holder)
 
 
-def task_threshold(settings: Settings) -> str | None:
+def task_threshold(settings: SwarmBlock) -> str | None:
     return None if settings.swarm_task_at == "never" else settings.swarm_task_at
 
 
-def post_test_verdict(request: Any, settings: Settings) -> None:
+def post_test_verdict(request: Any, settings: SwarmBlock) -> None:
     from p4review.notify.swarm.callback import post_verdict
 
-    post_verdict(request, swarm_url=settings.require("swarm_url"))
+    post_verdict(request, swarm_url=settings.needed("swarm_url"))

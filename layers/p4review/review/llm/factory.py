@@ -8,14 +8,14 @@ from typing import Any
 
 from p4review.errors import ConfigError
 from p4review.review.llm.base import KeySource, LlmProvider
-from p4review.settings.service import Settings
+from p4review.settings.blocks import LlmBlock
 
 # (region, timeout_seconds) -> a bedrock-runtime client; tests pass a stubbed one.
 BedrockClientFactory = Callable[[str | None, float], Any]
 
 
 def build_provider(
-    settings: Settings, key_source: KeySource | None, bedrock_client_factory: BedrockClientFactory | None = None
+    settings: LlmBlock, key_source: KeySource | None, bedrock_client_factory: BedrockClientFactory | None = None
 ) -> LlmProvider | None:
     """The provider for `settings.llm_provider`, or None for "offline": the review stage then
     runs its offline reviewer, which needs no provider, model or key."""
