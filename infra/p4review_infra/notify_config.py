@@ -1,6 +1,6 @@
 """The notify function's configuration from CDK context (docs/infra.md, "Notify configuration").
 
-Checked at synth with what the function checks at cold start (the `Settings` model and the
+Checked at synth with what the function checks at cold start (the `EmailBlock` of `NotifySettings` and the
 reviewer-policy parser), so a deploy cannot ship a setting the function would refuse."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 from p4review.errors import ConfigError
 from p4review.notify.delivery import normalize_recipient
 from p4review.notify.recipients import parse_reviewer_policy
-from p4review.settings.service import Settings
+from p4review.settings.blocks import EmailBlock
 from p4review_infra.review_config import ContextError, _text, settings_from_context
 
 CONTEXT_FIELDS = {
@@ -23,7 +23,7 @@ CONTEXT_FIELDS = {
     "reviewers": "reviewers",
     "noFindingsPolicy": "no_findings_policy",
 }
-ENV_VARS = {key: Settings.model_fields[name].alias for key, name in CONTEXT_FIELDS.items()}
+ENV_VARS = {key: EmailBlock.env_var(name) for key, name in CONTEXT_FIELDS.items()}
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class NotifyConfig:
     def from_context(cls, get: Callable[[str], Any]) -> NotifyConfig:
         given = {key: text for key in CONTEXT_FIELDS if (text := _text(get(key)))}
         env = {ENV_VARS[key]: text for key, text in given.items()}
-        settings = settings_from_context(env, ENV_VARS)
+        settings = settings_from_context(env, ENV_VARS, EmailBlock)
         try:
             parse_reviewer_policy(settings.reviewers)
         except ConfigError as exc:

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from p4review.errors import ConfigError
-from p4review.settings.service import Settings
+from p4review.settings.blocks import RedactionBlock
 from p4review_infra.review_config import ContextError
 
 CONTEXT_FIELDS = {
@@ -21,7 +21,7 @@ CONTEXT_FIELDS = {
     "redactHostSuffixes": "redact_host_suffixes",
     "redactCidrs": "redact_cidrs",
 }
-ENV_VARS = {key: Settings.model_fields[name].alias for key, name in CONTEXT_FIELDS.items()}
+ENV_VARS = {key: RedactionBlock.env_var(name) for key, name in CONTEXT_FIELDS.items()}
 
 
 def _text(value: Any) -> str:
@@ -34,7 +34,7 @@ def redaction_env(get: Callable[[str], Any]) -> dict[str, str]:
     """The functions' environment for the context's policy (only the keys that were set)."""
     env = {ENV_VARS[key]: _text(value) for key in CONTEXT_FIELDS if (value := get(key)) is not None}
     try:
-        Settings.model_validate(env).redaction_policy()
+        RedactionBlock.model_validate(env).redaction_policy()
     except ValidationError as exc:
         error = exc.errors()[0]
         key = {alias: key for key, alias in ENV_VARS.items()}.get(str(error["loc"][0]), error["loc"][0])

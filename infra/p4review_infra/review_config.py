@@ -1,7 +1,7 @@
 """The review function's configuration from CDK context (docs/infra.md, "Review configuration").
 
 Each value is checked at synth with what the function checks it with at cold start (the pydantic
-`Settings` model, the noise-policy parser, the shipped prompt registry), so a deploy cannot ship a
+`ReviewerSettings` model, the noise-policy parser, the shipped prompt registry), so a deploy cannot ship a
 setting the function would refuse."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from pydantic import ValidationError
@@ -20,14 +20,17 @@ from pydantic import ValidationError
 from p4review.errors import ConfigError
 from p4review.review.noise import parse_noise_policy
 from p4review.review.prompts import load_registry
-from p4review.settings.service import Settings
+from p4review.review.settings import ReviewerSettings
+from p4review.settings.blocks import SettingsBlock
+
+BlockT = TypeVar("BlockT", bound=SettingsBlock)
 
 PROVIDERS = ("offline", "openai", "anthropic", "bedrock")
 # Providers authenticating with an API key from the LLM secret; bedrock uses the function's role.
 KEY_PROVIDERS = ("openai", "anthropic")
 DEFAULT_FINDINGS_PER_JOB_SLO = 0.5
 
-# Context key -> Settings field; the env var is the field's alias, set only when the key is given.
+# Context key -> ReviewerSettings field; the env var is the field's alias, set only when the key is given.
 CONTEXT_FIELDS = {
     "llmProvider": "llm_provider",
     "llmModel": "llm_model",
@@ -41,7 +44,7 @@ CONTEXT_FIELDS = {
     "promptCanary": "prompt_canary",
     "promptCanaryPercent": "prompt_canary_percent",
 }
-ENV_VARS = {key: Settings.model_fields[name].alias for key, name in CONTEXT_FIELDS.items()}
+ENV_VARS = {key: ReviewerSettings.env_var(name) for key, name in CONTEXT_FIELDS.items()}
 
 # Cross-region (system) inference profiles are named `<geo>.<model id>`, e.g. us.anthropic.claude-...
 INFERENCE_PROFILE_GEOS = ("us", "us-gov", "eu", "apac", "jp", "au", "ca", "global")
@@ -150,15 +153,16 @@ def _text(value: Any) -> str:
     return str(value).strip()
 
 
-def _validate(env: dict[str, str]) -> Settings:
-    return settings_from_context(env, ENV_VARS)
+def _validate(env: dict[str, str]) -> ReviewerSettings:
+    return settings_from_context(env, ENV_VARS, ReviewerSettings)
 
 
-def settings_from_context(env: dict[str, str], env_vars: Mapping[str, str]) -> Settings:
-    """The service's own Settings from context values already turned into their variables
-    (`env_vars`: context key -> variable); an invalid value is a ContextError naming its key."""
+def settings_from_context(env: dict[str, str], env_vars: Mapping[str, str], model: type[BlockT]) -> BlockT:
+    """The service's own settings `model` (a block the functions parse at cold start) from context
+    values already turned into their variables (`env_vars`: context key -> variable); an invalid
+    value is a ContextError naming its key."""
     try:
-        return Settings.model_validate(env)
+        return model.model_validate(env)
     except ValidationError as exc:
         key_for_env = {env_var: key for key, env_var in env_vars.items()}
         problems = "; ".join(

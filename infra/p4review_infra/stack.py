@@ -28,6 +28,7 @@ from p4review_infra.constructs.rollout_alarms import RolloutAlarms
 from p4review_infra.constructs.secrets import Secrets
 from p4review_infra.constructs.stage_queue import StageQueue
 from p4review_infra.constructs.storage import ArtifactStorage, Tables
+from p4review_infra.function_settings import check_environment
 from p4review_infra.layer import P4ReviewLayers
 from p4review_infra.network_config import FunctionNetwork
 from p4review_infra.notify_config import NotifyConfig
@@ -169,7 +170,7 @@ class P4ReviewStack(Stack):
                 network=network,
             )
 
-        # Both functions that run p4 refuse to start without a valid list (p4review.settings.service).
+        # Both functions that run p4 refuse to start without a valid list (p4review.settings.blocks.P4Block).
         depot_allow_list = ssm.StringParameter.value_for_string_parameter(self, allow_list_parameter(environment))
 
         fetch_q, review_q, notify_q = (
@@ -328,6 +329,11 @@ class P4ReviewStack(Stack):
         # -- wiring: each stage queue drives its function, W at a time ------------------------------
         for stage_fn, stage in ((fetch, fetch_q), (review, review_q), (notify, notify_q)):
             stage_fn.consumes(stage, max_concurrency=concurrency.stages[stage.spec.key].max_concurrency)
+
+        # Each function's environment against the settings model its handler parses at cold start:
+        # synth fails naming a required variable that is missing, or one the function does not read.
+        for name, built in self.functions.items():
+            check_environment(name, built.environment_values)
 
         self.api = ReviewApi(
             self,

@@ -8,7 +8,7 @@ Two features, each off unless switched on (docs/swarm.md, docs/swarm-workflow-te
   (the `swarm-test-token` secret, read by ingest only); notify posts the test's verdict to the
   callback URL Swarm gave.
 
-Values are checked at synth with the `Settings` model the functions use at cold start, so a deploy
+Values are checked at synth with the `SwarmBlock` model the functions use at cold start, so a deploy
 cannot ship a setting the functions would refuse."""
 
 from __future__ import annotations
@@ -20,18 +20,18 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from p4review.resources import SecretSpec
-from p4review.settings.service import Settings
+from p4review.settings.blocks import SwarmBlock, SwarmTestRouteBlock
 from p4review_infra.review_config import ContextError, _text, settings_from_context
 
 # The two secrets exist only with their feature on; named like the others, p4review/<env>/<key>.
 SWARM_SECRET = SecretSpec(
     key="swarm",
-    env_var=Settings.model_fields["swarm_secret_id"].alias or "",
+    env_var=SwarmBlock.env_var("swarm_secret_id"),
     description="Helix Swarm service user for review comments: JSON {user, ticket} (a long-lived ticket).",
 )
 SWARM_TEST_TOKEN_SECRET = SecretSpec(
     key="swarm-test-token",
-    env_var=Settings.model_fields["swarm_test_secret_id"].alias or "",
+    env_var=SwarmTestRouteBlock.env_var("swarm_test_secret_id"),
     description="Shared token of Swarm's workflow test for POST /v1/swarm/tests (AWSCURRENT and AWSPREVIOUS accepted).",
 )
 
@@ -40,7 +40,7 @@ COMMENTS_KEY = "swarmComments"
 WORKFLOW_TESTS_KEY = "swarmWorkflowTests"
 URL_KEY = "swarmUrl"
 
-# Context key -> Settings field; the env var is the field's alias, set only when the key is given.
+# Context key -> SwarmBlock field; the env var is the field's alias, set only when the key is given.
 COMMENT_FIELDS = {
     "swarmApi": "swarm_api",
     "swarmCreateReviews": "swarm_create_reviews",
@@ -49,7 +49,7 @@ COMMENT_FIELDS = {
 }
 WORKFLOW_TEST_FIELDS = {"swarmTestFailAt": "swarm_test_fail_at"}
 CONTEXT_FIELDS = {URL_KEY: "swarm_url", **COMMENT_FIELDS, **WORKFLOW_TEST_FIELDS}
-ENV_VARS = {key: Settings.model_fields[name].alias or "" for key, name in CONTEXT_FIELDS.items()}
+ENV_VARS = {key: SwarmBlock.env_var(name) for key, name in CONTEXT_FIELDS.items()}
 URL_ENV = ENV_VARS[URL_KEY]
 
 
@@ -150,5 +150,5 @@ def _env_text(value: Any) -> str:
     return str(value)
 
 
-def _validate(env: dict[str, str]) -> Settings:
-    return settings_from_context(env, ENV_VARS)
+def _validate(env: dict[str, str]) -> SwarmBlock:
+    return settings_from_context(env, ENV_VARS, SwarmBlock)

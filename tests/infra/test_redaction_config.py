@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from p4review.settings.service import Settings
+from p4review.settings.blocks import RedactionBlock
 from p4review_infra.redaction_config import redaction_env
 from p4review_infra.review_config import ContextError
 from tests.infra.conftest import _synth
@@ -15,7 +15,7 @@ POLICY_VARS = ("P4REVIEW_REDACT_PRIVATE_BY_DEFAULT", "P4REVIEW_REDACT_HOST_SUFFI
 
 
 def policy_of(env: dict[str, str]):
-    return Settings.model_validate(env).redaction_policy()
+    return RedactionBlock.model_validate(env).redaction_policy()
 
 
 def test_no_context_means_the_secure_default():

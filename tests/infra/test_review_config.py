@@ -87,15 +87,15 @@ def test_every_context_key_sets_its_env_var(openai):
 
 
 def test_llm_env_vars_are_settings_fields():
-    from p4review.settings.service import Settings
+    from p4review.review.settings import ReviewSettings
 
-    assert LLM_ENV <= {f.alias for f in Settings.model_fields.values()}
+    assert LLM_ENV <= ReviewSettings.env_vars()
 
 
 def test_the_env_a_synth_accepts_is_the_env_the_function_accepts(openai):
-    from p4review.settings.service import Settings
+    from p4review.review.settings import ReviewerSettings
 
-    settings = Settings.model_validate({name: review_env(openai)[name] for name in LLM_ENV})
+    settings = ReviewerSettings.model_validate({name: review_env(openai)[name] for name in LLM_ENV})
     assert (settings.llm_provider, settings.review_chunk_tokens, settings.prompt_canary_percent) == (
         "openai",
         16_000,

@@ -10,7 +10,7 @@ import pytest
 from aws_cdk.assertions import Annotations, Match
 
 from p4review import resources as r
-from p4review.settings.service import Settings
+from p4review_infra.function_settings import FUNCTION_SETTINGS, TOKEN_PLACEHOLDERS
 
 ENV = "dev"
 DAY = 86_400
@@ -184,10 +184,41 @@ def test_functions_running_p4_get_the_allow_list_from_its_ssm_parameter(dev):
         assert functions(dev)[stage][1]["Environment"]["Variables"]["P4REVIEW_DEPOT_ALLOW_LIST"] == {"Ref": name}
 
 
-def test_every_p4review_env_var_is_a_settings_field():
-    aliases = {field.alias for field in Settings.model_fields.values()}
-    for names in EXPECTED_ENV.values():
-        assert {n for n in names if n.startswith("P4REVIEW_")} <= aliases
+def test_every_p4review_env_var_is_a_field_of_the_functions_settings():
+    for name, names in EXPECTED_ENV.items():
+        assert {n for n in names if n.startswith("P4REVIEW_")} <= FUNCTION_SETTINGS[name].env_vars(), name
+
+
+@pytest.mark.parametrize("synth_name", ["dev", "openai", "bedrock"])
+def test_each_synthesized_environment_validates_against_its_functions_settings(synth_name, request):
+    """Every function's environment, as synthesized, parses with the model its handler parses at
+    cold start, and sets no P4REVIEW_ variable that model does not read."""
+    synth = request.getfixturevalue(synth_name)
+    found = functions(synth)
+    assert set(FUNCTION_SETTINGS) <= set(found)
+    for name, model in FUNCTION_SETTINGS.items():
+        variables = found[name][1]["Environment"]["Variables"]
+        env = {
+            key: value if isinstance(value, str) else TOKEN_PLACEHOLDERS.get(key, "deploy-time")
+            for key, value in variables.items()
+            if key.startswith("P4REVIEW_")
+        }
+        assert set(env) <= model.env_vars(), (name, set(env) - model.env_vars())
+        assert model.required_env_vars() <= set(env), (name, model.required_env_vars() - set(env))
+        model.from_env(env)  # raises ConfigError naming the variable
+
+
+def test_synth_fails_naming_a_missing_or_unread_variable():
+    from p4review.errors import ConfigError
+    from p4review_infra.function_settings import check_environment
+
+    fetch_env = {name: "x" for name in FUNCTION_SETTINGS["fetch"].required_env_vars()} | {"P4REVIEW_ENV": "test"}
+    check_environment("fetch", fetch_env)
+    missing = {k: v for k, v in fetch_env.items() if k != "P4REVIEW_RAW_BUCKET"}
+    with pytest.raises(ConfigError, match="fetch.*P4REVIEW_RAW_BUCKET"):
+        check_environment("fetch", missing)
+    with pytest.raises(ConfigError, match="fetch.*P4REVIEW_LLM_MODEL.*does not read"):
+        check_environment("fetch", {**fetch_env, "P4REVIEW_LLM_MODEL": "gpt"})
 
 
 def test_env_vars_point_at_the_resources(dev):
@@ -860,7 +891,7 @@ def test_sweeper_cannot_read_artifacts_or_secrets(dev):
     assert {action for action in actions if action.startswith("s3:")} == {"s3:ListBucket"}
 
 
-@pytest.mark.parametrize("synth_name", ["dev", "prod"])
+@pytest.mark.parametrize("synth_name", ["dev", "openai", "bedrock"])
 def test_no_synthesized_template_enables_fault_injection(synth_name, request):
     """Fault injection (faults.py) is for tests and the local stack only."""
     synth = request.getfixturevalue(synth_name)

@@ -12,7 +12,7 @@ import pytest
 from aws_cdk.assertions import Annotations, Match
 
 from p4review import resources as r
-from p4review.settings.service import Settings
+from p4review.settings.blocks import SwarmBlock, SwarmTestRouteBlock
 from tests.infra.conftest import SKIP_BUNDLING, _synth
 from tests.infra.test_stack import (
     COMMON_ENV,
@@ -45,9 +45,7 @@ ALL_CONTEXT = {
     "notifySubnetIds": ",".join(SUBNETS),
     "notifySecurityGroupIds": [SECURITY_GROUP],
 }
-SWARM_ENV = {
-    alias for name, field in Settings.model_fields.items() if name.startswith("swarm_") and (alias := field.alias)
-}
+SWARM_ENV = SwarmBlock.env_vars() | SwarmTestRouteBlock.env_vars()
 TICKET_SECRET = f"p4review/{ENV}/swarm"
 TOKEN_SECRET = f"p4review/{ENV}/swarm-test-token"
 
@@ -147,7 +145,7 @@ def test_each_function_gets_only_its_swarm_variables(swarm):
     for name in ("fetch", "review", "sweeper"):
         assert set(env(swarm, name)) == COMMON_ENV | EXPECTED_ENV[name], name
     # What the synth accepted is what the functions accept at cold start.
-    settings = Settings.model_validate(
+    settings = SwarmBlock.model_validate(
         {k: v for k, v in env(swarm, "notify").items() if k in SWARM_ENV and isinstance(v, str)}
     )
     assert (settings.swarm_api, settings.swarm_create_reviews, settings.swarm_timeout_seconds) == ("v11", True, 15.0)

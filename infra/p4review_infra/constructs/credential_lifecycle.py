@@ -18,14 +18,14 @@ from constructs import Construct
 
 from p4review.metric_names import Dimension, MetricName
 from p4review.resources import SIGNING_SECRET
-from p4review.settings.service import Settings
+from p4review.settings.blocks import CredentialAgeBlock
 from p4review_infra.constructs.alarms import Alarms, own_metric
 from p4review_infra.constructs.function import P4ReviewFunction
 from p4review_infra.constructs.secrets import Secrets
 from p4review_infra.rotation_config import RotationConfig
 
 AGE_CHECK_EVERY_HOURS = 6
-AGE_SECRETS_ENV = Settings.model_fields["credential_age_secrets"].alias or ""
+AGE_SECRETS_ENV = CredentialAgeBlock.env_var("credential_age_secrets")
 
 
 class CredentialLifecycle(Construct):

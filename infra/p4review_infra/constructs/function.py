@@ -72,6 +72,14 @@ class P4ReviewFunction(Construct):
         # share of the account's pool no other function can take.
         self.reserved_concurrency = reserved_concurrency
         function_name = physical_name(environment, name)
+        # What the function's environment holds, checked against its settings model at synth
+        # (function_settings.check_environment, called by the stack once every grant is made).
+        self.environment_values: dict[str, str] = {
+            "P4REVIEW_ENV": environment,
+            "POWERTOOLS_SERVICE_NAME": POWERTOOLS_SERVICE_NAME,
+            "POWERTOOLS_METRICS_NAMESPACE": POWERTOOLS_METRICS_NAMESPACE,
+            "LOG_LEVEL": log_level,
+        }
 
         self.log_group = logs.LogGroup(
             self,
@@ -112,12 +120,7 @@ class P4ReviewFunction(Construct):
             log_group=self.log_group,
             # No active X-Ray tracing: no code calls a tracer (Powertools' Tracer costs ~0.4 s of
             # cold start); structured logs carry job_id and the correlation id instead.
-            environment={
-                "P4REVIEW_ENV": environment,
-                "POWERTOOLS_SERVICE_NAME": POWERTOOLS_SERVICE_NAME,
-                "POWERTOOLS_METRICS_NAMESPACE": POWERTOOLS_METRICS_NAMESPACE,
-                "LOG_LEVEL": log_level,
-            },
+            environment=dict(self.environment_values),
             **(self._in_vpc(network) if network else {}),
         )
 
@@ -177,6 +180,7 @@ class P4ReviewFunction(Construct):
     # -- environment + grants -------------------------------------------------------------------
 
     def set_env(self, name: str, value: str) -> None:
+        self.environment_values[name] = value
         self.function.add_environment(name, value)
 
     def uses_table(self, provisioned: ProvisionedTable, *, write: bool, indexes: tuple[IndexSpec, ...] = ()) -> None:
