@@ -34,7 +34,34 @@ def _environment(pycache: str, handler: str | None) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(paths)
     env.setdefault("AWS_DEFAULT_REGION", "us-east-1")
     env.setdefault("P4REVIEW_ENV", "bench")
+    # Each handler parses its settings at import: every variable some function requires.
+    for name, value in BENCH_SETTINGS.items():
+        env.setdefault(name, value)
     return env
+
+
+BENCH_SETTINGS = {
+    **{
+        f"P4REVIEW_{name}": f"bench-{name.lower()}"
+        for name in (
+            "JOBS_TABLE",
+            "OUTBOX_TABLE",
+            "FETCH_QUEUE_URL",
+            "REVIEW_QUEUE_URL",
+            "NOTIFY_QUEUE_URL",
+            "FETCH_DLQ_URL",
+            "REVIEW_DLQ_URL",
+            "NOTIFY_DLQ_URL",
+            "RAW_BUCKET",
+            "REDACTED_BUCKET",
+            "SIGNING_SECRET_ID",
+            "SMTP_SECRET_ID",
+            "P4_EXECUTABLE",
+        )
+    },
+    "P4REVIEW_DEPOT_ALLOW_LIST": "//depot/...",
+    "P4REVIEW_CREDENTIAL_AGE_SECRETS": "{}",
+}
 
 
 def _once(module: str, env: dict[str, str]) -> float:
