@@ -415,7 +415,10 @@ def test_provision_creates_everything_from_the_definition(boto_session, moto_end
     assert settings.jobs_table == "p4review-itest-jobs"
     assert settings.fetch_queue_url == res.queues["fetch"].url
     assert (
-        NotifySettings.model_validate({**env, "P4REVIEW_P4_EXECUTABLE": "p4"}).smtp_secret_id == "p4review-itest-smtp"
+        NotifySettings.model_validate(
+            {**env, "P4REVIEW_P4_EXECUTABLE": "p4", "P4REVIEW_DEPOT_ALLOW_LIST": "//depot/..."}
+        ).smtp_secret_id
+        == "p4review-itest-smtp"
     )
     assert settings.needed("notify_dlq_url") == res.queues["notify"].dlq_url
     # The queue URLs reach the moto server.

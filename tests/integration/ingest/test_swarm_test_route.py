@@ -187,8 +187,10 @@ def test_a_bad_header_token_is_refused_even_with_a_good_body_token(api):
 
 def test_the_route_is_off_until_its_token_secret_is_configured(api, monkeypatch):
     monkeypatch.delenv("P4REVIEW_SWARM_TEST_SECRET_ID")
-    _assert_error(_post(api, _call()), 404, "swarm_tests_not_enabled")
-    _nothing_created(api)
+    # The settings are the cold start's: a function started without the secret's variable.
+    with ingest_api(api):  # a second ingest function, started without it
+        _assert_error(_post(api, _call()), 404, "swarm_tests_not_enabled")
+        _nothing_created(api)
 
 
 # --- callback URLs -----------------------------------------------------------------------------------

@@ -149,7 +149,9 @@ def test_anthropic_after_a_key_rotation(moto_endpoint, aws_reset, server):
     ) as service:
         _set_llm_key(service, KEY)
         job, answer = _fetch_then_answer()
-        review_stores(get_data_access()).llm_credentials.api_key()  # warm the cache with the old key ...
+        review_stores(
+            get_data_access(), ReviewSettings.from_env()
+        ).llm_credentials.api_key()  # warm the cache with the old key ...
         _set_llm_key(service, ROTATED)  # ... then rotate it: the first call gets a 401
         work_dal = get_data_access()
         server.script(
