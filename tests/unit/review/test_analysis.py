@@ -284,3 +284,21 @@ def test_analyzers_read_placeholders_as_identifiers_and_their_reports_there_are_
     reports = [_report(2), _report(3, 4), _report(4), _report(1, file="//depot/other.py")]
     kept = analysis.without_placeholder_lines(reports, {PY: lines})
     assert [(r.file, r.line) for r in kept] == [(PY, 4), ("//depot/other.py", 1)]
+
+
+def test_code_from_strings_and_unsafe_deserialization_stay_high():
+    """bandit rates eval (B307) medium; the offline reviewer, which left it to bandit, had it high,
+    and a Swarm test fails at high by default (analysis.BANDIT_HIGH)."""
+    item = {
+        "filename": "f0/a.py",
+        "line_number": 3,
+        "issue_severity": "MEDIUM",
+        "issue_confidence": "HIGH",
+        "test_id": "B307",
+        "test_name": "blacklist",
+        "issue_text": "Use of possibly insecure function - consider using safer ast.literal_eval.",
+    }
+    (report,) = analysis.read_bandit(json.dumps({"results": [item]}), {"f0/a.py": "//d/a.py"})
+    assert report.severity is Severity.HIGH
+    (other,) = analysis.read_bandit(json.dumps({"results": [{**item, "test_id": "B602"}]}), {"f0/a.py": "//d/a.py"})
+    assert other.severity is Severity.MEDIUM

@@ -84,7 +84,8 @@ def test_ruff_through_sarif_gives_the_reports_its_json_gave():
 def test_flawfinder_through_sarif_gives_the_reports_its_csv_gave():
     """Expected: what read_flawfinder made of `flawfinder --csv --minlevel=4` on the same file
     (flawfinder 2.0.20). Its SARIF also holds the level-2 `char` hit, which is left out; the
-    function comes from each message, since FF1001's rule is named for strcpy alone."""
+    function comes from each message, since FF1001's rule is named for strcpy alone. strcpy and
+    sprintf are high (analysis.FLAWFINDER_HIGH: the offline reviewer's severity for them)."""
     log = _log("flawfinder-2.0.20.sarif")
     assert [(r.rule_id, r.rank, r.level) for r in sarif.read(log)][:2] == [
         ("FF1013", 0.4, "note"),
@@ -95,10 +96,10 @@ def test_flawfinder_through_sarif_gives_the_reports_its_csv_gave():
         ("gets", "//depot/app/buf.c", 3, Severity.HIGH, Category.SECURITY, Confidence.MEDIUM,
          "gets: Does not check for buffer overflows (CWE-120, CWE-20).",
          "Does not check for buffer overflows (CWE-120, CWE-20). (CWE-120, CWE-20)"),
-        ("strcpy", "//depot/app/buf.c", 3, Severity.MEDIUM, Category.SECURITY, Confidence.MEDIUM,
+        ("strcpy", "//depot/app/buf.c", 3, Severity.HIGH, Category.SECURITY, Confidence.MEDIUM,
          "strcpy: Does not check for buffer overflows when copying to destination [MS-banned] (CWE-120).",
          "Does not check for buffer overflows when copying to destination [MS-banned] (CWE-120). (CWE-120)"),
-        ("sprintf", "//depot/app/buf.c", 4, Severity.MEDIUM, Category.SECURITY, Confidence.MEDIUM,
+        ("sprintf", "//depot/app/buf.c", 4, Severity.HIGH, Category.SECURITY, Confidence.MEDIUM,
          "sprintf: Does not check for buffer overflows (CWE-120).",
          "Does not check for buffer overflows (CWE-120). (CWE-120)"),
         ("lstrcpy", "//depot/app/buf.c", 4, Severity.MEDIUM, Category.SECURITY, Confidence.MEDIUM,
