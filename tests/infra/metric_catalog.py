@@ -78,6 +78,14 @@ def publishing_sites() -> list[tuple[str, MetricName, str]]:
                     continue
                 called = _called(node)
                 keywords = {keyword.arg: keyword.value for keyword in node.keywords}
+                if called == "ChannelProfile":
+                    # A delivery channel's metrics, which the one delivery loop counts with
+                    # add_metric (notify/delivery_loop.py): each `*_metric` field of its profile.
+                    for field, value in keywords.items():
+                        metric = _metric_name_of(value)
+                        if field and field.endswith("_metric") and metric is not None:
+                            sites.append((str(path.relative_to(ROOT)), metric, "add_metric"))
+                    continue
                 if called == "add_metric":
                     name = _metric_name_of(keywords.get("name"))
                 elif called == "publish_metric":
