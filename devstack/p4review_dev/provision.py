@@ -21,6 +21,7 @@ from typing import Any
 
 from p4review import resources as spec
 from p4review.models.job import StageName
+from p4review.settings.blocks import CredentialAgeBlock
 
 __all__ = ["LocalResources", "QueueResources", "provision"]
 
@@ -62,8 +63,9 @@ class LocalResources:
     def env(self) -> dict[str, str]:
         """The environment the functions read (each function's settings model, e.g.
         ``p4review.fetch.settings.FetchSettings``): ``P4REVIEW_ENV`` plus ``spec.env_var ->
-        physical name / queue URL / secret id`` for every table, queue, bucket and secret, and
-        ``QueueSpec.dlq_env_var -> DLQ URL`` for every queue. AWS endpoint/credential variables
+        physical name / queue URL / secret id`` for every table, queue, bucket and secret,
+        ``QueueSpec.dlq_env_var -> DLQ URL`` for every queue, and the credential-age check's list
+        of the secrets. AWS endpoint/credential variables
         are not included (the orchestrator owns those)."""
         values: dict[str, str] = {"P4REVIEW_ENV": self.environment}
         for table in spec.TABLES:
@@ -81,6 +83,8 @@ class LocalResources:
         for secret in spec.SECRETS:
             if secret.key in self.secrets:
                 values[secret.env_var] = self.secrets[secret.key]
+        # The credential-age check's list, as the CDK app gives it: every secret the stack holds.
+        values[CredentialAgeBlock.env_var("credential_age_secrets")] = json.dumps(self.secrets, sort_keys=True)
         return values
 
 

@@ -408,7 +408,8 @@ def test_provision_creates_everything_from_the_definition(boto_session, moto_end
     env = res.env()
     expected_vars = {s.env_var for s in (*spec.TABLES, *spec.QUEUES, *spec.BUCKETS, *spec.SECRETS)}
     expected_vars |= {q.dlq_env_var for q in spec.QUEUES}
-    assert set(env) == expected_vars | {"P4REVIEW_ENV"}
+    assert set(env) == expected_vars | {"P4REVIEW_ENV", "P4REVIEW_CREDENTIAL_AGE_SECRETS"}
+    assert json.loads(env["P4REVIEW_CREDENTIAL_AGE_SECRETS"]) == res.secrets
     assert env[spec.FETCH_QUEUE.dlq_env_var] == res.queues["fetch"].dlq_url
     settings = StoresBlock.model_validate(env)
     assert settings.environment == "itest"
