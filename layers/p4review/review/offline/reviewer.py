@@ -12,15 +12,17 @@ rules describe the problem instead of quoting the line.
 
 No rule repeats an analyzer the review stage runs by default on the same files
 (`review/analyzers/analysis.py`; the evidence is docs/review.md "Rules the analyzers carry"): eval/exec,
-bare excepts, pickle/marshal/yaml.load, shell commands built in Python, unbounded C string
-calls and scanf("%s"), and, in the files eslint reads, DOM HTML sinks and empty catch blocks
-are theirs. What is left is why these are regular expressions and not tree-sitter or
-ast-grep queries: the input is diff hunks, fragments that seldom parse, and each rule is
-lexical on one added line (a marker, a literal assigned to a credential-like name, a setting
-spelled the same in code, YAML, JSON, shell and Dockerfiles, a call or command on its line) or
-reads the few lines the diff shows after it. Where a rule needs the syntax of the whole file,
-an analyzer has it, parsed from the whole new file; a parser here would add its grammars to
-a layer near Lambda's size limit and to every cold start, to parse error-filled fragments.
+bare excepts, pickle/marshal/yaml.load, shell commands built in Python and scanf("%s"), and,
+in the files eslint reads, DOM HTML sinks and empty catch blocks are theirs. The unbounded C
+string calls stay: flawfinder rates some of them below the level the review keeps.
+
+Why the rules are regular expressions and not tree-sitter or ast-grep queries: the input is diff
+hunks, fragments that seldom parse, and each rule is lexical on one added line (a marker, a
+literal assigned to a credential-like name, a setting spelled the same in code, YAML, JSON,
+shell and Dockerfiles, a call or command on its line) or reads the few lines the diff shows
+after it. Where a rule needs the syntax of the whole file, an analyzer has it, parsed from the
+whole new file; a parser here would add its grammars to a layer near Lambda's size limit and to
+every cold start, to parse error-filled fragments.
 
 Above 500 lines on purpose: most of it is the rules' data (pattern, severity, why), kept beside the
 few functions that apply them."""
@@ -115,6 +117,7 @@ class Rule:
     skip_comments: bool = True
 
 
+_C_UNSAFE = re.compile(r"(?<![\w.>])(?:strcpy|strcat|v?sprintf|gets)\s*\(")
 _TODO = re.compile(r"\b(?:TODO|FIXME|XXX)\b")
 _PY_PRINT = re.compile(r"(?<![\w.])print\s*\(")
 _C_PRINTF = re.compile(r"(?<![\w.>])printf\s*\(")
@@ -194,6 +197,25 @@ def _debug_output_pattern(path: str) -> re.Pattern[str] | None:
 
 
 RULES: tuple[Rule, ...] = (
+    # Kept although flawfinder reports most of these: it rates strcpy from a literal and sprintf
+    # without %s at levels 1-2, below the minimum the review keeps (analysis.FLAWFINDER_MIN_LEVEL),
+    # so for those this rule is the only report; where both report, the two findings merge.
+    Rule(
+        rule_id="c-unsafe-string-function",
+        severity="high",
+        category="security",
+        confidence="high",
+        title="Unbounded C string function",
+        message=(
+            "This added line calls one of strcpy, strcat, sprintf, vsprintf or gets, which write "
+            "into a buffer without checking its size and can overflow it."
+        ),
+        suggestion=(
+            "Use a bounded alternative (snprintf, strlcpy/strlcat or strncpy with explicit "
+            "termination, fgets) and check the result for truncation."
+        ),
+        pattern_for=_only(_is_c, _C_UNSAFE),
+    ),
     Rule(
         rule_id="todo-marker",
         severity="low",
