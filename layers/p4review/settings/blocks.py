@@ -6,7 +6,7 @@ handler parses it at module level: a missing or invalid setting fails the cold s
 `ConfigError` naming the variable, never its value. Required settings are required fields.
 
 Loading settings has no side effect: fault injection is installed by the pipeline's bootstrap
-(`p4review.faults.load_at_cold_start`), not here."""
+(`pipeline/bootstrap.py: cold_start` calls `faults.refuse_outside_test_environments`), not here."""
 
 from __future__ import annotations
 
