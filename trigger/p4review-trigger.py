@@ -65,6 +65,8 @@ RETRY_LATER_STATUSES = frozenset({401, 408, 429})
 
 # Spool layout (all under SPOOL_DIR).
 TMP, PENDING, DONE, REJECTED, CORRUPT = "tmp", "pending", "done", "rejected", "corrupt"
+FOLDERS = (TMP, PENDING, DONE, REJECTED, CORRUPT)
+SPOOL_FIX = "the spool must belong to the account p4d runs as, writable by it alone (install -d -o ACCOUNT -m 700)"
 STATE_FILE, LOCK_FILE = "state.json", "drain.lock"
 # A temporary file this old belongs to a writer that died before its rename.
 ORPHAN_TMP_AGE_SECONDS = 60.0
@@ -98,7 +100,16 @@ _INT_KEYS = {"SEND_TIMEOUT": (1, 120), "P4_TIMEOUT": (1, 3600), "DRAIN_BACKOFF_B
              "DRAIN_BACKOFF_MAX": (1, 86400), "DRAIN_MAX_SECONDS": (1, 86400), "CATCHUP_GRACE": (0, 86400),
              "CATCHUP_MAX": (1, 100000), "DONE_RETENTION_DAYS": (0, 3650)}
 _FILE_KEYS = ("SECRET_FILE", "SPOOL_DIR", "LOG_FILE", "CA_FILE", "P4TICKETS", "P4TICKET_FILE", "P4TRUST", "P4")
-_CONTROL_ESCAPES = {code: "\\x%02x" % code for code in list(range(0x20)) + [0x7f]}
+# What printable() escapes: every character that breaks a line (for a terminal, a log reader or
+# Python's str.splitlines), drives a terminal (C0, DEL, C1: ESC, CSI, OSC) or reorders text on
+# screen (bidirectional controls). Lone surrogates (undecodable bytes in a file name) too, by
+# printable() itself.
+_CONTROL_ESCAPES = {code: "\\x%02x" % code for code in list(range(0x20)) + list(range(0x7f, 0xa0))}
+_CONTROL_ESCAPES.update({code: "\\u%04x" % code for code in [0x061c, 0x200e, 0x200f, 0x2028, 0x2029] +
+                         list(range(0x202a, 0x202f)) + list(range(0x2066, 0x206a))})
+# File-open flags: never follow a symbolic link planted at the last component, never leak the
+# descriptor into the detached sender or p4.
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
 def load_sender_modules() -> None:
@@ -132,8 +143,11 @@ def utc_iso(epoch: float) -> str:
 
 
 def printable(value: object, limit: int = 200) -> str:
-    """A value as it may appear in a log line: control characters escaped, length bounded."""
+    """A value as it may appear in a log line or on a terminal: line breaks, terminal controls and
+    bidirectional controls escaped, length bounded. Every untrusted text (file names, p4 and API
+    answers, a spooled last_error) is shown through this one function."""
     text = (value if isinstance(value, str) else str(value)).translate(_CONTROL_ESCAPES)
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")  # lone surrogates -> \udcxx
     return text if len(text) <= limit else text[:limit] + "..."
 
 
@@ -152,6 +166,62 @@ class TriggerError(Exception):
 
 class ConfigError(TriggerError):
     pass
+
+
+class UnsafeSpool(TriggerError):
+    """A spool, log or lock path that another local account could change or redirect."""
+
+
+def unsafe_reason(info: os.stat_result, directory: bool, one_link: bool = True) -> str | None:
+    """Why a file or folder the trigger trusts could be changed by another local account, or None.
+    Trusted: owned by this account (the effective uid) or root, writable by nobody else, not a
+    symbolic link; a file has no other hard link (a link to, say, ~/.bashrc). POSIX only: on
+    Windows modes and owners mean little, so nothing is checked there (protect it with ACLs)."""
+    if IS_WINDOWS:
+        return None
+    import stat  # already loaded by os: free on the trigger path
+
+    if stat.S_ISLNK(info.st_mode):
+        return "is a symbolic link"
+    if directory and not stat.S_ISDIR(info.st_mode):
+        return "is not a directory"
+    if not directory and not stat.S_ISREG(info.st_mode):
+        return "is not a regular file"
+    if info.st_uid not in (os.geteuid(), 0):
+        return "is owned by uid %d, not by this account (uid %d) or root" % (info.st_uid, os.geteuid())
+    if info.st_mode & 0o022:
+        return "is writable by group or others (mode %o)" % stat.S_IMODE(info.st_mode)
+    if not directory and one_link and info.st_nlink > 1:
+        return "has %d hard links" % info.st_nlink
+    return None
+
+
+def open_trusted(path: str, flags: int, what: str, mode: int = 0o600) -> int:
+    """os.open without following a symbolic link, then refuse what another account could have
+    planted there (UnsafeSpool). The caller closes the descriptor."""
+    try:
+        fd = os.open(path, flags | _NO_FOLLOW, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafeSpool("%s %s is a symbolic link" % (what, printable(path)))
+        raise
+    problem = unsafe_reason(os.fstat(fd), directory=False)
+    if problem:
+        os.close(fd)
+        raise UnsafeSpool("%s %s %s" % (what, printable(path), problem))
+    return fd
+
+
+def read_trusted(path: str, what: str, limit: int = 65536) -> bytes:
+    """A spool file's bytes (at most `limit`), refused when another account could have written it."""
+    fd = open_trusted(path, os.O_RDONLY, what)
+    try:
+        data = os.read(fd, limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise ValueError("larger than %d bytes" % limit)
+    return data
 
 
 # --- configuration -----------------------------------------------------------------------------
@@ -267,9 +337,16 @@ def validate_config(values: dict, source: str) -> None:
 
 
 def load_config(explicit: str | None = None, validate: bool = True) -> Config:
+    """The config, refused when another account could have written it: it names the program the
+    trigger runs (P4) and where it writes. A BOM (Notepad's UTF-8) is accepted."""
     path = find_config(explicit)
     try:
-        with open(path, "r", encoding="utf-8") as handle:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))  # may be a symlink an admin made
+        with os.fdopen(fd, "r", encoding="utf-8-sig") as handle:
+            problem = unsafe_reason(os.fstat(handle.fileno()), directory=False, one_link=False)
+            if problem:
+                raise ConfigError("config file %s %s: another account could change what the trigger runs; "
+                                  "chown it to this account or root and chmod go-w it" % (printable(path), problem))
             text = handle.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError("cannot read config file %s: %s" % (printable(path), printable(exc, 120)))
@@ -289,8 +366,11 @@ def read_private_file(path: str, what: str) -> str:
     if not IS_WINDOWS and info.st_mode & 0o077:
         raise ConfigError("%s %s can be read by others (mode %o): chmod 600 it" % (
             what, printable(path), stat.S_IMODE(info.st_mode)))
+    if not IS_WINDOWS and info.st_uid not in (os.geteuid(), 0):
+        raise ConfigError("%s %s is owned by uid %d, not by this account: chown it" % (
+            what, printable(path), info.st_uid))
     try:
-        with open(path, "r", encoding="utf-8") as handle:
+        with open(path, "r", encoding="utf-8-sig") as handle:
             value = handle.read().strip()
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError("cannot read %s %s: %s" % (what, printable(path), printable(exc, 120)))
@@ -302,12 +382,16 @@ def read_private_file(path: str, what: str) -> str:
 # --- log ------------------------------------------------------------------------------------------
 class Log:
     """One line per event: UTC time, level, pid, event name, key=value fields. Appends to the log
-    file; when that fails, to syslog (POSIX). Never to the user's terminal in trigger mode."""
+    file; when that fails, to syslog (POSIX). Never to the user's terminal in trigger mode.
+
+    The log file is refused (lines go to syslog, with one line saying why) when another account
+    could redirect it: a symbolic link, a hard link, a file or folder it owns or can write."""
 
     def __init__(self, path: str | None, echo: bool = False, clock=time.time):
         self.path = path
         self.echo = echo
         self.clock = clock
+        self._refusal_reported = False
 
     def line(self, level: str, event: str, fields: dict) -> str:
         parts = ["%s=%s" % (key, _field(value)) for key, value in fields.items() if value is not None]
@@ -318,25 +402,41 @@ class Log:
         if self.echo:
             print(text, file=sys.stderr)
         if self.path:
-            for attempt in (1, 2):
+            try:
+                fd = self.open()
+            except UnsafeSpool as exc:
+                if not self._refusal_reported:
+                    self._refusal_reported = True
+                    _syslog("ERROR", self.line("ERROR", "log_file_refused", {
+                        "reason": str(exc), "action": "log lines go to syslog; fix the file, see --ping"}))
+            except OSError:
+                pass
+            else:
                 try:
                     # O_APPEND: lines from concurrent trigger processes never interleave mid-line.
-                    fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o640)
-                    try:
-                        os.write(fd, (text + "\n").encode("utf-8", "replace"))
-                    finally:
-                        os.close(fd)
+                    os.write(fd, (text + "\n").encode("utf-8", "replace"))
                     return
-                except FileNotFoundError:
-                    if attempt == 2:
-                        break
-                    try:  # the first line ever: the spool (the default log's folder) may not exist yet
-                        os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
-                    except OSError:
-                        break
                 except OSError:
-                    break
+                    pass
+                finally:
+                    os.close(fd)
         _syslog(level, text)
+
+    def open(self, create: bool = True) -> int:
+        """The log file open for appending (created 0600), or UnsafeSpool / OSError."""
+        folder = os.path.dirname(self.path)
+        try:
+            info = os.stat(folder)
+        except FileNotFoundError:  # the first line ever: the spool (the default log's folder) may not exist yet
+            if not create:
+                raise
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+            info = os.stat(folder)
+        problem = unsafe_reason(info, directory=True)
+        if problem:
+            raise UnsafeSpool("the log's folder %s %s" % (printable(folder), problem))
+        flags = os.O_WRONLY | os.O_APPEND | (os.O_CREAT if create else 0)
+        return open_trusted(self.path, flags, "LOG_FILE")
 
     def info(self, event: str, **fields) -> None:
         self.write("INFO", event, **fields)
@@ -381,8 +481,45 @@ class Spool:
         return os.path.join(self.root, *parts)
 
     def ensure(self) -> None:
-        for folder in ("", TMP, PENDING, DONE, REJECTED, CORRUPT):
+        """Create the spool (0700) where needed, and refuse it (UnsafeSpool) when another account
+        could change it: it would decide what the trigger sends, logs and locks."""
+        os.makedirs(self.root, mode=0o700, exist_ok=True)
+        self.check(self.root)  # before creating anything inside it
+        for folder in FOLDERS:
             os.makedirs(self.path(folder), mode=0o700, exist_ok=True)
+        for problem in self.problems():
+            raise UnsafeSpool(problem)
+
+    def check(self, path: str) -> None:
+        problem = self._problem(path)
+        if problem:
+            raise UnsafeSpool(problem)
+
+    def problems(self) -> list:
+        """What another account could change in this spool, for each part that exists."""
+        found = []
+        for path in [self.root] + [self.path(name) for name in FOLDERS + (LOCK_FILE, STATE_FILE)]:
+            problem = self._problem(path)
+            if problem:
+                found.append(problem)
+        return found
+
+    def _problem(self, path: str) -> str | None:
+        try:  # SPOOL_DIR itself may be a symbolic link an admin made; nothing inside it may
+            info = os.stat(path) if path == self.root else os.lstat(path)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return "%s: %s" % (printable(path), exc.strerror or exc)
+        problem = unsafe_reason(info, directory=path == self.root or os.path.basename(path) in FOLDERS)
+        if problem:
+            return "%s %s: %s" % (printable(path), problem, SPOOL_FIX)
+        return None
+
+    def read_event(self, path: str) -> dict:
+        """A spooled event as written: refused (UnsafeSpool) when another account could have
+        written it, ValueError when it is not a JSON object."""
+        return _decode(read_trusted(path, "spool file"))
 
     # -- durable writes --
     def write_new(self, event: dict) -> str:
@@ -447,13 +584,12 @@ class Spool:
                 if not name.endswith(".json"):
                     os.unlink(source)  # a rewrite, state or probe file: its original is intact
                     continue
-                with open(source, "rb") as handle:
-                    event = _decode(handle.read())
+                event = self.read_event(source)
             except FileNotFoundError:
                 continue
-            except (OSError, ValueError):
+            except (OSError, ValueError, UnsafeSpool) as exc:
                 os.replace(source, self.path(CORRUPT, name))
-                log.error("spool_file_corrupt", file=name, action="moved to corrupt/")
+                log.error("spool_file_corrupt", file=name, reason=str(exc), action="moved to corrupt/")
                 continue
             os.replace(source, self.path(PENDING, name))
             _fsync_directory(self.path(PENDING))
@@ -486,12 +622,14 @@ class Spool:
 
     # -- drain state (backoff) --
     def load_state(self) -> dict:
+        """The timer's backoff; {} when there is none or it is not what save_state writes."""
         try:
-            with open(self.path(STATE_FILE), "rb") as handle:
-                state = json.loads(handle.read().decode("utf-8"))
-            return state if isinstance(state, dict) else {}
-        except (OSError, ValueError):
+            state = self.read_event(self.path(STATE_FILE))
+        except (OSError, ValueError, UnsafeSpool):
             return {}
+        well_formed = _is_number(state.get("failures", 0), 0, 10 ** 6) and \
+            type(state.get("next_attempt_at", 0)) in (int, float) and isinstance(state.get("last_error", ""), str)
+        return state if well_formed else {}
 
     def save_state(self, state: dict) -> None:
         temporary = self.path(TMP, "%s.%d.state" % (STATE_FILE, os.getpid()))
@@ -501,7 +639,8 @@ class Spool:
     # -- one drain at a time --
     def try_lock(self):
         """An open lock file held exclusively, or None if another process holds it."""
-        handle = open(self.path(LOCK_FILE), "a+b")
+        # Never through a symbolic link: it would create or lock a file elsewhere.
+        handle = os.fdopen(open_trusted(self.path(LOCK_FILE), os.O_RDWR | os.O_CREAT, "the lock"), "r+b")
         try:
             if IS_WINDOWS:
                 import msvcrt
@@ -542,7 +681,7 @@ def _decode(data: bytes) -> dict:
 
 
 def _write_durably(path: str, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NO_FOLLOW, 0o600)
     try:
         view = memoryview(data)
         while view:
@@ -669,15 +808,29 @@ class P4:
         return records[0] if records else {}
 
     def submitted_changes(self, since: int, paths: list, limit: int) -> list:
-        """The `limit` oldest submitted changes >= since under paths: [(change, time)]. Not `-m`:
-        p4 lists the newest first, and `-m` would keep the newest, skipping the oldest."""
+        """The `limit` oldest submitted changes >= since under paths: [(change, time)], the time
+        as p4 gave it (text) when it is not a number. Not `-m`: p4 lists the newest first, and
+        `-m` would keep the newest, skipping the oldest. A record without a valid change number
+        is not a change: left out."""
         records = self.run(["changes", "-s", "submitted", "-e", str(since)] + list(paths))
-        found = set()
+        found = {}
         for record in records:
             number = parse_change(record.get(b"change", b"").decode("ascii", "replace"))
-            if number is not None:
-                found.add((number, int(record.get(b"time", b"0") or 0)))
-        return sorted(found)[:limit]
+            if number is not None and number >= since:
+                stamp = record.get(b"time", b"")
+                readable = isinstance(stamp, bytes) and stamp.isdigit() and len(stamp) <= 12
+                found[number] = int(stamp) if readable else (
+                    stamp.decode("utf-8", "replace") if isinstance(stamp, bytes) else repr(stamp))
+        return sorted(found.items())[:limit]
+
+    def change_counter(self) -> int:
+        """The server's change counter (`p4 counter change`): the highest change number it has
+        given out, so no real change is above it."""
+        records = self.run(["counter", "change"])
+        value = records[0].get(b"value", b"") if records else b""
+        if not (isinstance(value, bytes) and value.isdigit() and len(value) <= 10):
+            raise P4Error("p4 counter change answered no number")
+        return int(value)
 
     def latest_submitted(self, paths: list) -> int:
         records = self.run(["changes", "-s", "submitted", "-m", "1"] + list(paths))
@@ -696,6 +849,78 @@ def _marshal_records(data: bytes) -> list:
             raise ValueError("unexpected p4 -G record")
         records.append(record)
     return records
+
+
+# --- what a spooled event may hold -----------------------------------------------------------------
+def _is_number(value: object, low: int = 1, high: int = MAX_CHANGE) -> bool:
+    return type(value) is int and low <= value <= high  # not bool, not float
+
+
+def _is_text(limit: int):
+    return lambda value: type(value) is str and len(value) <= limit
+
+
+# Every field an event file may hold, with its check. The trigger writes format, trigger, change,
+# old_change, received_at and host; the sender adds request, attempts, last_error and
+# last_attempt_at; a file moved back from rejected/ carries its outcome (and, from catch-up, its
+# source). Anything else is not an event this trigger wrote.
+_EVENT_FIELDS = {
+    "format": lambda value: type(value) is int and value == 1,
+    "trigger": lambda value: type(value) is str and value in TRIGGER_TYPES,
+    "change": _is_number,
+    "old_change": lambda value: value is None or _is_number(value),
+    "received_at": _is_text(64),
+    "host": _is_text(255),
+    "request": lambda value: isinstance(value, dict),
+    "attempts": lambda value: _is_number(value, 0, 10 ** 9),
+    "last_error": _is_text(2000),
+    "last_attempt_at": _is_text(64),
+    "outcome": lambda value: isinstance(value, dict),
+    "source": lambda value: value == "catch-up",
+}
+_REQUEST_FIELDS = ("changelist_id", "review_version", "kind", "rerun", "idempotency_key")
+
+
+def event_problem(event: dict) -> str | None:
+    """Why a spooled event is not one this trigger wrote (wrong field, type or range), or None."""
+    for name in ("format", "trigger", "change"):
+        if name not in event:
+            return "no %s field" % name
+    for name, value in event.items():
+        check = _EVENT_FIELDS.get(name)
+        if check is None:
+            return "unknown field %s" % printable(name, 40)
+        if not check(value):
+            return "bad %s: %s" % (name, printable(json.dumps(value)[:80], 80))
+    return _request_problem(event["request"], event) if "request" in event else None
+
+
+def _request_problem(request: dict, event: dict) -> str | None:
+    """The request an earlier run resolved must be exactly one this trigger builds for this event
+    (what Perforce says about it is checked before sending: Sender._verify)."""
+    kind = {"change-commit": SUBMITTED, "shelve-commit": SHELVED}.get(event["trigger"])
+    if kind is None:
+        return "a %s event carries no request" % event["trigger"]
+    unknown = set(request) - set(_REQUEST_FIELDS) - {"follows_shelf"}
+    if unknown:
+        return "unknown request field %s" % printable(sorted(unknown)[0], 40)
+    missing = [name for name in _REQUEST_FIELDS if name not in request]
+    if missing:
+        return "no request %s" % missing[0]
+    version = request["review_version"]
+    if not _is_number(version):
+        return "bad request review_version: %s" % printable(json.dumps(version)[:80], 80)
+    expected = {"changelist_id": event["change"], "review_version": version, "kind": kind, "rerun": version > 1,
+                "idempotency_key": idempotency_key(kind, event["change"], version)}
+    for name, value in expected.items():
+        if type(request[name]) is not type(value) or request[name] != value:
+            return "bad request %s: %s" % (name, printable(json.dumps(request[name])[:80], 80))
+    if "follows_shelf" in request:
+        follows = request["follows_shelf"]
+        if kind != SUBMITTED or not isinstance(follows, dict) or set(follows) != {"changelist_id", "review_version"} \
+                or not _is_number(follows["changelist_id"]) or not _is_number(follows["review_version"], 1, version - 1):
+            return "bad request follows_shelf: %s" % printable(json.dumps(follows)[:80], 80)
+    return None
 
 
 # --- resolving an event into a review request ---------------------------------------------------
@@ -746,10 +971,9 @@ def resolve_submit(p4: P4, keys: Keys, change: int, old_change: int | None) -> d
     reviewed) under its number or its pre-renumbering number: then the next version of that
     counter, as a rerun that follows the latest shelf version. Recorded in a key, so a re-fired
     trigger or --catch-up gets the same version (and so the same idempotency key)."""
-    parts = p4.key_get(keys.submit(change)).split(":")
-    if len(parts) == 3 and all(part.isdigit() for part in parts) and int(parts[0]) > 1:
-        version, origin, followed = (int(part) for part in parts)
-        return _submit_request(change, version, origin, followed)
+    recorded = recorded_submit(p4, keys, change)
+    if recorded:
+        return recorded
     if old_change is None:
         old_change = parse_change(p4.describe(change).get(b"oldChange", b"").decode("ascii", "replace"))
     origin = old_change or change
@@ -759,6 +983,16 @@ def resolve_submit(p4: P4, keys: Keys, change: int, old_change: int | None) -> d
     followed = version - 1  # the counter's value before the submit: the latest shelf version
     p4.key_set(keys.submit(change), "%d:%d:%d" % (version, origin, followed))
     return _submit_request(change, version, origin, followed)
+
+
+def recorded_submit(p4: P4, keys: Keys, change: int) -> dict | None:
+    """The request of a submit that followed shelves, as its submit key records it
+    ("<version>:<origin>:<followed>"), or None (such a submit is version 1)."""
+    parts = p4.key_get(keys.submit(change)).split(":")
+    if len(parts) == 3 and all(part.isascii() and part.isdigit() for part in parts) and int(parts[0]) > 1:
+        version, origin, followed = (int(part) for part in parts)
+        return _submit_request(change, version, origin, followed)
+    return None
 
 
 def _number(text: str) -> int:
@@ -810,6 +1044,27 @@ def _delete_key(p4: P4, name: str) -> None:
     except P4Error as exc:
         if exc.unreachable:
             raise  # otherwise it was not there: nothing to forget
+
+
+def request_disagrees_with_perforce(p4: P4, keys: Keys, request: dict) -> str | None:
+    """Why a recorded request (already well-formed: event_problem) is not what Perforce records,
+    or None. Only p4 keys and describe decide: a shelf version must not be above the change's
+    version key (versions only come from `p4 key -i` on it); a submit must be submitted, and its
+    version, rerun and followed shelf exactly what its submit key records (version 1 when none)."""
+    change, version = request["changelist_id"], request["review_version"]
+    if request["kind"] == SHELVED:
+        latest = _number(p4.key_get(keys.version(change)))
+        if version > latest:
+            return "review_version %d is above the change's version in Perforce (%d)" % (version, latest)
+        return None
+    status = p4.describe(change).get(b"status", b"")
+    if status != b"submitted":
+        return "change %d is not submitted in Perforce (%s)" % (change, printable(status.decode("utf-8", "replace")))
+    recorded = recorded_submit(p4, keys, change) or _submit_request(change, 1, change, 0)
+    if request != recorded:
+        return "review_version %d is not what Perforce records for this submit (version %d)" % (
+            version, recorded["review_version"])
+    return None
 
 
 # --- the API -------------------------------------------------------------------------------------
@@ -1001,24 +1256,54 @@ class Sender:
     def process(self, path: str) -> str:
         """Handle one pending event: 'done', 'rejected', 'corrupt' or 'gone'; raises Stop."""
         try:
-            with open(path, "rb") as handle:
-                event = _decode(handle.read())
-            change = event["change"]
-            if not isinstance(change, int) or event.get("trigger") not in TRIGGER_TYPES:
-                raise ValueError("not an event")
+            event = self.spool.read_event(path)
         except FileNotFoundError:
             return "gone"  # another drain finished it
-        except (OSError, ValueError, KeyError):
-            self.spool.move(path, CORRUPT)
-            self.log.error("spool_file_corrupt", file=os.path.basename(path), action="moved to corrupt/")
-            return "corrupt"
+        except (OSError, ValueError, UnsafeSpool) as exc:
+            return self._quarantine(path, printable(exc))
+        problem = event_problem(event)
+        if problem:
+            return self._quarantine(path, problem)
         if event["trigger"] == "shelve-delete":
             return self._record_shelve_delete(path, event)
-        if not event.get("request"):
+        if "request" not in event:
             outcome = self._resolve(path, event)
             if outcome:
                 return outcome
+        else:
+            outcome = self._verify(path, event)
+            if outcome:
+                return outcome
         return self._send(path, event)
+
+    def _quarantine(self, path: str, reason: str) -> str:
+        """Move a spool file that is not an event this trigger wrote to corrupt/; the drain goes on."""
+        try:
+            self.spool.move(path, CORRUPT)
+        except FileNotFoundError:
+            return "gone"
+        self.log.error("spool_file_corrupt", file=os.path.basename(path), reason=reason, action="moved to corrupt/")
+        return "corrupt"
+
+    def _verify(self, path: str, event: dict) -> str | None:
+        """A request read back from the spool is signed only if Perforce agrees with it: a file is
+        only as trustworthy as its folder, and a planted version above the real one would make the
+        API refuse the change's genuine next version for ever. None when it holds."""
+        try:
+            problem = request_disagrees_with_perforce(self.p4, self.keys, event["request"])
+        except P4Error as exc:
+            return self._p4_failed(path, event, exc)
+        return self._quarantine(path, problem) if problem else None
+
+    def _p4_failed(self, path: str, event: dict, exc: P4Error) -> str:
+        if not _P4_CHANGE_UNKNOWN.search(str(exc)):
+            # The server, our login or our access (keys need 'review'): wait for a fix.
+            raise Stop(str(exc))
+        event["outcome"] = {"at": utc_iso(self.clock()), "p4_error": str(exc)}
+        self.spool.move(path, REJECTED, event)
+        self.log.error("event_rejected", change=event["change"], trigger=event["trigger"], reason=str(exc),
+                       action="moved to rejected/")
+        return "rejected"
 
     def _resolve(self, path: str, event: dict) -> str | None:
         change = event["change"]
@@ -1028,14 +1313,7 @@ class Sender:
             else:
                 request = resolve_shelve(self.p4, self.keys, change)
         except P4Error as exc:
-            if not _P4_CHANGE_UNKNOWN.search(str(exc)):
-                # The server, our login or our access (keys need 'review'): wait for a fix.
-                raise Stop(str(exc))
-            event["outcome"] = {"at": utc_iso(self.clock()), "p4_error": str(exc)}
-            self.spool.move(path, REJECTED, event)
-            self.log.error("event_rejected", change=change, trigger=event["trigger"], reason=str(exc),
-                           action="moved to rejected/")
-            return "rejected"
+            return self._p4_failed(path, event, exc)
         if "skip" in request:
             event["outcome"] = {"at": utc_iso(self.clock()), "skipped": request["skip"]}
             self.spool.move(path, DONE, event)
@@ -1092,7 +1370,7 @@ class Sender:
         return "rejected"
 
     def _note_attempt(self, path: str, event: dict, error: str) -> None:
-        event["last_error"] = error
+        event["last_error"] = error[:1000]
         event["last_attempt_at"] = utc_iso(self.clock())
         try:
             self.spool.rewrite(path, event)
@@ -1243,15 +1521,22 @@ def catch_up(config: Config, log: Log, *, clock=time.time, since: int | None = N
         return result
     try:
         stored = p4.key_get(keys.catch_up_mark)
-        mark = int(stored) if stored.isdigit() else 0
+        mark = int(stored) if stored.isascii() and stored.isdigit() else 0
+        # No change is above the server's change counter: a record that says otherwise (a broken
+        # or hostile server) must never move the mark there, or later submits are never caught up.
+        counter = p4.change_counter()
         if since is not None:
             start = since
         elif mark == 0:
-            latest = p4.latest_submitted(PathScope(config.paths).included)
+            latest = min(p4.latest_submitted(PathScope(config.paths).included), counter)
             p4.key_set(keys.catch_up_mark, str(latest))
             log.info("catch_up_started", mark=latest, note="earlier changes are not posted; --since N to backfill")
             result["mark"] = latest
             return result
+        elif mark > counter:
+            result["mark"] = mark
+            raise P4Error("the catch-up mark %d is beyond the server's change counter (%d): set it with "
+                          "--catch-up --since CHANGE (the first change not yet reviewed)" % (mark, counter))
         else:
             start = mark + 1
         waiting = {_event_change(path) for path in spool.pending()}
@@ -1259,6 +1544,16 @@ def catch_up(config: Config, log: Log, *, clock=time.time, since: int | None = N
         acknowledged = start - 1
         try:
             for change, submitted_at in p4.submitted_changes(start, scope.included, config.number("CATCHUP_MAX")):
+                if change > counter:
+                    log.warning("catch_up_record_ignored", change=change,
+                                reason="above the server's change counter (%d)" % counter)
+                    continue
+                if not isinstance(submitted_at, int):
+                    acknowledged = change  # nothing tells whether its trigger may still be running
+                    log.warning("catch_up_record_ignored", change=change, time=submitted_at,
+                                reason="p4 changes gave no readable time",
+                                action="not posted; --catch-up --since %d posts it" % change)
+                    continue
                 if change in waiting:
                     result["stopped"] = "change %d is still spooled" % change
                     break
@@ -1368,14 +1663,18 @@ def spool_event(config: Config, log: Log, trigger: str, change_text: str, old_te
     event = {"format": 1, "trigger": trigger, "change": change, "old_change": old_change,
              "received_at": utc_iso(clock()), "host": _host_name()}
     spool = Spool(config.spool_dir, clock)
+    lost = ("--catch-up will find this submit" if trigger == "change-commit" else
+            "this shelve is not reviewed until it is shelved again")
     try:
         spool.ensure()
         path = spool.write_new(event)
+    except UnsafeSpool as exc:
+        log.error("spool_refused", trigger=trigger, change=change, reason=str(exc), note=lost)
+        return None
     except OSError as exc:
         full = exc.errno in (errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC))
         log.error("spool_write_failed", trigger=trigger, change=change, reason=exc.strerror or str(exc),
-                  spool=config.spool_dir, note=("the spool disk is full; " if full else "") +
-                  ("--catch-up will find this submit" if trigger == "change-commit" else "this shelve is not reviewed"))
+                  spool=config.spool_dir, note=("the spool disk is full; " if full else "") + lost)
         return None
     log.info("event_spooled", trigger=trigger, change=change, old_change=old_change,
              file=os.path.basename(path))
@@ -1500,7 +1799,7 @@ class Checks:
     def report(self, status: str, check: str, detail: str) -> None:
         if status == "FAIL":
             self.failed += 1
-        print("%-4s  %-10s %s" % (status, check, detail), flush=True)
+        print("%-4s  %-10s %s" % (status, check, printable(detail, 1000)), flush=True)
 
 
 def run_ping(args, clock=time.time) -> int:
@@ -1541,12 +1840,15 @@ def _ping_spool(config: Config, checks: Checks, clock) -> None:
         os.unlink(probe)
         checks.report("ok", "spool", "%s writable; %d pending, %d rejected" % (
             config.spool_dir, spool.count(PENDING), spool.count(REJECTED)))
+    except UnsafeSpool as exc:
+        checks.report("FAIL", "spool", "%s (the trigger spools nothing there)" % exc)
     except OSError as exc:
         checks.report("FAIL", "spool", "%s: %s" % (config.spool_dir, exc.strerror or exc))
     try:
-        fd = os.open(config.log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o640)
-        os.close(fd)
+        os.close(Log(config.log_file).open())
         checks.report("ok", "log", config.log_file)
+    except UnsafeSpool as exc:
+        checks.report("FAIL", "log", "%s (lines go to syslog)" % exc)
     except OSError as exc:
         checks.report("FAIL", "log", "%s: %s (lines would go to syslog)" % (config.log_file, exc.strerror or exc))
 
@@ -1555,7 +1857,8 @@ def _ping_p4(config: Config, checks: Checks) -> None:
     p4, keys = P4(config), Keys(config["KEY_PREFIX"])
     try:
         records = p4.run(["login", "-s"])
-        user = records[0].get(b"user", b"?").decode("utf-8", "replace") if records else "?"
+        user = records[0].get(b"user", b"?") if records else b"?"
+        user = printable(user.decode("utf-8", "replace") if isinstance(user, bytes) else user, 100)
         checks.report("ok", "p4", "logged in as %s on %s" % (user, config["P4PORT"] or "(p4's default port)"))
     except (P4Error, ConfigError) as exc:
         checks.report("FAIL", "p4", "%s (the trigger cannot number versions or list changes)" % exc)
@@ -1601,28 +1904,41 @@ def _ping_api(config: Config, secret: str, checks: Checks, clock) -> None:
 
 
 def run_status(args, clock=time.time) -> int:
+    """The spool's counts, backoff and pending events; exit 1 when another account could change the
+    spool or the log. Everything read from the spool is shown escaped (printable)."""
     try:
         config = load_config(args.config)
     except ConfigError as exc:
-        print("%s: %s" % (PROGRAM, exc), file=sys.stderr)
+        print("%s: %s" % (PROGRAM, printable(exc, 1000)), file=sys.stderr)
         return 2
     spool = Spool(config.spool_dir, clock)
+    problems = spool.problems()
+    try:
+        os.close(Log(config.log_file).open(create=False))
+    except UnsafeSpool as exc:
+        problems.append(str(exc))
+    except OSError:
+        pass  # no log yet, or not writable: --ping says which
     state = spool.load_state()
-    print("spool      %s" % config.spool_dir)
+    print("spool      %s" % printable(config.spool_dir, 1000))
+    for problem in problems:
+        print("unsafe     %s" % printable(problem, 1000))
     for folder in (PENDING, REJECTED, CORRUPT, DONE):
         print("%-10s %d" % (folder, spool.count(folder)))
     if state.get("failures"):
         print("backoff    %d failed runs; next attempt %s; last error: %s" % (
-            state["failures"], utc_iso(state.get("next_attempt_at", 0)), state.get("last_error")))
+            state["failures"], utc_iso(state.get("next_attempt_at", 0)), printable(state.get("last_error"), 300)))
     for path in spool.pending()[:20]:
+        name = printable(os.path.basename(path), 120)
         try:
-            with open(path, "rb") as handle:
-                event = _decode(handle.read())
-            print("pending    %s change %s %s%s" % (os.path.basename(path), event.get("change"), event.get("trigger"),
-                                                   " (last error: %s)" % event["last_error"] if event.get("last_error") else ""))
-        except (OSError, ValueError):
-            print("pending    %s (unreadable)" % os.path.basename(path))
-    return 0
+            event = spool.read_event(path)
+        except (OSError, ValueError, UnsafeSpool) as exc:
+            print("pending    %s (unreadable: %s)" % (name, printable(exc, 200)))
+            continue
+        print("pending    %s change %s %s%s" % (
+            name, printable(event.get("change"), 20), printable(event.get("trigger"), 20),
+            " (last error: %s)" % printable(event["last_error"], 300) if event.get("last_error") else ""))
+    return 1 if problems else 0
 
 
 def run_drain(args, clock=time.time) -> int:
@@ -1648,6 +1964,9 @@ def run_drain(args, clock=time.time) -> int:
             log.info("catch_up_finished", **{key: value for key, value in outcome.items() if value is not None})
             if outcome["stopped"]:
                 status = 1
+    except UnsafeSpool as exc:
+        log.error("spool_refused", reason=str(exc), action="nothing sent; fix the spool (see --ping)")
+        status = 1
     except Exception as exc:  # noqa: BLE001 - one clear line; the events stay spooled
         log.error("drain_failed", error=type(exc).__name__, reason=printable(exc, 200))
         status = 1

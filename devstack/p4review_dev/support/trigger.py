@@ -71,6 +71,7 @@ class FakeP4:
         self.old_changes: dict[int, int] = {}
         self.submitted_files: dict[int, list[str]] = {}
         self.changes: list[tuple[int, int]] = []  # (change, unix time) submitted
+        self.pending_changes: set[int] = set()
         self.increments = 0
         self.fail: Any = None  # a P4Error to raise from the next call
 
@@ -108,7 +109,10 @@ class FakeP4:
 
     def describe(self, change: int, shelved: bool = False) -> dict:
         self._check()
-        record: dict[bytes, bytes] = {b"code": b"stat", b"change": str(change).encode()}
+        # As `p4 -G describe -s [-S]` answers (events/bin/p4 cmd_describe): a shelf belongs to a
+        # pending change; everything else here is submitted.
+        status = b"pending" if shelved or change in self.pending_changes else b"submitted"
+        record: dict[bytes, bytes] = {b"code": b"stat", b"change": str(change).encode(), b"status": status}
         if shelved:
             for index, (path, action, file_type, digest) in enumerate(self.shelves.get(change, [])):
                 record[b"depotFile%d" % index] = path.encode()
@@ -129,6 +133,11 @@ class FakeP4:
     def latest_submitted(self, paths: list) -> int:
         self._check()
         return max((change for change, _ in self.changes), default=0)
+
+    def change_counter(self) -> int:
+        """`p4 counter change`: at least every change number the server gave out."""
+        self._check()
+        return max([change for change, _ in self.changes] + list(self.pending_changes), default=0)
 
 
 class FakeApi:

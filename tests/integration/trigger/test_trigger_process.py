@@ -383,6 +383,27 @@ def test_ping_says_the_clock_is_off(config, api):
     assert offset and abs(int(offset.group(1)) + 3600) <= 1, result.stdout
 
 
+@pytest.mark.spec("TRG-10")
+def test_ping_fails_a_spool_and_a_config_another_account_could_change(tmp_path, p4):
+    """A spool made beforehand by another local user (mode 777): --ping says so, and the trigger
+    spools nothing there. A config others can write (P4= names what the trigger runs): refused."""
+    shared = tmp_path / "spool"
+    shared.mkdir()
+    shared.chmod(0o777)
+    config = write_config(tmp_path, P4=str(p4))
+    result = run(config, "--ping")
+    assert result.returncode == 1
+    assert f"FAIL  spool      {shared} is writable by group or others (mode 777)" in result.stdout
+    assert "FAIL  log" in result.stdout
+    assert run(config, "-t", "change-commit", "-v", "48213").returncode == 0
+    assert not (shared / "pending").exists()
+    shared.chmod(0o700)
+    config.chmod(0o666)
+    result = run(config, "--ping")
+    assert result.returncode == 1
+    assert "FAIL  config     config file" in result.stdout and "writable by group or others (mode 666)" in result.stdout
+
+
 def test_ping_reports_a_secret_file_others_can_read(tmp_path, config):
     (tmp_path / "signing.secret").chmod(0o644)
     result = run(config, "--ping")

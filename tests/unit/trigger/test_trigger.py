@@ -16,8 +16,6 @@ import pytest
 from p4review.ingest import signing
 from p4review_dev.support.trigger import (
     TRIGGER_FILE,
-    FakeApi,
-    FakeP4,
     load_trigger,
     spool_files,
     write_config,
@@ -25,49 +23,6 @@ from p4review_dev.support.trigger import (
 )
 
 trigger = load_trigger()
-
-
-class Clock:
-    def __init__(self, now: float = 1_790_000_000.0):
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def config_file(tmp_path: Path) -> Path:
-    return write_config(tmp_path)
-
-
-@pytest.fixture
-def config(config_file: Path):
-    return trigger.load_config(str(config_file))
-
-
-@pytest.fixture
-def log(config, clock):
-    return trigger.Log(config.log_file, clock=clock)
-
-
-@pytest.fixture
-def p4() -> FakeP4:
-    return FakeP4(trigger)
-
-
-@pytest.fixture
-def api() -> FakeApi:
-    return FakeApi(trigger)
-
-
-@pytest.fixture
-def sender(config, log, clock, p4, api):
-    return trigger.Sender(config, log, clock, p4=p4, api=api)
 
 
 def spool_event(config, log, clock, kind: str, change: int, old: int | None = None) -> Path:
@@ -885,6 +840,8 @@ def test_catch_up_takes_the_oldest_changes_first_when_there_are_more_than_a_run_
         calls.append(args)
         if args[0] == "changes":  # p4 answers newest first
             return [{b"change": str(n).encode(), b"time": b"1"} for n in (105, 104, 103, 102, 101)]
+        if args[0] == "counter":  # `p4 counter change`: the newest change number
+            return [{b"code": b"stat", b"counter": b"change", b"value": b"105"}]
         return [{b"code": b"stat", b"value": b"100"}]
 
     p4.run = run
