@@ -917,8 +917,9 @@ def _request_problem(request: dict, event: dict) -> str | None:
             return "bad request %s: %s" % (name, printable(json.dumps(request[name])[:80], 80))
     if "follows_shelf" in request:
         follows = request["follows_shelf"]
-        if kind != SUBMITTED or not isinstance(follows, dict) or set(follows) != {"changelist_id", "review_version"} \
-                or not _is_number(follows["changelist_id"]) or not _is_number(follows["review_version"], 1, version - 1):
+        well_formed = isinstance(follows, dict) and set(follows) == {"changelist_id", "review_version"} and \
+            _is_number(follows["changelist_id"]) and _is_number(follows["review_version"], 1, version - 1)
+        if kind != SUBMITTED or not well_formed:
             return "bad request follows_shelf: %s" % printable(json.dumps(follows)[:80], 80)
     return None
 
@@ -1525,6 +1526,12 @@ def catch_up(config: Config, log: Log, *, clock=time.time, since: int | None = N
         # No change is above the server's change counter: a record that says otherwise (a broken
         # or hostile server) must never move the mark there, or later submits are never caught up.
         counter = p4.change_counter()
+        if mark > counter and since is not None:
+            # A mark no real change can reach (set from a bogus answer): --since sets it back.
+            stored, mark = str(min(since - 1, counter)), min(since - 1, counter)
+            p4.key_set(keys.catch_up_mark, stored)
+            log.warning("catch_up_mark_reset", mark=mark,
+                        reason="it was beyond the server's change counter (%d)" % counter)
         if since is not None:
             start = since
         elif mark == 0:

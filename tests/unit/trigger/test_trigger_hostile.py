@@ -442,6 +442,11 @@ def test_a_mark_already_beyond_the_servers_change_counter_stops_catch_up_and_say
     result = trigger.catch_up(config, log, clock=clock, sender=trigger.Sender(config, log, clock, p4=p4, api=api))
     assert "beyond the server's change counter (101)" in result["stopped"] and "--since" in result["stopped"]
     assert api.requests == [] and keys["p4review-catchup-mark"] == "2147483647"
+    result = trigger.catch_up(
+        config, log, clock=clock, since=101, sender=trigger.Sender(config, log, clock, p4=p4, api=api)
+    )
+    assert [r["changelist_id"] for r in api.requests] == [101]
+    assert (result["mark"], result["stopped"], keys["p4review-catchup-mark"]) == (101, None, "101")
 
 
 @pytest.mark.spec("TRG-10")
