@@ -107,9 +107,11 @@ _FILE_KEYS = ("SECRET_FILE", "SPOOL_DIR", "LOG_FILE", "CA_FILE", "P4TICKETS", "P
 _CONTROL_ESCAPES = {code: "\\x%02x" % code for code in list(range(0x20)) + list(range(0x7f, 0xa0))}
 _CONTROL_ESCAPES.update({code: "\\u%04x" % code for code in [0x061c, 0x200e, 0x200f, 0x2028, 0x2029] +
                          list(range(0x202a, 0x202f)) + list(range(0x2066, 0x206a))})
-# File-open flags: never follow a symbolic link planted at the last component, never leak the
-# descriptor into the detached sender or p4.
-_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+# File-open flags: never follow a symbolic link planted at the last component, never wait on a
+# FIFO planted there (its owner is checked only once it is open), never leak the descriptor into
+# the detached sender or p4.
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | \
+    getattr(os, "O_BINARY", 0)
 
 
 def load_sender_modules() -> None:
@@ -341,7 +343,8 @@ def load_config(explicit: str | None = None, validate: bool = True) -> Config:
     trigger runs (P4) and where it writes. A BOM (Notepad's UTF-8) is accepted."""
     path = find_config(explicit)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))  # may be a symlink an admin made
+        # It may be a symbolic link an admin made; O_NONBLOCK: a FIFO would hold p4d's command.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
         with os.fdopen(fd, "r", encoding="utf-8-sig") as handle:
             problem = unsafe_reason(os.fstat(handle.fileno()), directory=False, one_link=False)
             if problem:
@@ -748,6 +751,7 @@ class P4:
         if self.ticket_file:
             self.ticket = self.ticket or read_private_file(self.ticket_file, "P4TICKET_FILE")
             env["P4PASSWD"] = self.ticket  # p4 accepts a ticket as the password
+        self._check_executable()
         argv = [self.executable, "-G"] + self.global_args + list(args)
         try:
             proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -769,6 +773,20 @@ class P4:
             message = self._clean(proc.stderr) or "exit status %d" % proc.returncode
             raise P4Error("p4 %s: %s" % (args[0], message), unreachable=True)
         return records
+
+    def _check_executable(self) -> None:
+        """P4 runs as the trigger's account: refuse a program another account could replace, as
+        the config that names it is refused. (A bare name is found on PATH by the OS.)"""
+        if not os.path.isabs(self.executable):
+            return
+        try:
+            info = os.stat(self.executable)  # /usr/local/bin/p4 is often a link to the real one
+        except OSError:
+            return  # running it reports what is wrong
+        problem = unsafe_reason(info, directory=False, one_link=False)
+        if problem:
+            raise P4Error("p4 program %s %s: another account could change what the trigger runs" % (
+                printable(self.executable, 120), problem), unreachable=True)
 
     def _clean(self, data: bytes) -> str:
         text = data.decode("utf-8", "replace")

@@ -296,6 +296,34 @@ def test_a_config_file_others_can_write_is_refused_everywhere(config_file, syslo
     assert trigger.load_config(str(config_file)).source == str(config_file)
 
 
+def test_a_p4_program_others_can_write_is_never_run(tmp_path, config, capsys):
+    """P4= names a program the trigger runs as its account: one another account could replace is
+    refused like the config that names it."""
+    ran = tmp_path / "ran"
+    program = tmp_path / "p4"
+    program.write_text(f"#!/bin/sh\ntouch {ran}\n")
+    program.chmod(0o777)
+    config = trigger.load_config(str(write_config(tmp_path, P4=str(program))))
+    with pytest.raises(trigger.P4Error, match=r"writable by group or others \(mode 777\)") as refused:
+        trigger.P4(config).run(["login", "-s"])
+    assert refused.value.unreachable  # the event waits for the fix, it is not rejected
+    checks = trigger.Checks()
+    trigger._ping_p4(config, checks)
+    assert checks.failed == 1 and "FAIL  p4" in capsys.readouterr().out
+    assert not ran.exists()
+
+
+def test_a_fifo_in_the_spool_never_blocks_the_drain(config, log, clock, sender):
+    trigger.Spool(config.spool_dir).ensure()
+    fifo = Path(config.spool_dir) / "pending" / "20260101T000000000000Z-1-aaaaaa-change-commit-1.json"
+    os.mkfifo(fifo, 0o600)  # opening it to read would wait for a writer for ever
+    result = trigger.drain(config, log, clock=clock, sender=sender)
+    assert (result["corrupt"], result["left"]) == (1, 0)
+    os.mkfifo(Path(config.spool_dir) / "state.json", 0o600)
+    with pytest.raises(trigger.UnsafeSpool, match="state.json is not a regular file"):
+        trigger.drain(config, log, clock=clock, sender=sender)
+
+
 def test_a_config_file_owned_by_another_account_is_refused(config_file):
     needs_root_to_chown()
     os.chown(config_file, NOBODY, -1)
