@@ -429,13 +429,12 @@ class Log:
         """The log file open for appending (created 0600), or UnsafeSpool / OSError."""
         folder = os.path.dirname(self.path)
         try:
-            info = os.stat(folder)
+            problem = _root_problem(folder, check_holder=False)
         except FileNotFoundError:  # the first line ever: the spool (the default log's folder) may not exist yet
             if not create:
                 raise
             os.makedirs(folder, mode=0o700, exist_ok=True)
-            info = os.stat(folder)
-        problem = unsafe_reason(info, directory=True)
+            problem = _root_problem(folder, check_holder=False)
         if problem:
             raise UnsafeSpool("the log's folder %s %s" % (printable(folder), problem))
         flags = os.O_WRONLY | os.O_APPEND | (os.O_CREAT if create else 0)
@@ -508,13 +507,13 @@ class Spool:
         return found
 
     def _problem(self, path: str) -> str | None:
-        try:  # SPOOL_DIR itself may be a symbolic link an admin made; nothing inside it may
-            info = os.stat(path) if path == self.root else os.lstat(path)
+        try:
+            problem = (_root_problem(path) if path == self.root else
+                       unsafe_reason(os.lstat(path), directory=os.path.basename(path) in FOLDERS))
         except FileNotFoundError:
             return None
         except OSError as exc:
             return "%s: %s" % (printable(path), exc.strerror or exc)
-        problem = unsafe_reason(info, directory=path == self.root or os.path.basename(path) in FOLDERS)
         if problem:
             return "%s %s: %s" % (printable(path), problem, SPOOL_FIX)
         return None
@@ -656,6 +655,31 @@ class Spool:
             handle.close()
             return None
         return handle
+
+
+def _root_problem(root: str, check_holder: bool = True) -> str | None:
+    """SPOOL_DIR (or the log's folder) may be a symbolic link an admin (root or this account)
+    made, never another account's. The folder that holds the spool must not let another account
+    rename it away (with a spooled shelve, which catch-up would not find) or put its own in its
+    place: owned by this account or root, writable by others only with the sticky bit (as /tmp).
+    Not checked above the log's folder: /var/log is group-writable on Debian, and a log swapped
+    away loses lines, not events."""
+    link = os.lstat(root)
+    if not IS_WINDOWS and link.st_uid not in (os.geteuid(), 0):
+        import stat
+        if stat.S_ISLNK(link.st_mode):
+            return "is a symbolic link owned by uid %d" % link.st_uid
+    problem = unsafe_reason(os.stat(root), directory=True)
+    if problem or IS_WINDOWS or not check_holder:
+        return problem
+    holder = os.path.dirname(os.path.realpath(root))
+    info = os.stat(holder)
+    if info.st_uid not in (os.geteuid(), 0):
+        return "is in %s, owned by uid %d, who could replace it" % (printable(holder), info.st_uid)
+    if info.st_mode & 0o022 and not info.st_mode & 0o1000:
+        return "is in %s, which others can write (mode %o): they could replace it" % (
+            printable(holder), info.st_mode & 0o7777)
+    return None
 
 
 def _encode_flat(document: dict) -> bytes:

@@ -109,6 +109,33 @@ def test_a_spool_dir_owned_by_another_account_is_refused(tmp_path, syslog):
     assert any("this shelve is not reviewed" in line for line in syslog)
 
 
+def test_a_spool_in_a_folder_others_can_write_is_refused_unless_sticky(tmp_path):
+    """Our own spool (0700) in a shared folder that is not sticky: anyone can rename it away
+    (and with it a spooled shelve, which catch-up would not find) or put their own in its place."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    spool = trigger.Spool(str(shared / "spool"))
+    with pytest.raises(trigger.UnsafeSpool, match=r"shared, which others can write \(mode 777\)"):
+        spool.ensure()
+    shared.chmod(0o1777)  # like /tmp: others cannot rename or delete what is not theirs
+    spool.ensure()
+
+
+def test_a_spool_dir_that_is_another_accounts_symbolic_link_is_refused(tmp_path):
+    needs_root_to_chown()
+    ours = tmp_path / "ours"
+    ours.mkdir(mode=0o700)  # a folder of the trigger's account, where it never meant to spool
+    link = tmp_path / "spool"
+    link.symlink_to(ours)
+    os.lchown(link, NOBODY, -1)  # planted by another user
+    with pytest.raises(trigger.UnsafeSpool, match=f"symbolic link owned by uid {NOBODY}"):
+        trigger.Spool(str(link)).ensure()
+    assert list(ours.iterdir()) == []
+    os.lchown(link, 0, -1)  # an admin's link is fine
+    trigger.Spool(str(link)).ensure()
+
+
 @pytest.mark.parametrize("folder", ["pending", "tmp", "corrupt"])
 def test_a_spool_folder_others_can_write_is_refused(tmp_path, syslog, folder):
     config = trigger.load_config(str(write_config(tmp_path)))
