@@ -12,6 +12,7 @@ import urllib.parse
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from pydantic import ValidationError as PydanticValidationError
 
 from p4review import swarm_urls
@@ -46,15 +47,16 @@ def _settings() -> IngestSettings:
     return settings if isinstance(settings, IngestSettings) else IngestSettings.from_env()
 
 
-_JOB_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-# Each route's path and its methods, for the 405 answer (with `Allow`) to a method a route does
-# not have. HEAD is not offered: every route is a signed call of the trigger or the CLI, or a
-# Swarm workflow test's call carrying its token.
+_JOB_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")  # fullmatch only
+_JOB_PATH = re.compile(r"/v1/reviews/(?P<job_id>[^/]+)/?")
+# Each route's path and its methods, matched whole (`re.fullmatch`: a `$` would also match before
+# a trailing newline). HEAD is not offered: every route is a signed call of the trigger or the
+# CLI, or a Swarm workflow test's call carrying its token.
 _ROUTE_METHODS = (
-    (re.compile(r"^/v1/reviews/?$"), ("POST",)),
-    (re.compile(r"^/v1/reviews/[^/]+/?$"), ("GET",)),
-    (re.compile(r"^/v1/ping/?$"), ("GET",)),
-    (re.compile(r"^/v1/swarm/tests/?$"), ("POST",)),
+    (re.compile(r"/v1/reviews/?"), ("POST",)),
+    (_JOB_PATH, ("GET",)),
+    (re.compile(r"/v1/ping/?"), ("GET",)),
+    (re.compile(r"/v1/swarm/tests/?"), ("POST",)),
 )
 _FORM_FIELDS_MAX = 32
 
@@ -291,25 +293,54 @@ def ping() -> Response:
 
 @app.get("/v1/reviews/<job_id>")
 def get_review(job_id: str) -> Response:
+    # The id comes from the whole path, checked by _route_refusal before this runs; the
+    # router's `job_id` may lack what its pattern stops at (a trailing newline).
     _authenticate(_raw_body())
-    if not _JOB_ID.match(job_id):
-        raise ApiError(ApiStatus.INVALID_REQUEST, "invalid_job_id", "job_id is not a job id")
     dal = get_data_access()
-    view = describe_review(job_id, jobs=dal.jobs, outbox=dal.outbox)
+    view = describe_review(_path_job_id(app.current_event.path or ""), jobs=dal.jobs, outbox=dal.outbox)
     return _json_response(ApiStatus.OK, view.model_dump(mode="json", exclude_none=True))
 
 
-@app.not_found
-def route_not_found(_: Exception) -> Response:
-    path = app.current_event.path or ""
+def _path_job_id(path: str) -> str:
+    match = _JOB_PATH.fullmatch(path)
+    return match.group("job_id") if match else ""
+
+
+def _route_refusal(method: str, path: str) -> Response | None:
+    """The answer to a request no route may serve, decided on the whole path before any route
+    runs (and before the signature: nothing here reads data): 404 for a path that is no route,
+    405 with `Allow` for a method the route does not answer, 400 for a job route whose id is not
+    a job id. The router itself cannot decide these: its pattern for `<job_id>` refuses some
+    characters (NUL, tab, bidi controls, `"`, `\\`), so `GET /v1/reviews/{id}%00` would fall
+    through to the not-found answer."""
     for pattern, methods in _ROUTE_METHODS:
-        if pattern.match(path):
+        if not pattern.fullmatch(path):
+            continue
+        if method not in methods:
             return _error_response(
                 ApiStatus.METHOD_NOT_ALLOWED,
                 "method_not_allowed",
                 f"this route answers {', '.join(methods)} only",
                 headers={"Allow": ", ".join(methods)},
             )
+        if pattern is _JOB_PATH and not _JOB_ID.fullmatch(_path_job_id(path)):
+            return _error_response(ApiStatus.INVALID_REQUEST, "invalid_job_id", "job_id is not a job id")
+        return None
+    return _error_response(ApiStatus.NOT_FOUND, "route_not_found", "no such route")
+
+
+def refuse_unroutable_requests(app: APIGatewayRestResolver, next_middleware: NextMiddleware) -> Response:
+    """Runs before every route, and before the not-found answer."""
+    refusal = _route_refusal(app.current_event.http_method, app.current_event.path or "")
+    return refusal if refusal is not None else next_middleware(app)
+
+
+app.use(middlewares=[refuse_unroutable_requests])
+
+
+@app.not_found
+def route_not_found(_: Exception) -> Response:
+    # Only reached for a path _route_refusal let through that no route took: none should be.
     return _error_response(ApiStatus.NOT_FOUND, "route_not_found", "no such route")
 
 

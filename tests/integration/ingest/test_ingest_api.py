@@ -390,3 +390,76 @@ def test_the_same_key_with_another_follows_shelf_is_422(api):
     assert _post(api, body).status == 201
     error = _assert_error(_post(api, {**body, **_follows(review_version=1)}), 422, "idempotency_key_reused")
     assert error["details"]["differing_fields"] == ["follows_shelf"]
+
+
+def _raw(api, method, path, *, signed=True):
+    """`method path` sent as is (the path's %-escapes are not re-encoded), signed over the path
+    the function sees (API Gateway decodes it) unless `signed` is false."""
+    import http.client
+    import urllib.parse
+
+    url = urllib.parse.urlsplit(api.gateway.url)
+    headers = signed_headers(api.signing_secret, int(time.time()), method, urllib.parse.unquote(path), b"")
+    connection = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+    try:
+        connection.request(method, url.path.rstrip("/") + path, headers=headers if signed else {})
+        answer = connection.getresponse()
+        return answer.status, json.loads(answer.read() or b"null")
+    finally:
+        connection.close()
+
+
+JOB = "0a1b2c3d-0000-4000-8000-000000000000"
+
+
+@pytest.mark.spec("CH-4")
+@pytest.mark.parametrize("signed", [True, False], ids=["signed", "unsigned"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        f"/v1/reviews/{JOB}%00",  # found by a hostile-input probe: 405 "answers GET only" to a GET
+        f"/v1/reviews/{JOB}%0a",  # `$` matches before a trailing newline: the router took it for JOB
+        f"/v1/reviews/{JOB}%0a/",
+        f"/v1/reviews/{JOB}%09",
+        f"/v1/reviews/{JOB}%25",
+        f"/v1/reviews/{JOB}%22",
+        f"/v1/reviews/{JOB}%5C",
+        f"/v1/reviews/{JOB}%3F",
+        f"/v1/reviews/{JOB}%23",
+        "/v1/reviews/%E2%80%AE" + JOB,  # a bidi override
+        "/v1/reviews/%C3%A9t%C3%A9",
+        "/v1/reviews/" + JOB.upper(),
+        "/v1/reviews/%1B%5B2J",
+        pytest.param("/v1/reviews/" + "a" * 4000, id="4000-characters"),
+        "/v1/reviews/not-a-job",
+    ],
+)
+def test_a_get_of_a_malformed_job_id_is_400_invalid_job_id_never_405(api, path, signed):
+    status, body = _raw(api, "GET", path, signed=signed)
+    assert (status, body["error"]["code"]) == (400, "invalid_job_id"), body
+
+
+@pytest.mark.spec("CH-4")
+@pytest.mark.parametrize(
+    "method, path",
+    [
+        ("GET", f"/v1/reviews/{JOB}%2Fx"),  # %2F decodes to a second segment: no such route
+        ("GET", "/v1/reviews//"),
+        ("GET", "/v1/ping%00"),
+        ("GET", "/v1/ping%0a"),
+        ("POST", "/v1/reviews%0a"),
+        ("POST", "/v1/swarm/tests%00"),
+        ("GET", "/v1/%E2%80%AEping"),
+    ],
+)
+def test_a_path_that_is_no_route_is_404_whatever_its_encoding(api, method, path):
+    status, body = _raw(api, method, path)
+    assert (status, body["error"]["code"]) == (404, "route_not_found"), body
+
+
+def test_a_well_formed_job_id_with_or_without_a_trailing_slash_is_served(api):
+    created = _post(api, _request())
+    for suffix in ("", "/"):
+        status, body = _raw(api, "GET", f"/v1/reviews/{created.body['job_id']}{suffix}")
+        assert (status, body["job_id"]) == (200, created.body["job_id"])
+    assert _raw(api, "GET", f"/v1/reviews/{JOB}")[0] == 404
