@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO, TextIO
 
 from p4review.change.diff_lines import ChangedLines, changed_lines_from_diff, split_describe_diff
+from p4review.cli.display import json_text, say
 from p4review.models.review_result import SCHEMA_VERSION
 from p4review.review.prompts import load_registry
 from p4review.review.result_parser import LINE_POLICIES, parse_review_result, reconcile_file
@@ -69,7 +70,7 @@ def read_changed_lines(path: str, changed_files: list[str]) -> dict[str, Changed
     for section_path, text in split_describe_diff(_read(path, "--diff")).items():
         canonical = reconcile_file(section_path, changed_files)
         if canonical is None:  # say so: its findings are then not line-checked
-            print(f"note: --diff section {section_path} matches no single changed file", file=sys.stderr)
+            say(f"note: --diff section {section_path} matches no single changed file")
             continue
         texts[canonical] = texts.get(canonical, "") + text
     return {canonical: changed_lines_from_diff(text) for canonical, text in texts.items()}
@@ -101,7 +102,7 @@ def cmd_check_result(args: argparse.Namespace, stdin: BinaryIO | None = None, st
         changed_files = read_changed_files(args.changed_files)
         changed_lines = read_changed_lines(args.diff, changed_files) if args.diff else None
     except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        say(f"error: {exc}")
         return 2
     answer = stdin.read()  # bytes: the parser reports bad UTF-8 as invalid_json
     prompt_version, prompt_version_source = expected_prompt_version(answer, args.prompt_version)
@@ -126,7 +127,7 @@ def cmd_check_result(args: argparse.Namespace, stdin: BinaryIO | None = None, st
         "result": outcome.result.model_dump(mode="json", exclude_none=True) if outcome.result else None,
         "diagnostics": [d.model_dump(mode="json", exclude_none=True) for d in outcome.diagnostics],
     }
-    stdout.write(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    stdout.write(json_text(report, documents=True) + "\n")  # the operator's terminal: cli/display.py
     stdout.flush()
     return 1 if outcome.rejected else 0
 

@@ -1,12 +1,12 @@
 """What the operator commands share: loading the service's environment, the data-access layer
-built from it, the operator's identity for audit entries, and how a command fails."""
+built from it, and the operator's identity for audit entries (what a command prints, and how it
+fails: cli/display.py)."""
 
 from __future__ import annotations
 
 import argparse
 import getpass
 import os
-import sys
 from pathlib import Path
 
 
@@ -57,8 +57,3 @@ def default_actor() -> str:
     except (KeyError, OSError):
         user = "unknown"
     return f"operator:{user}"
-
-
-def fail(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
-    return 2

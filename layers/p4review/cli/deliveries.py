@@ -22,12 +22,10 @@ again skips step 2 and completes step 3.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
-from p4review.change.depot_paths import sanitize_for_log
-from p4review.cli.common import data_access, default_actor, fail
+from p4review.cli.common import data_access, default_actor
+from p4review.cli.display import fail, format_table, print_json, say
 from p4review.errors import IllegalTransitionError, NotFoundError, P4ReviewError
 from p4review.models.job import JobStatus, StageName
 from p4review.models.messages import StageMessage
@@ -39,29 +37,15 @@ _CLOSED_JOBS = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED})
 _ERROR_WIDTH = 60
 
 _HEADERS = ["CHANGE", "VERSION", "RECIPIENT", "STATUS", "ATTEMPTS", "LAST ERROR", "UPDATED AT"]
+_WIDTHS = [None, None, None, None, None, _ERROR_WIDTH, None]
 
 
-def _table_row(row: OutboxRow) -> list[str]:
-    error = " ".join((row.last_error or "-").split())  # one line per row
-    if len(error) > _ERROR_WIDTH:
-        error = error[: _ERROR_WIDTH - 3] + "..."
-    return [
-        str(row.changelist_id),
-        str(row.review_version),
-        row.recipient,
-        row.status.value,
-        str(row.attempts),
-        error,
-        row.updated_at,
+def rows_table(rows: list[OutboxRow]) -> str:
+    cells = [
+        [row.changelist_id, row.review_version, row.recipient, row.status, row.attempts, row.last_error, row.updated_at]
+        for row in rows
     ]
-
-
-def format_table(rows: list[OutboxRow]) -> str:
-    lines = [_HEADERS] + [_table_row(row) for row in rows]
-    widths = [max(len(line[column]) for line in lines) for column in range(len(_HEADERS))]
-    return "\n".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip() for line in lines
-    )
+    return format_table(_HEADERS, cells, widths=_WIDTHS)
 
 
 def _find_row(outbox, args: argparse.Namespace) -> OutboxRow:
@@ -159,18 +143,14 @@ def cmd_list(args: argparse.Namespace) -> int:
         return fail(exc.message)
     rows = listing.rows
     if args.json:
-        print(json.dumps([row.model_dump(mode="json") for row in rows], indent=2, sort_keys=True))
+        print_json([row.model_dump(mode="json") for row in rows])
     elif rows:
-        print(format_table(rows))
+        print(rows_table(rows))
     elif not listing.unreadable:
-        print("no delivery rows" + (f" with status {args.status}" if args.status else ""), file=sys.stderr)
+        say("no delivery rows" + (f" with status {args.status}" if args.status else ""))
     for bad in listing.unreadable:
         # Named, so it can be found and fixed; the good rows above are still shown.
-        print(
-            f"unreadable outbox item pk={sanitize_for_log(bad.pk)} sk={sanitize_for_log(bad.sk)}: "
-            f"invalid {', '.join(sanitize_for_log(field) for field in bad.fields)}",
-            file=sys.stderr,
-        )
+        say(f"unreadable outbox item pk={bad.pk} sk={bad.sk}: invalid {', '.join(bad.fields)}")
     return 1 if listing.unreadable else 0
 
 
@@ -186,7 +166,7 @@ def cmd_retry(args: argparse.Namespace) -> int:
         )
     except P4ReviewError as exc:
         return fail(exc.message)
-    print(json.dumps(summary, indent=2, sort_keys=True))
+    print_json(summary)
     return 0
 
 
@@ -200,18 +180,14 @@ def cmd_skip(args: argparse.Namespace) -> int:
         skipped = dal.outbox.skip_row(row, args.actor or default_actor(), *evidence)
     except P4ReviewError as exc:
         return fail(exc.message)
-    print(
-        json.dumps(
-            {
-                "action": "skip",
-                **_ids(skipped),
-                "job_id": skipped.job_id,
-                "from_status": row.status.value,
-                "row_status": skipped.status.value,
-            },
-            indent=2,
-            sort_keys=True,
-        )
+    print_json(
+        {
+            "action": "skip",
+            **_ids(skipped),
+            "job_id": skipped.job_id,
+            "from_status": row.status.value,
+            "row_status": skipped.status.value,
+        }
     )
     return 0
 

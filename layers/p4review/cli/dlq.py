@@ -8,26 +8,22 @@ loaded when present and `P4REVIEW_JOBS_TABLE` is not already set.
 
 They print only envelope fields (already sanitized by the runtime), the ids of a bare stage
 message, and for anything else a body hash: never a message body. Anyone who can send to a
-DLQ can forge an envelope, so every field shown is redacted again and its control, invisible
-and look-alike characters escaped (`\x1b`, `\u202e`): nothing reaches the terminal raw.
+DLQ can forge an envelope, so every field shown goes through the CLI's display path
+(cli/display.py: redacted again, control, invisible and look-alike characters escaped), and
+what a body claims is never taken for a fact: a message's stage is the DLQ it was read from
+(STAGE; a body claiming another stage is marked `fetch (body says review)`).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
-from p4review.change.depot_paths import sanitize_for_log
-from p4review.change.redaction import redact
-from p4review.cli.common import data_access, default_actor, fail
+from p4review.cli.common import data_access, default_actor
+from p4review.cli.display import fail, format_table, print_json, say
 from p4review.errors import ConfigError, P4ReviewError
 from p4review.models.job import StageName
 from p4review.pipeline.replay import BARE_FIELDS, ENVELOPE_FIELDS, parse_dead_letter, redrive
-
-# A shown field's length cap (an envelope's last_stack is the longest field the runtime writes).
-_SHOWN_LIMIT = 8192
 
 STAGES = [stage.value for stage in StageName]
 
@@ -47,23 +43,9 @@ def _stages(args: argparse.Namespace, dal) -> list[StageName]:
 # ---- rendering (envelope fields only) -------------------------------------------------------
 
 
-def shown(value: Any) -> Any:
-    """`value` fit for an operator's terminal: every string redacted, then escaped."""
-    if isinstance(value, str):
-        return sanitize_for_log(redact(value).text, limit=_SHOWN_LIMIT)
-    if isinstance(value, dict):
-        return {shown(key): shown(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [shown(item) for item in value]
-    return value
-
-
 def describe(letter) -> dict[str, Any]:
-    """A dead letter as operators see it: SQS metadata plus the sanitized fields only."""
-    return shown(_describe(letter))
-
-
-def _describe(letter) -> dict[str, Any]:
+    """A dead letter as operators see it: SQS metadata plus the envelope's fields only (as they
+    arrived: the display path redacts and escapes them)."""
     target = parse_dead_letter(letter.body)
     row: dict[str, Any] = {
         "message_id": letter.message_id,
@@ -80,21 +62,29 @@ def _describe(letter) -> dict[str, Any]:
     else:
         row["message"] = {name: letter.body[name] for name in BARE_FIELDS if name in letter.body}
     row.update(
-        job_id=target.job_id, stage=target.stage.value, error_class=target.error_class, escalated=target.escalated
+        job_id=target.job_id,
+        stage=target.stage.value,  # what the body claims; the DLQ's own stage is dlq_stage
+        stage_mismatch=target.stage != letter.stage,
+        error_class=target.error_class,
+        escalated=target.escalated,
     )
     return row
 
 
-def _table_row(letter) -> list[str]:
+def _stage_cell(info: dict[str, Any]) -> str:
+    """The DLQ the message was read from; a body claiming another stage is marked, not believed."""
+    if info.get("stage_mismatch"):
+        return f"{info['dlq_stage']} (body says {info['stage']})"
+    return str(info["dlq_stage"])
+
+
+def _table_row(letter) -> list[Any]:
     info = describe(letter)
     envelope = info.get("envelope", {})
-    context = envelope.get("sanitized_context") or {}
+    context = envelope.get("sanitized_context")
+    context = context if isinstance(context, dict) else {}
     attempts = context.get("attempts")
-    stage = info.get("stage") or info["dlq_stage"]
-    if isinstance(attempts, dict):
-        attempts_text = str(attempts.get(stage, "-"))
-    else:
-        attempts_text = "-"
+    attempts_text = attempts.get(info["dlq_stage"], "-") if isinstance(attempts, dict) else "-"
     if info["kind"] == "bare":
         error_class = "(sqs redrive)"
     elif info["kind"] == "unrecognised":
@@ -103,12 +93,12 @@ def _table_row(letter) -> list[str]:
         error_class = info.get("error_class") or "-"
     return [
         info["message_id"],
-        stage,
+        _stage_cell(info),
         error_class,
         info.get("job_id") or "-",
-        str(context.get("changelist_id", "-")),
+        context.get("changelist_id", "-"),
         attempts_text,
-        str(envelope.get("last_failure_at") or info.get("sent_at") or "-"),
+        envelope.get("last_failure_at") or info.get("sent_at") or "-",
         "yes" if info.get("escalated") else "no",
     ]
 
@@ -116,12 +106,8 @@ def _table_row(letter) -> list[str]:
 _HEADERS = ["MESSAGE ID", "STAGE", "ERROR CLASS", "JOB ID", "CHANGE", "ATTEMPTS", "LAST FAILURE", "ESCALATED"]
 
 
-def format_table(letters: list) -> str:
-    rows = [_HEADERS] + [_table_row(letter) for letter in letters]
-    widths = [max(len(row[column]) for row in rows) for column in range(len(_HEADERS))]
-    return "\n".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
-    )
+def letters_table(letters: list) -> str:
+    return format_table(_HEADERS, [_table_row(letter) for letter in letters])
 
 
 # ---- commands -------------------------------------------------------------------------------
@@ -138,11 +124,11 @@ def cmd_dlq_list(args: argparse.Namespace) -> int:
     except P4ReviewError as exc:
         return fail(exc.message)
     if args.json:
-        print(json.dumps([describe(letter) for letter in letters], indent=2, sort_keys=True))
+        print_json([describe(letter) for letter in letters])
     elif letters:
-        print(format_table(letters))
+        print(letters_table(letters))
     else:
-        print("no dead-lettered messages", file=sys.stderr)
+        say("no dead-lettered messages")
     return 0
 
 
@@ -159,7 +145,7 @@ def cmd_dlq_show(args: argparse.Namespace) -> int:
             f"message {args.message_id} is not in the dead-letter queue "
             "(or another operator holds it: retry in 5 minutes)"
         )
-    print(json.dumps(describe(letter), indent=2, sort_keys=True))
+    print_json(describe(letter))
     return 0
 
 
@@ -194,11 +180,11 @@ def cmd_dlq_redrive(args: argparse.Namespace) -> int:
             from_start=args.from_start,
             dry_run=args.dry_run,
             actor=args.actor or default_actor(),
-            progress=lambda line: print(line, file=sys.stderr, flush=True),
+            progress=say,
         )
     except P4ReviewError as exc:
         return fail(exc.message)
-    print(json.dumps({"dry_run": args.dry_run, **summary.as_dict()}, indent=2, sort_keys=True))
+    print_json({"dry_run": args.dry_run, **summary.as_dict()})
     return 0 if summary.ok else 1
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from p4review.cli import check_result, deliveries, dlq, redact, retention, review_diff
 from p4review.cli.api_client import ReviewApiClient, default_idempotency_key
+from p4review.cli.display import print_json, say, terminal_guard
 
 DEFAULT_STATE_DIR = Path(".local")
 COMMANDS_ENTRY_POINT = "p4review.commands"
@@ -43,7 +44,7 @@ def _client(args: argparse.Namespace) -> ReviewApiClient:
 
 
 def _print_answer(answer) -> int:
-    print(json.dumps(answer.body, indent=2, sort_keys=True))
+    print_json(answer.body)
     return 0 if answer.ok else 1
 
 
@@ -66,7 +67,7 @@ def cmd_jobs_show(args: argparse.Namespace) -> int:
             if time.monotonic() > deadline:
                 break
             stages = " ".join(f"{name}={state['status']}" for name, state in answer.body["stages"].items())
-            print(f"waiting: {answer.body['status']} ({stages})", file=sys.stderr, flush=True)
+            say(f"waiting: {answer.body['status']} ({stages})")
             time.sleep(1)
             answer = client.get_job(args.job_id)
     return _print_answer(answer)
@@ -112,8 +113,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return args.func(args)
+    # Every command's output, its help and argparse's errors too, reaches the terminal through
+    # the display path's guard (cli/display.py), whatever the command prints and however.
+    with terminal_guard():
+        args = build_parser().parse_args(argv)
+        try:
+            return args.func(args)
+        except SystemExit as stop:
+            if not isinstance(stop.code, str):
+                raise
+            say(stop.code)  # a command's own refusal (`raise SystemExit("...")`), shown like any line
+            return 1
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from typing import BinaryIO
 
 from p4review.change.redaction import RedactionError, RedactionPolicy, Redactor
 from p4review.change.redaction.policy import service_policy
+from p4review.cli.display import say
 from p4review.errors import ConfigError
 
 
@@ -43,13 +44,13 @@ def cmd_redact(args: argparse.Namespace, stdin: BinaryIO | None = None, stdout: 
     try:
         policy = policy_from_args(args)
     except ConfigError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
+        say(f"error: {exc.message}")
         return 2
     text = stdin.read().decode("utf-8", "surrogateescape")
     try:
         document = Redactor(policy).redact(text)
     except RedactionError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
+        say(f"error: {exc.message}")
         return 1
     stdout.write(document.text.encode("utf-8", "surrogateescape"))
     stdout.flush()

@@ -8,10 +8,10 @@ beside the live service: every write only adds a missing attribute, conditionall
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import asdict
 
-from p4review.cli.common import data_access, fail
+from p4review.cli.common import data_access
+from p4review.cli.display import fail, print_json
 from p4review.errors import P4ReviewError
 from p4review.ops.stores import ops_stores
 
@@ -22,7 +22,7 @@ def cmd_retention_backfill(args: argparse.Namespace) -> int:
         report = ops_stores(dal).retention_backfill.run()
     except P4ReviewError as exc:
         return fail(f"retention backfill stopped: {exc.message} (running it again resumes; nothing is done twice)")
-    print(json.dumps(asdict(report), sort_keys=True))
+    print_json(asdict(report))
     return 0
 
 

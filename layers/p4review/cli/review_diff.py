@@ -27,6 +27,7 @@ from typing import Any, BinaryIO
 
 from p4review.change.diff_lines import split_describe_diff
 from p4review.change.snapshot_redaction import stream_change_artifacts
+from p4review.cli.display import print_json, say
 from p4review.errors import P4ReviewError
 from p4review.metric_names import SERVICE
 from p4review.models.change import ChangeDescription, ChangedFile, ChangeKind, DiffStatus, FileDiff
@@ -193,21 +194,21 @@ def cmd_review_diff(args: argparse.Namespace) -> int:
         description = Path(args.description).read_text("utf-8", "replace") if args.description else ""
         files = read_new_files(args.files, list(split_describe_diff(diff_text))) if args.files else None
     except ValueError as exc:
-        print(f"review-diff: {exc}", file=sys.stderr)
+        say(f"review-diff: {exc}")
         return 2
     except OSError as exc:
-        print(f"review-diff: cannot read input: {exc.strerror or exc}", file=sys.stderr)
+        say(f"review-diff: cannot read input: {exc.strerror or exc}")
         return 2
     try:
         with _service_output_to_stderr():
             stored = review_diff(diff_text, description, args.provider, files=files)
     except ValueError as exc:
-        print(f"review-diff: {exc}", file=sys.stderr)
+        say(f"review-diff: {exc}")
         return 2
     except P4ReviewError as exc:
-        print(f"review-diff: the review failed: {exc.error_class.value}: {exc.message}", file=sys.stderr)
+        say(f"review-diff: the review failed: {exc.error_class.value}: {exc.message}")
         return 1
-    print(json.dumps(stored.model_dump(mode="json", exclude_none=True), indent=2, sort_keys=True))
+    print_json(stored.model_dump(mode="json", exclude_none=True), documents=True)
     return 0
 
 

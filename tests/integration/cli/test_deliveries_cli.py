@@ -26,6 +26,7 @@ from p4review.stores.dynamo_codec import to_item
 from p4review.stores.dynamo_outbox import DynamoOutboxRepository, outbox_key
 from p4review.stores.factory import get_data_access
 from p4review_dev.support.harness import drain, fetch_work, new_job, provisioned_service, run_through
+from tests.unit.cli.terminal import HOSTILE, PLANTED, assert_terminal_safe
 
 TICKET = "INC-5150"
 NOTE = "mailbox restored by IT; address verified"
@@ -587,3 +588,97 @@ def test_a_skipped_recipient_is_not_sent_and_no_longer_required(moto_endpoint, a
         assert finished.status == JobStatus.SUCCEEDED and finished.recipients_required == 0
         assert mail.count() == 0
         assert _stored(row).status == DeliveryStatus.SKIPPED and _stored(row).attempts == 1
+
+
+# ---- the operator's terminal --------------------------------------------------------------
+
+
+def _forged_row(service, job, recipient):
+    """An outbox item as anyone who can write the table could plant it."""
+    forged = {
+        "changelist_id": job.changelist_id,
+        "recipient": recipient,
+        "review_version": 1,
+        "job_id": job.job_id + HOSTILE,
+        "status": "failed",
+        "provider_token": "t" + HOSTILE,
+        "attempts": 1,
+        "last_error": "550 " + HOSTILE,
+        "created_at": now_iso(),
+        "updated_at": now_iso() + HOSTILE,
+        "audit": [
+            {
+                "at": now_iso(),
+                "actor": "op" + HOSTILE,
+                "action": "retry",
+                "ticket": "INC-1" + HOSTILE,
+                "note": HOSTILE,
+                "from_status": "failed",
+                "to_status": "pending",
+            }
+        ],
+    }
+    service.client("dynamodb").put_item(
+        TableName=service.env["P4REVIEW_OUTBOX_TABLE"],
+        Item={**outbox_key(job.changelist_id, recipient, 1), **to_item(forged)},
+    )
+
+
+@pytest.mark.spec("CH-4")
+def test_a_forged_row_reaches_the_terminal_escaped_and_redacted(service, tmp_path, capsys):
+    """Found by a hostile-input probe: `deliveries list` printed a forged row's escape sequences
+    and a planted password as they were (the `dlq` fix covered `dlq` only)."""
+    job = _job(service, 48216)
+    good = _row(job, DeliveryStatus.FAILED, "good@example.test")
+    _forged_row(service, job, "evil@example.test" + HOSTILE)
+    # A row the model refuses is named by its key on stderr: the key holds the same payload.
+    service.client("dynamodb").put_item(
+        TableName=service.env["P4REVIEW_OUTBOX_TABLE"],
+        Item={**outbox_key(job.changelist_id, "k" + HOSTILE, 1), **to_item({"attempts": "many" + HOSTILE})},
+    )
+    for args, status in (
+        (["deliveries", "list"], 1),  # 1: the unreadable item
+        (["deliveries", "list", "--json"], 1),
+        (["deliveries", "list", "--status", "failed"], 0),  # the unreadable item has no status
+    ):
+        code, out, err = _cli(args, tmp_path, capsys)
+        assert code == status, args
+        assert_terminal_safe(out, err)
+        assert good.recipient in out and "evil@example.test" in out
+    code, out, _ = _cli(["deliveries", "list"], tmp_path, capsys)
+    assert "\\x1b]52;c;" in out and "password=[REDACTED:password]" in out  # shown, inert
+    code, out, _ = _cli(["deliveries", "list", "--json"], tmp_path, capsys)
+    (forged,) = [row for row in json.loads(out) if row["recipient"].startswith("evil@")]
+    assert forged["last_error"].startswith("550 \\x1b]52;c;")  # escaped in the value too: `jq -r` shows it inert
+    assert PLANTED not in forged["last_error"] and "[REDACTED:password]" in forged["audit"][0]["note"]
+
+
+@pytest.mark.spec("CH-4")
+def test_retry_and_skip_of_a_forged_row_show_it_escaped_and_redacted(service, tmp_path, capsys):
+    job = _job(service, 48217)
+    recipient = "evil@example.test" + HOSTILE
+    _forged_row(service, job, recipient)
+    row = get_data_access().outbox.get_row(job.changelist_id, recipient, 1)
+    for action in ("retry", "skip"):
+        code, out, err = _decide(action, row, tmp_path, capsys)
+        assert_terminal_safe(out, err)
+    code, out, err = _cli(
+        [
+            "deliveries",
+            "retry",
+            "--change",
+            "1",
+            "--version",
+            "1",
+            "--recipient",
+            recipient,
+            "--ticket",
+            "t",
+            "--note",
+            "n",
+        ],
+        tmp_path,
+        capsys,
+    )
+    assert code == 2 and "no delivery row" in err
+    assert_terminal_safe(out, err)

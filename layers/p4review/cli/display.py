@@ -1,0 +1,171 @@
+"""The operator's terminal: the one display path of every `p4review` command.
+
+What a command shows may come from a row, a message or an answer someone else wrote (a forged
+outbox row, a dead-letter message, an API body, a model's answer), so nothing reaches the
+terminal as it arrived: every value is redacted (the service's secret rules) and every control,
+invisible and look-alike character escaped (`\\x1b`, `\\u202e`), never interpreted.
+
+  * `format_table(headers, rows)`: each cell redacted, escaped and kept on one line;
+  * `print_json(value)`: every string (keys too) redacted and escaped as a cell is, then JSON
+    with every other non-ASCII character as a `\\uXXXX` escape, so that a value taken out with
+    `jq -r` is as inert as the JSON text; `documents=True` (a review result, whose strings are
+    multi-line code and prose) only redacts the strings: the JSON text is still inert;
+  * `say(text)` / `fail(message)`: one line on stderr, redacted and escaped.
+
+`terminal_guard()`, installed by `p4review`'s main around every command, redacts and escapes
+whatever else reaches `sys.stdout` and `sys.stderr` (a new command that prints on its own
+cannot forget). Only bytes written to `sys.stdout.buffer` pass as they are: `p4review redact`
+is a byte-exact filter of the operator's own input.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import sys
+import unicodedata
+from collections.abc import Iterator, Sequence
+from typing import Any, TextIO
+
+from p4review.change.depot_paths import escaped_character, sanitize_for_log
+from p4review.change.redaction import RedactionError, redact
+
+# A shown value's length cap (a dead letter's last_stack is the longest field the runtime writes).
+SHOWN_LIMIT = 8192
+# What is shown instead of a value the redactor could not vouch for (its guard failed).
+WITHHELD = "[withheld: redaction failed]"
+# Categories never written raw: controls (C0, DEL, C1), format characters (bidi overrides,
+# zero-width), line/paragraph separators, surrogates, private use and unassigned.
+_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+
+
+def redacted(text: str) -> str:
+    try:
+        return redact(text).text
+    except RedactionError:
+        return WITHHELD
+
+
+def shown(value: Any, *, limit: int = SHOWN_LIMIT) -> Any:
+    """`value` fit for a terminal: every string (keys too) redacted, then escaped to one line."""
+    if isinstance(value, str):
+        return sanitize_for_log(redacted(value), limit=limit)
+    if isinstance(value, dict):
+        return {shown(key, limit=limit): shown(item, limit=limit) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [shown(item, limit=limit) for item in value]
+    return value
+
+
+def _redacted_strings(value: Any) -> Any:
+    if isinstance(value, str):
+        return redacted(value)
+    if isinstance(value, dict):
+        return {_redacted_strings(key): _redacted_strings(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redacted_strings(item) for item in value]
+    return value
+
+
+def json_text(value: Any, *, documents: bool = False) -> str:
+    """`value` as the JSON a command prints (see the module docstring). `ensure_ascii` writes every
+    control and non-ASCII character as `\\uXXXX`: the text holds printable ASCII and newlines only."""
+    safe = _redacted_strings(value) if documents else shown(value)
+    # Redacted again as a whole: a value may be a secret only beside its key (`"token": "..."`).
+    return redacted(json.dumps(safe, indent=2, sort_keys=True, ensure_ascii=True))
+
+
+def print_json(value: Any, *, documents: bool = False, file: TextIO | None = None) -> None:
+    print(json_text(value, documents=documents), file=file or sys.stdout, flush=True)
+
+
+def cell(value: Any, *, width: int | None = None) -> str:
+    """One table cell: redacted, escaped, whitespace runs folded to one space, cut to `width`."""
+    text = " ".join(redacted("-" if value is None else str(value)).split())
+    text = sanitize_for_log(text, limit=SHOWN_LIMIT)
+    if width is not None and len(text) > width:
+        text = text[: width - 3] + "..."
+    return text
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, widths: Sequence[int | None] = ()) -> str:
+    """Left-aligned columns; `widths` caps a column's cells (None: no cap)."""
+    caps = list(widths) + [None] * (len(headers) - len(widths))
+    lines = [list(headers)] + [[cell(value, width=cap) for value, cap in zip(row, caps, strict=True)] for row in rows]
+    sizes = [max(len(line[column]) for line in lines) for column in range(len(headers))]
+    return "\n".join(
+        "  ".join(text.ljust(size) for text, size in zip(line, sizes, strict=True)).rstrip() for line in lines
+    )
+
+
+def say(text: str, *, file: TextIO | None = None) -> None:
+    """A line for the operator (stderr by default): redacted and escaped."""
+    print(sanitize_for_log(redacted(text), limit=SHOWN_LIMIT), file=file or sys.stderr, flush=True)
+
+
+def fail(message: str) -> int:
+    """Say `error: message` on stderr; the exit status of a command that could not do its job."""
+    say(f"error: {message}")
+    return 2
+
+
+# ---- the guard around every command -------------------------------------------------------------
+
+
+def terminal_text(text: str) -> str:
+    """`text` as the guard writes it: secrets redacted; unsafe characters but the newline escaped
+    (a backslash is left alone: JSON and Windows paths keep theirs)."""
+    text = redacted(text)
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(
+        char if char == "\n" or unicodedata.category(char) not in _UNSAFE_CATEGORIES else escaped_character(char)
+        for char in text
+    )
+
+
+class TerminalStream(io.TextIOBase):
+    """A text stream that writes `terminal_text` of everything to `stream`; its `buffer` (bytes)
+    is the stream's own."""
+
+    def __init__(self, stream: TextIO):
+        super().__init__()
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(terminal_text(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self._stream.encoding
+
+    @property
+    def buffer(self) -> Any:
+        return self._stream.buffer
+
+
+@contextlib.contextmanager
+def terminal_guard() -> Iterator[None]:
+    """`sys.stdout` and `sys.stderr` as TerminalStreams for the duration."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = TerminalStream(saved[0]), TerminalStream(saved[1])
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        sys.stdout, sys.stderr = saved
