@@ -303,14 +303,14 @@ def test_the_backfill_gives_older_items_their_index_key_and_retention_once(servi
         assert parsed.func(parsed) == 0
         return json.loads(capsys.readouterr().out)
 
-    assert backfill() == {"items_scanned": 7, "indexed": 1, "retention_set": 5}
+    assert backfill() == {"items_scanned": 7, "indexed": 1, "retention_set": 5, "skipped": 0}
     assert _indexed(service) == {active.job_id}  # the ended job stays out
     expected = str(int((parse_iso(NOW) + timedelta(days=400)).timestamp()))
     for table, key in old_items:
         item = service.ddb.get_item(TableName=table, Key=key)["Item"]
         assert item[RETENTION_TTL_ATTRIBUTE] == {"N": expected}
     assert RETENTION_TTL_ATTRIBUTE not in _raw(service, head_pk(601))  # heads are kept for ever
-    assert backfill() == {"items_scanned": 7, "indexed": 0, "retention_set": 0}  # nothing twice
+    assert backfill() == {"items_scanned": 7, "indexed": 0, "retention_set": 0, "skipped": 0}  # nothing twice
 
 
 def _keys(service, table):
