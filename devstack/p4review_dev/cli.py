@@ -39,13 +39,15 @@ def cmd_local_up(args: argparse.Namespace) -> int:
     # `kill -USR1 <pid>` prints every thread's stack to stderr: for diagnosing a stuck stack.
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     info = stack.start()
-    swarm = f"  fake Swarm:      {info.swarm_url} (GET /_fake/state: its reviews and comments)\n"
+    swarm = f"  fake Swarm:           {info.swarm_url} (GET /_fake/state: its reviews and comments)\n"
+    # Printed through the CLI's terminal guard, which redacts what reads as a secret: a path after
+    # "signing secret:" would be shown as [REDACTED:password].
     print(
         f"p4review local stack is up\n"
-        f"  API URL:         {info.api_url}\n"
-        f"  mailbox folder:  {info.mailbox_dir}\n"
-        f"  signing secret:  {info.signing_secret_file}\n"
-        f"  AWS (moto):      {info.aws_endpoint}\n" + (swarm if info.swarm_url else "") + "Press Ctrl-C to stop.",
+        f"  API URL:              {info.api_url}\n"
+        f"  mailbox folder:       {info.mailbox_dir}\n"
+        f"  signing secret file:  {info.signing_secret_file}\n"
+        f"  AWS (moto):           {info.aws_endpoint}\n" + (swarm if info.swarm_url else "") + "Press Ctrl-C to stop.",
         flush=True,
     )
     try:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO, TextIO
 
 from p4review.change.diff_lines import ChangedLines, changed_lines_from_diff, split_describe_diff
-from p4review.cli.display import json_text, say
+from p4review.cli.display import print_json, say
 from p4review.models.review_result import SCHEMA_VERSION
 from p4review.review.prompts import load_registry
 from p4review.review.result_parser import LINE_POLICIES, parse_review_result, reconcile_file
@@ -127,8 +127,7 @@ def cmd_check_result(args: argparse.Namespace, stdin: BinaryIO | None = None, st
         "result": outcome.result.model_dump(mode="json", exclude_none=True) if outcome.result else None,
         "diagnostics": [d.model_dump(mode="json", exclude_none=True) for d in outcome.diagnostics],
     }
-    stdout.write(json_text(report, documents=True) + "\n")  # the operator's terminal: cli/display.py
-    stdout.flush()
+    print_json(report, documents=True, file=stdout)
     return 1 if outcome.rejected else 0
 
 

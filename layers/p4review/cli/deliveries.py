@@ -25,7 +25,7 @@ import argparse
 from typing import Any
 
 from p4review.cli.common import data_access, default_actor
-from p4review.cli.display import fail, format_table, print_json, say
+from p4review.cli.display import fail, print_json, print_table, say
 from p4review.errors import IllegalTransitionError, NotFoundError, P4ReviewError
 from p4review.models.job import JobStatus, StageName
 from p4review.models.messages import StageMessage
@@ -40,12 +40,16 @@ _HEADERS = ["CHANGE", "VERSION", "RECIPIENT", "STATUS", "ATTEMPTS", "LAST ERROR"
 _WIDTHS = [None, None, None, None, None, _ERROR_WIDTH, None]
 
 
-def rows_table(rows: list[OutboxRow]) -> str:
-    cells = [
-        [row.changelist_id, row.review_version, row.recipient, row.status, row.attempts, row.last_error, row.updated_at]
-        for row in rows
+def _cells(row: OutboxRow) -> list[Any]:
+    return [
+        row.changelist_id,
+        row.review_version,
+        row.recipient,
+        row.status,
+        row.attempts,
+        row.last_error,
+        row.updated_at,
     ]
-    return format_table(_HEADERS, cells, widths=_WIDTHS)
 
 
 def _find_row(outbox, args: argparse.Namespace) -> OutboxRow:
@@ -145,7 +149,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         print_json([row.model_dump(mode="json") for row in rows])
     elif rows:
-        print(rows_table(rows))
+        print_table(_HEADERS, [_cells(row) for row in rows], widths=_WIDTHS)
     elif not listing.unreadable:
         say("no delivery rows" + (f" with status {args.status}" if args.status else ""))
     for bad in listing.unreadable:

@@ -20,7 +20,7 @@ import argparse
 from typing import Any
 
 from p4review.cli.common import data_access, default_actor
-from p4review.cli.display import fail, format_table, print_json, say
+from p4review.cli.display import fail, print_json, print_table, say
 from p4review.errors import ConfigError, P4ReviewError
 from p4review.models.job import StageName
 from p4review.pipeline.replay import BARE_FIELDS, ENVELOPE_FIELDS, parse_dead_letter, redrive
@@ -106,10 +106,6 @@ def _table_row(letter) -> list[Any]:
 _HEADERS = ["MESSAGE ID", "STAGE", "ERROR CLASS", "JOB ID", "CHANGE", "ATTEMPTS", "LAST FAILURE", "ESCALATED"]
 
 
-def letters_table(letters: list) -> str:
-    return format_table(_HEADERS, [_table_row(letter) for letter in letters])
-
-
 # ---- commands -------------------------------------------------------------------------------
 
 
@@ -126,7 +122,7 @@ def cmd_dlq_list(args: argparse.Namespace) -> int:
     if args.json:
         print_json([describe(letter) for letter in letters])
     elif letters:
-        print(letters_table(letters))
+        print_table(_HEADERS, [_table_row(letter) for letter in letters])
     else:
         say("no dead-lettered messages")
     return 0

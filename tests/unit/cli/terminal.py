@@ -4,9 +4,11 @@ the service's redaction rules would find."""
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 from p4review.change.redaction import redact
+from p4review.cli.display import ID_FIELDS
 
 # A password planted in forged rows, in a form the redaction rules know (`password=...`).
 PLANTED_SECRET = "Tr0ub4dor&3xyz"
@@ -26,9 +28,14 @@ def unsafe_characters(text: str) -> list[str]:
     )
 
 
+# The service's id fields whose names the rules read as a secret's (display.ID_FIELDS): a plain
+# id there is not a finding; anything else there still is.
+_PLAIN_ID_FIELD = re.compile(rf'"({"|".join(ID_FIELDS)})": "[0-9A-Za-z._:/-]*"')
+
+
 def assert_terminal_safe(*texts: str) -> None:
     for text in texts:
         assert unsafe_characters(text) == [], text
         assert PLANTED_SECRET not in text
-        found = redact(text).counts
+        found = redact(_PLAIN_ID_FIELD.sub(r'"\1": "id"', text)).counts
         assert not found, f"the redactor still finds {dict(found)} in {text!r}"

@@ -105,3 +105,20 @@ def test_a_table_cell_is_one_line_escaped_redacted_and_capped():
 def test_json_redacts_a_value_that_is_a_secret_only_beside_its_key():
     text = display.json_text({"token": "930ea017659a5bec50a221bcb36eff063f146076"})
     assert "930ea017" not in text and json.loads(text)["token"].startswith("[REDACTED")
+
+
+def test_json_keeps_the_services_own_ids_whose_names_read_as_secrets():
+    token = "930ea017659a5bec50a221bcb36eff063f146076"  # delivery_token(): a hash, not a secret
+    shown = json.loads(
+        display.json_text(
+            {
+                "idempotency_key": "p4-submitted-48213-v1",
+                "provider_token": token,
+                "planted": {"password": PLANTED_SECRET, "note": PLANTED},
+                "provider_tokens": [token],
+            }
+        )
+    )
+    assert shown["idempotency_key"] == "p4-submitted-48213-v1" and shown["provider_token"] == token
+    assert shown["planted"] == {"password": "[REDACTED:password]", "note": "password=[REDACTED:password]"}
+    assert shown["provider_tokens"] != [token]  # only the named fields are ids
