@@ -36,8 +36,9 @@ def _client(args: argparse.Namespace) -> ReviewApiClient:
             args.secret_file or state.get("signing_secret_file") or Path(args.state_dir) / "signing-secret"
         )
         if not secret_file.exists():
+            # Not "secret: ...": the display path would take what follows for the secret.
             raise SystemExit(
-                f"no signing secret: set P4REVIEW_SIGNING_SECRET or pass --secret-file ({secret_file} missing)"
+                f"no signing secret (set P4REVIEW_SIGNING_SECRET or pass --secret-file; {secret_file} missing)"
             )
         secret = secret_file.read_text().strip()
     return ReviewApiClient(api, secret)

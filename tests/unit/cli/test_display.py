@@ -122,3 +122,10 @@ def test_json_keeps_the_services_own_ids_whose_names_read_as_secrets():
     assert shown["idempotency_key"] == "p4-submitted-48213-v1" and shown["provider_token"] == token
     assert shown["planted"] == {"password": "[REDACTED:password]", "note": "password=[REDACTED:password]"}
     assert shown["provider_tokens"] != [token]  # only the named fields are ids
+
+
+def test_the_clis_own_refusals_stay_legible_through_the_guard(monkeypatch, capsys, tmp_path):
+    monkeypatch.delenv("P4REVIEW_SIGNING_SECRET", raising=False)
+    assert cli_main.main(["--state-dir", str(tmp_path), "submit", "--api", "http://api.invalid", "--change", "1"]) == 1
+    _, err = capsys.readouterr()
+    assert "set P4REVIEW_SIGNING_SECRET or pass --secret-file" in err and "REDACTED" not in err
