@@ -54,17 +54,6 @@ def redacted(text: str) -> str:
         return WITHHELD
 
 
-def shown(value: Any, *, limit: int = SHOWN_LIMIT) -> Any:
-    """`value` fit for a terminal: every string (keys too) redacted, then escaped to one line."""
-    if isinstance(value, str):
-        return sanitize_for_log(redacted(value), limit=limit)
-    if isinstance(value, dict):
-        return {shown(key, limit=limit): shown(item, limit=limit) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [shown(item, limit=limit) for item in value]
-    return value
-
-
 def _beside(key: Any, text: str) -> str:
     """`text` (redacted on its own) as it reads beside `key`: `[REDACTED:<class>]` when the rules
     find a secret in `"key": "text"` (a password under `"password"`, a token under `"token"`)."""

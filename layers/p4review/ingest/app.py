@@ -293,11 +293,14 @@ def ping() -> Response:
 
 @app.get("/v1/reviews/<job_id>")
 def get_review(job_id: str) -> Response:
-    # The id comes from the whole path, checked by _route_refusal before this runs; the
-    # router's `job_id` may lack what its pattern stops at (a trailing newline).
+    # The id comes from the whole path (checked by _route_refusal before this runs): the router's
+    # `job_id` may lack what its pattern stops at (a trailing newline).
     _authenticate(_raw_body())
+    job_id = _path_job_id(app.current_event.path or "")
+    if not _JOB_ID.fullmatch(job_id):
+        raise ApiError(ApiStatus.INVALID_REQUEST, "invalid_job_id", "job_id is not a job id")
     dal = get_data_access()
-    view = describe_review(_path_job_id(app.current_event.path or ""), jobs=dal.jobs, outbox=dal.outbox)
+    view = describe_review(job_id, jobs=dal.jobs, outbox=dal.outbox)
     return _json_response(ApiStatus.OK, view.model_dump(mode="json", exclude_none=True))
 
 
@@ -329,10 +332,10 @@ def _route_refusal(method: str, path: str) -> Response | None:
     return _error_response(ApiStatus.NOT_FOUND, "route_not_found", "no such route")
 
 
-def refuse_unroutable_requests(app: APIGatewayRestResolver, next_middleware: NextMiddleware) -> Response:
+def refuse_unroutable_requests(resolver: APIGatewayRestResolver, next_middleware: NextMiddleware) -> Response:
     """Runs before every route, and before the not-found answer."""
-    refusal = _route_refusal(app.current_event.http_method, app.current_event.path or "")
-    return refusal if refusal is not None else next_middleware(app)
+    refusal = _route_refusal(resolver.current_event.http_method, resolver.current_event.path or "")
+    return refusal if refusal is not None else next_middleware(resolver)
 
 
 app.use(middlewares=[refuse_unroutable_requests])
