@@ -29,6 +29,9 @@ from p4review.stores.dynamo_writes import ConditionFailed, conditional_update
 from p4review.stores.record_retention import expires_at_epoch
 
 _RETAINED_JOB_ITEMS = ("job", "changelist_version")
+# DynamoDB refuses a partition key over 2048 bytes: such a job id could never be the index key,
+# and the refused write would stop every run at that item.
+_MAX_KEY_BYTES = 2048
 
 
 @dataclass(frozen=True)
@@ -109,7 +112,7 @@ class DynamoRetentionBackfill:
                 raise MalformedItem("status")
             if status in ACTIVE_STATUSES:
                 index_job_id = data.get("job_id")
-                if not isinstance(index_job_id, str) or not index_job_id:
+                if not isinstance(index_job_id, str) or not 0 < len(index_job_id.encode()) <= _MAX_KEY_BYTES:
                     raise MalformedItem("job_id")
         expires_at = None
         retained = table == self._outbox or record_type in _RETAINED_JOB_ITEMS

@@ -60,6 +60,7 @@ def test_malformed_items_are_skipped_named_and_counted_and_the_rest_is_backfille
     job = {"record_type": "job", "status": "queued", "created_at": NOW, "note": CONTENT}
     _put(service, "jobs", {**job, "pk": job_pk("wrong-type-id"), "job_id": 4711})
     _put(service, "jobs", {**job, "pk": job_pk("missing-id"), "status": "in_progress"})
+    _put(service, "jobs", {**job, "pk": job_pk("huge-id"), "job_id": "j" * 2049})  # over DynamoDB's key size
     _put(service, "jobs", {**job, "pk": job_pk("bad-time"), "job_id": "j", "status": "failed", "created_at": CONTENT})
     _put(service, "jobs", {**job, "pk": job_pk("status-list"), "job_id": "j", "status": [CONTENT]})
     _put(service, "jobs", {"pk": "CLV#702#1", "record_type": "changelist_version", "created_at": [CONTENT]})
@@ -70,18 +71,19 @@ def test_malformed_items_are_skipped_named_and_counted_and_the_rest_is_backfille
         code, summary, err = _backfill(tmp_path, capsys)
         assert code == 1, err  # done, with items skipped (docs/runbook.md)
         assert summary == {
-            "items_scanned": 10,  # the good job, its claim and its changelist head, and the 7
+            "items_scanned": 11,  # the good job, its claim and its changelist head, and the 8
             "indexed": 1 if run == 1 else 0,
             "retention_set": 1 if run == 1 else 0,
-            "skipped": 7,
+            "skipped": 8,
         }
         lines = err.splitlines()
-        assert len(lines) == 7 + 1, err  # one line per item, and what to do about them
+        assert len(lines) == 8 + 1, err  # one line per item, and what to do about them
         assert_terminal_safe(err)
         assert CONTENT not in err and "4711" not in err and "20261125" not in err
         for key, field in (
             ("wrong-type-id", "job_id"),
             ("missing-id", "job_id"),
+            ("huge-id", "job_id"),
             ("bad-time", "created_at"),
             ("status-list", "status"),
             ("CLV#702#1", "created_at"),
