@@ -1,6 +1,10 @@
 """The depot's review policy (`.p4review.toml`, docs/policy.md), pure: which policy files a
 change could be governed by, parsing and validating one, and what the policies in force say
-about a file (ignored? noise rules, reviewers, extra instructions)."""
+about a file (ignored? noise rules, reviewers, extra instructions).
+
+Everything here reads text a developer with depot write access controls, so each step is bounded
+before it runs: a file's size and nesting depth before the TOML parser (which recurses), and
+`ignore` globs are matched in linear time (a regex engine would backtrack)."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import re
 import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from pydantic import ValidationError
 
@@ -21,15 +26,19 @@ from p4review.models.policy import (
     ReviewerRule,
 )
 
-# Directories looked in per change: each changed file's ancestors, deepest first, up to this
-# many (one `p4 print` each; a missing file is an immediate "no such file").
-MAX_POLICY_CANDIDATES = 16
 MAX_POLICY_BYTES = 64 * 1024
+# Deeper than any valid file (`[[paths]]` holds a table in an array: 2) by a margin; tomllib
+# recurses once per level, and 600 levels end in RecursionError.
+MAX_POLICY_NESTING = 8
+# Policy notes a job record carries (its item has a size limit; the change artifact has them all).
+MAX_POLICY_NOTES_ON_JOB = 20
+_MAX_DETAIL_CHARS = 300
 
 
-def candidate_policy_paths(changed_paths: Iterable[str], limit: int = MAX_POLICY_CANDIDATES) -> list[str]:
+def candidate_policy_paths(changed_paths: Iterable[str]) -> list[str]:
     """`//depot/a/b/.p4review.toml` for every directory above a changed file (not the depot
-    root `//`), deepest first, at most `limit`."""
+    root `//`), each once, deepest first. All of them: a policy that governs a file must never
+    be missed for the number of directories a change touches (fetch asks p4 in batches)."""
     directories: set[str] = set()
     for path in changed_paths:
         if not path.startswith("//"):
@@ -38,20 +47,40 @@ def candidate_policy_paths(changed_paths: Iterable[str], limit: int = MAX_POLICY
         for depth in range(1, len(parts) + 1):
             directories.add("//" + "/".join(parts[:depth]) + "/")
     ordered = sorted(directories, key=lambda d: (-d.count("/"), d))
-    return [directory + POLICY_FILE_NAME for directory in ordered[:limit]]
+    return [directory + POLICY_FILE_NAME for directory in ordered]
+
+
+def is_policy_file(depot_path: str) -> bool:
+    """A `.p4review.toml` (a change to one is always reviewed and called out)."""
+    return depot_path.rsplit("/", 1)[-1] == POLICY_FILE_NAME
 
 
 def parse_policy_file(source: str, revision: str, data: bytes) -> DepotPolicy | PolicyDiagnostic:
-    """A policy file's bytes -> the policy, or why it cannot be used (never its content)."""
+    """A policy file's bytes -> the policy, or why it cannot be used (never its content). Never
+    raises for what the file holds: a bad file never fails a review."""
+    try:
+        return _parse(source, revision, data)
+    except Exception:  # noqa: BLE001 - whatever a parser does with hostile input, the file is just not used
+        return PolicyDiagnostic(source=source, reason="invalid_policy", detail="the file could not be read")
+
+
+def _parse(source: str, revision: str, data: bytes) -> DepotPolicy | PolicyDiagnostic:
     if len(data) > MAX_POLICY_BYTES:
         return PolicyDiagnostic(source=source, reason="invalid_policy", detail=f"larger than {MAX_POLICY_BYTES} bytes")
     try:
-        document = tomllib.loads(data.decode("utf-8"))
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         return PolicyDiagnostic(source=source, reason="invalid_toml", detail="not UTF-8 text")
+    if nesting_depth(text) > MAX_POLICY_NESTING:
+        detail = f"arrays or tables nested deeper than {MAX_POLICY_NESTING} levels"
+        return PolicyDiagnostic(source=source, reason="invalid_toml", detail=detail)
+    try:
+        document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         # The message names the line and column ("Expected '=' ... (at line 3, column 7)").
         return PolicyDiagnostic(source=source, reason="invalid_toml", detail=_position(str(exc)))
+    except (RecursionError, ValueError, TypeError, MemoryError):
+        return PolicyDiagnostic(source=source, reason="invalid_toml", detail="TOML the parser cannot read")
     if document.get("version") != POLICY_SCHEMA_VERSION:
         shown = document.get("version")
         detail = f"version must be {POLICY_SCHEMA_VERSION}" + (
@@ -70,6 +99,57 @@ def parse_policy_file(source: str, revision: str, data: bytes) -> DepotPolicy | 
     return DepotPolicy(source=source, revision=revision, directory=directory, policy=policy)
 
 
+def nesting_depth(text: str) -> int:
+    """How deep `[` and `{` nest in TOML text, outside strings and comments: one pass, no
+    recursion. Generous where the text is not valid TOML (the parser then refuses it anyway)."""
+    depth = deepest = 0
+    index, end = 0, len(text)
+    while index < end:
+        char = text[index]
+        if char == "#":
+            newline = text.find("\n", index)
+            index = end if newline < 0 else newline
+            continue
+        if char in "\"'":
+            index = _string_end(text, index)
+            continue
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}" and depth:
+            depth -= 1
+        index += 1
+    return deepest
+
+
+def _string_end(text: str, start: int) -> int:
+    """The index after the TOML string opening at `start` ('...', "...", and their triple-quoted
+    multi-line forms; basic strings have backslash escapes). A one-line string ends at the line's
+    end at the latest, so a stray quote cannot hide the rest of the file from the depth count."""
+    quote = text[start]
+    escapes = quote == '"'
+    if text.startswith(quote * 3, start):
+        index = start + 3
+        while index < len(text) and not text.startswith(quote * 3, index):
+            index += 2 if escapes and text[index] == "\\" else 1
+        index += 3
+        extra = 0  # up to two more quotes belong to the content: `""""` ends with one in it
+        while extra < 2 and index < len(text) and text[index] == quote:
+            index += 1
+            extra += 1
+        return min(index, len(text))
+    index = start + 1
+    while index < len(text) and text[index] != quote and text[index] != "\n":
+        index += 2 if escapes and text[index] == "\\" else 1
+    return index + 1
+
+
+def job_diagnostic(diagnostic: PolicyDiagnostic) -> dict[str, str]:
+    """A diagnostic as a job record keeps it: its detail cut to a bounded length (it may name a
+    key the file holds)."""
+    return diagnostic.model_copy(update={"detail": diagnostic.detail[:_MAX_DETAIL_CHARS]}).model_dump(mode="json")
+
+
 def _position(message: str) -> str:
     match = re.search(r"\(at line (\d+), column (\d+)\)", message)
     return f"TOML syntax error at line {match[1]}, column {match[2]}" if match else "TOML syntax error"
@@ -81,37 +161,105 @@ def governing_policy(policies: Sequence[DepotPolicy], depot_path: str) -> DepotP
     return max(above, key=lambda p: len(p.directory)) if above else None
 
 
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    """`**` any characters (slashes too), `*` any but a slash, `?` one; a pattern without a slash
-    matches a file name at any depth (as in .gitignore)."""
-    out = []
-    index = 0
-    while index < len(pattern):
-        char = pattern[index]
-        if pattern.startswith("**/", index):
-            out.append("(?:.*/)?")
-            index += 3
-            continue
-        if pattern.startswith("**", index):
-            out.append(".*")
-            index += 2
-            continue
-        out.append("[^/]*" if char == "*" else "[^/]" if char == "?" else re.escape(char))
-        index += 1
-    body = "".join(out)
-    return re.compile(body if "/" in pattern.rstrip("/") else f"(?:.*/)?{body}")
-
-
 def is_ignored(policies: Sequence[DepotPolicy], depot_path: str) -> str | None:
-    """The policy file whose `ignore` globs match `depot_path` (its source), or None."""
+    """The policy file whose `ignore` globs match `depot_path` (its source), or None. A policy
+    file is never ignored: a change to the review policy is always reviewed."""
+    if is_policy_file(depot_path):
+        return None
     policy = governing_policy(policies, depot_path)
     if policy is None:
         return None
     relative = depot_path[len(policy.directory) :]
     for pattern in policy.policy.ignore:
-        if pattern.strip() and _glob_regex(pattern.strip().lstrip("/")).fullmatch(relative):
+        if pattern.strip() and compile_glob(pattern.strip().lstrip("/")).matches(relative):
             return policy.source
     return None
+
+
+@lru_cache(maxsize=1024)
+def compile_glob(pattern: str) -> Glob:
+    return Glob(pattern)
+
+
+class Glob:
+    """An `ignore` glob as an automaton run in linear time: `**/` any directories (none too),
+    `**` any characters (slashes too), `*` any but a slash, `?` one but a slash; a pattern without
+    a slash matches a file name at any depth (as in .gitignore).
+
+    Every state of the automaton is tracked at once, as the bits of one integer (a bit-parallel
+    NFA), so a path costs one step per character whatever the pattern: `*a*a*a...b` cannot make
+    it backtrack, as it makes a regex engine do (exponential in the path's length)."""
+
+    def __init__(self, pattern: str):
+        # Per state: what it consumes to advance to the next state, and what it loops on.
+        advance: list[str | None] = []  # a literal character, or "any", "name" (not "/"), "/" ; None: nothing
+        loop: list[str | None] = []  # "any" or "name"
+        skip: list[int] = []  # epsilon moves, bits: 1 to the next state, 2 over it to the one after
+        if "/" not in pattern.rstrip("/"):
+            pattern = "**/" + pattern
+        index = 0
+        while index < len(pattern):
+            if pattern.startswith("**/", index):
+                # Entry state: skip it all, or go to the inner state, which eats anything and
+                # leaves on a slash.
+                advance += [None, "/"]
+                loop += [None, "any"]
+                skip += [1 | 2, 0]
+                index += 3
+            elif pattern.startswith("**", index):
+                advance.append(None)
+                loop.append("any")
+                skip.append(1)
+                index += 2
+            elif pattern[index] == "*":
+                advance.append(None)
+                loop.append("name")
+                skip.append(1)
+                index += 1
+            else:
+                advance.append("name" if pattern[index] == "?" else pattern[index])
+                loop.append(None)
+                skip.append(0)
+                index += 1
+        self._advance, self._loop = advance, loop
+        self._skip1 = sum(1 << i for i, moves in enumerate(skip) if moves & 1)
+        self._skip2 = sum(1 << i for i, moves in enumerate(skip) if moves & 2)
+        self._accept = 1 << len(advance)
+        self._masks: dict[str, tuple[int, int]] = {}
+        self.steps = 0  # characters consumed over this glob's lifetime (tests: the work is linear)
+
+    def _masks_for(self, char: str) -> tuple[int, int]:
+        found = self._masks.get(char)
+        if found is None:
+            found = (self._mask(self._advance, char), self._mask(self._loop, char))
+            if len(self._masks) < 256:
+                self._masks[char] = found
+        return found
+
+    @staticmethod
+    def _mask(kinds: list[str | None], char: str) -> int:
+        bits = 0
+        for state, kind in enumerate(kinds):
+            if kind == "any" or kind == char or (kind == "name" and char != "/"):
+                bits |= 1 << state
+        return bits
+
+    def _closure(self, states: int) -> int:
+        while True:
+            wider = states | ((states & self._skip1) << 1) | ((states & self._skip2) << 2)
+            if wider == states:
+                return states
+            states = wider
+
+    def matches(self, path: str) -> bool:
+        states = self._closure(1)
+        for char in path:
+            self.steps += 1
+            advance, loop = self._masks_for(char)
+            states = self._closure(((states & advance) << 1) | (states & loop))
+            if not states:
+                return False
+        return bool(states & self._accept)
 
 
 def noise_rules_from(policies: Sequence[DepotPolicy]) -> tuple[NoiseRule, ...]:
@@ -139,14 +287,17 @@ def noise_rules_from(policies: Sequence[DepotPolicy]) -> tuple[NoiseRule, ...]:
 
 def reviewer_rules_from(policies: Sequence[DepotPolicy]) -> tuple[ReviewerRule, ...]:
     """Reviewers per depot prefix, added to P4REVIEW_REVIEWERS' (an invalid address becomes a
-    failed delivery row, as there)."""
+    failed delivery row, as there), each rule naming its policy file: notify emails only the
+    addresses in an allowed domain (notify/recipients.py)."""
     rules: list[ReviewerRule] = []
     for found in policies:
         if found.policy.reviewers:
-            rules.append(ReviewerRule(prefix=found.directory + "...", reviewers=tuple(found.policy.reviewers)))
+            reviewers = tuple(found.policy.reviewers)
+            rules.append(ReviewerRule(prefix=found.directory + "...", reviewers=reviewers, source=found.source))
         for sub in found.policy.paths:
             if sub.reviewers:
-                rules.append(ReviewerRule(prefix=found.directory + sub.path + "...", reviewers=tuple(sub.reviewers)))
+                prefix = found.directory + sub.path + "..."
+                rules.append(ReviewerRule(prefix=prefix, reviewers=tuple(sub.reviewers), source=found.source))
     return tuple(rules)
 
 

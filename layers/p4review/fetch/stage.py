@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
+from p4review.change.depot_policy import MAX_POLICY_NOTES_ON_JOB, job_diagnostic
 from p4review.change.snapshot_redaction import stream_change_artifacts
 from p4review.fetch.opt_out import opted_out
 from p4review.fetch.settings import FetchSettings
@@ -69,7 +70,18 @@ class FetchWork:
                 "files_generated": skipped[SkipReason.GENERATED],
                 "policies": len(depot_policy.policies),
                 "policy_diagnostics": len(depot_policy.diagnostics),
+                "policy_files_modified": len(depot_policy.modified),
                 "redacted": counts,
             },
         )
-        return StageOutput(updates={"artifacts": {"change_key": key, "result_key": None}, "redactions": counts})
+        return StageOutput(
+            updates={
+                "artifacts": {"change_key": key, "result_key": None},
+                "redactions": counts,
+                # On the job too (the API shows them): a change to the review policy, and any policy
+                # file that was not used. Paths and reasons only, never a file's content; bounded,
+                # as a change may touch any number of directories (the artifact keeps them all).
+                "policy_changes": depot_policy.modified[:MAX_POLICY_NOTES_ON_JOB],
+                "policy_diagnostics": [job_diagnostic(d) for d in depot_policy.diagnostics[:MAX_POLICY_NOTES_ON_JOB]],
+            }
+        )

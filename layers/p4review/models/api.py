@@ -16,6 +16,7 @@ from pydantic import (
 )
 
 from p4review.models.job import ChangeKind, JobStatus, ReviewJob, ShelfRef, StageName, StageState
+from p4review.models.policy import PolicyDiagnostic
 
 # Printable ASCII only: no control characters, no whitespace-only surprises in logs or keys.
 IdempotencyKey = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[\x21-\x7e]+$")]
@@ -99,6 +100,8 @@ class JobView(BaseModel):
     summary: dict[str, Any] | None = None
     redactions: dict[str, int] | None = None  # secrets redacted per class before review (counts only)
     opted_out: str | None = None  # the description's opt-out keyword: the change was not reviewed
+    policy_changes: list[str] | None = None  # policy files the change modifies (in force for later changes)
+    policy_diagnostics: list[PolicyDiagnostic] | None = None  # policy files not used, reviewers not emailed
     swarm_test: SwarmTestView | None = None
     deliveries: list[DeliveryView] | None = None
     created_at: str
@@ -122,6 +125,8 @@ class JobView(BaseModel):
             summary=job.summary.model_dump() if job.summary else None,
             redactions=job.redactions,
             opted_out=job.opted_out,
+            policy_changes=job.policy_changes,
+            policy_diagnostics=job.policy_diagnostics,
             swarm_test=SwarmTestView(
                 review_id=job.swarm_test.review_id,
                 version=job.swarm_test.version,

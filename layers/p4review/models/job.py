@@ -8,6 +8,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from p4review.models.policy import PolicyDiagnostic
+
 
 class JobStatus(StrEnum):
     QUEUED = "queued"
@@ -174,6 +176,11 @@ class ReviewJob(BaseModel):
     # The opt-out keyword the change's description carried (fetch/opt_out.py): fetched no content,
     # reviewed nothing, emailed no one.
     opted_out: str | None = None
+    # The depot's review policy (docs/policy.md): the policy files this change adds, edits or
+    # deletes (reviewed, and in force only for later changes), set by fetch; and why a policy file
+    # was not used or a reviewer it names was not emailed, set by fetch and completed by notify.
+    policy_changes: list[str] | None = None
+    policy_diagnostics: list[PolicyDiagnostic] | None = None
     # Operator replays out of dead_lettered (p4review.stores.job_replay.replay_stage).
     replays: int = 0
     # Set when a Swarm workflow test asked for this review (POST /v1/swarm/tests): where its

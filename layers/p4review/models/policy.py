@@ -6,7 +6,7 @@ merged)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -16,6 +16,8 @@ POLICY_FILE_NAME = ".p4review.toml"
 POLICY_SCHEMA_VERSION = 1
 MAX_INSTRUCTIONS_CHARS = 2000
 MAX_REVIEWERS = 20
+MAX_IGNORE_GLOBS = 200
+MAX_GLOB_CHARS = 256
 
 
 class PathPolicy(BaseModel):
@@ -36,7 +38,10 @@ class PolicyFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     version: Literal[1]
-    ignore: list[str] = Field(default_factory=list, max_length=200)  # globs, relative to the file's directory
+    # Globs, relative to the file's directory; bounded, as each is matched against every changed file.
+    ignore: list[Annotated[str, Field(max_length=MAX_GLOB_CHARS)]] = Field(
+        default_factory=list, max_length=MAX_IGNORE_GLOBS
+    )
     min_severity: Severity | None = None
     max_findings: int | None = Field(default=None, ge=0, le=1000)
     reviewers: list[str] = Field(default_factory=list, max_length=MAX_REVIEWERS)
@@ -50,7 +55,7 @@ class DepotPolicy(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     source: str  # //depot/project/.p4review.toml
-    revision: str  # "@48220" (submitted: in force at the change) or "#head" (shelved)
+    revision: str  # "@48219" (submitted change 48220: in force before it) or "#head" (shelved)
     directory: str  # //depot/project/ (what it governs)
     policy: PolicyFile
 
@@ -61,8 +66,10 @@ class PolicyDiagnostic(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     source: str
-    reason: str  # invalid_toml | invalid_policy | unsupported_version | unreadable
-    detail: str  # where and what (line and column, field names), never the file's content
+    # invalid_toml | invalid_policy | unsupported_version | unreadable: the file was not used;
+    # reviewer_not_allowed: it was, but a reviewer outside the allowed domains was not emailed.
+    reason: str
+    detail: str  # where and what (line and column, field names, a domain), never the file's content
 
 
 class ChangePolicy(BaseModel):
@@ -72,6 +79,9 @@ class ChangePolicy(BaseModel):
 
     policies: list[DepotPolicy] = Field(default_factory=list)
     diagnostics: list[PolicyDiagnostic] = Field(default_factory=list)
+    # Policy files this change adds, edits or deletes: reviewed like any file, never ignored, and
+    # called out; they govern later changes, never this one.
+    modified: list[str] = Field(default_factory=list)
 
 
 # The path rules a depot policy and the deployment settings both give: noise controls (applied
@@ -98,6 +108,9 @@ class ReviewerRule(BaseModel):
     prefix: str = Field(min_length=3)
     # Plain strings: an invalid address here becomes a failed delivery row, not a refused start.
     reviewers: tuple[str, ...] = Field(min_length=1)
+    # The depot policy file that names these reviewers (its addresses must be in an allowed
+    # domain); None: the service's own P4REVIEW_REVIEWERS.
+    source: str | None = None
 
     @field_validator("prefix")
     @classmethod

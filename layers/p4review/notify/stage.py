@@ -10,7 +10,7 @@ from functools import partial
 from typing import Any, NoReturn
 
 from p4review.change.depot_paths import sanitize_for_log
-from p4review.change.depot_policy import reviewer_rules_from
+from p4review.change.depot_policy import MAX_POLICY_NOTES_ON_JOB, job_diagnostic, reviewer_rules_from
 from p4review.clock import parse_iso, utc_now
 from p4review.errors import (
     AuthError,
@@ -25,6 +25,7 @@ from p4review.metric_names import MetricName
 from p4review.models.change import ChangeSnapshot
 from p4review.models.job import JobStatus, ReviewJob, StageName
 from p4review.models.outbox import DeliveryStatus, LookupResult, OutboxRow, SendResult
+from p4review.models.policy import ChangePolicy
 from p4review.models.review_result import StoredReview
 from p4review.notify.delivery import message_id_for
 from p4review.notify.delivery_loop import ChannelProfile, deliver
@@ -36,7 +37,13 @@ from p4review.notify.outbox_rows import (
     start_delivery,
     take_send_lock,
 )
-from p4review.notify.recipients import Rejection, parse_reviewer_policy, plan_recipients
+from p4review.notify.recipients import (
+    Rejection,
+    parse_reviewer_domains,
+    parse_reviewer_policy,
+    plan_recipients,
+    policy_refusals,
+)
 from p4review.notify.settings import NotifySettings
 from p4review.notify.swarm.access import (
     build_swarm_channel,
@@ -67,6 +74,7 @@ class NotifyWork:
         self._outbox = outbox
         self._secrets = secrets
         self._reviewer_rules = parse_reviewer_policy(settings.reviewers)  # ConfigError: refuse to start
+        self._policy_domains = parse_reviewer_domains(settings.policy_reviewer_domains)
         self._swarm_url: str | None = None
 
     def run(self, job: ReviewJob, lease: Lease) -> StageOutput:
@@ -110,12 +118,20 @@ class NotifyWork:
             self._owner_email(description.owner),
             description.client,
             snapshot.changed_files,
-            # The service's reviewers, and those the depot's .p4review.toml names for its paths.
+            # The service's reviewers, and those the depot's .p4review.toml names for its paths
+            # (only in an allowed domain: the email carries code).
             self._reviewer_rules + reviewer_rules_from(snapshot.policy.policies if snapshot.policy else []),
             case_insensitive=self._settings.p4_case_insensitive,
+            policy_domains=self._policy_domains,
         )
         for rejection in plan.rejected:
             self._record_rejection(job, rejection, lease)
+        depot_policy = snapshot.policy
+        refusals = policy_refusals(plan.rejected)
+        if refusals:  # the email's footer and the job say who was not emailed, and why
+            depot_policy = (depot_policy or ChangePolicy()).model_copy(
+                update={"diagnostics": [*(depot_policy.diagnostics if depot_policy else []), *refusals]}
+            )
         recipients = plan.deliverable
         if not recipients:
             raise NonRetryableError(
@@ -134,7 +150,7 @@ class NotifyWork:
                 swarm_url=self._settings.swarm_url,
                 diffs=snapshot.diffs,  # the redacted change: an excerpt shows only what the reviewer saw
                 history=stored.history,
-                policy=snapshot.policy,
+                policy=depot_policy,
             ),
         )
         # Every recipient is tried in every attempt: one recipient's deferral or refusal must not
@@ -173,7 +189,12 @@ class NotifyWork:
         notified = sum(1 for recipient in required if rows[recipient].notified_at)
         if notified < len(required):
             raise RetryableError("not every recipient is notified yet")
-        return {"recipients_required": len(required), "recipients_notified": notified}
+        updates: dict[str, Any] = {"recipients_required": len(required), "recipients_notified": notified}
+        if refusals:  # first: the job keeps a bounded number (fetch's follow)
+            earlier = snapshot.policy.diagnostics if snapshot.policy else []
+            diagnostics = [*refusals, *earlier][:MAX_POLICY_NOTES_ON_JOB]
+            updates["policy_diagnostics"] = [job_diagnostic(d) for d in diagnostics]
+        return updates
 
     def _by_swarm_comments(
         self, job: ReviewJob, snapshot: ChangeSnapshot, stored: StoredReview, lease: Lease

@@ -8,7 +8,13 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from p4review.change.depot_paths import DepotAllowList, PathDecision, sanitize_for_log
-from p4review.change.depot_policy import candidate_policy_paths, is_ignored, parse_policy_file
+from p4review.change.depot_policy import (
+    MAX_POLICY_BYTES,
+    candidate_policy_paths,
+    is_ignored,
+    is_policy_file,
+    parse_policy_file,
+)
 from p4review.change.generated import declares_generated, diff_declares_generated
 from p4review.metric_names import MetricName
 from p4review.models.change import (
@@ -39,6 +45,10 @@ DEFAULT_MAX_FILE_BYTES = 1024 * 1024
 _ADD_ACTIONS = frozenset({"add", "branch", "move/add", "import"})
 _EDIT_ACTIONS = frozenset({"edit", "integrate"})
 _DELETE_ACTIONS = frozenset({"delete", "move/delete", "purge"})
+# File operands per `p4 files` / `p4 print` of the depot policy lookup: a change's candidate
+# directories cost a command per hundred, and an argv stays far below the system's limits.
+POLICY_OPERANDS_PER_COMMAND = 100
+_POLICY_ARGV_CHARS = 64 * 1024
 
 
 class ChangeFetcher:
@@ -132,36 +142,58 @@ class ChangeFetcher:
         return (values[0] or None) if values else None
 
     def read_policy(self, description: ChangeDescription) -> ChangePolicy:
-        """The depot's `.p4review.toml` files above the changed files (docs/policy.md): one
-        `p4 files` for every candidate directory the allow-list allows, then one `p4 print` per
-        file found (usually none or one). A submitted change reads each at the change (`@N`:
-        the policy in force when it was submitted); a shelved one reads the head, so a shelf
-        cannot bring its own, weaker policy. A bad file is a diagnostic, never a failed fetch."""
+        """The depot's `.p4review.toml` files above the changed files (docs/policy.md), as they
+        were before this change: every candidate directory the allow-list allows, in `p4 files`
+        commands of up to POLICY_OPERANDS_PER_COMMAND operands each, then the files found in as
+        few `p4 -G print` commands. A bad file is a diagnostic, never a failed fetch.
+
+        A change never governs itself, whatever it does to a policy file (as a pull request's
+        CODEOWNERS are read from its base): a submitted change N reads `@N-1`. Submitting renumbers
+        a change to the next number, so N was the newest change at its submit, every change
+        submitted before it is numbered below it and every later one above: `@N-1` is the depot
+        just before N. A shelf reads the head, not the shelf. The policy files the change touches
+        are listed (`modified`): they are reviewed like any file and take effect for later changes."""
         number = description.changelist_id
-        revision = "#head" if description.kind is ChangeKind.SHELVED else f"@{number}"
-        found = ChangePolicy()
+        found = ChangePolicy(
+            modified=[
+                c.depot_path
+                for c in description.files
+                if is_policy_file(c.depot_path) and self._allow_list.check(c.depot_path).allowed
+            ]
+        )
+        if description.kind is ChangeKind.SHELVED:
+            revision = "#head"
+        elif number > 1:
+            revision = f"@{number - 1}"
+        else:
+            return found  # change 1: nothing was submitted before it
         # Only the directories of files the allow-list allows: a refused (hostile) path names nothing.
         allowed = [c.depot_path for c in description.files if self._allow_list.check(c.depot_path).allowed]
         candidates = [path for path in candidate_policy_paths(allowed) if self._allow_list.check(path).allowed]
-        if not candidates:
-            return found
         by_operand = {depot_path_operand(path): path for path in candidates}
+        revisions: dict[str, int] = {}  # operand -> the revision in force
         try:
-            records = self._runner.run_marshal_found(
-                ["files", *(operand + revision for operand in by_operand)], changelist_id=number
-            )
+            for batch in _batches([operand + revision for operand in by_operand]):
+                for record in self._runner.run_marshal_found(["files", *batch], changelist_id=number):
+                    operand = decode_field(record.get(b"depotFile"))
+                    rev = int_field(record.get(b"rev"))
+                    if operand not in by_operand or rev is None:
+                        continue  # not a file we asked for
+                    if decode_field(record.get(b"action")) not in _DELETE_ACTIONS:  # deleted: no policy there
+                        revisions[operand] = rev
         except P4CommandError:
             found.diagnostics.append(PolicyDiagnostic(source="(lookup)", reason="unreadable", detail="p4 files failed"))
             return found
-        for record in records:
-            operand = decode_field(record.get(b"depotFile"))
-            source = by_operand.get(operand)
-            rev = int_field(record.get(b"rev"))
-            if source is None or rev is None or decode_field(record.get(b"action")) in _DELETE_ACTIONS:
-                continue  # not a file we asked for, or deleted at that revision: no policy there
+        contents: dict[str, bytes] = {}
+        for batch in _batches([f"{operand}#{rev}" for operand, rev in revisions.items()]):
             try:
-                data = self._runner.run_text(["print", "-q", f"{operand}#{rev}"], changelist_id=number)
+                contents.update(self._print_files(batch, number))
             except (P4NotFoundError, P4CommandError):
+                pass  # each file of the batch is reported unreadable below
+        for operand in revisions:
+            source = by_operand[operand]
+            data = contents.get(operand)
+            if data is None:
                 found.diagnostics.append(PolicyDiagnostic(source=source, reason="unreadable", detail="p4 print failed"))
                 continue
             parsed = parse_policy_file(source, revision, data)
@@ -175,6 +207,23 @@ class ChangeFetcher:
                 found.policies.append(parsed)
         found.policies.sort(key=lambda policy: candidates.index(policy.source))
         return found
+
+    def _print_files(self, specs: list[str], number: int) -> dict[str, bytes]:
+        """`p4 -G print SPEC...`: each file's content by its depot path. p4 answers a stat record
+        (depotFile, rev, fileSize, ...) per file, then its content in records of their own (`code`
+        text or binary, `data` a chunk), as git-p4 reads them (git.git, git-p4.py,
+        P4Sync.streamP4FilesCb): a record naming a depotFile starts the next file. The framing is
+        marshal's, so no file's content can pass for a header. Content past the size bound is
+        not kept (parse_policy_file refuses the file for its size)."""
+        contents: dict[str, bytearray] = {}
+        current: bytearray | None = None
+        for record in self._runner.run_marshal_found(["print", *specs], changelist_id=number):
+            if b"depotFile" in record:
+                current = contents.setdefault(decode_field(record.get(b"depotFile")), bytearray())
+            elif current is not None and isinstance(record.get(b"data"), bytes):
+                if len(current) <= MAX_POLICY_BYTES:
+                    current += record[b"data"]
+        return {path: bytes(data) for path, data in contents.items()}
 
     def denied_files(self, description: ChangeDescription, *, job_id: str | None = None) -> set[str]:
         """First check, on the metadata: the listed paths the allow-list refuses (each reported)."""
@@ -315,6 +364,21 @@ class ChangeFetcher:
         finally:
             # A consumer that stops early (an error downstream) must not leave commands queued.
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _batches(operands: list[str]) -> Iterator[list[str]]:
+    """`operands` in order, in batches of at most POLICY_OPERANDS_PER_COMMAND and
+    _POLICY_ARGV_CHARS characters (a single longer operand goes alone)."""
+    batch: list[str] = []
+    size = 0
+    for operand in operands:
+        if batch and (len(batch) >= POLICY_OPERANDS_PER_COMMAND or size + len(operand) > _POLICY_ARGV_CHARS):
+            yield batch
+            batch, size = [], 0
+        batch.append(operand)
+        size += len(operand)
+    if batch:
+        yield batch
 
 
 def report_path_denied(

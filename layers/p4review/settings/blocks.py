@@ -321,6 +321,9 @@ class EmailBlock(SettingsBlock):
     # Reviewers per depot-path prefix besides the owner, a JSON array of {prefix, reviewers}
     # (notify/recipients.py; parsed when the notify stage is built, so a bad value stops its start).
     reviewers: str = Field(default="", alias="P4REVIEW_REVIEWERS")
+    # Domains a depot policy file's (.p4review.toml) reviewers may be in, comma-separated; unset:
+    # the change owner's domain. Others are refused, never emailed (notify/recipients.py).
+    policy_reviewer_domains: str = Field(default="", alias="P4REVIEW_POLICY_REVIEWER_DOMAINS")
     # A review without findings: send a short all-clear, or skip (no email, no recipient required).
     no_findings_policy: str = Field(default="send", pattern="^(send|skip)$", alias="P4REVIEW_NO_FINDINGS_POLICY")
 

@@ -90,10 +90,10 @@ def _write_depot(root: Path) -> None:
     ]
     files += [{"depotFile": path, "action": "add", "type": "text", "rev": 1} for path in HOSTILE]
     (root / "changes").mkdir(parents=True)
-    (root / "changes" / "1.json").write_text(
+    (root / "changes" / "10.json").write_text(
         json.dumps(
             {
-                "change": 1,
+                "change": 10,
                 "user": "mallory",
                 "client": "c",
                 "time": 1715594551,
@@ -174,7 +174,7 @@ def security_events(caplog) -> list[logging.LogRecord]:
 # --- paths from the server -------------------------------------------------------------------------------
 @pytest.mark.spec("SEC-3", "SEC-5", "SEC-6", "RV-15")
 def test_hostile_server_paths_are_skipped_and_never_reach_p4(depot, log_file, recorded_metrics):
-    snapshot = hostile_fetcher(depot, log_file).fetch(1, ChangeKind.SUBMITTED, job_id="job-1")
+    snapshot = hostile_fetcher(depot, log_file).fetch(10, ChangeKind.SUBMITTED, job_id="job-1")
     result = {diff.depot_path: (diff.status.value, diff.skip_reason) for diff in snapshot.diffs}
     assert result == {
         "//depot/ok/a.c": ("fetched", None),
@@ -183,9 +183,9 @@ def test_hostile_server_paths_are_skipped_and_never_reach_p4(depot, log_file, re
     }
     assert snapshot.changed_files == [diff.depot_path for diff in snapshot.diffs]  # coverage lists every file
     argvs = [entry["argv"] for entry in logged(log_file)]
-    assert argvs[0] == ["-G", "describe", "-s", "1"]
+    assert argvs[0] == ["-G", "describe", "-s", "10"]
     # The depot policy is looked for only above allowed files, and only where the list allows.
-    assert argvs[1] == ["-G", "files", "//depot/ok/.p4review.toml@1"]
+    assert argvs[1] == ["-G", "files", "//depot/ok/.p4review.toml@9"]  # in force before change 10
     assert sorted(argvs[2:]) == sorted([["print", "-q", "//depot/ok/a.c#1"], ["print", "-q", f"{SHELL_FILE}#1"]])
     flat = "\x01".join(arg for argv in argvs for arg in argv)
     assert not any(fragment in flat for fragment in HOSTILE_FRAGMENTS)
@@ -209,7 +209,7 @@ def test_shelved_change_denies_the_same_way(depot, log_file, recorded_metrics):
 @pytest.mark.spec("SEC-7")
 def test_each_denial_is_one_sanitized_security_event(depot, log_file, recorded_metrics, caplog):
     caplog.set_level(logging.INFO, logger="p4review")
-    hostile_fetcher(depot, log_file).fetch(1, ChangeKind.SUBMITTED, job_id="job-7")
+    hostile_fetcher(depot, log_file).fetch(10, ChangeKind.SUBMITTED, job_id="job-7")
     events = security_events(caplog)
     assert len(events) == len(HOSTILE) and all(event.levelno == logging.WARNING for event in events)
     by_path = {event.depot_path: event for event in events}
@@ -219,7 +219,7 @@ def test_each_denial_is_one_sanitized_security_event(depot, log_file, recorded_m
     assert {event.reason for event in events} == set(HOSTILE.values())
     for event in events:
         where = (event.check, event.job_id, event.changelist_id, event.change_kind)
-        assert where == ("describe", "job-7", 1, "submitted")
+        assert where == ("describe", "job-7", 10, "submitted")
         assert not re.search(r"[\x00-\x1f\x7f\u200b\u202e]", event.depot_path + (event.normalized_path or ""))
         assert "content of" not in f"{event.getMessage()} {event.__dict__}"  # never file content
 
@@ -229,7 +229,7 @@ def test_second_check_before_a_per_file_command(depot, log_file, recorded_metric
     # A file that did not come through this fetcher's describe (or a list that changed since).
     caplog.set_level(logging.INFO, logger="p4review")
     fetcher = hostile_fetcher(depot, log_file)
-    description = fetcher.describe(1, ChangeKind.SUBMITTED)
+    description = fetcher.describe(10, ChangeKind.SUBMITTED)
     smuggled = ChangedFile(depot_path="//secret/keys/prod.pem", action="add", file_type="text", revision=1)
     diff = fetcher.file_diff(description, smuggled, job_id="job-9")
     assert (diff.status, diff.skip_reason) == (DiffStatus.SKIPPED, "outside_allow_list")
@@ -240,7 +240,7 @@ def test_second_check_before_a_per_file_command(depot, log_file, recorded_metric
 
 def test_shell_metacharacters_in_an_allowed_path_are_one_literal_token(depot, log_file, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    snapshot = hostile_fetcher(depot, log_file).fetch(1, ChangeKind.SUBMITTED)
+    snapshot = hostile_fetcher(depot, log_file).fetch(10, ChangeKind.SUBMITTED)
     shell_diff = next(d for d in snapshot.diffs if d.depot_path == SHELL_FILE)
     assert f"+content of {SHELL_FILE}" in shell_diff.unified_diff
     assert ["print", "-q", f"{SHELL_FILE}#1"] in [entry["argv"] for entry in logged(log_file)]
@@ -258,7 +258,7 @@ def test_popen_gets_an_argument_list_shell_false_and_a_minimal_env(depot, log_fi
         return real_popen(args, **kwargs)
 
     monkeypatch.setattr(p4_runner.subprocess, "Popen", recording_popen)
-    hostile_fetcher(depot, log_file).fetch(1, ChangeKind.SUBMITTED)
+    hostile_fetcher(depot, log_file).fetch(10, ChangeKind.SUBMITTED)
     assert len(calls) == 4  # describe, the depot policy, two files
     for args, kwargs in calls:
         assert isinstance(args, list) and all(isinstance(arg, str) for arg in args) and args[0] == FAKE_P4
@@ -357,7 +357,7 @@ def test_fetch_stage_enforces_the_configured_list_with_credentials_only_in_env(t
     assert [entry["argv"] for entry in entries][1] == [
         "-G",
         "files",
-        "//depot/services/telemetry/main/uploader/.p4review.toml@48234",
+        "//depot/services/telemetry/main/uploader/.p4review.toml@48233",
     ]
     assert [entry["argv"][:2] for entry in entries] == [
         ["-G", "describe"],

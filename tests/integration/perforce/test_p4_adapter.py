@@ -551,9 +551,10 @@ def test_thousands_of_files_are_checked_and_fetched_one_by_one(monkeypatch):
     reasons = [diff.skip_reason for diff in snapshot.diffs]
     assert reasons == [None] * 4000 + ["outside_allow_list"] * 25
     assert len(runner.text_calls) == 4000 and all(call[0] == "diff2" and len(call) == 4 for call in runner.text_calls)
-    # One `p4 files` for the depot policy, bounded: 41 directories above the files, 16 looked in.
+    # One `p4 files` for the depot policy naming every directory above the files the allow-list
+    # allows (the 40 and //depot/big/): no policy is missed, and one command asks about up to 100.
     [lookup] = runner.policy_lookups
-    assert lookup[0] == "files" and len(lookup) == 17
+    assert lookup[0] == "files" and len(lookup) == 1 + 41
     assert not any("//secret" in arg for call in runner.text_calls for arg in call)
 
 
@@ -620,7 +621,7 @@ def test_one_file_per_command_and_no_p4_call_for_skipped_files(log_file):
     assert argvs[0] == ["-G", "describe", "-s", "48213"]
     # One lookup of the depot policy in the 7 directories above the files (none has one).
     assert argvs[1][:2] == ["-G", "files"] and len(argvs[1]) == 9
-    assert all(arg.endswith("/.p4review.toml@48213") for arg in argvs[1][2:])
+    assert all(arg.endswith("/.p4review.toml@48212") for arg in argvs[1][2:])  # in force before 48213
     argvs = [argvs[0], *argvs[2:]]
     base = "//depot/engine/main/src/net/"
     assert sorted(argvs[1:]) == sorted(
@@ -663,7 +664,7 @@ def test_files_outside_the_allow_list_are_skipped_before_any_p4_command(log_file
     argvs = [entry["argv"] for entry in logged(log_file)]
     # describe, the one depot-policy candidate inside the list, then the allowed file's diff.
     assert argvs[0] == ["-G", "describe", "-s", "48234"] and len(argvs) == 3
-    assert argvs[1] == ["-G", "files", "//depot/services/telemetry/main/uploader/.p4review.toml@48234"]
+    assert argvs[1] == ["-G", "files", "//depot/services/telemetry/main/uploader/.p4review.toml@48233"]
     assert argvs[2][:2] == ["diff2", "-du"] and all("uploader/settings.py" in arg for arg in argvs[2][2:])
 
 

@@ -3,13 +3,21 @@ what it decides (ignored files, noise rules, reviewers, extra instructions as de
 
 from __future__ import annotations
 
+import re
+import tomllib
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from p4review.change.depot_policy import (
+    MAX_POLICY_NESTING,
+    Glob,
     candidate_policy_paths,
     governing_policy,
     guidance_for,
     is_ignored,
+    nesting_depth,
     noise_rules_from,
     parse_policy_file,
     reviewer_rules_from,
@@ -58,7 +66,17 @@ def finding(path: str, severity: str = "low", fid: str = "F1") -> Finding:
 def test_policy_files_are_looked_for_in_every_directory_above_the_changed_files_deepest_first() -> None:
     paths = candidate_policy_paths(["//depot/tools/main/uploader/cli.py", "//depot/tools/main/README"])
     assert paths == [UPLOADER, TOOLS, "//depot/tools/.p4review.toml", "//depot/.p4review.toml"]
-    assert len(candidate_policy_paths([f"//depot/{i}/x/f.c" for i in range(40)])) == 16  # bounded
+
+
+@pytest.mark.spec("RV-15")
+@pytest.mark.parametrize("directories", [17, 300])
+def test_every_directory_is_a_candidate_however_many_a_change_touches(directories: int) -> None:
+    """Issue 27: only the 16 deepest were asked about, so a change touching 17 directories lost
+    the root policy (its reviewers and instructions). Each ancestor is a candidate, once."""
+    changed = [f"//depot/proj/d{i}/f.c" for i in range(directories)] + ["//depot/proj/d0/g.c"]
+    paths = candidate_policy_paths(changed)
+    assert "//depot/proj/.p4review.toml" in paths and "//depot/.p4review.toml" in paths
+    assert len(paths) == len(set(paths)) == directories + 2
 
 
 def test_a_valid_file_is_read_whole() -> None:
@@ -81,6 +99,42 @@ def test_a_bad_file_is_a_diagnostic_that_names_where_never_what_it_holds() -> No
 
 
 @pytest.mark.spec("RV-15")
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        b"version = 1\na = " + b"[" * 600 + b"]" * 600 + b"\n",  # 1.2 KB, 600 levels: RecursionError in tomllib
+        b"version = 1\na = " + b"{b = " * 600 + b"1" + b"}" * 600 + b"\n",
+        b"version = 1\n" + b"[" * 600,  # unterminated
+    ],
+)
+def test_a_deeply_nested_file_is_a_diagnostic_not_a_crash(hostile: bytes) -> None:
+    """Issue 27: the parser recursed per level and the change was dead-lettered INTERNAL_BUG."""
+    found = diagnostic(hostile)
+    assert found.reason == "invalid_toml" and str(MAX_POLICY_NESTING) in found.detail
+
+
+def test_any_parser_failure_is_a_diagnostic(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(_text: str) -> dict[str, object]:
+        raise ValueError("parser bug")
+
+    monkeypatch.setattr(tomllib, "loads", broken)
+    assert diagnostic(b"version = 1\n").reason == "invalid_toml"
+    monkeypatch.setattr(tomllib, "loads", lambda _text: (_ for _ in ()).throw(KeyError("x")))
+    assert diagnostic(b"version = 1\n").reason == "invalid_policy"
+
+
+def test_brackets_in_strings_and_comments_do_not_count_as_nesting() -> None:
+    deep = "[" * 50
+    text = (
+        f'version = 1 # {deep}\ninstructions = """\nCheck {deep} and \\""" ok\n"""\n'
+        f"ignore = ['{deep}', \"{deep}\\\"\"]\n[[paths]]\npath = 'a/'\n"
+    )
+    assert nesting_depth(text) == 2
+    assert isinstance(policy(data=text.encode()), DepotPolicy)
+    assert nesting_depth('a = """x""""\nb = [[1]]') == 2  # a closing run of 4 quotes ends the string
+
+
+@pytest.mark.spec("RV-15")
 def test_the_nearest_policy_governs_whole() -> None:
     outer, inner = policy(), policy(UPLOADER, b'version = 1\nignore = ["*.tmp"]\n')
     assert governing_policy([outer, inner], "//depot/tools/main/uploader/a.py") is inner
@@ -100,6 +154,62 @@ def test_ignore_globs() -> None:
     assert is_ignored(policies, "//depot/tools/main/src/third_party/a.py") is None  # anchored at the file's directory
     assert is_ignored(policies, "//depot/tools/main/x_pb2.pyc") is None
     assert is_ignored(policies, "//depot/engine/x_pb2.py") is None
+
+
+@pytest.mark.spec("RV-15")
+def test_a_policy_file_is_never_ignored() -> None:
+    """A change to the review policy is always reviewed, whatever the policy in force says."""
+    policies = [policy(data=b'version = 1\nignore = ["**", "*.toml", ".p4review.toml"]\n')]
+    assert is_ignored(policies, "//depot/tools/main/a.py") == TOOLS
+    assert is_ignored(policies, TOOLS) is None
+    assert is_ignored(policies, UPLOADER) is None
+
+
+@pytest.mark.spec("RV-15")
+@pytest.mark.timeout(60)  # a guard, not an assertion: the backtracking matcher never finished here
+def test_a_hostile_glob_is_matched_in_linear_time() -> None:
+    """Issue 27: `*a*a*a...*b` made the regex engine backtrack (37-character names took 44 s)."""
+    hostile = "*a" * 20 + "b"
+    name = "a" * 60
+    glob = Glob(hostile)
+    assert glob.matches(name) is False and glob.steps == len(name)  # one step per character
+    assert glob.matches(name + "b") is True
+    found = policy(data=f'version = 1\nignore = ["{hostile}", "x/{hostile}", "**/{hostile}"]\n'.encode())
+    assert is_ignored([found], "//depot/tools/main/x/" + name) is None
+    assert is_ignored([found], "//depot/tools/main/x/" + name + "b") == TOOLS
+
+
+def test_ignore_globs_are_bounded() -> None:
+    assert diagnostic(f'version = 1\nignore = ["{"a" * 257}"]\n'.encode()).detail == "ignore.0: string_too_long"
+    many = ", ".join(['"x"'] * 201)
+    assert diagnostic(f"version = 1\nignore = [{many}]\n".encode()).detail == "ignore: too_long"
+
+
+def _backtracking_reference(pattern: str) -> re.Pattern[str]:
+    """The regex translation the matcher replaced: the same language, exponential time."""
+    out, index = [], 0
+    while index < len(pattern):
+        if pattern.startswith("**/", index):
+            out.append("(?:.*/)?")
+            index += 3
+        elif pattern.startswith("**", index):
+            out.append(".*")
+            index += 2
+        else:
+            char = pattern[index]
+            out.append("[^/]*" if char == "*" else "[^/]" if char == "?" else re.escape(char))
+            index += 1
+    body = "".join(out)
+    return re.compile(body if "/" in pattern.rstrip("/") else f"(?:.*/)?{body}", re.DOTALL)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    pattern=st.text(alphabet="ab/*?", min_size=1, max_size=8),
+    path=st.text(alphabet="ab/", max_size=10),
+)
+def test_the_linear_matcher_agrees_with_the_glob_language(pattern: str, path: str) -> None:
+    assert Glob(pattern).matches(path) == bool(_backtracking_reference(pattern).fullmatch(path))
 
 
 @pytest.mark.spec("RV-15")

@@ -275,6 +275,7 @@ class EmailView:
     schema_version: str
     changes: ChangesView | None = None
     policy_notes: tuple[str, ...] = ()  # the depot policies used, and why any was not (footer)
+    policy_changes: tuple[str, ...] = ()  # the change modifies the review policy (called out at the top)
 
 
 def _code_view(diff_text: str | None, finding: Finding) -> tuple[CodeLineView, ...]:
@@ -391,6 +392,7 @@ def email_view(
         schema_version=_one_line(result.schema_version, 80),
         changes=_changes_view(history, result.findings, diff_of, change_link) if history else None,
         policy_notes=_policy_notes(policy),
+        policy_changes=_policy_changes(policy),
     )
 
 
@@ -398,12 +400,26 @@ def _policy_notes(policy: ChangePolicy | None) -> tuple[str, ...]:
     if policy is None:
         return ()
     notes = [f"Review policy: {_shown_path(found.source)}{found.revision}" for found in policy.policies]
-    notes += [
-        f"Review policy {_shown_path(d.source)} was not used ({d.reason}: {_one_line(d.detail, 300)}); "
-        "the service's defaults applied to its files."
-        for d in policy.diagnostics
-    ]
+    for d in policy.diagnostics:
+        if d.reason == "reviewer_not_allowed":  # the file was used; an address it names was not
+            notes.append(f"Review policy {_shown_path(d.source)}: {_one_line(d.detail, 300)}.")
+        else:
+            notes.append(
+                f"Review policy {_shown_path(d.source)} was not used ({d.reason}: {_one_line(d.detail, 300)}); "
+                "the service's defaults applied to its files."
+            )
     return tuple(notes)
+
+
+def _policy_changes(policy: ChangePolicy | None) -> tuple[str, ...]:
+    """The change's edits to the review policy, said where the reader looks first: they govern
+    later changes, and this review was made under the policy before them."""
+    if policy is None:
+        return ()
+    return tuple(
+        f"This change modifies the review policy at {_shown_path(path)}; it takes effect for later changes."
+        for path in policy.modified
+    )
 
 
 # ---------------------------------------------------------------------------------------
