@@ -1,7 +1,7 @@
 """The notify function's configuration from CDK context (docs/infra.md, "Notify configuration").
 
-Checked at synth with what the function checks at cold start (the `EmailBlock` of `NotifySettings` and the
-reviewer-policy parser), so a deploy cannot ship a setting the function would refuse."""
+Checked at synth with what the function checks at cold start (the `EmailBlock` of `NotifySettings`, the
+reviewer-policy parser and the policy reviewers' domain list), so a deploy cannot ship a setting the function would refuse."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from p4review.errors import ConfigError
 from p4review.notify.delivery import normalize_recipient
-from p4review.notify.recipients import parse_reviewer_policy
+from p4review.notify.recipients import parse_reviewer_domains, parse_reviewer_policy
 from p4review.settings.blocks import EmailBlock
 from p4review_infra.review_config import ContextError, _text, settings_from_context
 
@@ -22,6 +22,7 @@ CONTEXT_FIELDS = {
     "sesConfigurationSet": "ses_configuration_set",
     "reviewers": "reviewers",
     "noFindingsPolicy": "no_findings_policy",
+    "policyReviewerDomains": "policy_reviewer_domains",
 }
 ENV_VARS = {key: EmailBlock.env_var(name) for key, name in CONTEXT_FIELDS.items()}
 
@@ -46,6 +47,10 @@ class NotifyConfig:
             parse_reviewer_policy(settings.reviewers)
         except ConfigError as exc:
             raise ContextError(f"context reviewers: {exc}") from None
+        try:
+            parse_reviewer_domains(settings.policy_reviewer_domains)
+        except ConfigError as exc:
+            raise ContextError(f"context policyReviewerDomains: {exc}") from None
         if settings.email_provider == "ses":
             if not settings.email_from or normalize_recipient(settings.email_from) is None:
                 raise ContextError(

@@ -15,6 +15,7 @@ SES_CONTEXT = {
     "sesConfigurationSet": "p4review",
     "reviewers": [{"prefix": "//depot/main/...", "reviewers": ["leads@example.com"]}],
     "noFindingsPolicy": "skip",
+    "policyReviewerDomains": "example.com, partner.example",
 }
 
 
@@ -45,6 +46,7 @@ def test_ses_sends_from_its_identity_only_and_reads_no_smtp_secret(ses):
     env = notify_env(ses)
     assert env["P4REVIEW_EMAIL_PROVIDER"] == "ses" and env["P4REVIEW_EMAIL_FROM"] == "p4review@example.com"
     assert env["P4REVIEW_NO_FINDINGS_POLICY"] == "skip" and "leads@example.com" in env["P4REVIEW_REVIEWERS"]
+    assert env["P4REVIEW_POLICY_REVIEWER_DOMAINS"] == "example.com, partner.example"
     assert not reads_smtp_secret(ses) and r.SMTP_SECRET.env_var not in env
     (statement,) = ses_statements(ses)
     assert sorted(as_list(statement["Action"])) == ["ses:SendEmail", "ses:SendRawEmail"]
@@ -64,6 +66,7 @@ def test_ses_sends_from_its_identity_only_and_reads_no_smtp_secret(ses):
         ({"emailFrom": "p4review@example.com"}, "apply to emailProvider=ses only"),
         ({"noFindingsPolicy": "maybe"}, "noFindingsPolicy"),
         ({"reviewers": '[{"prefix": "depot/"}]'}, "context reviewers"),
+        ({"policyReviewerDomains": "*.example.com"}, "context policyReviewerDomains"),
     ],
 )
 def test_invalid_notify_context_fails_synth_with_a_clear_message(context, message):

@@ -235,6 +235,7 @@ def test_reviewers_per_path() -> None:
         ("//depot/tools/main/...", ("tools-leads@example.com",)),
         ("//depot/tools/main/tests/...", ("qa@example.com",)),
     ]
+    assert {r.source for r in rules} == {TOOLS}  # notify checks a policy's addresses against the allowed domains
 
 
 def test_instructions_apply_to_the_files_under_them() -> None:

@@ -438,3 +438,29 @@ def test_the_footer_names_the_depot_policies_used_and_why_one_was_not() -> None:
         "the service's defaults applied to its files."
     )
     assert note in " ".join(text.split()) and "Review policy: //depot/main/.p4review.toml@12345" in html
+
+
+@pytest.mark.spec("RV-15")
+def test_a_change_to_the_review_policy_is_called_out_and_a_refused_reviewer_is_named_by_domain() -> None:
+    from p4review.models.policy import ChangePolicy, PolicyDiagnostic
+
+    policy = ChangePolicy(
+        modified=["//depot/main/tools/.p4review.toml"],
+        diagnostics=[
+            PolicyDiagnostic(
+                source="//depot/main/.p4review.toml",
+                reason="reviewer_not_allowed",
+                detail="reviewers at outside.example not emailed: not an allowed recipient domain",
+            )
+        ],
+    )
+    text, html = bodies(render(policy=policy))
+    flat = " ".join(text.split())
+    callout = "This change modifies the review policy at //depot/main/tools/.p4review.toml; it takes effect for later changes."
+    assert callout in flat and callout in " ".join(html.split())
+    assert flat.index(callout) < flat.index("-- Coverage --")  # at the top, not in the footer
+    assert (
+        "Review policy //depot/main/.p4review.toml: reviewers at outside.example not emailed: "
+        "not an allowed recipient domain." in flat
+    )
+    assert "was not used" not in flat

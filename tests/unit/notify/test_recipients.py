@@ -3,13 +3,17 @@ import json
 import pytest
 
 from p4review.errors import ConfigError
+from p4review.models.policy import ReviewerRule
 from p4review.notify.recipients import (
+    DOMAIN_NOT_ALLOWED,
     INVALID_ADDRESS,
     MISSING_ADDRESS,
     UNVERIFIED_ADDRESS,
     Rejection,
+    parse_reviewer_domains,
     parse_reviewer_policy,
     plan_recipients,
+    policy_refusals,
 )
 
 FILES = ["//depot/engine/main/src/net/packet.cpp", "//depot/game/main/ui/menus/cafe_menu.cpp"]
@@ -126,3 +130,46 @@ def test_empty_policy_is_no_rules():
 def test_invalid_reviewer_policy_is_a_config_error(value):
     with pytest.raises(ConfigError, match="P4REVIEW_REVIEWERS"):
         parse_reviewer_policy(value)
+
+
+# --- reviewers a depot policy file names (.p4review.toml) ----------------------------------------------
+def _policy_rule(prefix="//depot/engine/...", *reviewers, source="//depot/engine/.p4review.toml"):
+    return ReviewerRule(prefix=prefix, reviewers=reviewers, source=source)
+
+
+@pytest.mark.spec("RV-15")
+def test_a_policy_reviewer_outside_the_owners_domain_is_refused_never_planned():
+    """Issue 27: `reviewers` accepted any domain, and the email carries code excerpts."""
+    rule = _policy_rule("//depot/engine/...", "lead@example.test", "someone@outside.example", "x@sub.example.test")
+    plan = _plan(rules=(rule,))
+    assert plan.deliverable == ["dev@example.test", "lead@example.test"]
+    refused = [(r.address, r.reason, r.source) for r in plan.rejected]
+    assert refused == [
+        ("someone@outside.example", DOMAIN_NOT_ALLOWED, "//depot/engine/.p4review.toml"),
+        ("x@sub.example.test", DOMAIN_NOT_ALLOWED, "//depot/engine/.p4review.toml"),  # exact domains only
+    ]
+    [diagnostic] = policy_refusals(plan.rejected)
+    assert (diagnostic.source, diagnostic.reason) == ("//depot/engine/.p4review.toml", "reviewer_not_allowed")
+    assert "outside.example" in diagnostic.detail and "someone" not in diagnostic.detail
+
+
+def test_configured_domains_replace_the_owners_and_the_services_own_reviewers_are_not_checked():
+    domains = parse_reviewer_domains(" Outside.Example , partner.example")
+    assert domains == {"outside.example", "partner.example"}
+    service = _rules(("//depot/engine/...", ["net@elsewhere.example"]))
+    rule = _policy_rule("//depot/engine/...", "someone@outside.example", "lead@example.test")
+    plan = _plan(rules=(*service, rule), policy_domains=domains)
+    assert plan.deliverable == ["dev@example.test", "net@elsewhere.example", "someone@outside.example"]
+    assert [(r.address, r.reason) for r in plan.rejected] == [("lead@example.test", DOMAIN_NOT_ALLOWED)]
+
+
+def test_without_a_usable_owner_address_no_policy_reviewer_is_emailed():
+    plan = _plan(None, rules=(_policy_rule("//depot/engine/...", "lead@example.test"),))
+    assert plan.deliverable == []
+    assert {r.reason for r in plan.rejected} == {MISSING_ADDRESS, DOMAIN_NOT_ALLOWED}
+
+
+@pytest.mark.parametrize("value", ["example", "exa mple.com", "*.example.com", "a@example.com", "-x.example"])
+def test_a_bad_domain_setting_refuses_the_start(value):
+    with pytest.raises(ConfigError, match="P4REVIEW_POLICY_REVIEWER_DOMAINS"):
+        parse_reviewer_domains(value)
