@@ -1,7 +1,8 @@
 """The notify function's configuration from CDK context (docs/infra.md, "Notify configuration").
 
 Checked at synth with what the function checks at cold start (the `EmailBlock` of `NotifySettings`, the
-reviewer-policy parser and the policy reviewers' domain list), so a deploy cannot ship a setting the function would refuse."""
+reviewer-policy parser and the policy reviewers' domain list), so a deploy cannot ship a setting the
+function would refuse."""
 
 from __future__ import annotations
 
