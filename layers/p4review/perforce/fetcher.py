@@ -57,8 +57,10 @@ class ChangeFetcher:
 
     The list is checked twice: on the paths `describe -s` reports (metadata, no content), and
     again in `file_diff` before any per-file command. A refused file is never fetched in any
-    form (there is no whole-change diff: `describe` always carries -s, and every p4 command
-    names one file); it stays in the coverage as skipped, and its denial is a security event.
+    form (there is no whole-change diff: `describe` always carries -s, and every command that
+    reads a changed file names that one file; only the policy lookup names several, each a
+    `.p4review.toml` the list allows); it stays in the coverage as skipped, and its denial is a
+    security event.
     """
 
     def __init__(
@@ -205,7 +207,8 @@ class ChangeFetcher:
                 found.diagnostics.append(parsed)
             else:
                 found.policies.append(parsed)
-        found.policies.sort(key=lambda policy: candidates.index(policy.source))
+        order = {path: index for index, path in enumerate(candidates)}
+        found.policies.sort(key=lambda policy: order[policy.source])  # deepest first
         return found
 
     def _print_files(self, specs: list[str], number: int) -> dict[str, bytes]:
