@@ -15,7 +15,14 @@ from p4review.models.outbox import DeliveryStatus
 from p4review.stores.factory import get_data_access
 from p4review_dev.smtp_server import LocalMailServer
 from p4review_dev.stack import repo_root, write_fake_p4_wrapper
-from p4review_dev.support.notify import notify_service, outbox_rows, reviewed_job, run_notify
+from p4review_dev.support.notify import (
+    RELAY_PASSWORD,
+    RELAY_USER,
+    notify_service,
+    outbox_rows,
+    reviewed_job,
+    run_notify,
+)
 
 NET = "//depot/engine/main/src/net"
 UPLOADER = "//depot/tools/main/uploader"
@@ -23,7 +30,7 @@ UPLOADER = "//depot/tools/main/uploader"
 
 @pytest.fixture
 def mail(tmp_path):
-    server = LocalMailServer(tmp_path / "mailbox", username="relay", password="relay-password")
+    server = LocalMailServer(tmp_path / "mailbox", username=RELAY_USER, password=RELAY_PASSWORD)
     server.start()
     yield server
     server.stop()
