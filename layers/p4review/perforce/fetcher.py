@@ -150,11 +150,12 @@ class ChangeFetcher:
         few `p4 -G print` commands. A bad file is a diagnostic, never a failed fetch.
 
         A change never governs itself, whatever it does to a policy file (as a pull request's
-        CODEOWNERS are read from its base): a submitted change N reads `@N-1`. Submitting renumbers
-        a change to the next number, so N was the newest change at its submit, every change
-        submitted before it is numbered below it and every later one above: `@N-1` is the depot
-        just before N. A shelf reads the head, not the shelf. The policy files the change touches
-        are listed (`modified`): they are reviewed like any file and take effect for later changes."""
+        CODEOWNERS are read from its base): a submitted change N reads `@N-1`. The server renumbers
+        a change on submit "to keep the numeric order of submitted changelists identical to the
+        chronological order" (Perforce command reference, `p4 change`), so every change submitted
+        before N is numbered below it and every later one above: `@N-1` is the depot just before
+        N. A shelf reads the head, not the shelf. The policy files the change touches are listed
+        (`modified`): they are reviewed like any file and take effect for later changes."""
         number = description.changelist_id
         found = ChangePolicy(
             modified=[
