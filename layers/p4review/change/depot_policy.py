@@ -176,6 +176,24 @@ def is_ignored(policies: Sequence[DepotPolicy], depot_path: str) -> str | None:
     return None
 
 
+def _glob_tokens(pattern: str) -> list[str]:
+    """`**/`, `**`, `*`, `?` and literal characters, with each run of wildcards that match the
+    empty string simplified to at most two (`**/**/` is `**/`, `**` absorbs its neighbours), so
+    the epsilon moves of the automaton stay a few steps long whatever the pattern."""
+    parts: list[str] = []
+    index = 0
+    while index < len(pattern):
+        part = next(t for t in ("**/", "**", "*", pattern[index]) if pattern.startswith(t, index))
+        index += len(part)
+        if part in ("**/", "**", "*"):
+            while parts and parts[-1] in ("**/", "**", "*") and part == "**" and parts[-1] != "**":
+                parts.pop()  # `*` or `**/` before `**`: `**` alone says the same
+            if parts and (parts[-1] == "**" or parts[-1] == part):
+                continue  # after `**`, or the same wildcard twice: adds nothing
+        parts.append(part)
+    return parts
+
+
 @lru_cache(maxsize=1024)
 def compile_glob(pattern: str) -> Glob:
     return Glob(pattern)
@@ -191,36 +209,27 @@ class Glob:
     it backtrack, as it makes a regex engine do (exponential in the path's length)."""
 
     def __init__(self, pattern: str):
+        if "/" not in pattern.rstrip("/"):
+            pattern = "**/" + pattern
         # Per state: what it consumes to advance to the next state, and what it loops on.
         advance: list[str | None] = []  # a literal character, or "any", "name" (not "/"), "/" ; None: nothing
         loop: list[str | None] = []  # "any" or "name"
         skip: list[int] = []  # epsilon moves, bits: 1 to the next state, 2 over it to the one after
-        if "/" not in pattern.rstrip("/"):
-            pattern = "**/" + pattern
-        index = 0
-        while index < len(pattern):
-            if pattern.startswith("**/", index):
+        for part in _glob_tokens(pattern):
+            if part == "**/":
                 # Entry state: skip it all, or go to the inner state, which eats anything and
                 # leaves on a slash.
                 advance += [None, "/"]
                 loop += [None, "any"]
                 skip += [1 | 2, 0]
-                index += 3
-            elif pattern.startswith("**", index):
+            elif part in ("**", "*"):
                 advance.append(None)
-                loop.append("any")
+                loop.append("any" if part == "**" else "name")
                 skip.append(1)
-                index += 2
-            elif pattern[index] == "*":
-                advance.append(None)
-                loop.append("name")
-                skip.append(1)
-                index += 1
             else:
-                advance.append("name" if pattern[index] == "?" else pattern[index])
+                advance.append("name" if part == "?" else part)
                 loop.append(None)
                 skip.append(0)
-                index += 1
         self._advance, self._loop = advance, loop
         self._skip1 = sum(1 << i for i, moves in enumerate(skip) if moves & 1)
         self._skip2 = sum(1 << i for i, moves in enumerate(skip) if moves & 2)

@@ -177,6 +177,15 @@ def test_a_hostile_glob_is_matched_in_linear_time() -> None:
     found = policy(data=f'version = 1\nignore = ["{hostile}", "x/{hostile}", "**/{hostile}"]\n'.encode())
     assert is_ignored([found], "//depot/tools/main/x/" + name) is None
     assert is_ignored([found], "//depot/tools/main/x/" + name + "b") == TOOLS
+    # Runs of wildcards collapse, so no pattern makes a step cost more than a few operations.
+    for pattern, matching, other in [
+        ("**/" * 80 + "x", "a/b/x", "a/b/" + name),
+        ("**" * 100 + "x", "a/b/" + name + "x", "a/b/" + name),
+        ("a/" + "*" * 200 + "x", "a/b/" + name + "x", "b/" + name + "x"),  # 200 stars: `**`
+    ]:
+        glob = Glob(pattern)
+        assert glob.matches(matching) and not glob.matches(other)
+        assert len(glob._advance) <= 6  # states, not hundreds
 
 
 def test_ignore_globs_are_bounded() -> None:
