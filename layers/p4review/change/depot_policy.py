@@ -13,6 +13,7 @@ import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -171,104 +172,46 @@ def is_ignored(policies: Sequence[DepotPolicy], depot_path: str) -> str | None:
         return None
     relative = depot_path[len(policy.directory) :]
     for pattern in policy.policy.ignore:
-        if pattern.strip() and compile_glob(pattern.strip().lstrip("/")).matches(relative):
+        if pattern.strip() and compile_glob(pattern.strip().lstrip("/")).fullmatch(relative):
             return policy.source
     return None
 
 
-def _glob_tokens(pattern: str) -> list[str]:
-    """`**/`, `**`, `*`, `?` and literal characters, with each run of wildcards that match the
-    empty string simplified to at most two (`**/**/` is `**/`, `**` absorbs its neighbours), so
-    the epsilon moves of the automaton stay a few steps long whatever the pattern."""
-    parts: list[str] = []
+def glob_regex(pattern: str) -> str:
+    """An `ignore` glob as a regular expression: `**/` any directories (none too), `**` any
+    characters (slashes too), `*` any but a slash, `?` one but a slash; a pattern without a slash
+    matches a file name at any depth (as in .gitignore)."""
+    out = []
     index = 0
     while index < len(pattern):
-        part = next(t for t in ("**/", "**", "*", pattern[index]) if pattern.startswith(t, index))
-        index += len(part)
-        if part in ("**/", "**", "*"):
-            while parts and parts[-1] in ("**/", "**", "*") and part == "**" and parts[-1] != "**":
-                parts.pop()  # `*` or `**/` before `**`: `**` alone says the same
-            if parts and (parts[-1] == "**" or parts[-1] == part):
-                continue  # after `**`, or the same wildcard twice: adds nothing
-        parts.append(part)
-    return parts
+        if pattern.startswith("**/", index):
+            out.append("(?:.*/)?")
+            index += 3
+        elif pattern.startswith("**", index):
+            out.append(".*")
+            index += 2
+        else:
+            char = pattern[index]
+            out.append("[^/]*" if char == "*" else "[^/]" if char == "?" else _literal(char))
+            index += 1
+    body = "".join(out)
+    return f"(?s){body}" if "/" in pattern.rstrip("/") else f"(?s)(?:.*/)?{body}"
+
+
+def _literal(char: str) -> str:
+    """A character as RE2 reads it literally: letters and digits as they are, anything else by its
+    code point (`\\x{...}`), so no character of a policy file can be RE2 syntax."""
+    return char if char.isascii() and char.isalnum() else f"\\x{{{ord(char):x}}}"
 
 
 @lru_cache(maxsize=1024)
-def compile_glob(pattern: str) -> Glob:
-    return Glob(pattern)
+def compile_glob(pattern: str) -> Any:
+    """The glob compiled by RE2 (google-re2), whose automaton runs in time linear in the path
+    whatever the pattern: `*a*a*a...b` cannot make it backtrack, as it makes Python's `re` do
+    (exponential in the path's length; issue 27 measured 44 s for a 37-character name)."""
+    import re2  # google-re2: imported here, so a cold start without policy files does not load it
 
-
-class Glob:
-    """An `ignore` glob as an automaton run in linear time: `**/` any directories (none too),
-    `**` any characters (slashes too), `*` any but a slash, `?` one but a slash; a pattern without
-    a slash matches a file name at any depth (as in .gitignore).
-
-    Every state of the automaton is tracked at once, as the bits of one integer (a bit-parallel
-    NFA), so a path costs one step per character whatever the pattern: `*a*a*a...b` cannot make
-    it backtrack, as it makes a regex engine do (exponential in the path's length)."""
-
-    def __init__(self, pattern: str):
-        if "/" not in pattern.rstrip("/"):
-            pattern = "**/" + pattern
-        # Per state: what it consumes to advance to the next state, and what it loops on.
-        advance: list[str | None] = []  # a literal character, or "any", "name" (not "/"), "/" ; None: nothing
-        loop: list[str | None] = []  # "any" or "name"
-        skip: list[int] = []  # epsilon moves, bits: 1 to the next state, 2 over it to the one after
-        for part in _glob_tokens(pattern):
-            if part == "**/":
-                # Entry state: skip it all, or go to the inner state, which eats anything and
-                # leaves on a slash.
-                advance += [None, "/"]
-                loop += [None, "any"]
-                skip += [1 | 2, 0]
-            elif part in ("**", "*"):
-                advance.append(None)
-                loop.append("any" if part == "**" else "name")
-                skip.append(1)
-            else:
-                advance.append("name" if part == "?" else part)
-                loop.append(None)
-                skip.append(0)
-        self._advance, self._loop = advance, loop
-        self._skip1 = sum(1 << i for i, moves in enumerate(skip) if moves & 1)
-        self._skip2 = sum(1 << i for i, moves in enumerate(skip) if moves & 2)
-        self._accept = 1 << len(advance)
-        self._masks: dict[str, tuple[int, int]] = {}
-        self.steps = 0  # characters consumed over this glob's lifetime (tests: the work is linear)
-
-    def _masks_for(self, char: str) -> tuple[int, int]:
-        found = self._masks.get(char)
-        if found is None:
-            found = (self._mask(self._advance, char), self._mask(self._loop, char))
-            if len(self._masks) < 256:
-                self._masks[char] = found
-        return found
-
-    @staticmethod
-    def _mask(kinds: list[str | None], char: str) -> int:
-        bits = 0
-        for state, kind in enumerate(kinds):
-            if kind == "any" or kind == char or (kind == "name" and char != "/"):
-                bits |= 1 << state
-        return bits
-
-    def _closure(self, states: int) -> int:
-        while True:
-            wider = states | ((states & self._skip1) << 1) | ((states & self._skip2) << 2)
-            if wider == states:
-                return states
-            states = wider
-
-    def matches(self, path: str) -> bool:
-        states = self._closure(1)
-        for char in path:
-            self.steps += 1
-            advance, loop = self._masks_for(char)
-            states = self._closure(((states & advance) << 1) | (states & loop))
-            if not states:
-                return False
-        return bool(states & self._accept)
+    return re2.compile(glob_regex(pattern))
 
 
 def noise_rules_from(policies: Sequence[DepotPolicy]) -> tuple[NoiseRule, ...]:
