@@ -246,6 +246,17 @@ def _redrive_one(
         return RedriveOutcome(
             **base, result="skipped", reason="not a p4review envelope or stage message (kept in the DLQ)"
         )
+    if target.stage != letter.stage:
+        # The body is data, the queue a fact: a message in fetch's DLQ that claims to be review's
+        # replays nothing (issue 27). It stays in the DLQ for an operator to look at.
+        claimed = target.stage.value
+        return RedriveOutcome(
+            **base,
+            job_id=target.job_id,
+            stage=target.stage,
+            result="skipped",
+            reason=f"refused: the body says stage {claimed}, but it sits in the {letter.stage.value} DLQ",
+        )
     restart = restart_stage(target.stage, from_start)
     base.update(job_id=target.job_id, stage=target.stage, restart_stage=restart)
     if dry_run:

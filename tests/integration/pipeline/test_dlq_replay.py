@@ -249,6 +249,23 @@ def test_redrive_of_a_bare_sqs_redrive_message(service):
 
 
 @pytest.mark.spec("ERR-24")
+def test_a_body_that_claims_another_stage_than_its_dlq_is_refused_and_kept(service):
+    """Issue 27: the DLQ a message sits in says which stage failed; a body claiming another stage
+    (forged, or moved between queues by hand) replays nothing and stays in the DLQ."""
+    job = _dead_lettered(service)
+    drain(service.sqs, service.resources.queue_for_stage(StageName.FETCH).dlq_url)
+    get_data_access().dead_letters.send(
+        StageName.FETCH, {"schema_version": "1", "job_id": job.job_id, "stage": "notify"}
+    )
+    summary, _ = _redrive(_take_all(), from_start=True)
+    (skipped,) = summary.skipped
+    assert skipped.reason == "refused: the body says stage notify, but it sits in the fetch DLQ"
+    assert get_data_access().jobs.get_job(job.job_id).status == JobStatus.DEAD_LETTERED
+    assert _queue(service, StageName.NOTIFY) == [] and _queue(service, StageName.FETCH) == []
+    assert _dlq_count(service, StageName.FETCH) == 1
+
+
+@pytest.mark.spec("ERR-24")
 def test_a_second_redrive_of_the_same_job_is_refused_and_its_message_kept(service):
     job = _dead_lettered(service)
     # A duplicate envelope for the same job (e.g. a crash after the envelope was sent).
