@@ -141,6 +141,11 @@ def _p4_answers_are_remembered(monkeypatch):
     monkeypatch.setattr(p4_access, "P4Runner", lambda *args, **kwargs: RememberingRunner(real(*args, **kwargs)))
 
 
+def _guidance_tag(applies_to: str) -> str:
+    """The opening tag of a guidance block: its name ends in the request's nonce."""
+    return rf'<repository_review_guidance_[0-9a-f]{{16}} applies_to="{re.escape(applies_to)}">'
+
+
 def _fetched_job(changelist_id: int, key: str, **settings):
     return fetched_job(key, changelist_id, **settings)
 
@@ -328,8 +333,8 @@ def test_the_depot_policys_instructions_reach_the_request_as_delimited_data(moto
         assert disposition.ack
         request = provider.requests[0]
         assert request.system == load_registry().template(load_registry().stable).text
-        assert '<repository_review_guidance applies_to="//depot/tools/main/pipeline/...">' in request.user
+        assert re.search(_guidance_tag("//depot/tools/main/pipeline/..."), request.user)
         assert "Look hardest at subprocess" in request.user
         # common/paths.py is under the [[paths]] entry "common/": its instructions come too.
-        assert '<repository_review_guidance applies_to="//depot/tools/main/pipeline/common/...">' in request.user
+        assert re.search(_guidance_tag("//depot/tools/main/pipeline/common/..."), request.user)
         assert "repository_review_guidance" not in request.system
