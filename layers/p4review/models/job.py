@@ -119,6 +119,11 @@ class ReviewSummary(BaseModel):
     findings_new: int | None = None
     findings_resolved: int | None = None
     files_reused: int | None = None
+    # The model's answer: accepted | partly_rejected | rejected, with the parser's reason codes
+    # (a rejected part was reviewed by the analyzers and the heuristic rules only).
+    model_answer: str | None = None
+    model_answer_reasons: list[str] | None = None
+    findings_not_shown: int | None = None  # over the per-version cap (P4REVIEW_MAX_FINDINGS)
 
 
 class ShelfRef(BaseModel):

@@ -239,6 +239,37 @@ class VersionHistory(BaseModel):
     files_reused: list[str] = Field(default_factory=list)
 
 
+class ModelAnswerStatus(StrEnum):
+    ACCEPTED = "accepted"  # every part's answer passed the parser (or nothing was asked)
+    PARTLY_REJECTED = "partly_rejected"  # some parts' answers were rejected
+    REJECTED = "rejected"  # every part's answer was rejected
+
+
+class ModelAnswer(BaseModel):
+    """Whether the model's answer was used. A rejected part's files were still reviewed by the
+    analyzers and the heuristic rules (docs/review.md "A rejected answer"). Reason codes only,
+    never the answer's text."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: ModelAnswerStatus
+    parts: int = 0  # chunks asked
+    parts_rejected: int = 0
+    reasons: list[str] = Field(default_factory=list)  # the parser's response_rejected reasons
+    fallback: str | None = None  # who reviewed the rejected parts instead: "heuristic"
+
+
+class FindingsCut(BaseModel):
+    """What the caps on one review version left out (docs/review.md "Caps")."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    limit: int  # findings kept at most per review version
+    findings_not_shown: int = 0
+    by_severity: dict[str, int] = Field(default_factory=dict)  # of those not shown
+    fields_truncated: int = 0  # titles, messages... cut at their length cap (marked in the text)
+
+
 class StoredReview(BaseModel):
     """The review stage's result document in the redacted bucket (`results/...`)."""
 
@@ -255,3 +286,5 @@ class StoredReview(BaseModel):
     fingerprints: dict[str, str] = Field(default_factory=dict)
     file_answers: list[FileAnswer] = Field(default_factory=list)
     history: VersionHistory | None = None  # review_version > 1 with the previous result found
+    model_answer: ModelAnswer | None = None  # None in documents written before it existed
+    cut: FindingsCut | None = None  # None: nothing was cut

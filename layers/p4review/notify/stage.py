@@ -26,7 +26,7 @@ from p4review.models.change import ChangeSnapshot
 from p4review.models.job import JobStatus, ReviewJob, StageName
 from p4review.models.outbox import DeliveryStatus, LookupResult, OutboxRow, SendResult
 from p4review.models.policy import ChangePolicy
-from p4review.models.review_result import StoredReview
+from p4review.models.review_result import ModelAnswerStatus, StoredReview
 from p4review.notify.delivery import message_id_for
 from p4review.notify.delivery_loop import ChannelProfile, deliver
 from p4review.notify.email.render import render_review_email
@@ -93,8 +93,15 @@ class NotifyWork:
             snapshot = ChangeSnapshot.model_validate(self._artifacts.get_json(job.artifacts.change_key)["snapshot"])
             stored = StoredReview.model_validate(self._artifacts.get_json(job.artifacts.result_key))
             resolved = bool(stored.history and stored.history.resolved)
-            # A rerun that resolved everything is news (what was fixed), not an empty review.
-            if not stored.result.findings and not resolved and self._settings.no_findings_policy == "skip":
+            rejected = stored.model_answer is not None and stored.model_answer.status != ModelAnswerStatus.ACCEPTED
+            # A rerun that resolved everything is news (what was fixed), not an empty review; nor
+            # is a review without the model's answer an all-clear.
+            if (
+                not stored.result.findings
+                and not resolved
+                and not rejected
+                and self._settings.no_findings_policy == "skip"
+            ):
                 logger.info(
                     "no findings and P4REVIEW_NO_FINDINGS_POLICY=skip: nothing to send", extra={"job_id": job.job_id}
                 )
@@ -151,6 +158,8 @@ class NotifyWork:
                 diffs=snapshot.diffs,  # the redacted change: an excerpt shows only what the reviewer saw
                 history=stored.history,
                 policy=depot_policy,
+                model_answer=stored.model_answer,
+                cut=stored.cut,
             ),
         )
         # Every recipient is tried in every attempt: one recipient's deferral or refusal must not

@@ -3,7 +3,7 @@ text in the prompt").
 
 Every piece of text the change brings (its description, its file list, the depot policy's
 instructions, each file's diff) goes into the user message inside an element whose tag ends in a
-per-request random nonce: `<change_description_3f9c...>` ... `</change_description_3f9c...>`. The
+per-request random nonce: `<cl_desc_3f9c...>` ... `</cl_desc_3f9c...>`. The
 text cannot close an element it cannot name, and a block it forges (a guidance block, a file list)
 is not one of the request's: it has no nonce and sits inside the description's element.
 
@@ -21,13 +21,16 @@ import re
 import secrets
 import unicodedata
 
-DESCRIPTION_TAG = "change_description"
+# Short names: every request carries each tag twice. None is a name code tends to use.
+DESCRIPTION_TAG = "cl_desc"
 GUIDANCE_TAG = "repository_review_guidance"
-CHANGED_FILES_TAG = "changed_files"
-FILE_DIFF_TAG = "file_diff"
+CHANGED_FILES_TAG = "cl_files"
+FILE_DIFF_TAG = "cl_diff"
 DELIMITER_TAGS = (DESCRIPTION_TAG, GUIDANCE_TAG, CHANGED_FILES_TAG, FILE_DIFF_TAG)
 DEFUSED_BRACKET = "\u2039"  # ‹ : NFKC keeps it as it is
-NONCE_HEX_CHARS = 16
+# 32 bits, unseen by the change's author: a closing tag is defused with any suffix anyway (the
+# nonce is the second line of defence), and every tag carries it, in every request's tokens.
+NONCE_HEX_CHARS = 8
 
 # On the normalized text: `<` (or its character reference), optional whitespace and `/`, a tag name.
 _TAG_LOOK_ALIKE = re.compile(

@@ -36,6 +36,7 @@ def review_config(settings: ReviewerSettings) -> ReviewConfig:
         noise_rules=parse_noise_policy(settings.noise_policy),
         allow_prompt_patch_drift=settings.allow_prompt_patch_drift,
         last_call_seconds=last_call_seconds(settings),
+        max_findings=settings.max_findings,
     )
 
 

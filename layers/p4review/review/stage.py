@@ -24,7 +24,7 @@ from p4review.change.fingerprints import fingerprints_for, sha256_text
 from p4review.change.redaction import RedactionPolicy
 from p4review.change.snapshot_redaction import ReviewInput, prepare_review_input
 from p4review.clock import utc_now
-from p4review.errors import ErrorClass, NonRetryableError, NotFoundError, ValidationError
+from p4review.errors import ErrorClass, NonRetryableError, NotFoundError
 from p4review.models.change import DiffStatus
 from p4review.models.job import ReviewJob, ReviewSummary, StageName
 from p4review.models.policy import DepotPolicy
@@ -34,6 +34,8 @@ from p4review.models.review_result import (
     Diagnostic,
     FileAnswer,
     Finding,
+    ModelAnswer,
+    ModelAnswerStatus,
     ParseOutcome,
     ReviewResult,
     ReviewUsage,
@@ -48,6 +50,7 @@ from p4review.pipeline.stage_runner import StageOutput
 from p4review.ports import ArtifactStore
 from p4review.review.analyzers.analysis import analyzable, as_findings, on_added_lines, without_placeholder_lines
 from p4review.review.analyzers.runner import AnalyzerRun
+from p4review.review.bounds import DEFAULT_MAX_FINDINGS, CutCount, bounded_findings, bounded_outcome
 from p4review.review.capacity import TokenGate
 from p4review.review.chunking import (
     SKIP_ANSWER_REJECTED,
@@ -62,8 +65,8 @@ from p4review.review.llm.base import ContextTooLong, LlmRequest, LlmResponse
 from p4review.review.metrics import publish_review_metrics
 from p4review.review.noise import NoiseRule, apply_layered_noise
 from p4review.review.prompts import PromptRegistry, estimate_tokens, render_file_section, render_user_message
-from p4review.review.result_parser import parse_review_result
-from p4review.review.reviewers import chunk_input
+from p4review.review.result_parser import RESPONSE_REJECTED, parse_review_result
+from p4review.review.reviewers import OfflineReviewer, chunk_input
 from p4review.review.rollout import PromptChoice, choose_prompt
 from p4review.stores.s3_artifacts import chunk_result_key, result_key
 
@@ -116,6 +119,8 @@ class ReviewConfig:
     # A model call may start until this long after the run began: the function's timeout less one
     # call's, the analyzers' and a margin (review_setup). Only the token budget's waits use it.
     last_call_seconds: float = 720.0
+    # Findings kept per review version, the most severe first (review/bounds.py).
+    max_findings: int = DEFAULT_MAX_FINDINGS
 
 
 @dataclass
@@ -127,11 +132,14 @@ class _ChunkAnswer:
     resumed: bool
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    cut: CutCount = field(default_factory=CutCount)  # what the caps left out of this answer
 
 
 @dataclass
 class _Run:
     answers: list[_ChunkAnswer] = field(default_factory=list)
+    # The heuristic reviewer's answers for the parts whose model answer was rejected.
+    fallback: list[_ChunkAnswer] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     analysis: AnalyzerRun = field(default_factory=AnalyzerRun)
     reused: dict[str, FileAnswer] = field(default_factory=dict)  # unchanged files' previous answers
@@ -159,6 +167,10 @@ class ReviewWork:
         self._analyzers = analyzers
         self._history = history
         self._capacity = capacity  # the LLM token budget (None: no limit configured)
+        # A part whose model answer is rejected is still reviewed by the heuristic rules.
+        self._fallback: ChunkReviewer | None = (
+            OfflineReviewer() if reviewer.provider != OfflineReviewer.provider else None
+        )
 
     def run(self, job: ReviewJob, lease: Lease) -> StageOutput:
         if job.opted_out:  # fetch found the opt-out keyword and fetched nothing: nothing to review
@@ -198,11 +210,12 @@ class ReviewWork:
         while pending:
             chunk = pending.pop(0)
             try:
-                run.answers.append(
-                    self._review_chunk(
-                        job, lease, review_input, choice, answer_version, chunk, reviewable, changed_lines, last_call_at
-                    )
+                answer = self._review_chunk(
+                    job, lease, review_input, choice, answer_version, chunk, reviewable, changed_lines, last_call_at
                 )
+                run.answers.append(answer)
+                if answer.outcome.rejected and self._fallback is not None:
+                    run.fallback.append(self._heuristic_answer(review_input, choice, chunk, reviewable, changed_lines))
             except ContextTooLong:
                 if len(chunk.files) > 1:
                     pending[:0] = chunk.halves()
@@ -224,9 +237,19 @@ class ReviewWork:
                     "files_sent": len(to_review),
                 },
             )
-        if run.answers and all(answer.outcome.rejected for answer in run.answers):
-            reasons = sorted({d.reason for a in run.answers for d in a.outcome.diagnostics if d.reason})
-            raise ValidationError(f"review answer rejected: {', '.join(reasons) or 'unknown'}")
+        model_answer = stored.model_answer
+        if model_answer is not None and model_answer.status is not ModelAnswerStatus.ACCEPTED:
+            # Not a failure of the job: the analyzers' and the heuristic findings are delivered,
+            # and the email and the job say that the model's answer was not used.
+            logger.warning(
+                "model answer rejected",
+                extra={
+                    "job_id": job.job_id,
+                    "parts_rejected": model_answer.parts_rejected,
+                    "parts": model_answer.parts,
+                    "reasons": model_answer.reasons,
+                },
+            )
 
         key = result_key(job.job_id, job.created_at)
         lease.check()
@@ -294,6 +317,7 @@ class ReviewWork:
                 resumed=True,
                 cache_read_tokens=document.get("cache_read_tokens", 0),
                 cache_write_tokens=document.get("cache_write_tokens", 0),
+                cut=CutCount.from_json(document.get("cut")),
             )
         except NotFoundError:
             pass
@@ -314,6 +338,7 @@ class ReviewWork:
             line_policy=self._config.line_policy,
             line_tolerance=self._config.line_tolerance,
         )
+        outcome, cut = bounded_outcome(outcome, self._config.max_findings)
         if not outcome.rejected:
             # A rejected answer is not kept: a retry or an operator's replay asks again instead
             # of failing on the same stored answer.
@@ -327,6 +352,7 @@ class ReviewWork:
                     "output_tokens": response.output_tokens,
                     "cache_read_tokens": response.cache_read_tokens,
                     "cache_write_tokens": response.cache_write_tokens,
+                    "cut": cut.to_json(),
                 },
             )
         return _ChunkAnswer(
@@ -337,7 +363,35 @@ class ReviewWork:
             resumed=False,
             cache_read_tokens=response.cache_read_tokens,
             cache_write_tokens=response.cache_write_tokens,
+            cut=cut,
         )
+
+    def _heuristic_answer(
+        self,
+        review_input: ReviewInput,
+        choice: PromptChoice,
+        chunk: Chunk,
+        reviewable: list[str],
+        changed_lines: dict[str, ChangedLines],
+    ) -> _ChunkAnswer:
+        """The heuristic reviewer's answer for a part whose model answer was rejected: offline and
+        deterministic, so a change that talks the model out of its contract does not also lose
+        the review of its code. Not a model answer: not stored for reuse, not in the usage."""
+        assert self._fallback is not None
+        request = request_for(
+            review_input, choice, chunk, max_output_tokens=self._config.max_output_tokens, request_id="heuristic"
+        )
+        response = self._fallback.complete(request, chunk_input(review_input, chunk.paths))
+        outcome = parse_review_result(
+            response.text,
+            reviewable,
+            expected_prompt_version=self._fallback.answer_prompt_version(choice),
+            changed_lines=changed_lines,
+            line_policy=self._config.line_policy,
+            line_tolerance=self._config.line_tolerance,
+        )
+        outcome, cut = bounded_outcome(outcome, self._config.max_findings)
+        return _ChunkAnswer(paths=chunk.paths, outcome=outcome, input_tokens=0, output_tokens=0, resumed=False, cut=cut)
 
     def _ask(self, request: LlmRequest, review_input: ReviewInput, lease: Lease, last_call_at: datetime) -> LlmResponse:
         """The reviewer's answer to one chunk, through the token budget when one is configured."""
@@ -368,13 +422,19 @@ class ReviewWork:
         reviewed = [f.depot_path for f in files if f.depot_path not in skipped_paths]
 
         reused_findings = [answer.findings for answer in run.reused.values()]
+        heuristic = [a.outcome.result.findings for a in run.fallback if a.outcome.result is not None]
         reviewer_findings, _duplicates = merge_findings(
-            reused_findings + [a.outcome.result.findings for a in accepted], file_order=[f.depot_path for f in files]
+            reused_findings + [a.outcome.result.findings for a in accepted] + heuristic,
+            file_order=[f.depot_path for f in files],
         )
         with_analyzers, _merged = merge_analyzer_findings(reviewer_findings, as_findings(run.analysis.reports))
         merged, _ = merge_findings([with_analyzers], file_order=[f.depot_path for f in files])
         # The depot's .p4review.toml governs the files under it; the service's setting the rest.
         noise = apply_layered_noise(merged, noise_rules_from(policies), self._config.noise_rules)
+        # The caps: the most severe findings of the version; what was left out is counted.
+        shown, cut = bounded_findings(noise.kept, self._config.max_findings)
+        for answer in [*run.answers, *run.fallback]:
+            cut.add(answer.cut)
         diagnostics: list[Diagnostic] = [d for a in run.answers for d in a.outcome.diagnostics]
         diagnostics += run.analysis.diagnostics
         flagged = sorted(
@@ -382,7 +442,7 @@ class ReviewWork:
                 fid
                 for a in accepted
                 for fid in ((a.outcome.result.meta or {}).get("flagged", {}).get("line_outside_diff", []))
-                if any(f.id == fid for f in noise.kept)
+                if any(f.id == fid for f in shown)
             }
         )
         meta: dict = {
@@ -399,7 +459,10 @@ class ReviewWork:
         if run.previous is not None:
             meta["files_reused"] = len(run.reused)
         diffs = {f.depot_path: f.diff for f in files}
-        fingerprints = fingerprints_for(noise.kept, diffs)
+        # History compares every finding (a finding over the cap is not "resolved"); the stored
+        # fingerprints key the findings shown (Swarm's comments).
+        all_fingerprints = fingerprints_for(noise.kept, diffs)
+        fingerprints = {f.id: all_fingerprints[f.id] for f in shown if f.id in all_fingerprints}
         answered_by = run.answered_by
         sections = {f.depot_path: f.section for f in files}
         file_answers = list(run.reused.values()) + [
@@ -407,12 +470,12 @@ class ReviewWork:
             for a in accepted
             for answer in file_answers_for(a.paths, sections, a.outcome.result.findings, answered_by)
         ]
-        history = _history(run, noise.kept, fingerprints, reviewed, [path for path, _ in skipped])
+        history = _history(run, noise.kept, all_fingerprints, reviewed, [path for path, _ in skipped])
         result = ReviewResult(
             schema_version=SCHEMA_VERSION,
             prompt_version=answer_version,
             summary=_with_analyzers(_with_reuse(_summary_text(accepted, len(reviewed)), history), run.analysis),
-            findings=noise.kept,
+            findings=shown,
             meta=meta,
         )
         usage = ReviewUsage(
@@ -440,6 +503,8 @@ class ReviewWork:
             fingerprints=fingerprints,
             file_answers=file_answers,
             history=history,
+            model_answer=_model_answer(run),
+            cut=cut.as_model(self._config.max_findings),
         )
 
     def _summary(self, stored: StoredReview, choice: PromptChoice) -> ReviewSummary:
@@ -464,6 +529,9 @@ class ReviewWork:
             findings_new=len(stored.history.new) if stored.history else None,
             findings_resolved=len(stored.history.resolved) if stored.history else None,
             files_reused=len(stored.history.files_reused) if stored.history else None,
+            model_answer=stored.model_answer.status.value if stored.model_answer else None,
+            model_answer_reasons=stored.model_answer.reasons if stored.model_answer else None,
+            findings_not_shown=stored.cut.findings_not_shown if stored.cut else None,
         )
 
 
@@ -503,6 +571,25 @@ def request_for(
         json_schema=result_schema_for(choice.template.schema_version),  # 1.1 lets a finding carry suggested_code
         max_output_tokens=max_output_tokens,
         request_id=request_id,
+    )
+
+
+def _model_answer(run: _Run) -> ModelAnswer:
+    """Whether the model's answers were used; the parser's reason codes, never the answer's text."""
+    rejected = [a for a in run.answers if a.outcome.rejected]
+    if not rejected:
+        status = ModelAnswerStatus.ACCEPTED
+    else:
+        status = ModelAnswerStatus.REJECTED if len(rejected) == len(run.answers) else ModelAnswerStatus.PARTLY_REJECTED
+    reasons = sorted(
+        {d.reason for a in rejected for d in a.outcome.diagnostics if d.kind == RESPONSE_REJECTED and d.reason}
+    )
+    return ModelAnswer(
+        status=status,
+        parts=len(run.answers),
+        parts_rejected=len(rejected),
+        reasons=reasons,
+        fallback="heuristic" if run.fallback else None,
     )
 
 

@@ -276,6 +276,9 @@ class ReviewTuningBlock(SettingsBlock):
     prompt_canary: str | None = Field(default=None, alias="P4REVIEW_PROMPT_CANARY")
     prompt_canary_percent: float | None = Field(default=None, ge=0, le=100, alias="P4REVIEW_PROMPT_CANARY_PERCENT")
     allow_prompt_patch_drift: bool = Field(default=False, alias="P4REVIEW_ALLOW_PROMPT_PATCH_DRIFT")
+    # Findings kept per review version, the most severe first; the email says how many more there
+    # were (review/bounds.py).
+    max_findings: int = Field(default=50, ge=1, le=500, alias="P4REVIEW_MAX_FINDINGS")
 
 
 # -- Swarm ----------------------------------------------------------------------------------------

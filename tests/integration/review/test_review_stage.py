@@ -143,7 +143,7 @@ def _p4_answers_are_remembered(monkeypatch):
 
 def _guidance_tag(applies_to: str) -> str:
     """The opening tag of a guidance block: its name ends in the request's nonce."""
-    return rf'<repository_review_guidance_[0-9a-f]{{16}} applies_to="{re.escape(applies_to)}">'
+    return rf'<repository_review_guidance_[0-9a-f]{{8}} applies_to="{re.escape(applies_to)}">'
 
 
 def _fetched_job(changelist_id: int, key: str, **settings):
@@ -230,23 +230,128 @@ def test_context_overflow_splits_the_chunk_and_a_single_file_that_never_fits_is_
         assert {s.reason for s in stored.coverage.files_skipped} >= {"too_large"}
 
 
-def test_a_rejected_answer_drops_only_its_chunk_but_all_rejected_dead_letters(moto_endpoint, aws_reset):
-    with provisioned_service(moto_endpoint) as service:
+def test_a_rejected_answer_drops_only_its_chunk(moto_endpoint, aws_reset):
+    with provisioned_service(moto_endpoint):
         job = _fetched_job(48255, "one-rejected", review_generated=True)
         disposition, job = _review(job, ScriptedProvider({2: "Sure! Here is the review: {}"}), chunk_tokens=3000)
         assert disposition.ack and job.status != JobStatus.DEAD_LETTERED
         stored = _stored(job)
         rejected = [s for s in stored.coverage.files_skipped if s.reason == "answer_rejected"]
         assert rejected and any(d.reason == "invalid_json" for d in stored.diagnostics)
+        assert stored.model_answer.status == "partly_rejected" and stored.model_answer.parts_rejected == 1
+        assert job.summary.model_answer == "partly_rejected"
 
+
+YAML_ANSWER = "schema_version: '1.0'\nprompt_version: 1.2.0\nfindings: []\nsummary: As you asked, in YAML.\n"
+
+
+@pytest.mark.spec("OC-9")
+def test_a_rejected_answer_still_delivers_the_heuristic_findings_and_says_so(moto_endpoint, aws_reset):
+    """A change that asks the model to answer in YAML: the answer is rejected, the job is not
+    dead-lettered, and the heuristic reviewer's findings on the same code are kept (issue 27)."""
+    with provisioned_service(moto_endpoint) as service:
         job = _fetched_job(48213, "all-rejected")
-        disposition, job = _review(job, ScriptedProvider({1: "not json"}))
-        assert job.status == JobStatus.DEAD_LETTERED
-        assert job.stages[StageName.REVIEW].last_error_class == "SCHEMA_INVALID"
-        # Nothing of the rejected answer is kept: a replay asks the model again.
+        disposition, job = _review(job, ScriptedProvider({1: YAML_ANSWER}))
+        assert disposition.ack and job.status != JobStatus.DEAD_LETTERED
+        assert job.stages[StageName.REVIEW].status.value == "completed"
+        stored = _stored(job)
+        assert stored.model_answer.model_dump(mode="json") == {
+            "status": "rejected",
+            "parts": 1,
+            "parts_rejected": 1,
+            "reasons": ["invalid_json"],
+            "fallback": "heuristic",
+        }
+        assert job.summary.model_answer == "rejected" and job.summary.model_answer_reasons == ["invalid_json"]
+        # The heuristic rules' findings (48213 has a high one) are in the result; none is the model's.
+        assert any(f.severity == "high" for f in stored.result.findings)
+        assert job.summary.findings == len(stored.result.findings) > 0
+        # Nothing of the rejected answer is kept: neither its text nor a chunk document.
+        document = json.dumps(stored.model_dump(mode="json"))
+        assert "in YAML" not in document and "As you asked" not in document
         bucket = service.resources.buckets["redacted"]
         listed = service.client("s3").list_objects_v2(Bucket=bucket, Prefix="results/")
-        assert not [o["Key"] for o in listed.get("Contents", []) if job.job_id in o["Key"]]
+        keys = [o["Key"] for o in listed.get("Contents", []) if job.job_id in o["Key"]]
+        assert keys == [job.artifacts.result_key]
+
+
+def _many_findings(count: int, path: str, line: int, **fields: str) -> list[dict[str, Any]]:
+    severities = ["low", "info", "medium", "high", "critical"]
+    return [
+        {
+            "id": f"F{i}",
+            "severity": severities[i % 5],
+            "category": "correctness",
+            "title": f"Problem {i}",
+            "file": path,
+            "line": line,
+            "message": "m",
+            **fields,
+        }
+        for i in range(count)
+    ]
+
+
+def _answer(findings: list[dict[str, Any]], **top: Any) -> str:
+    return json.dumps({"schema_version": "1.0", "prompt_version": "1.2.0", "findings": findings, **top})
+
+
+class AnswersWith(ScriptedProvider):
+    """Answers every request with `answer(path, line)`, on the request's first added line."""
+
+    def __init__(self, answer):
+        super().__init__()
+        self.answer = answer
+
+    def complete(self, request: LlmRequest) -> LlmResponse:
+        path, line = next((p, n) for p, n in _first_added_lines(request.user).items() if n)
+        self.script[len(self.requests) + 1] = self.answer(path, line)
+        return super().complete(request)
+
+
+@pytest.mark.spec("OC-11")
+def test_four_hundred_findings_are_capped_most_severe_first_and_the_rest_counted(moto_endpoint, aws_reset):
+    with provisioned_service(moto_endpoint):
+        job = _fetched_job(48220, "four-hundred")
+        disposition, job = _review(job, AnswersWith(lambda path, line: _answer(_many_findings(400, path, line))))
+        assert disposition.ack
+        stored = _stored(job)
+        kept = stored.result.findings
+        assert len(kept) == 50 and len(stored.fingerprints) == 50
+        # The most severe first: the 80 critical ones are over the cap of 50, so only critical ones stay.
+        assert {f.severity for f in kept} == {"critical"} and len({f.title for f in kept}) == 50
+        assert stored.cut.model_dump(mode="json") == {
+            "limit": 50,
+            "findings_not_shown": 350,
+            "by_severity": {"critical": 30, "high": 80, "info": 80, "low": 80, "medium": 80},
+            "fields_truncated": 0,
+        }
+        assert job.summary.findings == 50 and job.summary.findings_not_shown == 350
+
+
+def test_a_hostile_multi_megabyte_answer_is_stored_within_bounds(moto_endpoint, aws_reset):
+    with provisioned_service(moto_endpoint):
+        huge = "A" * 200_000
+        dropped = [{"id": f"D{i}", "severity": "bogus"} for i in range(20_000)]  # 20 000 diagnostics
+
+        def hostile(path: str, line: int) -> str:
+            findings = _many_findings(20, path, line, title=huge, message=huge, suggestion=huge, rule_id=huge)
+            answer = _answer(findings + dropped, summary=huge, meta={"blob": huge * 5})
+            assert len(answer) > 4_000_000
+            return answer
+
+        job = _fetched_job(48220, "hostile")
+        disposition, job = _review(job, AnswersWith(hostile))
+        assert disposition.ack
+        stored = _stored(job)
+        size = len(json.dumps(get_data_access().redacted_artifacts.get_json(job.artifacts.result_key)))
+        assert size < 200_000, size
+        finding = stored.result.findings[0]
+        assert finding.title.endswith("[... truncated]") and len(finding.title) == 200
+        assert len(finding.message) == 1500 and len(finding.suggestion) == 600 and len(finding.rule_id) == 100
+        assert stored.cut.fields_truncated == 20 * 4
+        assert "blob" not in json.dumps(stored.model_dump(mode="json"))
+        assert any(d.reason == "diagnostics_capped" for d in stored.diagnostics) and len(stored.diagnostics) <= 101
 
 
 @pytest.mark.parametrize("policy", ["drop", "flag"])

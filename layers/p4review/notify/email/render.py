@@ -35,10 +35,14 @@ from p4review.models.review_result import (
     SEVERITY_ORDER,
     Coverage,
     Finding,
+    FindingsCut,
+    ModelAnswer,
+    ModelAnswerStatus,
     ReviewResult,
     Severity,
     VersionHistory,
 )
+from p4review.notify.model_text import without_links
 
 if TYPE_CHECKING:
     import jinja2
@@ -191,7 +195,9 @@ def _follows(job: ReviewJob) -> str:
     return f"shelf v{shelf.review_version} of CL {shelf.changelist_id}" if shelf else ""
 
 
-def subject_for(job: ReviewJob, result: ReviewResult, history: VersionHistory | None = None) -> str:
+def subject_for(
+    job: ReviewJob, result: ReviewResult, history: VersionHistory | None = None, model_answer: ModelAnswer | None = None
+) -> str:
     """`[p4review] CL 12345 v2: 3 findings (1 high)` or `[p4review] CL 12345 v2: no findings`;
     a versioned rerun adds what changed since the previous version: `; 1 new, 2 resolved` (short:
     a subject past 78 characters is folded, and some clients show the fold)."""
@@ -205,6 +211,8 @@ def subject_for(job: ReviewJob, result: ReviewResult, history: VersionHistory | 
         text = f"{text} ({severe})" if severe else text
     if history is not None:
         text += f"; {len(history.new)} new, {len(history.resolved)} resolved"
+    if model_answer is not None and model_answer.status is ModelAnswerStatus.REJECTED:
+        text += "; model answer rejected"
     return text
 
 
@@ -276,6 +284,8 @@ class EmailView:
     changes: ChangesView | None = None
     policy_notes: tuple[str, ...] = ()  # the depot policies used, and why any was not (footer)
     policy_changes: tuple[str, ...] = ()  # the change modifies the review policy (called out at the top)
+    answer_note: str | None = None  # the model's answer was rejected: whose findings these are
+    cut_note: str | None = None  # what the caps left out (review/bounds.py)
 
 
 def _code_view(diff_text: str | None, finding: Finding) -> tuple[CodeLineView, ...]:
@@ -295,15 +305,18 @@ def _finding_link(change_link: str | None, path: str) -> str | None:
 
 
 def _finding_view(finding: Finding, diff_of: dict[str, str], change_link: str | None) -> FindingView:
+    """The model's text (title, message, suggestion, rule, suggested code) without links a mail
+    client would make clickable (notify/model_text.py); the location and link are the service's."""
+    suggestion = finding.suggestion
     return FindingView(
         location=_location(finding),
-        title=_one_line(finding.title, 200),
+        title=without_links(_one_line(finding.title, 200)),
         category=_one_line(str(finding.category), 40),
-        message_lines=tuple(line.rstrip() for line in _clean(finding.message).split("\n")),
-        suggestion=_one_line(finding.suggestion, 1000) if finding.suggestion and finding.suggestion.strip() else None,
+        message_lines=tuple(without_links(line.rstrip()) for line in _clean(finding.message).split("\n")),
+        suggestion=without_links(_one_line(suggestion, 1000)) if suggestion and suggestion.strip() else None,
         code=_code_view(diff_of.get(finding.file), finding),
         link=_finding_link(change_link, finding.file),
-        rule=_one_line(finding.rule_id, 80) if finding.rule_id and "/" in finding.rule_id else None,
+        rule=without_links(_one_line(finding.rule_id, 80)) if finding.rule_id and "/" in finding.rule_id else None,
         suggested_code=_suggested_lines(finding.suggested_code),
     )
 
@@ -314,7 +327,7 @@ def _suggested_lines(code: str | None) -> tuple[str, ...]:
     if not code or not code.strip():
         return ()
     lines = _clean(code).split("\n")
-    shown = tuple(_code_line(line) for line in lines[:_SUGGESTED_LINES])
+    shown = tuple(without_links(_code_line(line)) for line in lines[:_SUGGESTED_LINES])
     return shown + (("...",) if len(lines) > _SUGGESTED_LINES else ())
 
 
@@ -348,7 +361,7 @@ def _changes_view(
             ResolvedView(
                 severity=resolved.severity.value.upper(),
                 location=f"{_shown_path(resolved.file)}:{resolved.line}",
-                title=_one_line(resolved.title, 200),
+                title=without_links(_one_line(resolved.title, 200)),
             )
             for resolved in sorted(history.resolved, key=lambda r: (SEVERITY_ORDER.index(r.severity), r.file, r.line))
         ),
@@ -366,15 +379,19 @@ def email_view(
     diffs: Sequence[FileDiff] = (),
     history: VersionHistory | None = None,
     policy: ChangePolicy | None = None,
+    model_answer: ModelAnswer | None = None,
+    cut: FindingsCut | None = None,
 ) -> EmailView:
     """`diffs` are the redacted change's file diffs: each finding shows its lines from them.
-    `history` (a versioned rerun) puts what changed since the previous version first."""
+    `history` (a versioned rerun) puts what changed since the previous version first.
+    `model_answer` and `cut` (the stored review's) say whether the model's answer was used and
+    what the caps left out."""
     reviewed, skipped = _coverage(coverage)
     diff_of = {diff.depot_path: diff.unified_diff for diff in diffs if diff.unified_diff}
-    summary = _one_line(result.summary, 500) if result.summary and result.summary.strip() else None
+    summary = without_links(_one_line(result.summary, 500)) if result.summary and result.summary.strip() else None
     change_link = _swarm_link(swarm_url, job.changelist_id)
     return EmailView(
-        subject=subject_for(job, result, history),
+        subject=subject_for(job, result, history, model_answer),
         changelist_id=job.changelist_id,
         owner=_one_line(description.owner, 80),
         kind=job.kind.value,
@@ -393,7 +410,42 @@ def email_view(
         changes=_changes_view(history, result.findings, diff_of, change_link) if history else None,
         policy_notes=_policy_notes(policy),
         policy_changes=_policy_changes(policy),
+        answer_note=answer_note(model_answer),
+        cut_note=cut_note(cut, job.job_id),
     )
+
+
+def answer_note(model_answer: ModelAnswer | None) -> str | None:
+    """What the reader must know when the model's answer was not used (reason codes only)."""
+    if model_answer is None or model_answer.status is ModelAnswerStatus.ACCEPTED:
+        return None
+    reasons = ", ".join(model_answer.reasons) or "unknown"
+    instead = "the analyzers and the heuristic rules" if model_answer.fallback else "the analyzers"
+    if model_answer.status is ModelAnswerStatus.REJECTED:
+        return f"The model's answer was rejected ({reasons}): these findings are from {instead} only."
+    return (
+        f"The model's answer for {model_answer.parts_rejected} of {model_answer.parts} parts of the change was "
+        f"rejected ({reasons}): the files of those parts were reviewed by {instead} only."
+    )
+
+
+def cut_note(cut: FindingsCut | None, job_id: str | None = None) -> str | None:
+    """`62 more findings not shown (12 medium, 50 low): ...`; and how many long fields were cut."""
+    if cut is None:
+        return None
+    notes = []
+    if cut.findings_not_shown:
+        counts = ", ".join(
+            f"{cut.by_severity[s.value]} {s.value}" for s in SEVERITY_ORDER if cut.by_severity.get(s.value)
+        )
+        where = f"; see job {job_id}" if job_id else ""
+        notes.append(
+            f"{_plural(cut.findings_not_shown, 'more finding')} not shown ({counts}): a review keeps "
+            f"its {cut.limit} most severe{where}."
+        )
+    if cut.fields_truncated:
+        notes.append(f'{_plural(cut.fields_truncated, "long text")} cut short (marked "[... truncated]").')
+    return " ".join(notes) or None
 
 
 def _policy_notes(policy: ChangePolicy | None) -> tuple[str, ...]:
@@ -503,6 +555,8 @@ def render_review_email(
     diffs: Sequence[FileDiff] = (),
     history: VersionHistory | None = None,
     policy: ChangePolicy | None = None,
+    model_answer: ModelAnswer | None = None,
+    cut: FindingsCut | None = None,
 ) -> bytes:
     """The complete message as bytes (CRLF line endings), byte-identical for equal inputs.
 
@@ -514,7 +568,7 @@ def render_review_email(
     message = EmailMessage(policy=SMTP)
     message["From"] = from_address
     message["To"] = recipient
-    message["Subject"] = subject_for(job, result, history)
+    message["Subject"] = subject_for(job, result, history, model_answer)
     message["Date"] = _date_header(job.created_at)
     message["Message-ID"] = _message_id_header(message_id)
     message["X-P4Review-Job"] = job.job_id
@@ -529,6 +583,8 @@ def render_review_email(
         diffs=diffs,
         history=history,
         policy=policy,
+        model_answer=model_answer,
+        cut=cut,
     )
     text_body, html_body = render_text(view), render_html(view)
     message.set_content(text_body, subtype="plain", charset="utf-8", cte="quoted-printable")

@@ -9,8 +9,10 @@ review's comments (docs/swarm.md).
 
 Bodies are Markdown that also reads as plain text. Everything that comes from the model or the
 depot (titles, messages, paths, code) is cleaned of control and invisible characters, and the
-Markdown that could make a link, an image or HTML out of it is escaped; bodies are capped at
-`MAX_BODY_CHARS` with the marker always kept."""
+Markdown that could make a link, an image or HTML out of it is escaped; what the model wrote also
+loses its URLs and its @mentions (notify/model_text.py: a mention in a comment notifies a user or
+makes them a required reviewer); bodies are capped at `MAX_BODY_CHARS` with the marker always
+kept. The summary says what the caps left out and whether the model's answer was used."""
 
 from __future__ import annotations
 
@@ -30,7 +32,8 @@ from p4review.models.review_result import (
     StoredReview,
 )
 from p4review.models.swarm import PlannedSwarmComment, SwarmCommentContext
-from p4review.notify.email.render import _clean, _code_line, _one_line
+from p4review.notify.email.render import _clean, _code_line, _one_line, answer_note, cut_note
+from p4review.notify.model_text import inert_for_swarm
 
 MARKER_PREFIX = "p4review:"
 MARKER_HEX_CHARS = 24
@@ -130,6 +133,11 @@ def _md(text: str) -> str:
     return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 
+def _model_md(text: str) -> str:
+    """The model's text shown as text: no URL, no mention (notify/model_text.py), no Markdown."""
+    return _md(inert_for_swarm(text))
+
+
 def _path(path: str) -> str:
     return _md(sanitize_for_log(path, limit=_PATH_LIMIT))
 
@@ -154,7 +162,8 @@ def _suggested(code: str | None) -> list[str]:
     if not code or not code.strip():
         return []
     lines = _clean(code).split("\n")
-    shown = [_code_line(line) for line in lines[:_SUGGESTED_LINES]]
+    # Swarm reads mentions from the raw body, code blocks included; and a link is a link anywhere.
+    shown = [inert_for_swarm(_code_line(line)) for line in lines[:_SUGGESTED_LINES]]
     return shown + (["..."] if len(lines) > _SUGGESTED_LINES else [])
 
 
@@ -164,20 +173,20 @@ def _with_marker(text: str, marker: str) -> str:
 
 def _finding_text(finding: Finding, message: str, *, with_code: bool) -> str:
     severity = Severity(finding.severity).value.upper()
-    title = _md(_one_line(finding.title, 200))
+    title = _model_md(_one_line(finding.title, 200))
     out = [
         f"**[{severity}] {title}** ({_md(str(finding.category))})",
         _location(finding.file, finding.line, finding.end_line),
     ]
-    out += ["", *(_md(line.rstrip()) for line in message.split("\n"))]
+    out += ["", *(_model_md(line.rstrip()) for line in message.split("\n"))]
     if finding.suggestion and finding.suggestion.strip():
-        out += ["", f"Suggestion: {_md(_one_line(finding.suggestion, 1000))}"]
+        out += ["", f"Suggestion: {_model_md(_one_line(finding.suggestion, 1000))}"]
     code = _suggested(finding.suggested_code) if with_code else []
     if code:
         out += ["", "Suggested change:", *_code_block(code)]
     facts = []
     if finding.rule_id:
-        facts.append(f"rule {_md(_one_line(finding.rule_id, 80))}")
+        facts.append(f"rule {_model_md(_one_line(finding.rule_id, 80))}")
     if finding.confidence:
         facts.append(f"confidence {finding.confidence.value}")
     if facts:
@@ -216,7 +225,7 @@ def _headline(findings: Sequence[Finding]) -> str:
 
 def _resolved_line(resolved: ResolvedFinding) -> str:
     severity = Severity(resolved.severity).value.upper()
-    return f"- [{severity}] {_location(resolved.file, resolved.line)}: {_md(_one_line(resolved.title, 200))}"
+    return f"- [{severity}] {_location(resolved.file, resolved.line)}: {_model_md(_one_line(resolved.title, 200))}"
 
 
 def render_summary_comment(
@@ -228,6 +237,7 @@ def render_summary_comment(
     marker = marker or comment_marker(changelist_id, review_version, SUMMARY_KEY)
     findings = stored.result.findings
     out = [f"**p4review** - changelist {changelist_id}, review v{review_version}: {_headline(findings)}."]
+    out += [_md(note) for note in (answer_note(stored.model_answer), cut_note(stored.cut)) if note]
     history = stored.history
     if history is not None:
         since = f"v{history.previous_version}"
@@ -251,7 +261,7 @@ def render_summary_comment(
             out.append(f"- ... and {len(coverage.files_skipped) - _LISTED_SKIPPED} more")
     summary = stored.result.summary
     if summary and summary.strip():
-        out += ["", _md(_one_line(summary, 1000))]
+        out += ["", _model_md(_one_line(summary, 1000))]
     text = "\n".join(out)
     budget = MAX_BODY_CHARS - len(marker) - 2
     if len(text) > budget:
