@@ -309,7 +309,6 @@ class AnswersWith(ScriptedProvider):
         return super().complete(request)
 
 
-@pytest.mark.spec("OC-11")
 def test_four_hundred_findings_are_capped_most_severe_first_and_the_rest_counted(moto_endpoint, aws_reset):
     with provisioned_service(moto_endpoint):
         job = _fetched_job(48220, "four-hundred")

@@ -69,7 +69,6 @@ def test_the_ported_patterns_find_what_swarm_finds_in_the_raw_text():
     assert {"https://evil.example/login?x=1", "sec@evil.io", "@alice"} <= set(swarm_links(HOSTILE))
 
 
-@pytest.mark.spec("SW-6")
 def test_a_findings_comment_carries_no_mention_and_no_link_from_the_model():
     finding = Finding.model_validate(
         {
