@@ -254,7 +254,8 @@ class NotifyWork:
                 failing=0,
             )
         else:
-            result = verdict(stored.result.findings, fail_at)
+            rejected = stored.model_answer is not None and stored.model_answer.status != ModelAnswerStatus.ACCEPTED
+            result = verdict(stored.result.findings, fail_at, answer_rejected=rejected)
         start = start_delivery(self._outbox, job, swarm_row_key(VERDICT_KEY), lease, "the Swarm verdict")
         row = start.row
         if row.notified_at:

@@ -285,6 +285,32 @@ def test_skip_policy_still_sends_a_rerun_that_resolved_every_finding(moto_endpoi
         assert " ".join(str(message.parsed()["Subject"]).split()).endswith("no findings; 0 new, 1 resolved")
 
 
+@pytest.mark.spec("OC-9")
+def test_skip_policy_still_sends_a_review_whose_model_answer_was_rejected(moto_endpoint, aws_reset, mail):
+    """No findings is not an all-clear when the model's answer was not used: the email says so
+    (issue 27)."""
+    from p4review.models.review_result import ModelAnswer, StoredReview
+
+    env = {
+        "P4REVIEW_NO_FINDINGS_POLICY": "skip",
+        "P4REVIEW_NOISE_POLICY": json.dumps([{"prefix": "//depot/...", "max_findings": 0}]),
+    }
+    with _service(moto_endpoint, mail, extra_env=env) as service:
+        job = _reviewed_job(service)
+        artifacts = get_data_access().redacted_artifacts
+        stored = StoredReview.model_validate(artifacts.get_json(job.artifacts.result_key))
+        stored.model_answer = ModelAnswer(
+            status="rejected", parts=1, parts_rejected=1, reasons=["invalid_json"], fallback="heuristic"
+        )
+        artifacts.put_json(job.artifacts.result_key, stored.model_dump(mode="json", exclude_none=True))
+        assert _notify(job).ack
+        (message,) = mail.messages()
+        parsed = message.parsed()
+        assert " ".join(str(parsed["Subject"]).split()).endswith("no findings; model answer rejected")
+        text = parsed.get_body(preferencelist=("plain",)).get_content()
+        assert "Note: The model's answer was rejected (invalid_json)" in text
+
+
 def test_default_policy_sends_an_all_clear_for_a_review_without_findings(moto_endpoint, aws_reset, mail):
     env = {"P4REVIEW_NOISE_POLICY": json.dumps([{"prefix": "//depot/...", "max_findings": 0}])}
     with _service(moto_endpoint, mail, extra_env=env) as service:

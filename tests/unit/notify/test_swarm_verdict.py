@@ -184,3 +184,11 @@ def test_building_the_request_performs_no_io(monkeypatch):
 
     monkeypatch.setattr(urllib.request, "urlopen", refuse)
     callback_request(_ref(), verdict(_findings("low"), Severity.HIGH))
+
+
+def test_a_rejected_model_answer_fails_the_test_unless_it_never_fails():
+    """A change that talks the model out of its answer does not pass a required test (issue 27)."""
+    rejected = verdict([], Severity.HIGH, answer_rejected=True)
+    assert rejected == Verdict(Outcome.FAIL, "p4review: model answer rejected; 0 findings", 0)
+    assert verdict([_finding("low")], None, answer_rejected=True).outcome is Outcome.PASS
+    assert verdict([], Severity.HIGH).outcome is Outcome.PASS

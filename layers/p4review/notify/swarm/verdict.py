@@ -63,13 +63,18 @@ def fail_threshold(setting: str) -> Severity | None:
     return None if value == "never" else Severity(value)
 
 
-def verdict(findings: Iterable[HasSeverity], fail_at: Severity | None) -> Verdict:
-    """Fail when any finding is at or above `fail_at` (None: never fail)."""
+def verdict(findings: Iterable[HasSeverity], fail_at: Severity | None, *, answer_rejected: bool = False) -> Verdict:
+    """Fail when any finding is at or above `fail_at` (None: never fail). `answer_rejected`: the
+    model's answer (for some part of the change) was not used, so the review is incomplete: it
+    fails unless the test never fails, as an opted-out change does, so that a change cannot pass a
+    required test by talking the model out of its answer."""
     counts = Counter(finding.severity for finding in findings)
     total = sum(counts.values())
     breakdown = ", ".join(f"{counts[severity]} {severity.value}" for severity in SEVERITY_ORDER if counts[severity])
     failing_severities = SEVERITY_ORDER[: SEVERITY_ORDER.index(fail_at) + 1] if fail_at is not None else []
     failing = sum(counts[severity] for severity in failing_severities)
+    if answer_rejected and fail_at is not None:
+        return Verdict(Outcome.FAIL, f"p4review: model answer rejected; {_plural(total, 'finding')}", failing)
     if total == 0:
         return Verdict(Outcome.PASS, "p4review: no findings", 0)
     if fail_at is None:
