@@ -173,8 +173,8 @@ def test_an_endless_include_does_not_hold_cppcheck_to_its_time_limit():
 @pytest.mark.spec("RV-7")
 def test_no_analyzer_output_holds_a_system_file():
     contents = {
-        "//depot/src/passwd.c": '#include "/etc/passwd"\n#include </etc/passwd>\nint x;\n',
-        "//depot/ops/passwd.sh": "#!/bin/sh\n# shellcheck source=/etc/passwd\n. /etc/passwd\n",
+        "//depot/src/system.c": '#include "/etc/passwd"\n#include </etc/passwd>\nint x;\n',
+        "//depot/ops/system.sh": "#!/bin/sh\n# shellcheck source=/etc/passwd\n. /etc/passwd\n",
     }
     run = AnalyzerRunner(["cppcheck", "flawfinder", "shellcheck"], timeout=TIMEOUT).run(contents)
     assert run.diagnostics == []
