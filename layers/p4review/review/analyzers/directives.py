@@ -40,7 +40,7 @@ from p4review.change.analyzer_files import CPPCHECK, FLAWFINDER, SHELLCHECK
 # are not comments).
 _SHELLCHECK_COMMENT = re.compile(r"(?:^|(?<=[\s;&|()]))#([ \t]*)(?=shellcheck)(.*)$", re.IGNORECASE | re.MULTILINE)
 # The dialect directive only changes which shell the script is read as, as a shebang would.
-_DIALECT_ONLY = re.compile(r"shellcheck[ \t]+shell=(?:sh|bash|dash|ksh|busybox)[ \t]*(?:#.*)?$")
+_DIALECT_ONLY = re.compile(r"shellcheck[ \t]+shell=(?:sh|bash|dash|ksh|busybox)[ \t\r]*(?:#.*)?$")
 IGNORED_MARK = "p4review-ignored "
 
 
