@@ -99,6 +99,9 @@ CONFIG_KEYS = {
 _INT_KEYS = {"SEND_TIMEOUT": (1, 120), "P4_TIMEOUT": (1, 3600), "DRAIN_BACKOFF_BASE": (1, 86400),
              "DRAIN_BACKOFF_MAX": (1, 86400), "DRAIN_MAX_SECONDS": (1, 86400), "CATCHUP_GRACE": (0, 86400),
              "CATCHUP_MAX": (1, 100000), "DONE_RETENTION_DAYS": (0, 3650)}
+# The furthest ahead a failed --drain puts the next one: DRAIN_BACKOFF_MAX's ceiling (and more than
+# the 3600 s a Retry-After may ask).
+_LONGEST_BACKOFF = _INT_KEYS["DRAIN_BACKOFF_MAX"][1]
 _FILE_KEYS = ("SECRET_FILE", "SPOOL_DIR", "LOG_FILE", "CA_FILE", "P4TICKETS", "P4TICKET_FILE", "P4TRUST", "P4")
 # What printable() escapes: every character that breaks a line (for a terminal, a log reader or
 # Python's str.splitlines), drives a terminal (C0, DEL, C1: ESC, CSI, OSC) or reorders text on
@@ -485,6 +488,9 @@ class Spool:
     def ensure(self) -> None:
         """Create the spool (0700) where needed, and refuse it (UnsafeSpool) when another account
         could change it: it would decide what the trigger sends, logs and locks."""
+        problem = _above_problem(self.root)  # before creating it where another account's link points
+        if problem:
+            raise UnsafeSpool("%s %s: %s" % (printable(self.root), problem, SPOOL_FIX))
         os.makedirs(self.root, mode=0o700, exist_ok=True)
         self.check(self.root)  # before creating anything inside it
         for folder in FOLDERS:
@@ -629,8 +635,12 @@ class Spool:
             state = self.read_event(self.path(STATE_FILE))
         except (OSError, ValueError, UnsafeSpool):
             return {}
+        # save_state never sets the next attempt further ahead than the longest backoff: a time
+        # beyond it (or infinite, or NaN) would stall every scheduled drain, or fail to print.
+        next_attempt_at = state.get("next_attempt_at", 0)
         well_formed = _is_number(state.get("failures", 0), 0, 10 ** 6) and \
-            type(state.get("next_attempt_at", 0)) in (int, float) and isinstance(state.get("last_error", ""), str)
+            type(next_attempt_at) in (int, float) and 0 <= next_attempt_at <= self.clock() + _LONGEST_BACKOFF and \
+            isinstance(state.get("last_error", ""), str)
         return state if well_formed else {}
 
     def save_state(self, state: dict) -> None:
@@ -659,9 +669,10 @@ class Spool:
 
 def _root_problem(root: str, check_holder: bool = True) -> str | None:
     """SPOOL_DIR (or the log's folder) may be a symbolic link an admin (root or this account)
-    made, never another account's. The folder that holds the spool must not let another account
-    rename it away (with a spooled shelve, which catch-up would not find) or put its own in its
-    place: owned by this account or root, writable by others only with the sticky bit (as /tmp).
+    made, never another account's. No folder above the spool (up to /, as named in the config and
+    as resolved) may let another account rename it away (with a spooled shelve, which catch-up
+    would not find) or put its own in its place: each owned by this account or root, writable by
+    others only with the sticky bit (as /tmp), and no symbolic link on the way another account's.
     Not checked above the log's folder: /var/log is group-writable on Debian, and a log swapped
     away loses lines, not events."""
     link = os.lstat(root)
@@ -672,13 +683,39 @@ def _root_problem(root: str, check_holder: bool = True) -> str | None:
     problem = unsafe_reason(os.stat(root), directory=True)
     if problem or IS_WINDOWS or not check_holder:
         return problem
-    holder = os.path.dirname(os.path.realpath(root))
-    info = os.stat(holder)
-    if info.st_uid not in (os.geteuid(), 0):
-        return "is in %s, owned by uid %d, who could replace it" % (printable(holder), info.st_uid)
-    if info.st_mode & 0o022 and not info.st_mode & 0o1000:
-        return "is in %s, which others can write (mode %o): they could replace it" % (
-            printable(holder), info.st_mode & 0o7777)
+    return _above_problem(root)
+
+
+def _above_problem(root: str) -> str | None:
+    """Why a folder above the spool, or a symbolic link on the way to it, lets another account move
+    it, or None. Folders not created yet are skipped (checked again once they are). POSIX only,
+    as unsafe_reason."""
+    if IS_WINDOWS:
+        return None
+    import stat
+    # Every folder above it, as named and as resolved, up to /: whoever can rename any of them can
+    # move the whole spool away or put another in its place. And every symbolic link on the way.
+    named = os.path.abspath(root)
+    prefixes = []
+    while os.path.dirname(named) != named:
+        named = os.path.dirname(named)
+        prefixes.append(named)
+    resolved = os.path.realpath(root)
+    while os.path.dirname(resolved) != resolved:
+        resolved = os.path.dirname(resolved)
+        prefixes.append(resolved)
+    for folder in dict.fromkeys(prefixes):
+        try:
+            link, info = os.lstat(folder), os.stat(folder)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(link.st_mode) and link.st_uid not in (os.geteuid(), 0):
+            return "is reached through %s, a symbolic link owned by uid %d" % (printable(folder), link.st_uid)
+        if info.st_uid not in (os.geteuid(), 0):
+            return "is in %s, owned by uid %d, who could replace it" % (printable(folder), info.st_uid)
+        if info.st_mode & 0o022 and not info.st_mode & 0o1000:
+            return "is in %s, which others can write (mode %o): they could replace it" % (
+                printable(folder), info.st_mode & 0o7777)
     return None
 
 
@@ -701,7 +738,10 @@ def _encode(document: dict) -> bytes:
 
 
 def _decode(data: bytes) -> dict:
-    document = json.loads(data.decode("utf-8"))
+    try:
+        document = json.loads(data.decode("utf-8"))
+    except RecursionError:  # a few KB of "[[[[": a file to set aside, not a drain to stop
+        raise ValueError("nested too deeply")
     if not isinstance(document, dict):
         raise ValueError("not an object")
     return document
@@ -889,8 +929,21 @@ def _marshal_records(data: bytes) -> list:
             raise ValueError("unparseable p4 -G output")
         if not isinstance(record, dict):
             raise ValueError("unexpected p4 -G record")
-        records.append(record)
+        records.append(_byte_fields(record))
     return records
+
+
+def _byte_fields(record: dict) -> dict:
+    """A record as p4 -G writes one: bytes names and bytes values. A number is kept as its digits;
+    any other type (a broken or hostile server's) is left out, so every reader may .decode() and
+    .isdigit() what it gets."""
+    fields = {}
+    for name, value in record.items():
+        if type(value) is int:
+            value = str(value).encode("ascii")
+        if isinstance(name, bytes) and isinstance(value, bytes):
+            fields[name] = value
+    return fields
 
 
 # --- what a spooled event may hold -----------------------------------------------------------------
@@ -1223,7 +1276,7 @@ def _opener(ca_file: str | None, https: bool):
 def _answer(status: int, headers, raw: bytes) -> Answer:
     try:
         body = json.loads(raw.decode("utf-8")) if raw else None
-    except ValueError:
+    except (ValueError, RecursionError):  # not the API's JSON: only the status and raw text count
         body = None
     lowered = {key.lower(): value for key, value in (headers.items() if headers else [])}
     return Answer(status, lowered, body, raw)

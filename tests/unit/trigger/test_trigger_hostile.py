@@ -5,7 +5,9 @@ that could forge a log line or drive a terminal, and a hostile or broken Perforc
 from __future__ import annotations
 
 import json
+import marshal
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -451,7 +453,9 @@ def p4_server(config, changes: list[tuple[bytes, bytes]], counter: bytes, keys: 
 @pytest.mark.spec("TRG-10")
 def test_ping_escapes_the_user_name_p4_answers(config, capsys, monkeypatch):
     answers = {
-        "login": [{b"code": b"stat", b"user": b"\x1b]0;pwned\x07evil\x1b[2J\xe2\x80\xa8next", b"TicketExpiration": b"1"}],
+        "login": [
+            {b"code": b"stat", b"user": b"\x1b]0;pwned\x07evil\x1b[2J\xe2\x80\xa8next", b"TicketExpiration": b"1"}
+        ],
         "key": [{b"code": b"stat", b"key": b"p4review-catchup-mark", b"value": b"0"}],
     }
     monkeypatch.setattr(trigger.P4, "run", lambda self, args: answers[args[0]])
@@ -515,7 +519,10 @@ def test_status_escapes_a_planted_last_error_and_file_name(config_file, config, 
     out = capsys.readouterr().out
     assert "last error: \\x9b2J\\x85x\\u2028FORGED" in out
     assert not UNSAFE_CHARACTERS - {"\n"} & set(out)
-    assert all(line[:10].rstrip() in ("spool", "pending", "rejected", "corrupt", "done", "backoff") for line in out.splitlines())
+    assert all(
+        line[:10].rstrip() in ("spool", "pending", "rejected", "corrupt", "done", "backoff")
+        for line in out.splitlines()
+    )
 
 
 # --- 7. a config saved with a byte-order mark ----------------------------------------------------------
@@ -526,3 +533,108 @@ def test_a_config_with_a_utf8_byte_order_mark_is_read(config_file, syslog):
     assert config["API_URL"] == "http://127.0.0.1:9/prod"
     assert trigger.main(["-c", str(config_file), "-t", "change-commit", "-v", "48213"]) == 0
     assert len(spool_files(Path(config.spool_dir), "pending")) == 1 and syslog == []
+
+
+# --- 8. second probe: what the first round's fixes did not reach ----------------------------------------
+NESTED = '{"format": 1, "trigger": "change-commit", "change": 1, "host": ' + "[" * 20000 + "]" * 20000 + "}"
+
+
+@pytest.mark.spec("TRG-6")
+def test_an_event_nested_too_deeply_goes_to_corrupt_and_the_events_behind_it_are_sent(config, log, clock, sender, api):
+    """A few KB of `[[[[` make json.loads raise RecursionError, which is no ValueError."""
+    plant(config, "00-change-commit-1.json", {}).write_text(NESTED)
+    plant(config, "01-change-commit-48213.json", event(48213))
+    result = trigger.drain(config, log, clock=clock, sender=sender)
+    assert (result["corrupt"], result["done"], result["stopped"]) == (1, 1, None)
+    assert [r["changelist_id"] for r in api.requests] == [48213]
+    assert "spool_file_corrupt" in log_text(config) and "nested too deeply" in log_text(config)
+
+
+def test_an_api_answer_nested_too_deeply_is_an_answer_without_json():
+    answer = trigger._answer(404, {}, b"[" * 20000 + b"]" * 20000)
+    assert answer.body is None and trigger.classify(answer) == "retry"
+
+
+@pytest.mark.spec("TRG-10")
+@pytest.mark.parametrize("planted", ["Infinity", "-Infinity", "NaN", "1e308", "32503680000"])
+def test_a_state_file_with_an_impossible_next_attempt_is_ignored(config_file, config, log, clock, capsys, planted):
+    """save_state never puts the next attempt beyond the longest backoff: an infinite, NaN, huge
+    or far-future time printed a traceback in --status and stalled (or failed) every --drain."""
+    spool = trigger.Spool(config.spool_dir)
+    spool.ensure()
+    state = Path(config.spool_dir) / "state.json"
+    state.write_text('{"failures": 3, "next_attempt_at": %s, "last_error": "x"}' % planted)
+    state.chmod(0o600)
+    args = trigger.build_parser().parse_args(["-c", str(config_file), "--status"])
+    assert trigger.run_status(args) == 0
+    assert "backoff" not in capsys.readouterr().out
+    assert trigger.Spool(config.spool_dir, clock).load_state() == {}
+    assert trigger.drain(config, log, clock=clock, sender=trigger.Sender(config, log, clock))["skipped"] is None
+
+
+def test_a_state_file_with_a_genuine_backoff_is_kept(config, clock):
+    spool = trigger.Spool(config.spool_dir, clock)
+    spool.ensure()
+    genuine = {"failures": 3, "next_attempt_at": clock() + 600.5, "last_error": "x"}
+    spool.save_state(genuine)
+    assert spool.load_state() == genuine
+
+
+@pytest.mark.spec("TRG-10")
+def test_ping_survives_p4_records_whose_fields_are_not_bytes(config, capsys, monkeypatch):
+    """A broken or hostile server: numbers, text, lists and None where p4 -G writes bytes (the
+    records reach P4.run as marshalled output: the p4 process is replaced, not P4.run)."""
+    record = {b"code": b"stat", b"user": 7, b"value": 12, b"key": None, "odd": b"x", b"TicketExpiration": [1]}
+    output = subprocess.CompletedProcess([], 0, marshal.dumps(record, 0), b"")
+    monkeypatch.setattr(trigger.subprocess, "run", lambda *args, **kwargs: output)
+    checks = trigger.Checks()
+    trigger._ping_p4(config, checks)
+    out = capsys.readouterr().out
+    assert checks.failed == 0 and "logged in as 7" in out and "catch-up mark 12" in out
+
+
+def test_p4_records_keep_bytes_and_numbers_only():
+    data = marshal.dumps({b"code": b"stat", b"change": 101, b"desc": [1], b"time": 1.5, "user": b"u"}, 0)
+    assert trigger._marshal_records(data) == [{b"code": b"stat", b"change": b"101"}]
+
+
+@pytest.mark.spec("TRG-4")
+def test_a_spool_below_a_folder_others_can_write_further_up_is_refused(tmp_path):
+    """Not only the spool's own folder: any folder above it that others can write (not sticky)
+    lets them rename the branch away, a spooled shelve with it, and put their own in its place."""
+    shared = tmp_path / "shared"
+    (shared / "p4review").mkdir(parents=True, mode=0o700)
+    shared.chmod(0o777)
+    spool = trigger.Spool(str(shared / "p4review" / "spool"))
+    with pytest.raises(trigger.UnsafeSpool, match=r"shared, which others can write \(mode 777\)"):
+        spool.ensure()
+    shared.chmod(0o1777)
+    spool.ensure()
+
+
+def test_a_spool_reached_through_another_accounts_symbolic_link_is_refused(tmp_path):
+    """A link in a sticky folder is its owner's to replace: the spool would move where they say."""
+    needs_root_to_chown()
+    ours = tmp_path / "ours"
+    ours.mkdir(mode=0o700)
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o1777)
+    link = shared / "p4review"
+    link.symlink_to(ours)
+    os.lchown(link, NOBODY, -1)
+    with pytest.raises(trigger.UnsafeSpool, match=f"reached through .*p4review, a symbolic link owned by uid {NOBODY}"):
+        trigger.Spool(str(link / "spool")).ensure()
+    assert list(ours.iterdir()) == []
+    os.lchown(link, 0, -1)
+    trigger.Spool(str(link / "spool")).ensure()
+
+
+def test_a_spool_reached_through_a_symbolic_link_in_a_folder_others_can_write_is_refused(tmp_path):
+    ours = tmp_path / "ours"
+    ours.mkdir(mode=0o700)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "p4review").symlink_to(ours)
+    shared.chmod(0o777)  # anyone can point the link elsewhere
+    with pytest.raises(trigger.UnsafeSpool, match=r"shared, which others can write \(mode 777\)"):
+        trigger.Spool(str(shared / "p4review" / "spool")).ensure()
