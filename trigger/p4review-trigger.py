@@ -360,26 +360,31 @@ def load_config(explicit: str | None = None, validate: bool = True) -> Config:
 
 
 def read_private_file(path: str, what: str) -> str:
-    """The stripped content of a credential file that only its owner can read."""
+    """The stripped content of a credential file that only its owner can read. Checked on the
+    open file (fstat), not on its name: a name checked, then opened, may have been swapped between
+    the two (for another account's file, or a FIFO that would hold the sender and its lock)."""
     if not path:
         raise ConfigError("%s is not configured" % what)
     try:
-        info = os.stat(path)
+        # It may be a symbolic link an admin made; O_NONBLOCK: a FIFO must not hold us.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
-        raise ConfigError("%s %s: %s" % (what, printable(path), exc.strerror or exc))
-    if not stat.S_ISREG(info.st_mode):
-        raise ConfigError("%s %s is not a regular file" % (what, printable(path)))
-    if not IS_WINDOWS and info.st_mode & 0o077:
-        raise ConfigError("%s %s can be read by others (mode %o): chmod 600 it" % (
-            what, printable(path), stat.S_IMODE(info.st_mode)))
-    if not IS_WINDOWS and info.st_uid not in (os.geteuid(), 0):
-        raise ConfigError("%s %s is owned by uid %d, not by this account: chown it" % (
-            what, printable(path), info.st_uid))
+        raise ConfigError("cannot read %s %s: %s" % (what, printable(path), exc.strerror or exc))
     try:
-        with open(path, "r", encoding="utf-8-sig") as handle:
-            value = handle.read().strip()
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError("%s %s is not a regular file" % (what, printable(path)))
+        if not IS_WINDOWS and info.st_mode & 0o077:
+            raise ConfigError("%s %s can be read by others (mode %o): chmod 600 it" % (
+                what, printable(path), stat.S_IMODE(info.st_mode)))
+        if not IS_WINDOWS and info.st_uid not in (os.geteuid(), 0):
+            raise ConfigError("%s %s is owned by uid %d, not by this account: chown it" % (
+                what, printable(path), info.st_uid))
+        value = os.read(fd, 65536).decode("utf-8-sig").strip()
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError("cannot read %s %s: %s" % (what, printable(path), printable(exc, 120)))
+    finally:
+        os.close(fd)
     if not value:
         raise ConfigError("%s %s is empty" % (what, printable(path)))
     return value
@@ -869,7 +874,7 @@ class P4:
     def key_increment(self, name: str) -> int:
         records = self.run(["key", "-i", name])
         value = records[0].get(b"value", b"") if records else b""
-        if not value.isdigit():
+        if not (value.isdigit() and len(value) <= 10):  # no version is above 2^31-1
             raise P4Error("p4 key -i %s answered no number" % name)
         return int(value)
 
@@ -1085,14 +1090,19 @@ def recorded_submit(p4: P4, keys: Keys, change: int) -> dict | None:
     """The request of a submit that followed shelves, as its submit key records it
     ("<version>:<origin>:<followed>"), or None (such a submit is version 1)."""
     parts = p4.key_get(keys.submit(change)).split(":")
-    if len(parts) == 3 and all(part.isascii() and part.isdigit() for part in parts) and int(parts[0]) > 1:
+    if len(parts) == 3 and all(0 < len(part) <= 10 and part.isascii() and part.isdigit() for part in parts) and \
+            int(parts[0]) > 1:
         version, origin, followed = (int(part) for part in parts)
         return _submit_request(change, version, origin, followed)
     return None
 
 
 def _number(text: str) -> int:
-    return int(text) if text.isascii() and text.isdigit() else 0
+    """A p4 key's number, 0 when it holds none. More than 10 digits is above every change and
+    version number: MAX_CHANGE + 1 (and int() of thousands of digits raises on Python 3.11+)."""
+    if not (text.isascii() and text.isdigit()):
+        return 0
+    return int(text) if len(text) <= 10 else MAX_CHANGE + 1
 
 
 def _submit_request(change: int, version: int, origin: int, followed: int) -> dict:
@@ -1311,7 +1321,8 @@ def classify(answer: Answer) -> str:
 
 def retry_after_seconds(answer: Answer | None) -> float:
     value = (answer.headers.get("retry-after", "") if answer else "").strip()
-    return float(min(int(value), 3600)) if value.isdigit() else 0.0
+    # ASCII digits only: "²" is a digit to str.isdigit() but not to int().
+    return float(min(int(value), 3600)) if re.fullmatch(r"[0-9]{1,10}", value) else 0.0
 
 
 # --- sending: one event ----------------------------------------------------------------------------
@@ -1617,7 +1628,7 @@ def catch_up(config: Config, log: Log, *, clock=time.time, since: int | None = N
         return result
     try:
         stored = p4.key_get(keys.catch_up_mark)
-        mark = int(stored) if stored.isascii() and stored.isdigit() else 0
+        mark = _number(stored)
         # No change is above the server's change counter: a record that says otherwise (a broken
         # or hostile server) must never move the mark there, or later submits are never caught up.
         counter = p4.change_counter()
@@ -1715,7 +1726,7 @@ def _advance_mark(p4: P4, name: str, stored: str, acknowledged: int) -> None:
     if stored not in ("", "0") and p4.key_compare_and_set(name, stored, str(acknowledged)):
         return
     latest = p4.key_get(name)
-    if not latest.isdigit() or int(latest) < acknowledged:
+    if _number(latest) < acknowledged:
         p4.key_set(name, str(acknowledged))
 
 

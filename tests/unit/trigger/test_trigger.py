@@ -878,15 +878,15 @@ def test_path_scope_matches_like_the_trigger_table():
 
 
 def test_an_unreadable_secret_file_is_refused_with_the_reason(tmp_path, monkeypatch):
-    """Permission bits do not stop root (the tests' user), so the refusal is simulated at open()."""
+    """Permission bits do not stop root (the tests' user), so the refusal is simulated at os.open()."""
     secret = write_secret(tmp_path / "secret")
-    real_open = open
+    real_open = os.open
 
     def refusing_open(path, *args, **kwargs):
         if str(path) == str(secret):
             raise PermissionError(13, "Permission denied", str(path))
         return real_open(path, *args, **kwargs)
 
-    monkeypatch.setattr("builtins.open", refusing_open)
+    monkeypatch.setattr(trigger.os, "open", refusing_open)
     with pytest.raises(trigger.ConfigError, match="cannot read SECRET_FILE .*Permission denied"):
         trigger.read_private_file(str(secret), "SECRET_FILE")

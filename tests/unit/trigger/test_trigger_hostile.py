@@ -638,3 +638,81 @@ def test_a_spool_reached_through_a_symbolic_link_in_a_folder_others_can_write_is
     shared.chmod(0o777)  # anyone can point the link elsewhere
     with pytest.raises(trigger.UnsafeSpool, match=r"shared, which others can write \(mode 777\)"):
         trigger.Spool(str(shared / "p4review" / "spool")).ensure()
+
+
+def test_a_secret_file_swapped_after_its_name_was_checked_is_refused(tmp_path, monkeypatch):
+    """In a folder another account can write, the secret can be swapped between a check of its
+    name and its opening (for their own file, or a FIFO that would hold the sender and its lock):
+    the open file is what is checked. The race is simulated: the name's check sees the genuine file."""
+    needs_root_to_chown()
+    genuine = tmp_path / "genuine.secret"
+    genuine.write_text("the-genuine-signing-secret-0123")
+    genuine.chmod(0o600)
+    swapped = tmp_path / "signing.secret"
+    swapped.write_text("another-accounts-secret-0123456")
+    swapped.chmod(0o600)
+    os.chown(swapped, NOBODY, -1)
+    real_stat = os.stat
+    monkeypatch.setattr(
+        trigger.os, "stat", lambda path, *a, **k: real_stat(genuine if str(path) == str(swapped) else path, *a, **k)
+    )
+    with pytest.raises(trigger.ConfigError, match=f"owned by uid {NOBODY}"):
+        trigger.read_private_file(str(swapped), "SECRET_FILE")
+
+
+def key_server(config, keys: dict[str, str], counter: bytes = b"101"):
+    """The trigger's P4 against a server whose keys hold what `keys` says (`key -i` answers the
+    key's value as it is), with one shelved file and submitted change 101."""
+    p4 = p4_server(config, [(b"101", b"1")], counter, keys)
+    answer_changes = p4.run
+
+    def run(args: list[str]) -> list[dict[bytes, bytes]]:
+        if args[:2] == ["key", "-i"]:
+            return [{b"code": b"stat", b"key": args[2].encode(), b"value": keys.get(args[2], "0").encode()}]
+        if args[0] == "describe" and "-S" in args:
+            return [
+                {
+                    b"code": b"stat",
+                    b"depotFile0": b"//depot/a.c",
+                    b"action0": b"edit",
+                    b"type0": b"text",
+                    b"digest0": b"D",
+                }
+            ]
+        return answer_changes(args)
+
+    p4.run = run
+    return p4
+
+
+@pytest.mark.spec("TRG-9")
+def test_a_catch_up_mark_of_thousands_of_digits_is_reset_by_since(config, log, clock, api):
+    """int() of more than 4300 digits raises on Python 3.11+: the documented --since reset failed too."""
+    keys = {"p4review-catchup-mark": "9" * 5000}
+    p4 = key_server(config, keys)
+    result = trigger.catch_up(config, log, clock=clock, sender=trigger.Sender(config, log, clock, p4=p4, api=api))
+    assert "beyond the server's change counter (101)" in result["stopped"] and api.requests == []
+    result = trigger.catch_up(
+        config, log, clock=clock, since=101, sender=trigger.Sender(config, log, clock, p4=p4, api=api)
+    )
+    assert [r["changelist_id"] for r in api.requests] == [101]
+    assert (result["stopped"], keys["p4review-catchup-mark"]) == (None, "101")
+
+
+@pytest.mark.parametrize("version", ["9" * 5000, "99999999999"], ids=["5000 digits", "above 2^31-1"])
+def test_a_version_key_of_too_many_digits_stops_the_drain_with_a_reason(config, log, clock, api, version):
+    keys = {"p4review-version-48240": version}
+    p4 = key_server(config, keys)
+    with pytest.raises(trigger.P4Error, match="answered no number"):
+        trigger.resolve_shelve(p4, trigger.Keys("p4review"), 48240)
+    keys["p4review-submit-101"] = f"{version}:101:1"
+    assert trigger.recorded_submit(p4, trigger.Keys("p4review"), 101) is None
+
+
+@pytest.mark.parametrize(
+    "header", ["\u00b2", "9" * 5000, "\u0663"], ids=["superscript two", "5000 digits", "arabic three"]
+)
+def test_a_retry_after_that_is_not_ascii_digits_means_no_delay(header):
+    """ "²" (byte 0xB2 of a latin-1 header) and "٣" are digits to str.isdigit(), not to int()."""
+    answer = trigger.Answer(503, {"retry-after": header}, None, b"")
+    assert trigger.retry_after_seconds(answer) == 0.0
