@@ -87,6 +87,6 @@ def default_idempotency_key(kind: str, changelist_id: int, review_version: int) 
 def _answer(status: int, headers: dict[str, str], raw: bytes) -> ApiAnswer:
     try:
         body: Any = json.loads(raw) if raw else None
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deeply to parse: shown as text
         body = raw.decode("utf-8", "replace")
     return ApiAnswer(status=status, headers={key.lower(): value for key, value in headers.items()}, body=body)

@@ -125,6 +125,11 @@ def main(argv: list[str] | None = None) -> int:
                 raise
             say(stop.code)  # a command's own refusal (`raise SystemExit("...")`), shown like any line
             return 1
+        except Exception as exc:  # noqa: BLE001 - a traceback would bypass the guard (printed after it)
+            # An answer or item of a shape no command expects (a forged job view, an API that is
+            # down): one line through the display path, never a stack trace at the terminal.
+            say(f"error: {type(exc).__name__}: {exc}")
+            return 2
 
 
 if __name__ == "__main__":

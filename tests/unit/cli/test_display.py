@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from p4review.cli import check_result, display
+from p4review.cli import api_client, check_result, display
 from p4review.cli import main as cli_main
 from p4review.cli.api_client import ApiAnswer, ReviewApiClient
 from tests.unit.cli.terminal import HOSTILE, PLANTED, PLANTED_SECRET, assert_terminal_safe
@@ -75,6 +75,30 @@ def test_a_command_that_prints_on_its_own_is_guarded_by_main(monkeypatch, capsys
     out, err = capsys.readouterr()
     assert_terminal_safe(out, err)
     assert out.startswith("raw \\x1b]52;c;") and "password=[REDACTED:password]" in out
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"job_id": JOB, "status": "queued", "stages": HOSTILE},
+        {"job_id": JOB, "status": "queued", "stages": {"fetch": HOSTILE}},
+        HOSTILE,
+    ],
+    ids=["stages a string", "a stage a string", "not an object"],
+)
+def test_jobs_show_wait_on_a_job_view_of_another_shape_says_so_without_a_traceback(monkeypatch, capsys, body):
+    """A traceback is printed after main's guard has put the raw streams back: none may leave it."""
+    monkeypatch.setattr(ReviewApiClient, "get_job", lambda _client, _job_id: ApiAnswer(200, {}, body))
+    monkeypatch.setenv("P4REVIEW_SIGNING_SECRET", "s")
+    assert cli_main.main(["jobs", "show", JOB, "--api", "http://api.invalid", "--wait", "5"]) == 2
+    out, err = capsys.readouterr()
+    assert_terminal_safe(out, err)
+    assert out == "" and err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_an_api_answer_nested_too_deeply_is_shown_as_text():
+    nested = b"[" * 20000 + b"]" * 20000
+    assert api_client._answer(200, {}, nested).body == nested.decode()
 
 
 def test_a_refusal_raised_as_system_exit_is_shown_through_the_guard(monkeypatch, capsys):
