@@ -106,7 +106,10 @@ def bench_trigger_latency() -> None:
         for index in range(SPACED_RUNS):
             time.sleep(SPACING_SECONDS)
             spaced.append(trigger(950_000 + index))
-        spooled = len(list((work / "spool" / "pending").glob("*.json")))
+        # Every run spooled its event. The background sender's drains meet the hanging API, and an
+        # event it sends again is first checked against Perforce (issue 27): these change numbers
+        # are unknown to the fake depot, so such an event is in rejected/, not pending/.
+        spooled = sum(len(list((work / "spool" / folder).glob("*.json"))) for folder in ("pending", "rejected"))
         assert spooled == TRIGGER_RUNS + SPACED_RUNS, f"{spooled} events spooled"
 
         def today(api_url: str, change: int) -> float:
