@@ -191,3 +191,13 @@ def test_every_file_is_written_as_a_new_regular_file_inside_the_run():
     assert {
         (path, "shellcheck/SC2086", 2) for path in ("//depot/ops/..", "//depot/ops/.", "//depot/ops/...sh")
     } <= found
+
+
+@pytest.mark.spec("RV-7")
+@pytest.mark.parametrize("name", ["deploy.git.py", "CVS_sync.py", "x.svn.py", "tool.tox.py", "a.eggs.py", "__pycache__.py"])
+def test_a_file_name_does_not_hide_a_file_from_bandit(name):
+    # bandit skips a file named on its command line when its path contains one of its default
+    # excludes (`.git`, `CVS`, `.tox`, ... as substrings): the author chooses the file's name.
+    path = f"//depot/app/{name}"
+    content = "import subprocess\n\n\ndef f(x):\n    subprocess.call(x, shell=True)\n"
+    assert (path, "bandit/B602", 5) in _found({path: content}, ["bandit"])

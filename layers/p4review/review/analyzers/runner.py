@@ -137,8 +137,11 @@ def _command(analyzer: str, files: list[str]) -> list[str] | None:
     if analyzer == BANDIT:
         # Every severity: read_bandit keeps medium and high, and of the low ones the swallowed
         # exceptions (BANDIT_LOW_KEPT), which a --severity-level would hide from it.
-        # --ignore-nosec: no nosec comment of a change silences anything.
-        return [sys.executable, "-m", "bandit", "--format", "json", "--quiet", "--ignore-nosec", *files]
+        # --ignore-nosec: no nosec comment of a change silences anything. --exclude= empties its
+        # default excludes, which skip any file whose path merely contains `.git`, `CVS`, `.tox`...
+        # (a name the change's author chooses: `deploy.git.py` was never scanned).
+        options = ["--format", "json", "--quiet", "--ignore-nosec", "--exclude="]
+        return [sys.executable, "-m", "bandit", *options, *files]
     if analyzer == SHELLCHECK:
         shellcheck = _executable("shellcheck")
         # SC2148 (no shebang) is left out: the dialect comes from the extension instead. No -x:
