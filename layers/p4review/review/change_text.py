@@ -9,9 +9,12 @@ is not one of the request's: it has no nonce and sits inside the description's e
 
 Text that imitates one of the tags (with or without a nonce) is defused as well, so it does not
 even look like one to a reader that is not strict about the suffix. The match runs on the text as
-a reader would see it: Unicode NFKC normalization (full-width `＜／`, small `﹤`), format characters
-(category Cf: zero-width spaces and joiners, bidi controls) removed, any whitespace after `<` and
-after `/`, any case, and `<` spelled as an HTML character reference (`&lt;`, `&#60;`, `&#x3c;`).
+a reader would see it: Unicode NFKD compatibility forms (full-width `＜／`, small `﹤`), without
+format characters (category Cf: zero-width spaces and joiners, bidi controls), combining marks
+(`/̸`, `ć`, variation selectors, the grapheme joiner) and Hangul fillers; any run of up to 16
+characters that are not letters or digits between `<` and the name (blanks, `/`, `\\/`, `∕`, `⁄`,
+`⧸`, a braille blank), any case, and `<` spelled as an HTML character reference (`&lt;`, `&#60;`,
+`&#x3c;`), a JSON or C escape (`\\u003c`, `\\x3c`) or a URL escape (`%3c`).
 The `<` of each match (with whatever spells it) becomes `‹` (U+2039), which no normalization
 turns back into `<`; everything else of the text is left as it is."""
 
@@ -32,11 +35,15 @@ DEFUSED_BRACKET = "\u2039"  # ‹ : NFKC keeps it as it is
 # nonce is the second line of defence), and every tag carries it, in every request's tokens.
 NONCE_HEX_CHARS = 8
 
-# On the normalized text: `<` (or its character reference), optional whitespace and `/`, a tag name.
+# On the text as read: `<` (or an escape of it), a few characters that are neither letters nor
+# digits (blanks, a slash or a look-alike of one, an escaped slash), a tag name.
 _TAG_LOOK_ALIKE = re.compile(
-    r"(<|&lt;?|&#0*60;?|&#x0*3c;?)\s*/?\s*(?:" + "|".join(DELIMITER_TAGS) + ")",
+    r"(<|&lt;?|&#0*60;?|&#x0*3c;?|\\u0*3c|\\x0*3c|%3c)[^\w<>]{0,16}(?:" + "|".join(DELIMITER_TAGS) + ")",
     re.IGNORECASE,
 )
+# Invisible, yet letters to a regex (category Lo), so not skipped as a separator: Hangul fillers.
+_FILLERS = frozenset("\u115f\u1160\u3164\uffa0")
+_NOT_READ = frozenset({"Cf", "Mn", "Me"})
 
 
 def new_nonce() -> str:
@@ -45,16 +52,18 @@ def new_nonce() -> str:
 
 
 def _as_read(text: str) -> tuple[str, list[int]]:
-    """The text NFKC-normalized character by character without format characters, and for each
-    character of it the index of the original character it came from."""
+    """The text NFKD-normalized character by character without format characters, combining
+    marks and fillers, and for each character of it the index of the original character it came
+    from."""
     shown: list[str] = []
     origin: list[int] = []
     for index, char in enumerate(text):
-        if unicodedata.category(char) == "Cf":
+        if char in _FILLERS:
             continue
-        for normalized in unicodedata.normalize("NFKC", char):
-            shown.append(normalized)
-            origin.append(index)
+        for normalized in unicodedata.normalize("NFKD", char):
+            if unicodedata.category(normalized) not in _NOT_READ:
+                shown.append(normalized)
+                origin.append(index)
     return "".join(shown), origin
 
 
