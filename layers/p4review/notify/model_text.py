@@ -27,8 +27,10 @@ from __future__ import annotations
 import re
 
 WORD_JOINER = "\u2060"
-_SCHEME = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*):(?=//)")
-_WWW = re.compile(r"(?i)\b(www)\.")
+# Wherever they start, not at a word's start only: cmark-gfm links `1https://x`, `_https://x` and
+# `x_www.x` (extensions/autolink.c: a scheme is rewound over letters only; `www.` may follow `_`).
+_SCHEME = re.compile(r"(?i)([a-z][a-z0-9+.\-]*):(?=//)")
+_WWW = re.compile(r"(?i)(www)\.")
 _AT = re.compile(r"@")
 _DEPOT_PATH = re.compile(r"(?<![:/\w\]])//(?=[\w.\-]+/)")  # not the // of a (defanged) URL
 

@@ -60,8 +60,11 @@ def swarm_links(body: str) -> list[str]:
 
 
 def _gfm_autolinks(text: str) -> list[str]:
-    """GitHub-flavoured Markdown's extended autolinks (and a mail client's): a scheme URL or www."""
-    return re.findall(r"(?i)(?:\b(?:https?|ftp)://|\bwww\.)\S+", text)
+    """GitHub-flavoured Markdown's extended autolinks (and a mail client's), as cmark-gfm finds
+    them (extensions/autolink.c): `url_match` rewinds from `://` over letters only, whatever comes
+    before them (`1https://x` and `_https://x` are links); `www_match` takes `www.` at a line's
+    start or after a blank or one of `*_~(`."""
+    return re.findall(r"(?i)(?:(?<![a-z])(?:https?|ftp)://|(?:^|(?<=[\s*_~(]))www\.)\S+", text)
 
 
 def test_the_ported_patterns_find_what_swarm_finds_in_the_raw_text():
@@ -168,3 +171,17 @@ def test_neutralizing_is_idempotent_enough_and_leaves_plain_text_alone():
     assert without_links(plain) == plain
     assert inert_for_swarm("see https://a.example @bob") == "see https[:]//a.example @\u2060bob"
     assert inert_for_swarm("in //depot/main/a.c") == "in /\u2060/depot/main/a.c"
+
+
+@pytest.mark.parametrize(
+    "text", ["1https://evil.example/x", "_https://evil.example/x", "(_www.evil.example", "x_www.evil.example"]
+)
+def test_a_url_glued_to_a_digit_or_an_underscore_is_defanged_too(text):
+    # cmark-gfm links these (see _gfm_autolinks); a word boundary before the scheme missed them.
+    assert _gfm_autolinks(text) != []
+    assert _gfm_autolinks(without_links(text)) == [] and "evil" in without_links(text)
+    finding = make_finding(title=text, message=text, suggestion=text)
+    assert _gfm_autolinks(render_finding_comment(finding, "p4review:" + "0" * 24)) == []
+    for part in bodies(render(result=ReviewResult(schema_version="1.0", prompt_version="1.0.0", findings=[finding]))):
+        found = _gfm_autolinks(html_module.unescape(part))
+        assert [link for link in found if not link.startswith("https://swarm.example.com/")] == []  # the service's
