@@ -113,6 +113,35 @@ def test_a_deeply_nested_file_is_a_diagnostic_not_a_crash(hostile: bytes) -> Non
     assert found.reason == "invalid_toml" and str(MAX_POLICY_NESTING) in found.detail
 
 
+@pytest.mark.spec("RV-15")
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        b"version = 1\n" + b".".join([b"a"] * 30000) + b" = 1\n",  # 60 KB: tomllib took 10-15 s (quadratic)
+        b"version = 1\n[" + b".".join([b"a"] * 30000) + b"]\n",
+        b'version = 1\nx = {"a" . ' + b" . ".join([b"'a'"] * 5000) + b" = 1}\n",
+    ],
+    ids=["dotted key", "table header", "quoted parts in an inline table"],
+)
+def test_a_long_dotted_key_is_refused_before_the_parser(hostile: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dotted key nests tables as brackets do (`a.b.c = 1` is `a = {b = {c = 1}}`), and tomllib
+    checks each prefix of it: a key of n parts costs n squared. Refused like deep brackets."""
+    monkeypatch.setattr(tomllib, "loads", lambda _text: pytest.fail("parsed"))
+    found = diagnostic(hostile)
+    assert found.reason == "invalid_toml" and str(MAX_POLICY_NESTING) in found.detail
+
+
+def test_dots_in_strings_comments_and_values_of_a_valid_file_are_not_nesting() -> None:
+    text = (
+        'version = 1 # a.b.c.d.e.f.g.h.i.j\nignore = ["a.b.c.d.e.f.g.h.i.j", \'x.y.z.w.v.u.t.s.r\']\n'
+        'reviewers = ["first.second.third@mail.corp.example.com"]\n'
+        'instructions = """\nCheck os.path.join.a.b.c.d.e.f.g calls.\n"""\n'
+    )
+    assert nesting_depth(text) <= 2
+    assert isinstance(policy(data=text.encode()), DepotPolicy)
+    assert nesting_depth("a.b.c = [[1]]") == 4
+
+
 def test_any_parser_failure_is_a_diagnostic(monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(_text: str) -> dict[str, object]:
         raise ValueError("parser bug")
