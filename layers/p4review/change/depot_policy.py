@@ -102,10 +102,9 @@ def _parse(source: str, revision: str, data: bytes) -> DepotPolicy | PolicyDiagn
 
 def nesting_depth(text: str) -> int:
     """How deep tables and arrays nest in TOML text, outside strings and comments: `[` and `{`,
-    and the dots of a line (a dotted key nests as brackets do: `a.b.c = 1` is `a = {b = {c = 1}}`,
+    and the dots of a key (a dotted key nests as brackets do: `a.b.c = 1` is `a = {b = {c = 1}}`,
     and tomllib checks every prefix of it, so a key of 30,000 parts took it 10 s). One pass, no
-    recursion. Generous where the text is not valid TOML (the parser then refuses it anyway); a
-    valid policy has no dot outside a string."""
+    recursion. Generous where the text is not valid TOML (the parser then refuses it anyway)."""
     depth = deepest = dots = 0
     index, end = 0, len(text)
     while index < end:
@@ -123,7 +122,7 @@ def nesting_depth(text: str) -> int:
             depth -= 1
         elif char == ".":
             dots += 1
-        elif char == "\n":
+        elif char in "=,\n":  # a key ends: what follows is a value (`1.5`), the next key or line
             dots = 0
         deepest = max(deepest, depth + dots)
         index += 1

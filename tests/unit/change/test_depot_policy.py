@@ -139,7 +139,8 @@ def test_dots_in_strings_comments_and_values_of_a_valid_file_are_not_nesting() -
     )
     assert nesting_depth(text) <= 2
     assert isinstance(policy(data=text.encode()), DepotPolicy)
-    assert nesting_depth("a.b.c = [[1]]") == 4
+    assert nesting_depth("a.b.c.d = [[1]]") == 3 and nesting_depth("[t.u]\nv = {w.x.y = 1}") == 3
+    assert nesting_depth("x = [" + ", ".join(["1.5", "1979-05-27T07:32:00.5Z"] * 100) + "]\n[a.b]\nc.d = 2.5") == 2
 
 
 def test_any_parser_failure_is_a_diagnostic(monkeypatch: pytest.MonkeyPatch) -> None:
