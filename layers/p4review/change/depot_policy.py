@@ -69,7 +69,7 @@ def _parse(source: str, revision: str, data: bytes) -> DepotPolicy | PolicyDiagn
     if len(data) > MAX_POLICY_BYTES:
         return PolicyDiagnostic(source=source, reason="invalid_policy", detail=f"larger than {MAX_POLICY_BYTES} bytes")
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8").removeprefix("\ufeff")  # Notepad's byte-order mark: tomllib refuses it
     except UnicodeDecodeError:
         return PolicyDiagnostic(source=source, reason="invalid_toml", detail="not UTF-8 text")
     if nesting_depth(text) > MAX_POLICY_NESTING:

@@ -143,6 +143,13 @@ def test_dots_in_strings_comments_and_values_of_a_valid_file_are_not_nesting() -
     assert nesting_depth("x = [" + ", ".join(["1.5", "1979-05-27T07:32:00.5Z"] * 100) + "]\n[a.b]\nc.d = 2.5") == 2
 
 
+@pytest.mark.spec("RV-15")
+def test_a_policy_saved_with_a_byte_order_mark_or_crlf_is_read() -> None:
+    """Notepad saves UTF-8 with a byte-order mark, which tomllib refuses at line 1, column 1."""
+    for data in (b"\xef\xbb\xbf" + VALID, VALID.replace(b"\n", b"\r\n")):
+        assert policy(data=data).policy == policy().policy
+
+
 def test_any_parser_failure_is_a_diagnostic(monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(_text: str) -> dict[str, object]:
         raise ValueError("parser bug")
