@@ -120,6 +120,24 @@ def test_inline_configuration_does_not_silence_hadolint_or_eslint():
     assert {("//depot/web/Dockerfile", "hadolint/DL3002", 3), ("//depot/web/app.js", "eslint/no-eval", 3)} <= found
 
 
+@pytest.mark.spec("RV-7")
+@pytest.mark.parametrize(
+    "pragma",
+    [
+        "# hadolint shell=powershell",
+        "#hadolint shell = pwsh",
+        "\t#   hadolint\tshell=cmd # Windows",
+        "# hadolint shell=zsh",
+    ],
+)
+def test_a_shell_pragma_does_not_turn_off_hadolints_shellcheck(pragma):
+    # A non-POSIX shell makes hadolint skip shellcheck on every RUN after it; --disable-ignore-pragma
+    # covers `ignore=` only.
+    path = "//depot/web/Dockerfile"
+    content = f"FROM debian:12\n{pragma}\nRUN rm -rf $TARGET\n"
+    assert (path, "hadolint/SC2086", 3) in _found({path: content}, ["hadolint"])
+
+
 # ---------------------------------------------------------------------------------------
 # Files outside the run's directory
 
@@ -194,7 +212,9 @@ def test_every_file_is_written_as_a_new_regular_file_inside_the_run():
 
 
 @pytest.mark.spec("RV-7")
-@pytest.mark.parametrize("name", ["deploy.git.py", "CVS_sync.py", "x.svn.py", "tool.tox.py", "a.eggs.py", "__pycache__.py"])
+@pytest.mark.parametrize(
+    "name", ["deploy.git.py", "CVS_sync.py", "x.svn.py", "tool.tox.py", "a.eggs.py", "__pycache__.py"]
+)
 def test_a_file_name_does_not_hide_a_file_from_bandit(name):
     # bandit skips a file named on its command line when its path contains one of its default
     # excludes (`.git`, `CVS`, `.tox`, ... as substrings): the author chooses the file's name.

@@ -133,7 +133,7 @@ def test_a_long_dotted_key_is_refused_before_the_parser(hostile: bytes, monkeypa
 
 def test_dots_in_strings_comments_and_values_of_a_valid_file_are_not_nesting() -> None:
     text = (
-        'version = 1 # a.b.c.d.e.f.g.h.i.j\nignore = ["a.b.c.d.e.f.g.h.i.j", \'x.y.z.w.v.u.t.s.r\']\n'
+        "version = 1 # a.b.c.d.e.f.g.h.i.j\nignore = [\"a.b.c.d.e.f.g.h.i.j\", 'x.y.z.w.v.u.t.s.r']\n"
         'reviewers = ["first.second.third@mail.corp.example.com"]\n'
         'instructions = """\nCheck os.path.join.a.b.c.d.e.f.g calls.\n"""\n'
     )

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from p4review.review.analyzers.directives import analyzer_copy, c_source, shell_script
+from p4review.review.analyzers.directives import analyzer_copy, c_source, dockerfile, shell_script
 
 _LINE_BREAK = re.compile(r"\r\n|\n|\r")
 
@@ -33,6 +33,24 @@ def test_only_a_plain_dialect_directive_and_non_comments_are_kept():
     kept = '# shellcheck shell=bash\n#shellcheck shell=ksh # why\necho "${#shellcheck}" $# "a#shellcheck"\n'
     assert shell_script(kept) == kept
     assert shell_script("# shellcheck shell=bash disable=SC2086\n").startswith("# p4review-ignored shellcheck")
+
+
+@pytest.mark.spec("RV-7")
+def test_hadolint_pragmas_become_ordinary_comments_but_a_posix_shell():
+    text = (
+        "FROM debian:12\n# hadolint shell=pwsh\n\t#hadolint shell = cmd # Windows\n"
+        "# hadolint global ignore=DL3002\n# hadolint shell=bash -o pipefail -c\n#  hadolint shell=/bin/sh\n"
+        'RUN echo "# hadolint shell=pwsh"\n'
+    )
+    assert dockerfile(text) == (
+        "FROM debian:12\n# p4review-ignored hadolint shell=pwsh\n\t#p4review-ignored hadolint shell = cmd # Windows\n"
+        "# p4review-ignored hadolint global ignore=DL3002\n# hadolint shell=bash -o pipefail -c\n"
+        '#  hadolint shell=/bin/sh\nRUN echo "# hadolint shell=pwsh"\n'
+    )
+    assert (
+        analyzer_copy(("hadolint",), "# hadolint shell=cmd\r\nRUN x\r\n")
+        == "# p4review-ignored hadolint shell=cmd\r\nRUN x\r\n"
+    )
 
 
 @pytest.mark.spec("RV-7")

@@ -10,6 +10,8 @@ is the author steering their own review. The tools' switches cover most of it (t
   switch turns them off. Placed before the first command, one silences the whole file; a
   malformed one (`# shellcheckdisable`) or one after a command makes shellcheck give up on the
   file. The comment stays a comment, marked: `# p4review-ignored shellcheck disable=SC2086`.
+- hadolint's `# hadolint shell=pwsh` (any shell it does not take for POSIX): it turns off the
+  shellcheck rules of every RUN below it, and no switch turns it off. Marked the same way.
 - cppcheck's preprocessor reads the file an `#include` names, wherever it is (`/dev/zero` runs
   it to the time limit, `/etc/passwd` is read), and so does `__has_include`; `#line` moves its
   reports to other lines or another file, which the added-lines filter then drops. Those
@@ -31,7 +33,7 @@ from __future__ import annotations
 
 import re
 
-from p4review.change.analyzer_files import CPPCHECK, FLAWFINDER, SHELLCHECK
+from p4review.change.analyzer_files import CPPCHECK, FLAWFINDER, HADOLINT, SHELLCHECK
 
 # ---------------------------------------------------------------------------------------
 # shellcheck
@@ -52,6 +54,30 @@ def shell_script(text: str) -> str:
         return match.group(0) if _DIALECT_ONLY.match(rest) else f"#{blanks}{IGNORED_MARK}{rest}"
 
     return _SHELLCHECK_COMMENT.sub(inert, text)
+
+
+# ---------------------------------------------------------------------------------------
+# hadolint
+
+# `# hadolint shell=pwsh` (or cmd, powershell, zsh: any shell it does not take for POSIX) makes
+# hadolint skip shellcheck on every RUN below it, and --disable-ignore-pragma covers only
+# `ignore=`. A pragma is a comment line of its own: `#`, blanks, `hadolint` (case as written).
+_HADOLINT_PRAGMA = re.compile(r"^([ \t]*#[ \t]*)(hadolint\b.*)$", re.IGNORECASE | re.MULTILINE)
+# A POSIX shell only tells shellcheck the dialect, as a SHELL instruction would.
+_POSIX_SHELL_ONLY = re.compile(
+    r"hadolint[ \t]+shell[ \t]*=[ \t]*(?:/(?:usr/)?bin/)?(?:sh|bash|dash|ksh|ash|busybox)"
+    r"(?:[ \t]+[^\s#]+)*[ \t\r]*(?:#.*)?$"  # its arguments (`-o pipefail -c`): hadolint reads the first word
+)
+
+
+def dockerfile(text: str) -> str:
+    """Every hadolint pragma but a POSIX `shell=` made an ordinary comment."""
+
+    def inert(match: re.Match[str]) -> str:
+        lead, rest = match.group(1), match.group(2)
+        return match.group(0) if _POSIX_SHELL_ONLY.match(rest) else f"{lead}{IGNORED_MARK}{rest}"
+
+    return _HADOLINT_PRAGMA.sub(inert, text)
 
 
 # ---------------------------------------------------------------------------------------
@@ -162,6 +188,8 @@ def analyzer_copy(analyzers: tuple[str, ...], text: str) -> str:
     """The content the analyzers that read a file are given."""
     if SHELLCHECK in analyzers:
         text = shell_script(text)
+    if HADOLINT in analyzers:
+        text = dockerfile(text)
     if CPPCHECK in analyzers or FLAWFINDER in analyzers:
         text = c_source(text)
     return text
