@@ -182,8 +182,17 @@ class ChangeFetcher:
                     rev = int_field(record.get(b"rev"))
                     if operand not in by_operand or rev is None:
                         continue  # not a file we asked for
-                    if decode_field(record.get(b"action")) not in _DELETE_ACTIONS:  # deleted: no policy there
-                        revisions[operand] = rev
+                    if decode_field(record.get(b"action")) in _DELETE_ACTIONS:  # deleted: no policy there
+                        continue
+                    if is_binary_type(decode_field(record.get(b"type"))):
+                        # A binary file is never reviewed, so the change that made this policy was
+                        # not either: it is not used.
+                        detail = "stored as a binary file type, so never reviewed: not used"
+                        found.diagnostics.append(
+                            PolicyDiagnostic(source=by_operand[operand], reason="invalid_policy", detail=detail)
+                        )
+                        continue
+                    revisions[operand] = rev
         except P4CommandError:
             found.diagnostics.append(PolicyDiagnostic(source="(lookup)", reason="unreadable", detail="p4 files failed"))
             return found
@@ -259,6 +268,8 @@ class ChangeFetcher:
         size = self._sizes.get((number, description.kind.value, path, changed.revision))
         if size is not None and size > self._max_bytes:
             return skipped(SkipReason.TOO_LARGE)
+        # A policy file is always reviewed: its author writes the header that would say "generated".
+        skip_generated = self._skip_generated and not is_policy_file(path)
         # The server's own spelling (escaped), never the normalized form: that is what was allowed.
         operand = depot_path_operand(path)
         shelved = description.kind is ChangeKind.SHELVED
@@ -267,7 +278,7 @@ class ChangeFetcher:
             content = self._runner.run_text(["print", "-q", spec], changelist_id=number)
             if len(content) > self._max_bytes:
                 return skipped(SkipReason.TOO_LARGE)
-            if self._skip_generated and declares_generated(content[:4096].decode("utf-8", "replace")):
+            if skip_generated and declares_generated(content[:4096].decode("utf-8", "replace")):
                 return skipped(SkipReason.GENERATED)
             return FileDiff(
                 depot_path=path,
@@ -289,7 +300,7 @@ class ChangeFetcher:
             diff = normalize_diff2(path, output)
             if diff is None:
                 return skipped(SkipReason.IDENTICAL)
-            if self._skip_generated and diff_declares_generated(diff):
+            if skip_generated and diff_declares_generated(diff):
                 return skipped(SkipReason.GENERATED)  # before the analyzers' print: no p4 call spent
             new_content = None
             if self._keep_content(path):
@@ -297,7 +308,7 @@ class ChangeFetcher:
                 content = self._runner.run_text(["print", "-q", right], changelist_id=number)
                 if len(content) <= self._max_bytes:
                     new_content = decode_text(content, "file content").removeprefix("\ufeff")
-                    if self._skip_generated and declares_generated(new_content[:4096]):
+                    if skip_generated and declares_generated(new_content[:4096]):
                         return skipped(SkipReason.GENERATED)  # edited below a header the diff did not show
             return FileDiff(
                 depot_path=path, action=action, status=DiffStatus.FETCHED, unified_diff=diff, new_content=new_content
