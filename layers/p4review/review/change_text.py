@@ -1,11 +1,12 @@
 """Change-supplied text in the model's request, as delimited data (docs/security.md "Change-supplied
 text in the prompt").
 
-Every piece of text the change brings (its owner's name, its description, its file list, the
-depot policy's instructions, each file's diff) goes into the user message inside an element whose tag ends in a
-per-request random nonce: `<cl_desc_3f9c...>` ... `</cl_desc_3f9c...>`. The
-text cannot close an element it cannot name, and a block it forges (a guidance block, a file list)
-is not one of the request's: it has no nonce and sits inside the description's element.
+Every piece of text the change brings (its description, its file list, the depot policy's
+instructions, each file's diff) goes into the user message inside an element whose tag ends in a
+per-request random nonce: `<cl_desc_3f9c... owner="alice">` ... `</cl_desc_3f9c...>` (the owner's
+p4 user name, any printable text, is an attribute). The text cannot close an element it cannot
+name, and a block it forges (a guidance block, a file list) is not one of the request's: it has
+no nonce and sits inside the description's element.
 
 Text that imitates one of the tags (with or without a nonce) is defused as well, so it does not
 even look like one to a reader that is not strict about the suffix. The match runs on the text as
@@ -25,12 +26,11 @@ import secrets
 import unicodedata
 
 # Short names: every request carries each tag twice. None is a name code tends to use.
-OWNER_TAG = "cl_owner"
 DESCRIPTION_TAG = "cl_desc"
 GUIDANCE_TAG = "repository_review_guidance"
 CHANGED_FILES_TAG = "cl_files"
 FILE_DIFF_TAG = "cl_diff"
-DELIMITER_TAGS = (OWNER_TAG, DESCRIPTION_TAG, GUIDANCE_TAG, CHANGED_FILES_TAG, FILE_DIFF_TAG)
+DELIMITER_TAGS = (DESCRIPTION_TAG, GUIDANCE_TAG, CHANGED_FILES_TAG, FILE_DIFF_TAG)
 DEFUSED_BRACKET = "\u2039"  # ‹ : NFKC keeps it as it is
 # 32 bits, unseen by the change's author: a closing tag is defused with any suffix anyway (the
 # nonce is the second line of defence), and every tag carries it, in every request's tokens.
@@ -90,13 +90,6 @@ def defuse(text: str) -> str:
 def _attribute(value: str) -> str:
     """An attribute value on one line that cannot end its quotes or the tag."""
     return re.sub(r"\s+", " ", defuse(value)).replace('"', "%22").replace(">", "%3E")
-
-
-def delimited_inline(tag: str, text: str, nonce: str, limit: int) -> str:
-    """`text` (defused, on one line, at most `limit` characters) as the element `<tag_nonce>` within a line."""
-    shown = re.sub(r"\s+", " ", defuse(text)).strip()
-    shown = shown if len(shown) <= limit else shown[: limit - 3] + "..."
-    return f"<{tag}_{nonce}>{shown}</{tag}_{nonce}>"
 
 
 def delimited(tag: str, text: str, nonce: str, **attributes: str) -> str:

@@ -175,7 +175,7 @@ def test_user_message_lists_only_the_chunks_files():
         changed_files=["//depot/main/a.c"],
         file_sections=["=== FILE //depot/main/a.c ==="],
     )
-    assert "- //depot/main/a.c" in message and re.search(r"Changelist 7 by <cl_owner_\w+>alice</cl_owner_\w+>", message)
+    assert "- //depot/main/a.c" in message and re.search(r'<cl_desc_\w+ owner="alice">', message)
 
 
 def test_token_estimate_is_conservative_for_code():
