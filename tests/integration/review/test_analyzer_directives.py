@@ -121,6 +121,16 @@ def test_inline_configuration_does_not_silence_hadolint_or_eslint():
 
 
 @pytest.mark.spec("RV-7")
+@pytest.mark.parametrize("name", ["APP.JS", "app.Js", "tool.MJS", "view.JSX", "old.CJS", "n" * 120 + ".js"])
+def test_an_upper_case_extension_or_a_long_name_does_not_hide_a_file_from_eslint(name):
+    # The file is routed to eslint whatever the extension's case, and eslint's configuration
+    # matches `**/*.js`: it silently skipped `APP.JS` (`--no-warn-ignored`), and a name cut at 100
+    # characters, extension and all.
+    path = f"//depot/web/{name}"
+    assert (path, "eslint/no-eval", 1) in _found({path: "eval(process.argv[2]);\n"}, ["eslint"])
+
+
+@pytest.mark.spec("RV-7")
 @pytest.mark.parametrize(
     "pragma",
     [

@@ -67,6 +67,8 @@ ANALYZER_UNAVAILABLE = "analyzer_unavailable"
 ANALYZER_FAILED = "analyzer_failed"
 DEFAULT_TIMEOUT_SECONDS = 60.0
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
+_MAX_NAME_CHARS = 100
+_MAX_EXTENSION_CHARS = 16
 
 
 @dataclass
@@ -234,7 +236,15 @@ def _local_name(index: int, depot_path: str) -> str:
     base = _SAFE_NAME.sub("_", posixpath.basename(depot_path))
     # `.` and `..` would name the file's folder or the run's own directory, never a new file.
     base = base if base.strip(".") else "file"
-    return f"f{index:04d}/{base[:100]}"
+    stem, extension = posixpath.splitext(base)
+    if len(extension) > _MAX_EXTENSION_CHARS:
+        stem, extension = base, ""
+    if ESLINT in analyzers_for(depot_path):
+        # Routed whatever the extension's case, but eslint's configuration matches `**/*.js`: it
+        # skipped `APP.JS` without a word. (Not for all: cppcheck reads `.C` as C++, `.c` as C.)
+        extension = extension.lower()
+    # A long name is cut in its stem: without its extension, eslint skipped the file.
+    return f"f{index:04d}/{stem[: _MAX_NAME_CHARS - len(extension)]}{extension}"
 
 
 class AnalyzerRunner:
