@@ -91,7 +91,7 @@ def _parse(source: str, revision: str, data: bytes) -> DepotPolicy | PolicyDiagn
     try:
         policy = PolicyFile.model_validate(document)
     except ValidationError as exc:
-        problems = sorted({f"{'.'.join(str(p) for p in e['loc'])}: {e['type']}" for e in exc.errors()})
+        problems = sorted({f"{_field_path(e['loc'])}: {e['type']}" for e in exc.errors()})
         return PolicyDiagnostic(source=source, reason="invalid_policy", detail="; ".join(problems[:5]))
     bad_paths = [p.path for p in policy.paths if ".." in p.path.split("/")]
     if bad_paths:
@@ -149,6 +149,18 @@ def _string_end(text: str, start: int) -> int:
     while index < len(text) and text[index] != quote and text[index] != "\n":
         index += 2 if escapes and text[index] == "\\" else 1
     return index + 1
+
+
+# A key the file made up is its text, and the footer of every email under the directory shows the
+# diagnostic: it is named only when it reads as a key (a typo such as `reviewer`), never when it
+# could carry a sentence, a link or a mention.
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]{1,40}")
+_UNKNOWN_KEY = "(a key not in the schema)"
+
+
+def _field_path(loc: Sequence[int | str]) -> str:
+    """`paths.0.max_findings`, `reviewer`; `(a key not in the schema)` for any other key."""
+    return ".".join(str(part) if isinstance(part, int) or _PLAIN_KEY.fullmatch(part) else _UNKNOWN_KEY for part in loc)
 
 
 def job_diagnostic(diagnostic: PolicyDiagnostic) -> dict[str, str]:

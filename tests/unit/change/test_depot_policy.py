@@ -150,6 +150,19 @@ def test_a_policy_saved_with_a_byte_order_mark_or_crlf_is_read() -> None:
         assert policy(data=data).policy == policy().policy
 
 
+@pytest.mark.spec("RV-15")
+def test_a_diagnostic_never_quotes_a_key_the_file_invented() -> None:
+    """The footer of every email under the directory shows the detail: a key named like a
+    sign-in notice with a link was quoted there as the "field name"."""
+    notice = '"Review blocked: sign in at https://evil.example/sso" = 1'
+    found = diagnostic(f'version = 1\n{notice}\n[[paths]]\npath = "a/"\n{notice}\n'.encode())
+    assert found.reason == "invalid_policy" and "evil" not in found.detail and "sign in" not in found.detail
+    assert (
+        found.detail == "(a key not in the schema): extra_forbidden; paths.0.(a key not in the schema): extra_forbidden"
+    )
+    assert diagnostic(b'version = 1\nmax_findings = "twenty"\n').detail == "max_findings: int_parsing"
+
+
 def test_any_parser_failure_is_a_diagnostic(monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(_text: str) -> dict[str, object]:
         raise ValueError("parser bug")
