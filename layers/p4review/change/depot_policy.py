@@ -4,7 +4,7 @@ about a file (ignored? noise rules, reviewers, extra instructions).
 
 Everything here reads text a developer with depot write access controls, so each step is bounded
 before it runs: a file's size and nesting depth before the TOML parser (which recurses), and
-`ignore` globs are matched in linear time (a regex engine would backtrack)."""
+`ignore` globs are matched by RE2 in linear time (a backtracking engine such as `re` would not)."""
 
 from __future__ import annotations
 

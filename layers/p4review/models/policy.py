@@ -60,6 +60,10 @@ class DepotPolicy(BaseModel):
     policy: PolicyFile
 
 
+# A PolicyDiagnostic's reason when the file was used but a reviewer it names was not emailed.
+REVIEWER_NOT_ALLOWED = "reviewer_not_allowed"
+
+
 class PolicyDiagnostic(BaseModel):
     """Why a policy file was not used; the review went on with the service's defaults."""
 

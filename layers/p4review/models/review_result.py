@@ -259,6 +259,11 @@ class ModelAnswer(BaseModel):
     fallback: str | None = None  # who reviewed the rejected parts instead: "heuristic"
 
 
+# Findings a review version keeps by default, the most severe first (P4REVIEW_MAX_FINDINGS;
+# review/bounds.py).
+DEFAULT_MAX_FINDINGS = 50
+
+
 class FindingsCut(BaseModel):
     """What the caps on one review version left out (docs/review.md "Caps")."""
 
@@ -288,3 +293,8 @@ class StoredReview(BaseModel):
     history: VersionHistory | None = None  # review_version > 1 with the previous result found
     model_answer: ModelAnswer | None = None  # None in documents written before it existed
     cut: FindingsCut | None = None  # None: nothing was cut
+
+    @property
+    def model_answer_rejected(self) -> bool:
+        """The model's answer (for some part of the change) was not used: not an all-clear."""
+        return self.model_answer is not None and self.model_answer.status is not ModelAnswerStatus.ACCEPTED

@@ -27,7 +27,7 @@ from typing import NamedTuple
 from p4review.change.depot_paths import sanitize_for_log
 from p4review.change.json_rules import parse_rules
 from p4review.errors import ConfigError
-from p4review.models.policy import PolicyDiagnostic, ReviewerRule
+from p4review.models.policy import REVIEWER_NOT_ALLOWED, PolicyDiagnostic, ReviewerRule
 from p4review.notify.delivery import normalize_recipient
 
 SETTING = "P4REVIEW_REVIEWERS"
@@ -92,7 +92,7 @@ def policy_refusals(rejected: Iterable[Rejection]) -> list[PolicyDiagnostic]:
     return [
         PolicyDiagnostic(
             source=source,
-            reason="reviewer_not_allowed",
+            reason=REVIEWER_NOT_ALLOWED,
             detail=f"reviewers at {', '.join(sorted(found))} not emailed: not an allowed recipient domain",
         )
         for source, found in sorted(domains.items())

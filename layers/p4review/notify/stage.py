@@ -26,7 +26,7 @@ from p4review.models.change import ChangeSnapshot
 from p4review.models.job import JobStatus, ReviewJob, StageName
 from p4review.models.outbox import DeliveryStatus, LookupResult, OutboxRow, SendResult
 from p4review.models.policy import ChangePolicy
-from p4review.models.review_result import ModelAnswerStatus, StoredReview
+from p4review.models.review_result import StoredReview
 from p4review.notify.delivery import message_id_for
 from p4review.notify.delivery_loop import ChannelProfile, deliver
 from p4review.notify.email.render import render_review_email
@@ -93,13 +93,12 @@ class NotifyWork:
             snapshot = ChangeSnapshot.model_validate(self._artifacts.get_json(job.artifacts.change_key)["snapshot"])
             stored = StoredReview.model_validate(self._artifacts.get_json(job.artifacts.result_key))
             resolved = bool(stored.history and stored.history.resolved)
-            rejected = stored.model_answer is not None and stored.model_answer.status != ModelAnswerStatus.ACCEPTED
             # A rerun that resolved everything is news (what was fixed), not an empty review; nor
             # is a review without the model's answer an all-clear.
             if (
                 not stored.result.findings
                 and not resolved
-                and not rejected
+                and not stored.model_answer_rejected
                 and self._settings.no_findings_policy == "skip"
             ):
                 logger.info(
@@ -254,8 +253,7 @@ class NotifyWork:
                 failing=0,
             )
         else:
-            rejected = stored.model_answer is not None and stored.model_answer.status != ModelAnswerStatus.ACCEPTED
-            result = verdict(stored.result.findings, fail_at, answer_rejected=rejected)
+            result = verdict(stored.result.findings, fail_at, answer_rejected=stored.model_answer_rejected)
         start = start_delivery(self._outbox, job, swarm_row_key(VERDICT_KEY), lease, "the Swarm verdict")
         row = start.row
         if row.notified_at:

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from p4review.models.review_result import Diagnostic, Finding, FindingsCut, ParseOutcome
 from p4review.review.findings_merge import severity_rank
 
-DEFAULT_MAX_FINDINGS = 50
 TRUNCATION_MARK = " [... truncated]"
 # Characters per field, the marker included; the prompt asks for far less (a title of at most 80).
 FIELD_CHARS: dict[str, int] = {"id": 64, "title": 200, "message": 1500, "suggestion": 600, "rule_id": 100}

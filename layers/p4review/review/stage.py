@@ -29,6 +29,7 @@ from p4review.models.change import DiffStatus
 from p4review.models.job import ReviewJob, ReviewSummary, StageName
 from p4review.models.policy import DepotPolicy
 from p4review.models.review_result import (
+    DEFAULT_MAX_FINDINGS,
     SCHEMA_VERSION,
     Coverage,
     Diagnostic,
@@ -50,7 +51,7 @@ from p4review.pipeline.stage_runner import StageOutput
 from p4review.ports import ArtifactStore
 from p4review.review.analyzers.analysis import analyzable, as_findings, on_added_lines, without_placeholder_lines
 from p4review.review.analyzers.runner import AnalyzerRun
-from p4review.review.bounds import DEFAULT_MAX_FINDINGS, CutCount, bounded_findings, bounded_outcome
+from p4review.review.bounds import CutCount, bounded_findings, bounded_outcome
 from p4review.review.capacity import TokenGate
 from p4review.review.chunking import (
     SKIP_ANSWER_REJECTED,

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, Json, ValidationError, field_
 from p4review.change import depot_paths
 from p4review.change.analyzer_files import ALL_ANALYZERS
 from p4review.errors import ConfigError
+from p4review.models.review_result import DEFAULT_MAX_FINDINGS
 from p4review.resources import DEFAULT_RETENTION_DAYS
 
 if TYPE_CHECKING:
@@ -278,7 +279,7 @@ class ReviewTuningBlock(SettingsBlock):
     allow_prompt_patch_drift: bool = Field(default=False, alias="P4REVIEW_ALLOW_PROMPT_PATCH_DRIFT")
     # Findings kept per review version, the most severe first; the email says how many more there
     # were (review/bounds.py).
-    max_findings: int = Field(default=50, ge=1, le=500, alias="P4REVIEW_MAX_FINDINGS")
+    max_findings: int = Field(default=DEFAULT_MAX_FINDINGS, ge=1, le=500, alias="P4REVIEW_MAX_FINDINGS")
 
 
 # -- Swarm ----------------------------------------------------------------------------------------

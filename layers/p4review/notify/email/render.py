@@ -30,7 +30,7 @@ from p4review.change.depot_paths import escaped_character, sanitize_for_log
 from p4review.change.excerpts import code_excerpt
 from p4review.models.change import ChangeDescription, DiffStatus, FileDiff
 from p4review.models.job import ReviewJob
-from p4review.models.policy import ChangePolicy
+from p4review.models.policy import REVIEWER_NOT_ALLOWED, ChangePolicy
 from p4review.models.review_result import (
     SEVERITY_ORDER,
     Coverage,
@@ -453,7 +453,7 @@ def _policy_notes(policy: ChangePolicy | None) -> tuple[str, ...]:
         return ()
     notes = [f"Review policy: {_shown_path(found.source)}{found.revision}" for found in policy.policies]
     for d in policy.diagnostics:
-        if d.reason == "reviewer_not_allowed":  # the file was used; an address it names was not
+        if d.reason == REVIEWER_NOT_ALLOWED:  # the file was used; an address it names was not
             notes.append(f"Review policy {_shown_path(d.source)}: {_one_line(d.detail, 300)}.")
         else:
             notes.append(
