@@ -1,7 +1,8 @@
 """Build `benchmarks/data/external-corpus.jsonl`: a redaction evaluation corpus from data this
 project did not write, so that the figures do not grade the rules on their own generator.
 
-Sources (each record names its own):
+Issue 13's sources (each record names its own; kept as they are unless all three snapshots are
+given, so that their figures stay comparable):
 - positives and negatives: the `examples` and `negative_examples` of the rule files of
   Kingfisher (mongodb/kingfisher, Apache-2.0) and Nosey Parker (praetorian-inc/noseyparker,
   Apache-2.0), read from snapshots of the two repositories (`--kingfisher`, `--noseyparker`:
@@ -23,9 +24,30 @@ group that took part, else the whole match); examples the pattern does not match
 Rules that find identifiers rather than secrets (public keys, client and account ids, user
 names, hosts, URLs without credentials) and password *hashes* are left out.
 
+Issue 28's sources (tools/external_corpus_sources.py says how each is labelled):
+- committed with the corpus: wpa_supplicant's example configs from Debian's wpasupplicant package
+  (BSD-3-clause; `psk=`/`password=` values, spans by hand rule) and the comment lines of its and
+  redis' shipped configs (negatives), JavaScript lines of permissively licensed npm packages
+  (node_modules) and C header lines of OpenSSL, CPython, SQLite, expat and zlib as hard
+  negatives, and look-alike lines written here (placeholders, digests, ids, coordinates);
+- kept out of the repository (`.local/external-corpus-fetched.jsonl`, rebuilt from the pinned
+  snapshots below; the workplace keeps fetched data out of developers' commits): the test data
+  of Skyscanner/whispers (Apache-2.0) at 5832bf74dcb1, Yelp/detect-secrets (Apache-2.0) at
+  5e141933554a, sirwart/ripsecrets (MIT) at 416e9d04d6ba, GitGuardian/ggshield (MIT) at
+  eaa3e43b1ae1 and gitleaks/gitleaks (MIT) at b58d3f102cf3 (reported apart: the adopted
+  ruleset derives from gitleaks), and the records of items 1, 7 and 8 derived from them.
+
     python tools/build_external_corpus.py --kingfisher /work/.mirror/mongodb+kingfisher/repo \
         --noseyparker /work/.mirror/praetorian-inc+noseyparker/repo \
-        --secretlint /work/.mirror/secretlint+secretlint/repo
+        --secretlint /work/.mirror/secretlint+secretlint/repo          # issue 13's, rebuilt
+
+    M=/work/.mirror; python tools/build_external_corpus.py \
+        --whispers $M/Skyscanner+whispers/repo --detect-secrets $M/Yelp+detect-secrets/repo \
+        --ripsecrets $M/sirwart+ripsecrets/repo --ggshield $M/GitGuardian+ggshield/repo \
+        --gitleaks $M/gitleaks+gitleaks/repo --debian DIR_OF_DPKG_X \
+        --node-modules layers/analyzers-js/node_modules                # issue 28's
+
+`DIR_OF_DPKG_X`: `apt-get download wpasupplicant redis-server` then `dpkg -x` of each into it.
 """
 
 from __future__ import annotations
@@ -40,6 +62,9 @@ import sysconfig
 from pathlib import Path
 
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import external_corpus_sources as sources
 
 OUTPUT = Path(__file__).resolve().parents[1] / "benchmarks/data/external-corpus.jsonl"
 _NOT_A_SECRET = re.compile(
@@ -267,41 +292,98 @@ def real_code_negatives(
     return unique
 
 
+ROUND_ONE = ("kingfisher@", "noseyparker@", "secretlint@", "site-packages:")
+# Records taken from repositories fetched for this corpus stay out of the repository (the
+# workplace keeps fetched data out of developers' commits): they go to a local file, rebuilt from
+# the pinned snapshots by this script, which the benchmark reads when it is there.
+FETCHED_OUTPUT = Path(__file__).resolve().parents[1] / ".local" / "external-corpus-fetched.jsonl"
+
+
+def round_one(args: argparse.Namespace) -> list[dict]:
+    """Issue 13's sources, rebuilt from their snapshots when given, else kept as they are in the
+    corpus file (so their figures stay comparable)."""
+    if args.kingfisher and args.noseyparker and args.secretlint:
+        tuning = real_code_negatives(args.real_code_negatives)
+        # A second sample, drawn after the rules were tuned on the first and never used to tune them.
+        fresh = real_code_negatives(
+            args.real_code_negatives,
+            seed=29,
+            label="real_code_fresh",
+            exclude=frozenset(record["text"] for record in tuning),
+        )
+        digests = real_code_negatives(
+            args.real_code_negatives // 2, seed=31, pattern=_DIGEST_OR_ID, label="real_code_digests"
+        )
+        return (
+            rule_examples("kingfisher", args.kingfisher, "data/rules/")
+            + rule_examples("noseyparker", args.noseyparker, "crates/noseyparker/data/default/builtin/rules/")
+            + secretlint_snapshots(args.secretlint)
+            + tuning
+            + fresh
+            + digests
+        )
+    kept = [json.loads(line) for line in OUTPUT.read_text("utf-8").splitlines() if line.strip()]
+    return [record for record in kept if record["source"].startswith(ROUND_ONE)]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--kingfisher", type=Path, required=True)
-    parser.add_argument("--noseyparker", type=Path, required=True)
-    parser.add_argument("--secretlint", type=Path, required=True)
+    parser.add_argument("--kingfisher", type=Path)
+    parser.add_argument("--noseyparker", type=Path)
+    parser.add_argument("--secretlint", type=Path)
     parser.add_argument("--real-code-negatives", type=int, default=300)
+    # Issue 28's sources: git directories of the snapshots (`fetch`), unpacked Debian packages.
+    parser.add_argument("--whispers", type=Path, help="Skyscanner/whispers (Apache-2.0)")
+    parser.add_argument("--detect-secrets", type=Path, help="Yelp/detect-secrets (Apache-2.0)")
+    parser.add_argument("--ripsecrets", type=Path, help="sirwart/ripsecrets (MIT)")
+    parser.add_argument("--ggshield", type=Path, help="GitGuardian/ggshield (MIT)")
+    parser.add_argument("--gitleaks", type=Path, help="gitleaks/gitleaks (MIT)")
+    parser.add_argument("--debian", type=Path, help="`dpkg -x` of wpasupplicant and redis-server")
+    parser.add_argument("--node-modules", type=Path, help="JavaScript packages (hard negatives)")
+    parser.add_argument("--include", type=Path, default=Path("/usr/include"), help="C headers (hard negatives)")
+    parser.add_argument("--fetched-output", type=Path, default=FETCHED_OUTPUT)
     args = parser.parse_args()
-    tuning = real_code_negatives(args.real_code_negatives)
-    # A second sample, drawn after the rules were tuned on the first and never used to tune them.
-    fresh = real_code_negatives(
-        args.real_code_negatives,
-        seed=29,
-        label="real_code_fresh",
-        exclude=frozenset(record["text"] for record in tuning),
-    )
-    digests = real_code_negatives(
-        args.real_code_negatives // 2, seed=31, pattern=_DIGEST_OR_ID, label="real_code_digests"
-    )
-    records = (
-        rule_examples("kingfisher", args.kingfisher, "data/rules/")
-        + rule_examples("noseyparker", args.noseyparker, "crates/noseyparker/data/default/builtin/rules/")
-        + secretlint_snapshots(args.secretlint)
-        + tuning
-        + fresh
-        + digests
-    )
-    with OUTPUT.open("w", encoding="utf-8") as out:
+
+    committed = round_one(args)
+    if args.debian:
+        committed += sources.debian_examples(args.debian)
+    if args.node_modules:
+        committed += sources.node_modules_negatives(args.node_modules, 300)
+    if args.include.is_dir():
+        committed += sources.c_header_negatives(args.include, 200)
+    committed += sources.lookalikes()
+
+    fetched: list[dict] = []
+    if args.whispers:
+        fetched += sources.whispers(args.whispers)
+    if args.detect_secrets:
+        fetched += sources.detect_secrets(args.detect_secrets, sys.executable)
+    if args.ripsecrets:
+        fetched += sources.ripsecrets(args.ripsecrets)
+    if args.ggshield:
+        fetched += sources.ggshield(args.ggshield)
+    if args.gitleaks:
+        fetched += sources.gitleaks(args.gitleaks)
+    # Derived shapes (items 1, 7, 8) from the fetched sources' positives, gitleaks' aside (it is
+    # reported apart as the adopted ruleset's parent).
+    fetched += sources.derived([record for record in fetched if not record["source"].startswith("gitleaks@")])
+
+    _write(OUTPUT, committed)
+    if fetched:
+        args.fetched_output.parent.mkdir(parents=True, exist_ok=True)
+        _write(args.fetched_output, fetched)
+    return 0
+
+
+def _write(path: Path, records: list[dict]) -> None:
+    with path.open("w", encoding="utf-8") as out:
         for record in records:
             out.write(json.dumps(record, ensure_ascii=False) + "\n")
     counts: dict[str, int] = {}
     for record in records:
         key = f"{record['label']}/{record['class']}"
         counts[key] = counts.get(key, 0) + 1
-    print(f"{OUTPUT}: {len(records)} records {counts}")
-    return 0
+    print(f"{path}: {len(records)} records {counts}")
 
 
 if __name__ == "__main__":
