@@ -94,8 +94,33 @@ def origin(record: dict) -> str:
     return re.split(r"[@:]", record["source"], maxsplit=1)[0]
 
 
+def issue28_item(record: dict) -> int | None:
+    """The issue-28 item whose shape a secret has: as the builder marked it, else read from the
+    record: item 2 (a value a mask used to stop inside: `&`, `=`, `#`, `;` in it, a leading `$`,
+    `#` or `?`, an `@` in a connection string's password), item 6 (a URL query parameter, a
+    custom API-key header)."""
+    if record.get("issue28_item") is not None:
+        return int(record["issue28_item"])
+    secret = record.get("secret") or ""
+    if record["label"] != "secret" or record["class"] == "private_key" or not secret:
+        return None
+    if (
+        re.search(r"[&=#;]", secret.rstrip("="))
+        or secret[0] in "$#?"
+        or (record["class"] in ("connection_string", "uri") and "@" in secret)
+    ):
+        return 2
+    line = next((line for line in record["text"].splitlines() if secret in line), "")
+    value = re.escape(secret)
+    if re.search(rf"[?&][\w.-]+={value}", line) or re.search(
+        rf"(?i)\b(?:x-[\w-]*(?:key|token|auth)|private-token)\s*:\s*[\"']?{value}", line
+    ):
+        return 6
+    return None
+
+
 def issue28_shape(record: dict) -> bool:
-    return record["class"] in ISSUE28_CLASSES or record.get("issue28_item") is not None
+    return record["class"] in ISSUE28_CLASSES or issue28_item(record) is not None
 
 
 _WORDS = re.compile(r"[A-Za-z]+(?:[_.-][A-Za-z]+)*")  # `azureClientSecret`, `AccountName`: names
@@ -288,8 +313,8 @@ def table(records: list[dict], results: Results) -> str:
         row(f"recall, {label}{mark}", lambda r, c=label: secret(r) and r["class"] == c)
     row("recall, shapes built after reading issue 28", lambda r: secret(r) and issue28_shape(r))
     row("recall, the other records", lambda r: secret(r) and not issue28_shape(r))
-    for item in sorted({record["issue28_item"] for record in records if record.get("issue28_item") is not None}):
-        row(f"recall, issue 28 item {item}'s shape", lambda r, i=item: secret(r) and r.get("issue28_item") == i)
+    for item in sorted({issue28_item(record) for record in records} - {None}):  # type: ignore[type-var]
+        row(f"recall, issue 28 item {item}'s shape", lambda r, i=item: secret(r) and issue28_item(r) == i)
     for source in sorted({origin(record) for record in records if record["label"] == "secret"}):
         set_apart = source in {prefix.rstrip("@") for prefix in SET_APART}
         title = f"recall, {source}" + (" (set apart: the adopted ruleset's parent)" if set_apart else "")

@@ -35,7 +35,13 @@ Issue 28's sources (tools/external_corpus_sources.py says how each is labelled):
   of Skyscanner/whispers (Apache-2.0) at 5832bf74dcb1, Yelp/detect-secrets (Apache-2.0) at
   5e141933554a, sirwart/ripsecrets (MIT) at 416e9d04d6ba, GitGuardian/ggshield (MIT) at
   eaa3e43b1ae1 and gitleaks/gitleaks (MIT) at b58d3f102cf3 (reported apart: the adopted
-  ruleset derives from gitleaks), and the records of items 1, 7 and 8 derived from them.
+  ruleset derives from gitleaks); connection strings of the Go PostgreSQL drivers' tests
+  (jackc/pgx, MIT, at 728cefa8008f; lib/pq, MIT, at f4654a41a62b) and the .pypirc files of
+  twine's tests (pypa/twine, Apache-2.0, at f536ac5d0c77); netrc files, `Authorization: Basic`
+  headers and SASL `AUTH PLAIN` lines of curl's test cases (curl/curl, curl licence (MIT-style),
+  at 5c61e168698a); device secrets of the configurations napalm's tests replay
+  (napalm-automation/napalm, Apache-2.0, at ee70e634555f); and the records of items 1, 7 and 8
+  derived from them.
 
     python tools/build_external_corpus.py --kingfisher /work/.mirror/mongodb+kingfisher/repo \
         --noseyparker /work/.mirror/praetorian-inc+noseyparker/repo \
@@ -44,7 +50,9 @@ Issue 28's sources (tools/external_corpus_sources.py says how each is labelled):
     M=/work/.mirror; python tools/build_external_corpus.py \
         --whispers $M/Skyscanner+whispers/repo --detect-secrets $M/Yelp+detect-secrets/repo \
         --ripsecrets $M/sirwart+ripsecrets/repo --ggshield $M/GitGuardian+ggshield/repo \
-        --gitleaks $M/gitleaks+gitleaks/repo --debian DIR_OF_DPKG_X \
+        --gitleaks $M/gitleaks+gitleaks/repo --pgx $M/jackc+pgx/repo --pq $M/lib+pq/repo \
+        --twine $M/pypa+twine/repo --curl $M/curl+curl/repo \
+        --napalm $M/napalm-automation+napalm/repo --debian DIR_OF_DPKG_X \
         --node-modules layers/analyzers-js/node_modules                # issue 28's
 
 `DIR_OF_DPKG_X`: `apt-get download wpasupplicant redis-server` then `dpkg -x` of each into it.
@@ -338,6 +346,11 @@ def main() -> int:
     parser.add_argument("--ripsecrets", type=Path, help="sirwart/ripsecrets (MIT)")
     parser.add_argument("--ggshield", type=Path, help="GitGuardian/ggshield (MIT)")
     parser.add_argument("--gitleaks", type=Path, help="gitleaks/gitleaks (MIT)")
+    parser.add_argument("--pgx", type=Path, help="jackc/pgx (MIT): connection strings")
+    parser.add_argument("--pq", type=Path, help="lib/pq (MIT): connection strings")
+    parser.add_argument("--twine", type=Path, help="pypa/twine (Apache-2.0): .pypirc files")
+    parser.add_argument("--curl", type=Path, help="curl/curl (curl licence): netrc, Basic auth, AUTH PLAIN")
+    parser.add_argument("--napalm", type=Path, help="napalm-automation/napalm (Apache-2.0): device configs")
     parser.add_argument("--debian", type=Path, help="`dpkg -x` of wpasupplicant and redis-server")
     parser.add_argument("--node-modules", type=Path, help="JavaScript packages (hard negatives)")
     parser.add_argument("--include", type=Path, default=Path("/usr/include"), help="C headers (hard negatives)")
@@ -364,6 +377,16 @@ def main() -> int:
         fetched += sources.ggshield(args.ggshield)
     if args.gitleaks:
         fetched += sources.gitleaks(args.gitleaks)
+    if args.pgx:
+        fetched += sources.driver_connection_strings(args.pgx, "pgx", ("pgconn/config_test.go",))
+    if args.pq:
+        fetched += sources.driver_connection_strings(args.pq, "pq", ("conn_test.go", "connector_test.go"))
+    if args.twine:
+        fetched += sources.twine_pypirc(args.twine)
+    if args.curl:
+        fetched += sources.curl_tests(args.curl)
+    if args.napalm:
+        fetched += sources.napalm_configs(args.napalm)
     # Derived shapes (items 1, 7, 8) from the fetched sources' positives, gitleaks' aside (it is
     # reported apart as the adopted ruleset's parent).
     fetched += sources.derived([record for record in fetched if not record["source"].startswith("gitleaks@")])

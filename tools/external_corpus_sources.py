@@ -828,3 +828,173 @@ def derived(bases: list[dict], seed: int = 28) -> list[dict]:
         )
         add("path", 7, base, text, base["secret"], "file_path")
     return records
+
+
+# --- drivers' and clients' own tests: connection strings (item 4) and .pypirc (item 3) ---------
+
+_DSN_PASSWORD = re.compile(
+    r"(?i)(?<![\w-])(?P<key>password|sslpassword|pwd|userpass)\s*=\s*(?:'(?P<quoted>(?:[^'\\]|\\.)*)'|(?P<bare>[^\s&;'\"]+))"
+)
+
+
+def _dsn_secret(literal: str) -> tuple[str, str] | None:
+    """The password of a connection string (libpq keywords, a URI's user-info or its query),
+    and the class: a URI's user-info is `uri`, the rest `connection_string`."""
+    uri = _URI_WITH_CREDENTIALS.search(literal)
+    if uri is not None:
+        return uri.group(1), "uri"
+    keyword = _DSN_PASSWORD.search(literal)
+    if keyword is not None:
+        return (
+            keyword.group("quoted") if keyword.group("quoted") is not None else keyword.group("bare")
+        ), "connection_string"
+    return None
+
+
+def driver_connection_strings(repo: Path, project: str, paths: tuple[str, ...]) -> list[dict]:
+    """Connection strings among the string literals of a database driver's Go tests (jackc/pgx,
+    lib/pq): a literal holding a password (a libpq `password=` keyword, a URI's user-info or a
+    `?password=` query parameter) is a record, the line of code it sits on its text, the password
+    its secret (cut by hand rule; the tests' own expected `Password:` fields agree)."""
+    commit = commit_of(repo)
+    records: list[dict] = []
+    per_value: dict[tuple[str, str], int] = {}
+    for path in paths:
+        source = f"{project}@{commit}:{path}"
+        for line in (git_show(repo, path) or "").splitlines():
+            for literal in _go_strings(line):
+                found = _dsn_secret(literal)
+                if found is None:
+                    continue
+                secret, record_class = found
+                if len(secret) < 6 or _PLACEHOLDER_VALUE.search(secret) or set(secret) <= {"x", "*"}:
+                    continue
+                text = line.strip()
+                # at most three records a value and shape: the tests repeat one DSN many times
+                if secret in text and per_value.get((secret, record_class), 0) < 3:
+                    per_value[(secret, record_class)] = per_value.get((secret, record_class), 0) + 1
+                    records.append(_secret(record_class, text, secret, source, "hand"))
+    return _dedupe(records)
+
+
+def twine_pypirc(repo: Path) -> list[dict]:
+    """The .pypirc files twine's tests write (triple-quoted blocks with a `[section]`); each
+    `password = ...` value is a secret (spans by hand rule)."""
+    commit = commit_of(repo)
+    text = git_show(repo, "tests/test_utils.py") or ""
+    records: list[dict] = []
+    for block in re.finditer(r'"""\n(\s*\[[\w-]+\]\n.*?)"""', text, re.DOTALL):
+        import textwrap
+
+        pypirc = textwrap.dedent(block.group(1))
+        for value in re.finditer(r"(?m)^password\s*[=:]\s*(\S+)\s*$", pypirc):
+            if len(value.group(1)) >= 6:
+                records.append(
+                    _secret("credential_file", pypirc, value.group(1), f"twine@{commit}:tests/test_utils.py", "hand")
+                )
+    return _dedupe(records)
+
+
+# --- curl/curl (curl licence, MIT-style): its test cases' netrc files and protocol transcripts ---
+
+_CURL_B64 = re.compile(r"%b64\[(.*?)\]b64%")
+_CURL_VARIABLE = re.compile(r"%(?:HOSTIP|HOST6IP|[A-Z0-9]+PORT|LOGDIR|TESTNUMBER|CLIENTIP|SRCDIR|PWD)\b")
+
+
+def _curl_expand(text: str) -> str:
+    """curl's test macros as its harness expands them: `%b64[...]b64%` (with `%XX` bytes inside)
+    to base64, the host, port and directory variables to fixed values."""
+
+    def encode(match: re.Match[str]) -> str:
+        raw = re.sub(r"%([0-9A-Fa-f]{2})", lambda byte: chr(int(byte.group(1), 16)), match.group(1))
+        return base64.b64encode(raw.encode("latin-1")).decode("ascii")
+
+    text = _CURL_B64.sub(encode, text)
+    return _CURL_VARIABLE.sub(lambda name: {"%HOSTIP": "127.0.0.1", "%LOGDIR": "log"}.get(name.group(0), "8990"), text)
+
+
+def curl_tests(repo: Path) -> list[dict]:
+    """Test cases of curl (tests/data/test*): each password of a `netrc` file the test writes
+    (a credential file), each `Authorization: Basic` header and each base64 line after a
+    SASL `AUTH PLAIN` in the protocol the test expects (an encoded credential, item 3's SMTP and
+    IMAP transcripts). Spans by hand rule; at most two records a value."""
+    commit = commit_of(repo)
+    records: list[dict] = []
+    per_value: dict[str, int] = {}
+
+    def add(record_class: str, text: str, secret: str, source: str, item: int | None = None) -> None:
+        if record_class != "credential_file":  # base64 of `user:password` (or `\0user\0password`)
+            decoded = base64.b64decode(secret + "=" * (-len(secret) % 4)).decode("latin-1")
+            if len(re.split(r"[:\x00]", decoded)[-1]) < 4:
+                return  # no password, or a trivial one
+        if re.search(r"(.)\1{9}", secret):
+            return  # a length test's filler (`baaaa...ar`)
+        if len(secret) >= 6 and "%" not in secret and per_value.get(secret, 0) < 2 and secret in text:
+            per_value[secret] = per_value.get(secret, 0) + 1
+            records.append(_secret(record_class, text, secret, source, "hand", issue28_item=item))
+
+    for path in git_files(repo, "tests/data/"):
+        if not re.fullmatch(r"tests/data/test\d+", path):
+            continue
+        raw = git_show(repo, path)
+        if not raw or ("netrc" not in raw and "Basic" not in raw and "PLAIN" not in raw):
+            continue
+        source = f"curl@{commit}:{path}"
+        for section in re.finditer(r'<file\d? name="[^"]*netrc[^"]*"[^>]*>\n(.*?)</file\d?>', raw, re.DOTALL):
+            netrc = _curl_expand(section.group(1))
+            for value in re.finditer(r"(?m)(?:^|\s)password\s+(\S+)", netrc):
+                if (
+                    not netrc[: value.start()].rstrip().endswith("#")
+                    and "#" not in netrc[netrc.rfind("\n", 0, value.start()) + 1 : value.start()]
+                ):
+                    add("credential_file", netrc, value.group(1), source, 3)
+        for section in re.finditer(r"<protocol[^>]*>\n(.*?)</protocol>", raw, re.DOTALL):
+            protocol = _curl_expand(section.group(1))
+            lines = protocol.splitlines()
+            for index, line in enumerate(lines):
+                window = "\n".join(lines[max(0, index - 6) : index + 3]) + "\n"
+                header = re.match(r"(?i)(?:proxy-)?authorization: basic ([A-Za-z0-9+/=]{8,})\s*$", line)
+                if header is not None:
+                    add("auth_header", window, header.group(1), source)
+                if index and re.search(r"(?:AUTH|AUTHENTICATE) PLAIN\s*$", lines[index - 1]):
+                    plain = re.fullmatch(r"([A-Za-z0-9+/]{8,}={0,2})\s*", line)
+                    if plain is not None:
+                        add("encoded", window, plain.group(1), source, 3)
+    return _dedupe(records)
+
+
+# --- napalm-automation/napalm (Apache-2.0): network devices' running configs in its tests -------
+
+_DEVICE_SECRET = re.compile(
+    r"^\s*(?:enable (?:secret|password)(?: \d)?|username \S+ .*?(?:secret|password)(?: \d)?|snmp-server community)"
+    r" (\S+)"
+)
+_DEVICE_DEFAULT = re.compile(r"^(?:public|private|<removed>|\$1\$[xy]{4}\$.*)$", re.IGNORECASE)
+
+
+def napalm_configs(repo: Path) -> list[dict]:
+    """Device secrets in the configurations napalm's tests replay (test/**): `enable secret`,
+    `username ... secret|password`, `snmp-server community` values (hashes included: a shadow
+    hash is a secret to mask, issue 28 item 3). Defaults (`public`, `private`), redacted values
+    and short ones are left out. Text: seven lines around; at most two records a value."""
+    commit = commit_of(repo)
+    records: list[dict] = []
+    per_value: dict[str, int] = {}
+    for path in git_files(repo, "test/"):
+        if path.endswith((".py", ".json", ".j2", ".yml", ".yaml")):
+            continue
+        text = git_show(repo, path)
+        if not text or "secret" not in text and "community" not in text and "password" not in text:
+            continue
+        lines = text.splitlines()
+        for index, line in enumerate(lines):
+            match = _DEVICE_SECRET.match(line)
+            if match is None:
+                continue
+            value = match.group(1)
+            if len(value) < 6 or _DEVICE_DEFAULT.match(value) or per_value.get(value, 0) >= 2:
+                continue
+            per_value[value] = per_value.get(value, 0) + 1
+            window = "\n".join(lines[max(0, index - 3) : index + 4]) + "\n"
+            records.append(_secret("credential_file", window, value, f"napalm@{commit}:{path}", "hand", issue28_item=3))
+    return _dedupe(records)
