@@ -334,6 +334,8 @@ def table(records: list[dict], results: Results) -> str:
         return record["label"] == "negative" and record["class"] in NEGATIVE_CLASSES
 
     row("**hard negatives altered, all**", hard)
+    row("hard negatives altered, real code and config", lambda r: hard(r) and not r["class"].startswith("lookalike"))
+    row("hard negatives altered, look-alikes", lambda r: hard(r) and r["class"].startswith("lookalike"))
     for label in NEGATIVE_CLASSES:
         for source in sorted({origin(record) for record in records if hard(record) and record["class"] == label}):
             row(
