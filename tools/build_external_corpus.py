@@ -358,12 +358,15 @@ def main() -> int:
     args = parser.parse_args()
 
     committed = round_one(args)
-    if args.debian:
-        committed += sources.debian_examples(args.debian)
-    if args.node_modules:
-        committed += sources.node_modules_negatives(args.node_modules, 300)
-    if args.include.is_dir():
-        committed += sources.c_header_negatives(args.include, 200)
+    # Issue 28's committed sources: rebuilt when given, else kept as the corpus file has them.
+    existing = [json.loads(line) for line in OUTPUT.read_text("utf-8").splitlines() if line.strip()]
+
+    def kept(prefix: str) -> list[dict]:
+        return [record for record in existing if record["source"].startswith(prefix)]
+
+    committed += sources.debian_examples(args.debian) if args.debian else kept("debian:")
+    committed += sources.node_modules_negatives(args.node_modules, 300) if args.node_modules else kept("node_modules:")
+    committed += sources.c_header_negatives(args.include, 200) if args.include.is_dir() else kept("usr-include:")
     committed += sources.lookalikes()
 
     fetched: list[dict] = []
