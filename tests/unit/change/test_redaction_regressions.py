@@ -54,7 +54,10 @@ def load_cases(path: Path = CASES_FILE) -> list[Case]:
     cases: list[Case] = []
     current: Case | None = None
     in_directives = False
-    for line in path.read_text(encoding="utf-8").split("\n"):
+    # newline="": a case may hold a raw "\r" inside a line (a token split by it), kept as is.
+    with path.open(encoding="utf-8", newline="") as cases_file:
+        content = cases_file.read()
+    for line in content.split("\n"):
         if line.startswith("## case:"):
             current = Case(line[len("## case:") :].strip())
             cases.append(current)

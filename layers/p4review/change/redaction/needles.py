@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+_NON_ASCII = re.compile(rb"[\x80-\xff]")
 
 
 @dataclass(frozen=True)
@@ -87,9 +88,11 @@ def lowered_ascii(text: str) -> str:
 
 class Prefilter:
     """`owners`: (bit, needles) pairs. `flag(text)` -> {line start offset: OR of the bits of
-    every owner with a needle on that line}."""
+    every owner with a needle on that line}, plus `non_ascii_bits` on every line holding a
+    non-ASCII character (no cost for ASCII text)."""
 
-    def __init__(self, owners: Iterable[tuple[int, tuple[Needle, ...]]]):
+    def __init__(self, owners: Iterable[tuple[int, tuple[Needle, ...]]], *, non_ascii_bits: int = 0):
+        self._non_ascii_bits = non_ascii_bits
         groups: dict[tuple[bool, str], dict[Needle, int]] = {}
         for bit, owned in owners:
             for needle in owned:
@@ -132,6 +135,14 @@ class Prefilter:
                 flagged[start] = flagged.get(start, 0) | bits_by_literal[match.group()]
         if len(data) == len(text):
             return flagged  # ASCII: byte offsets are character offsets
+        if self._non_ascii_bits:
+            # One search per line that has a non-ASCII byte: it resumes at the next line.
+            found = _NON_ASCII.search(data)
+            while found is not None:
+                start = rfind(b"\n", 0, found.start()) + 1
+                flagged[start] = flagged.get(start, 0) | self._non_ascii_bits
+                end = data.find(b"\n", found.end())
+                found = None if end < 0 else _NON_ASCII.search(data, end)
         # Byte offsets to character offsets, decoding only the gaps between line starts.
         by_character: dict[int, int] = {}
         byte_offset = character_offset = 0

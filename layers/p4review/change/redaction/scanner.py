@@ -5,7 +5,10 @@ Lines are split on "\\n" only (a "\\r" before it stays with its line): `str.spli
 also split on \\x0b, \\x1c, \\u2028... and shift every line number. A line's diff marker (`+`,
 `-`, ` `, `\\`, or a whole `@@ ... @@` hunk range) is set aside before any rule runs, so no
 rule can change it, and no rule sees or produces a line break: the output has exactly the
-input's lines, in order, each with its original marker and line ending."""
+input's lines, in order, each with its original marker and line ending.
+
+Encodings (normalized.py): a line holding a non-ASCII character or an escape is also read
+through its normalized view, and what the rules find there is masked on the original."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from p4review.change.redaction import pem
+from p4review.change.redaction import normalized, pem
 from p4review.change.redaction.assignments import block_line_below, dangling_yaml_key, value_below
 from p4review.change.redaction.filekind import FileKind, FileKinds
 from p4review.change.redaction.needles import Prefilter
@@ -91,11 +94,15 @@ class Scanner:
 
     def __init__(self, rules: Sequence[Rule]):
         self.rules = tuple(rules)
-        # Bit 0 is PEM; rule i has bit i + 1.
+        # Bit 0 is PEM; rule i has bit i + 1; the last bit asks for the normalized view.
+        self._view_bit = 1 << (len(self.rules) + 1)
         self._prefilter = Prefilter(
-            [(0, pem.NEEDLES)] + [(index + 1, rule.needles) for index, rule in enumerate(self.rules)]
+            [(0, pem.NEEDLES)]
+            + [(index + 1, rule.needles) for index, rule in enumerate(self.rules)]
+            + [(len(self.rules) + 1, normalized.NEEDLES)],
+            non_ascii_bits=self._view_bit,
         )
-        self._all = (1 << (len(self.rules) + 1)) - 1
+        self._all = self._view_bit - 1
         self._rules_by_bits: dict[int, tuple[Rule, ...]] = {}
 
     def scan(
@@ -209,9 +216,23 @@ class Scanner:
         if bits & _PEM_BIT:
             markers = pem.redact_markers(body, counts)
             body = markers.body
+        redacted = body
         for rule in self._rules_for(bits):
-            body = rule.apply(body, kind, counts)
-        return body, markers
+            redacted = rule.apply(redacted, kind, counts)
+        if bits & self._view_bit:
+            redacted, revealed = normalized.redact_through_view(
+                body, redacted, lambda view: self._redact_view(view, kind)
+            )
+            counts.update(revealed)
+        return redacted, markers
+
+    def _redact_view(self, view: str, kind: Callable[[], FileKind]) -> str:
+        """The rules that the view's own needles call for, on the view (PEM blocks aside: their
+        markers are ASCII words). Their counts are not kept: the caller counts what is new."""
+        bits = self._prefilter.flag(view).get(0, 0) & self._all & ~_PEM_BIT
+        for rule in (*self._rules_for(bits), normalized.QUERY_USERINFO_RULE):
+            view = rule.apply(view, kind, Counter())
+        return view
 
     def _rules_for(self, bits: int) -> tuple[Rule, ...]:
         rules = self._rules_by_bits.get(bits)

@@ -1,0 +1,277 @@
+"""Secrets written in an encoding the rules do not read: detect them on a normalized view of
+the line, then mask the original text.
+
+A secret can reach the model in a form no rule matches although a reader (or a JSON parser, a
+URL decoder, a terminal) sees it plainly: `"\\u0070assword": "..."`, `pass<U+200B>word = ...`,
+`ＡＫＩＡ...`, `pаssword` with a Cyrillic `а`, `postgres%3A%2F%2Fuser%3Apw%40host`, a token
+with a `\\r` inside. The view undoes those encodings, one *unit* of the line at a time:
+
+- a JSON escape `\\uXXXX` (a surrogate pair too) becomes its character, `\\/` becomes `/`
+  (escapes of control characters stay as they are: no rule sees a line break);
+- a percent escape `%XX` of a printable ASCII character becomes that character;
+- a `\\r` inside the line (the line's own ending is not part of what rules see) is dropped;
+- any other non-ASCII character goes through NFKC (full-width and mathematical letters,
+  ligatures), then loses invisible formatting characters (Unicode category Cf: zero-width
+  space and joiners, word joiner, BOM, soft hyphen, bidirectional controls), then has the
+  Cyrillic and Greek letters that look like Latin ones replaced by those (a small table: the
+  look-alikes of the letters secrets' names and prefixes are made of).
+
+Every character of the view remembers the unit of the original it came from, so a span of the
+view maps back to whole original characters (a unit can give several characters, `ﬁ` -> `fi`,
+or none). The rules run unchanged on the view; which spans they replaced is read back from
+their output (the text between `[REDACTED:...]` placeholders is the view's own text), mapped
+onto the original, and joined with what the same rules replaced on the original itself. The
+output keeps the original's characters everywhere else.
+
+Cost: only lines the prefilter flags for it (`NEEDLES`, and any line with a non-ASCII
+character) build a view, and the rules run on it only when it differs from the line: an ASCII
+line without escapes costs nothing, a line of CJK text or emoji costs one pass and no rules.
+
+Out of reach, by design: a secret split across lines or across strings, base64 (or hex) of
+arbitrary text, rot13 and other ciphers, HTML entities, escapes nested twice (`%253A`), and
+look-alikes outside the table (whole-script Cyrillic words, Armenian, Cherokee...)."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable
+from functools import lru_cache
+
+from p4review.change.redaction.base import PatternRule, not_template, splice
+from p4review.change.redaction.needles import needles
+
+# What the prefilter looks for, besides non-ASCII characters (Prefilter's `non_ascii_bit`).
+# Percent escapes: only those of `:`, `/` and `@`, what a URI's credentials need; `%3d` would
+# flag every printf format with a width.
+NEEDLES = (
+    needles("\\u", ahead="[0-9A-Fa-f]{4}")
+    + needles("\\/")
+    + needles("%3A", "%3a", "%2F", "%2f", "%40")
+    + needles("\r", ahead="[^\n]")
+)
+
+_UNIT = re.compile(
+    r"\\u(?P<high>[dD][89abAB][0-9a-fA-F]{2})\\u(?P<low>[dD][c-fC-F][0-9a-fA-F]{2})"
+    r"|\\u(?P<code>[0-9a-fA-F]{4})"
+    r"|\\/"
+    r"|%(?P<byte>[0-9a-fA-F]{2})"
+    r"|\r"
+    r"|[^\x00-\x7f]"
+)
+_PLACEHOLDER = re.compile(r"\[REDACTED:([^\]\s]+)\]")
+
+# `?proxy=user%3Apw%40host`: once decoded, a query parameter holding `user:password@host`, the
+# userinfo of a URI with no scheme of its own (the connection URI rule needs `://`). Only under
+# a parameter named for a connection (`q=from%3Aann%40example.com` is a search), and run on
+# views only: unencoded, the same text is an ordinary connection-string question.
+QUERY_USERINFO_RULE = PatternRule(
+    "connection_uri",
+    r"(?<=[?&;])(?i:[\w.-]*(?:dsn|url|uri|proxy|conn|database|db|broker|server|remote|auth|cred|login|host|"
+    r"endpoint|upstream|backend|target|source|dest)[\w.-]*)="
+    r"[^\s:@/?&=#\"'<>]+:(?P<password>[^\s@/?&=#\"'<>]+)@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*",
+    needles("@"),
+    groups=("password",),
+    validate=not_template,
+)
+
+
+# Cyrillic and Greek letters that render like a Latin one (from Unicode's confusables.txt, the
+# letters of ASCII words and token prefixes only). NFKC runs first, so compatibility forms
+# (full-width, mathematical) are already plain letters here.
+_LOOKALIKES = str.maketrans(
+    {
+        # Cyrillic
+        "а": "a", "в": "b", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "ѕ": "s",
+        "і": "i", "ј": "j", "ԁ": "d", "ԛ": "q", "ԝ": "w", "һ": "h", "ӏ": "l", "ɡ": "g", "ɑ": "a",
+        "А": "A", "В": "B", "Е": "E", "К": "K", "М": "M", "Н": "H", "О": "O", "Р": "P", "С": "C",
+        "Т": "T", "У": "Y", "Х": "X", "Ѕ": "S", "І": "I", "Ј": "J", "Ԛ": "Q", "Ԝ": "W", "Ӏ": "I",
+        "Һ": "H", "Ԁ": "D", "Ү": "Y", "ү": "y",
+        # Greek
+        "α": "a", "ο": "o", "ρ": "p", "ν": "v", "υ": "u", "κ": "k", "ι": "i", "ϲ": "c", "ϳ": "j",
+        "Α": "A", "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M", "Ν": "N",
+        "Ο": "O", "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X", "Ϲ": "C", "Ϳ": "J",
+    }
+)  # fmt: skip
+
+
+@lru_cache(maxsize=4096)
+def _character(char: str) -> str:
+    """What one non-ASCII character reads as: NFKC, invisible ones dropped, look-alikes mapped."""
+    if unicodedata.category(char) == "Cf":
+        return ""
+    text = unicodedata.normalize("NFKC", char)
+    return "".join(piece for piece in text if unicodedata.category(piece) != "Cf").translate(_LOOKALIKES)
+
+
+def _decoded(unit: re.Match[str]) -> str | None:
+    """The text `unit` reads as, or None when it reads as itself."""
+    matched = unit.group()
+    if matched == "\r":
+        return ""
+    if matched == "\\/":
+        return "/"
+    if unit.group("high") is not None:
+        high, low = int(unit.group("high"), 16), int(unit.group("low"), 16)
+        return _character(chr(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)))
+    code = unit.group("code")
+    if code is not None:
+        value = int(code, 16)
+        if value < 0x20 or value == 0x7F or 0xD800 <= value <= 0xDFFF:
+            return None  # a line break, a control, a lone surrogate: left escaped
+        return chr(value) if value < 0x80 else _character(chr(value))
+    byte = unit.group("byte")
+    if byte is not None:
+        value = int(byte, 16)
+        return chr(value) if 0x20 <= value < 0x7F else None
+    decoded = _character(matched)
+    return None if decoded == matched else decoded
+
+
+class View:
+    """The normalized reading of one line and, for each of its characters, the original unit
+    (`starts[i]`, `ends[i]`) it came from."""
+
+    def __init__(self, text: str, starts: list[int], ends: list[int], original_length: int):
+        self.text = text
+        self.starts = starts
+        self.ends = ends
+        self.original_length = original_length
+
+    @classmethod
+    def of(cls, line: str) -> View | None:
+        """The view of `line`, or None when it reads as itself."""
+        pieces: list[tuple[int, int, str | None]] = []  # (start, end, decoded or None for "as is")
+        copied = 0
+        for unit in _UNIT.finditer(line):
+            decoded = _decoded(unit)
+            if decoded is None:
+                continue
+            start, end = unit.span()
+            if start > copied:
+                pieces.append((copied, start, None))
+            pieces.append((start, end, decoded))
+            copied = end
+        if not pieces:
+            return None
+        if copied < len(line):
+            pieces.append((copied, len(line), None))
+        parts: list[str] = []
+        starts: list[int] = []
+        ends: list[int] = []
+        for start, end, decoded in pieces:
+            if decoded is None:
+                parts.append(line[start:end])
+                starts += range(start, end)
+                ends += range(start + 1, end + 1)
+            else:
+                parts.append(decoded)
+                starts += [start] * len(decoded)
+                ends += [end] * len(decoded)
+        text = "".join(parts)
+        return None if text == line else cls(text, starts, ends, len(line))
+
+    def original_span(self, start: int, end: int) -> tuple[int, int]:
+        """The original characters that view[start:end] came from: whole units."""
+        if start < end:
+            return self.starts[start], self.ends[end - 1]
+        at = self.starts[start] if start < len(self.starts) else self.original_length
+        return at, at
+
+
+Span = tuple[int, int, str]  # (start, end, class)
+
+
+def replaced_spans(before: str, after: str) -> list[Span]:
+    """The spans of `before` that rules replaced by the placeholders of `after`, given that rules
+    only ever replace spans by placeholders: the text between two placeholders of `after` is
+    `before`'s own. A placeholder `before` already had maps onto itself and is left out. Where
+    the text between placeholders occurs more than once, every placement is possible; a span
+    then reaches from the earliest to the latest placement (it covers more, never less). If
+    `after` is not of that form, the span from the first difference to the last is returned."""
+    if before == after:
+        return []
+    marks = list(_PLACEHOLDER.finditer(after))
+    segments = [after[: marks[0].start()]] if marks else [after]
+    segments += [after[mark.end() : following.start()] for mark, following in zip(marks, marks[1:], strict=False)]
+    if marks:
+        segments.append(after[marks[-1].end() :])
+    earliest = _placements(before, segments)
+    latest = _placements(before[::-1], [segment[::-1] for segment in reversed(segments)])
+    if not marks or earliest is None or latest is None:
+        return [_difference(before, after)]
+    # latest, read backwards: (start, end) of each segment in the reversed text, last segment first.
+    latest_starts = [len(before) - end for _, end in reversed(latest)]
+    spans: list[Span] = []
+    for index, mark in enumerate(marks):
+        start = earliest[index][1]  # the earliest end of the segment before this placeholder
+        end = latest_starts[index + 1]  # the latest start of the segment after it
+        if end > start and before[start:end] != mark.group():
+            spans.append((start, end, mark.group(1)))
+        elif start >= end:
+            spans.append((start, start, mark.group(1)))  # replaced nothing: a placeholder inserted
+    return merge(spans)
+
+
+def _placements(text: str, segments: list[str]) -> list[tuple[int, int]] | None:
+    """Each segment placed as early as it can be in `text`, in order, the first at the start and
+    the last at the end; None when they cannot be."""
+    first, last = segments[0], segments[-1]
+    if not text.startswith(first):
+        return None
+    placed = [(0, len(first))]
+    position = len(first)
+    for segment in segments[1:-1]:
+        found = text.find(segment, position)
+        if found < 0:
+            return None
+        placed.append((found, found + len(segment)))
+        position = found + len(segment)
+    if len(segments) > 1:
+        if len(text) - len(last) < position or not text.endswith(last):
+            return None
+        placed.append((len(text) - len(last), len(text)))
+    return placed
+
+
+def _difference(before: str, after: str) -> Span:
+    """From the first character that differs to the last, in `before`."""
+    prefix = 0
+    limit = min(len(before), len(after))
+    while prefix < limit and before[prefix] == after[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < limit - prefix and before[-1 - suffix] == after[-1 - suffix]:
+        suffix += 1
+    mark = _PLACEHOLDER.search(after)
+    return prefix, len(before) - suffix, mark.group(1) if mark else "secret"
+
+
+def merge(spans: list[Span]) -> list[Span]:
+    """Spans sorted, overlapping ones joined (the first one's class names the join)."""
+    merged: list[Span] = []
+    for start, end, name in sorted(spans, key=lambda span: (span[0], span[1])):
+        if merged and start < merged[-1][1]:
+            previous_start, previous_end, previous_name = merged[-1]
+            merged[-1] = (previous_start, max(previous_end, end), previous_name)
+        else:
+            merged.append((start, end, name))
+    return merged
+
+
+def redact_through_view(line: str, redacted: str, rules: Callable[[str], str]) -> tuple[str, list[str]]:
+    """`redacted` (the rules' output on `line`) joined with what `rules` (the same rules, counting
+    apart) find on `line`'s view. Returns the text and the classes of the spans that only the
+    view revealed (the caller counts those)."""
+    view = View.of(line)
+    if view is None:
+        return redacted, []
+    output = rules(view.text)
+    if output == view.text:
+        return redacted, []
+    found = [(*view.original_span(start, end), name) for start, end, name in replaced_spans(view.text, output)]
+    own = replaced_spans(line, redacted)
+    if all(any(start <= span[0] and span[1] <= end for start, end, _ in own) for span in found):
+        return redacted, []  # the original reading already covered it
+    new = [name for first, last, name in found if not any(first < end and start < last for start, end, _ in own)]
+    return splice(line, merge(own + found)), new
