@@ -76,6 +76,11 @@ QUERY_USERINFO_RULE = PatternRule(
 )
 
 
+# The policy's de-identification classes read the line as written only: decoding changes the
+# context they judge by (`https://user:he%2F%2Fo@host` would read as an address `o@host`), and
+# they are about people and places, not the secrets an encoding hides.
+WRITTEN_ONLY_CLASSES = frozenset({"email", "internal_host", "internal_ip"})
+
 # Cyrillic and Greek letters that render like a Latin one (from Unicode's confusables.txt, the
 # letters of ASCII words and token prefixes only). NFKC runs first, so compatibility forms
 # (full-width, mathematical) are already plain letters here.

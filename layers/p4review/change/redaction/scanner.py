@@ -103,6 +103,11 @@ class Scanner:
             non_ascii_bits=self._view_bit,
         )
         self._all = self._view_bit - 1
+        self._view_rules = sum(
+            1 << (index + 1)
+            for index, rule in enumerate(self.rules)
+            if rule.name not in normalized.WRITTEN_ONLY_CLASSES
+        )
         self._rules_by_bits: dict[int, tuple[Rule, ...]] = {}
 
     def scan(
@@ -228,8 +233,9 @@ class Scanner:
 
     def _redact_view(self, view: str, kind: Callable[[], FileKind]) -> str:
         """The rules that the view's own needles call for, on the view (PEM blocks aside: their
-        markers are ASCII words). Their counts are not kept: the caller counts what is new."""
-        bits = self._prefilter.flag(view).get(0, 0) & self._all & ~_PEM_BIT
+        markers are ASCII words; the policy's de-identification rules aside: see
+        normalized.WRITTEN_ONLY_CLASSES). Their counts are not kept: the caller counts what is new."""
+        bits = self._prefilter.flag(view).get(0, 0) & self._view_rules
         for rule in (*self._rules_for(bits), normalized.QUERY_USERINFO_RULE):
             view = rule.apply(view, kind, Counter())
         return view
