@@ -33,7 +33,8 @@ _PLACEHOLDER = re.compile(r"\[REDACTED:[^\]\s]+\]")
         ("postgres%3A%2F%2Fu%3Ap%40h", "postgres://u:p@h"),
         ("pass\u200bword gh\u00adp_ a\u2060b\ufeffc d\u200de\u200cf", "password ghp_ abc def"),
         ("ＡＫＩＡ１２ ｐａｓｓｗｏｒｄ＝", "AKIA12 password="),
-        ("p\u0430ssword t\u03bfken \u0410\u041a\u0406\u0410", "password token AKIA"),
+        ("p\u0430ssword t\u03bfken \u0410\u041a\u0406\u04101234", "password token AKIA1234"),
+        ("\u0440\u0430\u0455\u0455word DB_\u0420\u0410\u0405\u0405WORD", "password DB_PASSWORD"),
         ("ghp_abc\rdef", "ghp_abcdef"),
         ("ﬁle", "file"),
     ],
@@ -48,6 +49,7 @@ def test_the_view_reads_what_a_reader_sees(line: str, view: str):
     [
         "plain ASCII, nothing escaped: a = b % 3; s = '\\n'",
         "设置密码的长度",  # CJK: NFKC leaves it alone
+        "Пароль хранится в сейфе; ΑΚΙΑ",  # words wholly in Cyrillic or Greek are prose
         "Grüß Gott, café, naïve",  # composed accents are already NFKC
         "\\u000a \\u0000 \\ud800 \\u007f",  # control characters and lone surrogates stay escaped
     ],
@@ -179,7 +181,21 @@ def test_the_policy_classes_read_the_line_as_written():
     assert policy_rules == normalized.WRITTEN_ONLY_CLASSES
 
 
-def test_an_ascii_line_without_escapes_never_builds_a_view(monkeypatch: pytest.MonkeyPatch):
+def test_an_ascii_line_without_escapes_never_reads_a_view(monkeypatch: pytest.MonkeyPatch):
+    read: list[str] = []
+    original = normalized.read_as
+
+    def counting(line: str) -> str | None:
+        read.append(line)
+        return original(line)
+
+    monkeypatch.setattr(normalized, "read_as", counting)
+    text = '+password = "hunter2x"\n+x = 1  # 50% done\n+path = "a/b\\\\c"\n+é = 1\n'
+    redact(text)
+    assert read == ["é = 1"]
+
+
+def test_the_offsets_are_computed_only_when_the_view_reveals_something(monkeypatch: pytest.MonkeyPatch):
     built: list[str] = []
     original = View.of
 
@@ -188,9 +204,8 @@ def test_an_ascii_line_without_escapes_never_builds_a_view(monkeypatch: pytest.M
         return original(line)
 
     monkeypatch.setattr(normalized.View, "of", staticmethod(counting))
-    text = '+password = "hunter2x"\n+x = 1  # 50% done\n+path = "a/b\\\\c"\n+é = 1\n'
-    redact(text)
-    assert built == ["é = 1"]
+    redact("+# 设置密码（见文档）：第三节\n+p\u0430ssword = 'Zq8rT4vLm2Pw'\n")
+    assert built == ["p\u0430ssword = 'Zq8rT4vLm2Pw'"]
 
 
 def test_ascii_lines_are_not_flagged_for_the_view():
@@ -208,13 +223,14 @@ def test_ascii_lines_are_not_flagged_for_the_view():
 
 def _assert_only_spans_replaced(before: str, after: str) -> None:
     """`after` is `before` with some spans replaced by placeholders: every other character is
-    the original's, in place, and each line keeps its marker and ending."""
+    the original's, in place, and each line keeps its diff marker (a line without one may lose
+    its first character to a mask) and its ending."""
     pieces = _PLACEHOLDER.split(after)
     pattern = "(?:.*?)".join(re.escape(piece) for piece in pieces)
     assert re.fullmatch(pattern, before, re.DOTALL), (before, after)
     old, new = before.split("\n"), after.split("\n")
     assert len(old) == len(new)
-    assert [line[:1] for line in old] == [line[:1] for line in new]
+    assert [split_line(line)[0] for line in old] == [split_line(line)[0] for line in new]  # markers
     assert [line.endswith("\r") for line in old] == [line.endswith("\r") for line in new]
 
 
@@ -287,3 +303,10 @@ def test_a_line_changed_by_the_scan_was_flagged_for_a_rule_or_the_view(text: str
 
 def test_split_line_keeps_an_inner_carriage_return_in_the_body():
     assert split_line("+ghp_a\rb\r") == ("+", "ghp_a\rb", "\r")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(_content, st.text(max_size=40)).map(lambda text: text.replace("\n", "")))
+def test_flag_line_is_flag_for_one_line(line: str):
+    prefilter = canonical_scanner(SERVICE)._prefilter
+    assert prefilter.flag_line(line) == prefilter.flag(line).get(0, 0)

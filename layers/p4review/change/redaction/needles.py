@@ -99,6 +99,8 @@ class Prefilter:
                 group = groups.setdefault((needle.folded, needle.literal[0]), {})
                 group[needle] = group.get(needle, 0) | (1 << bit)
         self._searches: list[tuple[re.Pattern[bytes], dict[bytes, int], bool]] = []
+        # The same searches for one line, by (folded, first byte): run only when that byte occurs.
+        self._by_first: dict[bool, dict[int, tuple[re.Pattern[bytes], dict[bytes, int]]]] = {False: {}, True: {}}
         for (folded, _), group in sorted(groups.items()):
             # A literal's bits include those of the literals it starts with: where a longer
             # needle matched, a shorter one would have too (its lookarounds aside: superset).
@@ -113,13 +115,23 @@ class Prefilter:
             for needle in group:
                 endings.setdefault(needle.literal[len(common) :], set()).add(needle.lookaround)
             pattern = re.escape(common) + _trie(endings)
-            self._searches.append(
-                (
-                    re.compile(pattern.encode()),
-                    {literal.encode(): bits for literal, bits in bits_by_literal.items()},
-                    folded,
-                )
-            )
+            compiled = re.compile(pattern.encode())
+            encoded = {literal.encode(): bits for literal, bits in bits_by_literal.items()}
+            self._searches.append((compiled, encoded, folded))
+            self._by_first[folded][common.encode()[0]] = (compiled, encoded)
+
+    def flag_line(self, line: str) -> int:
+        """`flag(line).get(0, 0)` for one short line (no line break), without the set-up a
+        whole text amortizes: a group whose first character is absent is not searched."""
+        data = line.encode("utf-8", "surrogatepass")
+        lowered = data.lower()
+        bits = self._non_ascii_bits if len(data) != len(line) else 0
+        for searched, by_first in ((data, self._by_first[False]), (lowered, self._by_first[True])):
+            for first in by_first.keys() & set(searched):
+                pattern, bits_by_literal = by_first[first]
+                for match in pattern.finditer(searched):
+                    bits |= bits_by_literal[match.group()]
+        return bits
 
     def flag(self, text: str) -> dict[int, int]:
         data = text.encode("utf-8", "surrogatepass")

@@ -12,9 +12,10 @@ with a `\\r` inside. The view undoes those encodings, one *unit* of the line at 
 - a `\\r` inside the line (the line's own ending is not part of what rules see) is dropped;
 - any other non-ASCII character goes through NFKC (full-width and mathematical letters,
   ligatures), then loses invisible formatting characters (Unicode category Cf: zero-width
-  space and joiners, word joiner, BOM, soft hyphen, bidirectional controls), then has the
-  Cyrillic and Greek letters that look like Latin ones replaced by those (a small table: the
-  look-alikes of the letters secrets' names and prefixes are made of).
+  space and joiners, word joiner, BOM, soft hyphen, bidirectional controls);
+- in a word that also has Latin letters or digits, the Cyrillic and Greek letters that look
+  like Latin ones become those (a small table: the look-alikes of the letters secrets' names
+  and prefixes are made of); a word wholly in Cyrillic or Greek is prose and stays.
 
 Every character of the view remembers the unit of the original it came from, so a span of the
 view maps back to whole original characters (a unit can give several characters, `ﬁ` -> `fi`,
@@ -24,19 +25,21 @@ onto the original, and joined with what the same rules replaced on the original 
 output keeps the original's characters everywhere else.
 
 Cost: only lines the prefilter flags for it (`NEEDLES`, and any line with a non-ASCII
-character) build a view, and the rules run on it only when it differs from the line: an ASCII
-line without escapes costs nothing, a line of CJK text or emoji costs one pass and no rules.
+character) are read this way; without escapes that is one `str.translate` and one regex pass,
+both in C. The rules run on the view only when it differs from the line and the prefilter finds
+their needles in it, and the offsets are computed only when a rule replaced something there: an
+ASCII line without escapes costs nothing, a line of CJK text or emoji almost nothing.
 
 Out of reach, by design: a secret split across lines or across strings, base64 (or hex) of
 arbitrary text, rot13 and other ciphers, HTML entities, escapes nested twice (`%253A`), and
-look-alikes outside the table (whole-script Cyrillic words, Armenian, Cherokee...)."""
+look-alikes outside the table or a word (a name written wholly in Cyrillic look-alikes,
+Armenian, Cherokee...)."""
 
 from __future__ import annotations
 
 import re
 import unicodedata
 from collections.abc import Callable
-from functools import lru_cache
 
 from p4review.change.redaction.base import PatternRule, not_template, splice
 from p4review.change.redaction.needles import needles
@@ -84,33 +87,61 @@ WRITTEN_ONLY_CLASSES = frozenset({"email", "internal_host", "internal_ip"})
 # Cyrillic and Greek letters that render like a Latin one (from Unicode's confusables.txt, the
 # letters of ASCII words and token prefixes only). NFKC runs first, so compatibility forms
 # (full-width, mathematical) are already plain letters here.
-_LOOKALIKES = str.maketrans(
-    {
-        # Cyrillic
-        "а": "a", "в": "b", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "ѕ": "s",
-        "і": "i", "ј": "j", "ԁ": "d", "ԛ": "q", "ԝ": "w", "һ": "h", "ӏ": "l", "ɡ": "g", "ɑ": "a",
-        "А": "A", "В": "B", "Е": "E", "К": "K", "М": "M", "Н": "H", "О": "O", "Р": "P", "С": "C",
-        "Т": "T", "У": "Y", "Х": "X", "Ѕ": "S", "І": "I", "Ј": "J", "Ԛ": "Q", "Ԝ": "W", "Ӏ": "I",
-        "Һ": "H", "Ԁ": "D", "Ү": "Y", "ү": "y",
-        # Greek
-        "α": "a", "ο": "o", "ρ": "p", "ν": "v", "υ": "u", "κ": "k", "ι": "i", "ϲ": "c", "ϳ": "j",
-        "Α": "A", "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M", "Ν": "N",
-        "Ο": "O", "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X", "Ϲ": "C", "Ϳ": "J",
-    }
-)  # fmt: skip
+_LOOKALIKE_LETTERS = {
+    # Cyrillic
+    "а": "a", "в": "b", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "ѕ": "s",
+    "і": "i", "ј": "j", "ԁ": "d", "ԛ": "q", "ԝ": "w", "һ": "h", "ӏ": "l",
+    "А": "A", "В": "B", "Е": "E", "К": "K", "М": "M", "Н": "H", "О": "O", "Р": "P", "С": "C",
+    "Т": "T", "У": "Y", "Х": "X", "Ѕ": "S", "І": "I", "Ј": "J", "Ԛ": "Q", "Ԝ": "W", "Ӏ": "I",
+    "Һ": "H", "Ԁ": "D", "Ү": "Y", "ү": "y",
+    # Greek
+    "α": "a", "ο": "o", "ρ": "p", "ν": "v", "υ": "u", "κ": "k", "ι": "i", "ϲ": "c", "ϳ": "j",
+    "Α": "A", "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M", "Ν": "N",
+    "Ο": "O", "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X", "Ϲ": "C", "Ϳ": "J",
+    # Latin letters of the phonetic alphabet
+    "ɡ": "g", "ɑ": "a", "ı": "i",
+}  # fmt: skip
+_LOOKALIKES = str.maketrans(_LOOKALIKE_LETTERS)
+# Look-alikes are mapped only where they touch a Latin letter, digit or `_` (`pаssword`,
+# `раѕѕword`, `DB_РАЅЅWORD`): a word wholly in Cyrillic or Greek is prose, left as it is.
+_LOOKALIKE_CLASS = "[" + "".join(_LOOKALIKE_LETTERS) + "]+"
+_MIXED_RUN = re.compile(f"(?<=[A-Za-z0-9_]){_LOOKALIKE_CLASS}|{_LOOKALIKE_CLASS}(?=[A-Za-z0-9_])")
 
 
-@lru_cache(maxsize=4096)
-def _character(char: str) -> str:
-    """What one non-ASCII character reads as: NFKC, invisible ones dropped, look-alikes mapped."""
-    if unicodedata.category(char) == "Cf":
-        return ""
-    text = unicodedata.normalize("NFKC", char)
-    return "".join(piece for piece in text if unicodedata.category(piece) != "Cf").translate(_LOOKALIKES)
+def _latin_lookalikes(text: str) -> str:
+    """`text` with the look-alikes inside Latin words mapped: one character for one."""
+    return _MIXED_RUN.sub(lambda run: run.group().translate(_LOOKALIKES), text)
+
+
+class _ReadAs(dict[int, str]):
+    """A `str.translate` table, filled on first use: a character -> its NFKC form without
+    invisible formatting characters (category Cf). `translate` then runs at C speed."""
+
+    def __missing__(self, code: int) -> str:
+        if len(self) > 65_536:
+            self.clear()  # bounded: an input cannot make it hold every code point
+        char = chr(code)
+        text = "" if unicodedata.category(char) == "Cf" else unicodedata.normalize("NFKC", char)
+        text = "".join(piece for piece in text if unicodedata.category(piece) != "Cf")
+        self[code] = text
+        return text
+
+
+_READ_AS = _ReadAs()
+
+
+def read_as(line: str) -> str | None:
+    """The text of `line`'s view (see View), or None when it reads as itself. Cheap: without
+    escapes, one `translate` and one regex pass, both in C."""
+    if "\\" in line or "%" in line or "\r" in line:
+        view = View.of(line)
+        return None if view is None else view.text
+    text = _latin_lookalikes(line.translate(_READ_AS))
+    return None if text == line else text
 
 
 def _decoded(unit: re.Match[str]) -> str | None:
-    """The text `unit` reads as, or None when it reads as itself."""
+    """The text `unit` reads as (look-alikes aside), or None when it reads as itself."""
     matched = unit.group()
     if matched == "\r":
         return ""
@@ -118,18 +149,18 @@ def _decoded(unit: re.Match[str]) -> str | None:
         return "/"
     if unit.group("high") is not None:
         high, low = int(unit.group("high"), 16), int(unit.group("low"), 16)
-        return _character(chr(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)))
+        return _READ_AS[0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)]
     code = unit.group("code")
     if code is not None:
         value = int(code, 16)
         if value < 0x20 or value == 0x7F or 0xD800 <= value <= 0xDFFF:
             return None  # a line break, a control, a lone surrogate: left escaped
-        return chr(value) if value < 0x80 else _character(chr(value))
+        return chr(value) if value < 0x80 else _READ_AS[value]
     byte = unit.group("byte")
     if byte is not None:
         value = int(byte, 16)
         return chr(value) if 0x20 <= value < 0x7F else None
-    decoded = _character(matched)
+    decoded = _READ_AS[ord(matched)]
     return None if decoded == matched else decoded
 
 
@@ -157,8 +188,6 @@ class View:
                 pieces.append((copied, start, None))
             pieces.append((start, end, decoded))
             copied = end
-        if not pieces:
-            return None
         if copied < len(line):
             pieces.append((copied, len(line), None))
         parts: list[str] = []
@@ -173,7 +202,7 @@ class View:
                 parts.append(decoded)
                 starts += [start] * len(decoded)
                 ends += [end] * len(decoded)
-        text = "".join(parts)
+        text = _latin_lookalikes("".join(parts))  # one for one: the offsets hold
         return None if text == line else cls(text, starts, ends, len(line))
 
     def original_span(self, start: int, end: int) -> tuple[int, int]:
@@ -264,16 +293,19 @@ def merge(spans: list[Span]) -> list[Span]:
     return merged
 
 
-def redact_through_view(line: str, redacted: str, rules: Callable[[str], str]) -> tuple[str, list[str]]:
+def redact_through_view(line: str, redacted: str, rules: Callable[[str], str | None]) -> tuple[str, list[str]]:
     """`redacted` (the rules' output on `line`) joined with what `rules` (the same rules, counting
-    apart) find on `line`'s view. Returns the text and the classes of the spans that only the
-    view revealed (the caller counts those)."""
-    view = View.of(line)
-    if view is None:
+    apart; None when none applies) find on `line`'s view. Returns the text and the classes of the
+    spans that only the view revealed (the caller counts those)."""
+    text = read_as(line)
+    if text is None:
         return redacted, []
-    output = rules(view.text)
-    if output == view.text:
+    output = rules(text)
+    if output is None or output == text:
         return redacted, []
+    view = View.of(line)  # the offsets, only now that they are needed
+    if view is None or view.text != text:
+        raise AssertionError("the view of a line must not depend on how it is computed")
     found = [(*view.original_span(start, end), name) for start, end, name in replaced_spans(view.text, output)]
     own = replaced_spans(line, redacted)
     if all(any(start <= span[0] and span[1] <= end for start, end, _ in own) for span in found):

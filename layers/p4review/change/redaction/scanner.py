@@ -228,14 +228,18 @@ class Scanner:
             redacted, revealed = normalized.redact_through_view(
                 body, redacted, lambda view: self._redact_view(view, kind)
             )
-            counts.update(revealed)
+            if revealed:
+                counts.update(revealed)
         return redacted, markers
 
-    def _redact_view(self, view: str, kind: Callable[[], FileKind]) -> str:
-        """The rules that the view's own needles call for, on the view (PEM blocks aside: their
-        markers are ASCII words; the policy's de-identification rules aside: see
-        normalized.WRITTEN_ONLY_CLASSES). Their counts are not kept: the caller counts what is new."""
-        bits = self._prefilter.flag(view).get(0, 0) & self._view_rules
+    def _redact_view(self, view: str, kind: Callable[[], FileKind]) -> str | None:
+        """The rules that the view's own needles call for, on the view (None when there are
+        none): PEM blocks aside (their markers are ASCII words), and the policy's
+        de-identification rules aside (normalized.WRITTEN_ONLY_CLASSES). Their counts are not
+        kept: the caller counts what is new."""
+        bits = self._prefilter.flag_line(view) & self._view_rules
+        if not bits and "@" not in view:
+            return None
         for rule in (*self._rules_for(bits), normalized.QUERY_USERINFO_RULE):
             view = rule.apply(view, kind, Counter())
         return view
