@@ -130,6 +130,13 @@ def test_the_guard_sees_through_the_encodings(line: str, name: str, secret: str)
         _mint(line + "\n", {}, RULESET_VERSION, RedactionPolicy())
 
 
+def test_bytes_that_were_not_utf8_pass_through_and_do_not_hide_a_secret():
+    # p4 output decoded with surrogateescape: lone surrogates stand for the undecodable bytes.
+    text = '+name = "caf\udce9"\n+p\u0430ssword = "Zq8rT4vLm2\udce9Pw"\n+x = "\udcff\udcfe\u200b"\n'
+    document = redact(text)
+    assert document.text == '+name = "caf\udce9"\n+p\u0430ssword = "[REDACTED:password]"\n+x = "\udcff\udcfe\u200b"\n'
+
+
 def test_a_secret_found_both_ways_is_counted_once():
     # The original reading finds the token's head, the view all of it: one mask, one count.
     document = redact(f'+Github("{GHP_HEAD}1234\u200b{GHP_TAIL}")\n')
@@ -271,6 +278,7 @@ _SNIPPETS = [
     "Ｗｅｌｃｏｍｅ",
     "Αθήνα",
     "Пароль",
+    "\udce9",  # an undecodable byte (surrogateescape)
     *_INVISIBLE,
 ]
 _content = st.lists(
