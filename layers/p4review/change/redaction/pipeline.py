@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 
+from p4review.change.redaction.copies import MaskedValues
 from p4review.change.redaction.document import RedactedDocument, RedactionError, _mint, canonical_scanner
 from p4review.change.redaction.policy import DEFAULT_POLICY, RedactionPolicy
 from p4review.change.redaction.rules import RULESET_VERSION, Rule
@@ -27,15 +28,20 @@ class Redactor:
         self._canonical = rules is None
         self._scanner = canonical_scanner(policy) if rules is None else Scanner(rules)
 
-    def redact(self, text: str) -> RedactedDocument:
+    def redact(self, text: str, values: MaskedValues | None = None) -> RedactedDocument:
+        """`text` redacted, every copy of a value the rules masked in it masked too. `values`:
+        the values masked in other texts of the same change (snapshot_redaction.py), masked
+        here as well; this text's are added to it. Without it, the values live for this call."""
         if not isinstance(text, str):
             raise RedactionError(f"redaction needs str, got {type(text).__name__}")
+        if values is None:
+            values = MaskedValues()
         counts: Counter[str] = Counter()
         for round_ in range(1, MAX_ROUNDS + 1):
             # What the canonical scan learns spares the guard recomputing it.
             record = ScanRecord() if self._canonical else None
             try:
-                text, found = self._scanner.scan(text, record=record)
+                text, found = self._scanner.scan(text, record=record, values=values)
             except Exception as exc:  # noqa: BLE001 - a rule crashed: nothing may go out unredacted
                 # `from None`: the original message could quote the input.
                 raise RedactionError(f"redaction pipeline failed ({type(exc).__name__})") from None

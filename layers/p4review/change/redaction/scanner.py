@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from p4review.change.redaction import normalized, pem
 from p4review.change.redaction.assignments import block_line_below, dangling_yaml_key, value_below
+from p4review.change.redaction.copies import MaskedValues
 from p4review.change.redaction.filekind import FileKind, FileKinds
 from p4review.change.redaction.needles import Prefilter
 from p4review.change.redaction.rules import Rule
@@ -111,23 +112,29 @@ class Scanner:
         self._rules_by_bits: dict[int, tuple[Rule, ...]] = {}
 
     def scan(
-        self, text: str, *, record: ScanRecord | None = None, previous: ScanRecord | None = None
+        self,
+        text: str,
+        *,
+        record: ScanRecord | None = None,
+        previous: ScanRecord | None = None,
+        values: MaskedValues | None = None,
     ) -> tuple[str, Counter[str]]:
         """`record`: filled with what this scan learnt (see ScanRecord). `previous`: the record
         of the scan that produced `text`, by these same rules. Both are pure functions of a
         line's bytes (the prefilter) or of its content and bits (the rules), so a line that is
-        byte-identical to a line `previous` saw needs neither recomputed; every other line is."""
+        byte-identical to a line `previous` saw needs neither recomputed; every other line is.
+        `values`: the values masked so far (copies.py); those the rules mask here are added, and
+        every other occurrence of any of them in `text` is masked too."""
         counts = _Tally()
         flagged = self._flags(text, previous)
         if record is not None:
             record.source, record.flagged = text, flagged
-        if not flagged:
+        if not flagged and not (values and values.present_in(text)):
             return text, Counter()
         known_clean = previous.clean if previous is not None else None
         kinds = _LazyKinds(text)
-        pieces: list[str] = []
-        copied = 0  # text[:copied] is already in `pieces`
-        shift = 0  # output offset minus source offset, after the lines replaced so far
+        replaced: Changed = []  # the lines replaced, in order
+        copied = 0  # lines before this offset are settled
         done = -1  # lines starting at or before this offset were handled by a PEM walk
         length = len(text)
         for start in sorted(flagged):
@@ -165,13 +172,22 @@ class Scanner:
                 done = end
             for line_start, line_end, new in changed:
                 if new != text[line_start:line_end]:
-                    pieces += [text[copied:line_start], new]
+                    replaced.append((line_start, line_end, new))
                     copied = line_end
-                    if record is not None:
-                        record.changes.append((line_start, line_end, line_start + shift, line_start + shift + len(new)))
-                    shift += len(new) - (line_end - line_start)
-        if not pieces:
+                    if values is not None:
+                        values.collect(text[line_start:line_end], new)
+        if values:
+            replaced = _mask_copies(text, replaced, values, counts)
+        if not replaced:
             return text, Counter(counts)
+        pieces: list[str] = []
+        copied = shift = 0  # shift: output offset minus source offset, after the lines replaced so far
+        for line_start, line_end, new in replaced:
+            pieces += [text[copied:line_start], new]
+            copied = line_end
+            if record is not None:
+                record.changes.append((line_start, line_end, line_start + shift, line_start + shift + len(new)))
+            shift += len(new) - (line_end - line_start)
         pieces.append(text[copied:])
         return "".join(pieces), Counter(counts)
 
@@ -333,3 +349,30 @@ class Scanner:
             line_end = line_start - 1
         changed.reverse()
         return changed
+
+
+def _mask_copies(text: str, replaced: Changed, values: MaskedValues, counts: Counter[str]) -> Changed:
+    """`replaced` (the lines the rules replaced, in order) with every other occurrence of the
+    masked values masked too: one search of the source for the lines that hold one, then each
+    such line (as the rules left it) masked. Rules never join text across a placeholder, so a
+    value in the output was in the source."""
+    finder = values.finder(text)
+    if finder is None:
+        return replaced
+    holding: dict[int, int] = {}  # line start -> line end, of the lines holding a value
+    for match in finder.finditer(text):
+        if match.group(1) is None:
+            start = text.rfind("\n", 0, match.start()) + 1
+            if start not in holding:
+                end = text.find("\n", match.end())
+                holding[start] = len(text) if end < 0 else end
+    if not holding:
+        return replaced
+    lines = {start: (end, new) for start, end, new in replaced}
+    for start, end in holding.items():
+        current = lines[start][1] if start in lines else text[start:end]
+        marker, body, ending = split_line(current)  # a diff marker is never masked
+        masked = marker + values.mask(body, finder, counts) + ending
+        if masked != current:
+            lines[start] = (end, masked)
+    return [(start, end, new) for start, (end, new) in sorted(lines.items())]

@@ -1,0 +1,150 @@
+"""Every copy of a masked value: once a rule masks a value, its other occurrences (on the same
+line, on other lines, in other files, in removed lines, in headers and file names) are masked
+too, with the same class's placeholder, although no rule would find them there (a token's rule
+needs its keyword on the line, a password's rule its name).
+
+`MaskedValues` holds the values in memory, for one `Redactor.redact` call or, shared, for the
+texts of one change (snapshot_redaction.py). It is never serialised, logged or shown: its
+`repr` gives a count, it cannot be pickled, and nothing here raises with a value in the message.
+
+A value qualifies only when masking it everywhere cannot wreck ordinary text (`qualifies`):
+at least 8 characters, no blank, at least two character classes, not a placeholder, not the
+name of a secret, and an identifier-shaped value (`\\w+`, which a variable could be) must also
+look random. Private keys and public PEM blocks are not collected (a block's lines are already
+caught by the PEM walk wherever they are), nor the policy classes (e-mail addresses, internal
+hosts and addresses), whose rule finds every occurrence anyway."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import NoReturn
+
+from p4review.change.redaction.values import (
+    REDACTED_MARK,
+    is_template_or_masked,
+    looks_random,
+    names_a_secret,
+    placeholder,
+)
+
+MIN_LENGTH = 8
+# Class names as rules write them ([REDACTED:aws_access_key], [REDACTED:1password_secret_key]).
+PLACEHOLDER = re.compile(r"\[REDACTED:([\w.-]+)\]")
+_NOT_COLLECTED = frozenset({"private_key", "pem_block", "email", "internal_host", "internal_ip"})
+_WORD = re.compile(r"[A-Za-z_$][\w$]*")
+
+
+def qualifies(value: str) -> bool:
+    """Can every occurrence of `value` be masked without wrecking ordinary text?"""
+    if len(value) < MIN_LENGTH or any(ch.isspace() for ch in value) or REDACTED_MARK in value:
+        return False
+    if is_template_or_masked(value) or names_a_secret(value):
+        return False
+    classes = sum(
+        (
+            any(ch.islower() for ch in value),
+            any(ch.isupper() for ch in value),
+            any(ch.isdigit() for ch in value),
+            any(not ch.isalnum() for ch in value),
+        )
+    )
+    if classes < 2:
+        return False
+    if _WORD.fullmatch(value):
+        # `db_password1`, `MySecretValue`: a word a variable could be; only a random one is masked.
+        return looks_random(value, MIN_LENGTH)
+    # A value ending in part of a placeholder could overlap one it meets (`abcdefgh[REDAC`).
+    return not _ends_in_placeholder_prefix(value)
+
+
+def _ends_in_placeholder_prefix(value: str) -> bool:
+    bracket = value.rfind("[")
+    return bracket >= 0 and (
+        REDACTED_MARK.startswith(value[bracket:]) or re.fullmatch(r"\[REDACTED:[\w.-]*", value[bracket:]) is not None
+    )
+
+
+def masked_spans(original: str, redacted: str) -> list[tuple[str, str]]:
+    """The (value, class) pairs a rule replaced in `original` to give `redacted`: the text
+    between placeholders is `original`'s, in order, so the values are what lies between those
+    pieces. Lines that do not align (two placeholders side by side) give what aligned."""
+    parts = PLACEHOLDER.split(redacted)
+    if len(parts) == 1:
+        return []
+    pieces, classes = parts[0::2], parts[1::2]
+    head, tail = pieces[0], pieces[-1]
+    if len(head) + len(tail) > len(original) or not original.startswith(head) or not original.endswith(tail):
+        return []
+    found: list[tuple[str, str]] = []
+    position, limit = len(head), len(original) - len(tail)
+    for index, name in enumerate(classes):
+        if index == len(classes) - 1:
+            end, after = limit, 0
+        else:
+            following = pieces[index + 1]
+            if not following:
+                break  # two placeholders side by side: where one value ends is unknown
+            end = original.find(following, position + 1, limit)
+            if end < 0:
+                break
+            after = len(following)
+        found.append((original[position:end], name))
+        position = end + after
+    return found
+
+
+class MaskedValues:
+    """Values masked so far (value -> class), to mask wherever else they occur."""
+
+    __slots__ = ("_classes", "_pattern")
+
+    def __init__(self) -> None:
+        self._classes: dict[str, str] = {}
+        self._pattern: re.Pattern[str] | None = None
+
+    def __repr__(self) -> str:  # never the values
+        return f"MaskedValues({len(self._classes)} values)"
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError("MaskedValues are never serialised")
+
+    def __len__(self) -> int:
+        return len(self._classes)
+
+    def collect(self, original: str, redacted: str) -> None:
+        """Add the qualifying values a rule replaced in the line `original` (-> `redacted`)."""
+        for value, name in masked_spans(original, redacted):
+            if name not in _NOT_COLLECTED and value not in self._classes and qualifies(value):
+                self._classes[value] = name
+                self._pattern = None
+
+    def present_in(self, text: str) -> bool:
+        """Does `text` hold any of the values? (one memory search per value: fast in C)"""
+        return any(value in text for value in self._classes)
+
+    def finder(self, text: str) -> re.Pattern[str] | None:
+        """One pattern for the values that occur in `text` (None: none does): a placeholder,
+        matched first so that a value never starts inside one, else any value, longest first."""
+        present = [value for value in self._classes if value in text]
+        if not present:
+            return None
+        if len(present) == len(self._classes) and self._pattern is not None:
+            return self._pattern
+        present.sort(key=len, reverse=True)
+        pattern = re.compile(PLACEHOLDER.pattern + "|" + "|".join(map(re.escape, present)))
+        if len(present) == len(self._classes):
+            self._pattern = pattern
+        return pattern
+
+    def mask(self, line: str, finder: re.Pattern[str], counts: Counter[str]) -> str:
+        """`line` with every value `finder` finds replaced by its class's placeholder (counted)."""
+
+        def replace(match: re.Match[str]) -> str:
+            if match.group(1) is not None:
+                return match.group(0)  # a placeholder stays as it is
+            name = self._classes[match.group(0)]
+            counts[name] += 1
+            return placeholder(name)
+
+        return finder.sub(replace, line)
