@@ -1,0 +1,82 @@
+"""Depot paths in the redacted snapshot (issue 28 item 7): a secret in a file or directory name
+(`//depot/keys/ghp_.../AKIA....py`) goes through the same detector as content, and the path
+the model, the redacted bucket, the email and Swarm see is the redacted one.
+
+A redacted path stays reviewable: only the secret is replaced (`//depot/keys/[REDACTED:github_token]/[REDACTED:aws_access_key].py`),
+so the directories, the file name's shape and its extension are kept for language detection,
+the analyzers and the chunk planner. Two files whose redacted paths would be the same stay
+distinct: the second gets `~2` before its extension (`[REDACTED:aws_access_key]~2.py`), the
+third `~3`. The mapping lives in memory for one change and is never stored: nothing downstream
+can turn a redacted path back into the real one."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable
+
+from p4review.change.redaction.copies import PLACEHOLDER
+
+
+def path_is_redacted(path: str) -> bool:
+    """Did redaction change this path? (a real depot path never holds a placeholder)"""
+    return PLACEHOLDER.search(path) is not None
+
+
+def with_index(path: str, index: int) -> str:
+    """`//a/[REDACTED:x].py`, 2 -> `//a/[REDACTED:x]~2.py`: the extension stays last."""
+    directory, name = posixpath.split(path)
+    stem, dot, extension = name.rpartition(".")
+    if not dot or not stem:
+        stem, extension, dot = name, "", ""
+    return posixpath.join(directory, f"{stem}~{index}{dot}{extension}") if directory else f"{stem}~{index}{dot}{extension}"
+
+
+class RedactedPaths:
+    """The file paths of one change: each real path gets an ordinal when first seen; `settle`
+    gives every ordinal its redacted path once all the change's values are known (a value
+    found in a later file's content is masked in an earlier file's name too), distinct from
+    every other file's."""
+
+    def __init__(self) -> None:
+        self._ordinals: dict[str, int] = {}
+        self._first: list[str] = []  # by ordinal: the path as redacted when first seen
+        self._final: list[str] | None = None
+
+    def __repr__(self) -> str:  # never the paths
+        return f"RedactedPaths({len(self._first)} paths)"
+
+    def get(self, path: str) -> int | None:
+        return self._ordinals.get(path)
+
+    def add(self, path: str, redacted: str) -> int:
+        """The ordinal of `path`, redacted as `redacted` (the first time it is seen)."""
+        found = self._ordinals.get(path)
+        if found is None:
+            found = self._ordinals[path] = len(self._first)
+            self._first.append(redacted)
+            self._final = None
+        return found
+
+    def first(self, ordinal: int) -> str:
+        return self._first[ordinal]
+
+    def settle(self, mask_late: Callable[[str], str]) -> None:
+        """Fix every path: `mask_late` masks the values found after it was first redacted;
+        colliding redacted paths get an index (a path redaction did not change needs none)."""
+        final = [mask_late(path) for path in self._first]
+        taken = {path for path in final if not path_is_redacted(path)}
+        for ordinal, path in enumerate(final):
+            if not path_is_redacted(path):
+                continue
+            candidate, index = path, 1
+            while candidate in taken:
+                index += 1
+                candidate = with_index(path, index)
+            taken.add(candidate)
+            final[ordinal] = candidate
+        self._final = final
+
+    def final(self, ordinal: int) -> str:
+        if self._final is None:
+            raise RuntimeError("RedactedPaths.settle() must run before final()")
+        return self._final[ordinal]
