@@ -2,8 +2,9 @@
 (`//depot/keys/ghp_.../AKIA....py`) goes through the same detector as content, and the path
 the model, the redacted bucket, the email and Swarm see is the redacted one.
 
-A redacted path stays reviewable: only the secret is replaced (`//depot/keys/[REDACTED:github_token]/[REDACTED:aws_access_key].py`),
-so the directories, the file name's shape and its extension are kept for language detection,
+A redacted path stays reviewable: only the secret is replaced
+(`//depot/keys/[REDACTED:github_token]/[REDACTED:aws_access_key].py`), so the directories, the
+file name's shape and its extension are kept for language detection,
 the analyzers and the chunk planner. Two files whose redacted paths would be the same stay
 distinct: the second gets `~2` before its extension (`[REDACTED:aws_access_key]~2.py`), the
 third `~3`. The mapping lives in memory for one change and is never stored: nothing downstream
@@ -14,6 +15,8 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Callable
 
+from p4review.change.depot_paths import sanitize_for_log
+from p4review.change.redaction import RedactionError, redact
 from p4review.change.redaction.copies import PLACEHOLDER
 
 
@@ -28,7 +31,9 @@ def with_index(path: str, index: int) -> str:
     stem, dot, extension = name.rpartition(".")
     if not dot or not stem:
         stem, extension, dot = name, "", ""
-    return posixpath.join(directory, f"{stem}~{index}{dot}{extension}") if directory else f"{stem}~{index}{dot}{extension}"
+    return (
+        posixpath.join(directory, f"{stem}~{index}{dot}{extension}") if directory else f"{stem}~{index}{dot}{extension}"
+    )
 
 
 class RedactedPaths:
@@ -80,3 +85,14 @@ class RedactedPaths:
         if self._final is None:
             raise RuntimeError("RedactedPaths.settle() must run before final()")
         return self._final[ordinal]
+
+
+def path_for_log(path: str, *, limit: int = 512) -> str:
+    """A depot path for a log line or a job record, before the change is redacted (a path the
+    allow-list refused, a policy file that was not used): a secret in it masked by the
+    detector's default rules, then control and look-alike characters escaped."""
+    try:
+        shown = redact(" " + path).text[1:] if path else path
+    except RedactionError:
+        return "<withheld>"
+    return sanitize_for_log(shown, limit=limit)

@@ -251,6 +251,7 @@ def stream_change_artifacts(
     redacted: BinaryIO,
     policy: RedactionPolicy = DEFAULT_POLICY,
     depot_policy: ChangePolicy | None = None,
+    redactor: ChangeRedactor | None = None,
 ) -> dict[str, Any]:
     """Write the raw snapshot to `raw` and the redacted change document to `redacted`, one file
     at a time, so a change of any size needs memory for one file's diff, not the whole change.
@@ -258,8 +259,9 @@ def stream_change_artifacts(
     anonymous temporary file, and the redacted document is written once every value of the
     change is known (ChangeRedactor's second pass), description first. The documents read back
     exactly as `ChangeSnapshot` and `RedactedChange.artifact()` write them. Returns the
-    redaction summary {ruleset_version, counts}."""
-    redactor = ChangeRedactor(policy)
+    redaction summary {ruleset_version, counts}. `redactor`: a fresh ChangeRedactor for
+    `policy` that the caller reads afterwards (fetch: the redacted policy for the job record)."""
+    redactor = redactor or ChangeRedactor(policy)
     redactor.begin(description, depot_policy)
     raw.write(b'{"description":' + _json(description.model_dump(mode="json")) + b',"diffs":[')
     with tempfile.TemporaryFile() as spool:

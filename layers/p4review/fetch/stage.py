@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 from p4review.change.depot_policy import MAX_POLICY_NOTES_ON_JOB, job_diagnostic
-from p4review.change.snapshot_redaction import stream_change_artifacts
+from p4review.change.snapshot_redaction import ChangeRedactor, stream_change_artifacts
 from p4review.fetch.opt_out import opted_out
 from p4review.fetch.settings import FetchSettings
 from p4review.metric_names import Dimension, MetricName
@@ -52,11 +52,20 @@ class FetchWork:
 
         # Both documents stream, one file at a time, and are uploaded when the block ends; an
         # error before that (RedactionError is non-retryable: dead-letter) uploads nothing.
+        redactor = ChangeRedactor(policy)
         with self._raw.json_writer(key) as raw, self._redacted.json_writer(key) as redacted:
             summary = stream_change_artifacts(
-                description, diffs(), raw=raw, redacted=redacted, policy=policy, depot_policy=depot_policy
+                description,
+                diffs(),
+                raw=raw,
+                redacted=redacted,
+                policy=policy,
+                depot_policy=depot_policy,
+                redactor=redactor,
             )
             lease.check()
+        # The job record shows policy paths as the redacted snapshot does (a secret in a path is masked).
+        shown_policy = redactor.final_policy() or depot_policy
         counts = summary["counts"]
         for name, count in counts.items():
             publish_metric(MetricName.REDACTIONS, count, {Dimension.KIND: name})
@@ -81,7 +90,7 @@ class FetchWork:
                 # On the job too (the API shows them): a change to the review policy, and any policy
                 # file that was not used. Paths and reasons only, never a file's content; bounded,
                 # as a change may touch any number of directories (the artifact keeps them all).
-                "policy_changes": depot_policy.modified[:MAX_POLICY_NOTES_ON_JOB],
-                "policy_diagnostics": [job_diagnostic(d) for d in depot_policy.diagnostics[:MAX_POLICY_NOTES_ON_JOB]],
+                "policy_changes": shown_policy.modified[:MAX_POLICY_NOTES_ON_JOB],
+                "policy_diagnostics": [job_diagnostic(d) for d in shown_policy.diagnostics[:MAX_POLICY_NOTES_ON_JOB]],
             }
         )

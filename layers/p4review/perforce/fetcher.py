@@ -7,7 +7,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from p4review.change.depot_paths import DepotAllowList, PathDecision, sanitize_for_log
+from p4review.change.depot_paths import DepotAllowList, PathDecision
 from p4review.change.depot_policy import (
     MAX_POLICY_BYTES,
     candidate_policy_paths,
@@ -16,6 +16,7 @@ from p4review.change.depot_policy import (
     parse_policy_file,
 )
 from p4review.change.generated import declares_generated, diff_declares_generated
+from p4review.change.redacted_paths import path_for_log
 from p4review.metric_names import MetricName
 from p4review.models.change import (
     ChangeDescription,
@@ -212,7 +213,7 @@ class ChangeFetcher:
             if isinstance(parsed, PolicyDiagnostic):
                 logger.warning(
                     "depot review policy not used",
-                    extra={"changelist_id": number, "policy": sanitize_for_log(source), "reason": parsed.reason},
+                    extra={"changelist_id": number, "policy": path_for_log(source), "reason": parsed.reason},
                 )
                 found.diagnostics.append(parsed)
             else:
@@ -406,8 +407,9 @@ def report_path_denied(
             "security_event": "depot_path_denied",
             "check": check,  # "describe" (metadata) or "fetch" (before a per-file command)
             "reason": decision.reason.value if decision.reason else None,
-            "depot_path": sanitize_for_log(decision.path),
-            "normalized_path": sanitize_for_log(decision.normalized) if decision.normalized else None,
+            # A secret in the path is masked: logs keep what the redacted bucket would.
+            "depot_path": path_for_log(decision.path),
+            "normalized_path": path_for_log(decision.normalized) if decision.normalized else None,
             "job_id": job_id,
             "changelist_id": description.changelist_id,
             "change_kind": description.kind.value,

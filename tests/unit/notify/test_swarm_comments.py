@@ -309,3 +309,24 @@ def test_another_version_gets_other_markers_for_the_same_findings():
     v2 = plan_comments(changelist_id=5, review_version=2, stored=stored)
     assert [p.key for p in v1] == [p.key for p in v2]
     assert not {p.marker for p in v1} & {p.marker for p in v2}
+
+
+@pytest.mark.spec("SW-1")
+def test_a_finding_on_a_redacted_path_is_a_comment_on_the_review_naming_that_path():
+    """Swarm anchors by the real depot path, which nothing after fetch knows when the path held a
+    secret (issue 28 item 7): the comment goes on the review, not on a file, and says why."""
+    redacted = "//depot/keys/[REDACTED:github_token]/loader.py"
+    stored = StoredReview(
+        result=ReviewResult(
+            schema_version="1.0",
+            prompt_version="1.2.0",
+            findings=[_finding(file=redacted), _finding(id="F2", line=6)],
+        )
+    )
+    first, second, _summary = plan_comments(
+        changelist_id=9, review_version=1, stored=stored, diffs={redacted: DIFF, "//depot/main/x.py": DIFF}
+    )
+    assert first.context is None
+    assert "REDACTED:github\\_token" in first.body and "path held a secret" in first.body
+    assert second.context is not None and second.context.file == "//depot/main/x.py"
+    assert "path held a secret" not in second.body

@@ -270,7 +270,9 @@ def test_new_content_is_redacted_like_the_diff_and_checked_again_before_review()
     leaky["snapshot"]["diffs"][0]["new_content"] = SECRET_LINE
     with pytest.raises(RedactionError):
         prepare_review_input(leaky)
-    assert ChangeRedactor().diff(FileDiff(depot_path=PY, action="edit", status=DiffStatus.FETCHED))[1].new_content is None
+    assert (
+        ChangeRedactor().diff(FileDiff(depot_path=PY, action="edit", status=DiffStatus.FETCHED))[1].new_content is None
+    )
 
 
 def test_analyzers_read_placeholders_as_identifiers_and_their_reports_there_are_dropped():

@@ -9,10 +9,11 @@ texts of one change (snapshot_redaction.py). It is never serialised, logged or s
 
 A value qualifies only when masking it everywhere cannot wreck ordinary text (`qualifies`):
 at least 8 characters, no blank, at least two character classes, not a placeholder, not the
-name of a secret, not mostly words (`name_like`), no UUID, no `example`, and an identifier-shaped value (`\\w+`, which a variable could be) must also
-look random. Private keys and public PEM blocks are not collected (a block's lines are already
-caught by the PEM walk wherever they are), nor the policy classes (e-mail addresses, internal
-hosts and addresses), whose rule finds every occurrence anyway."""
+name of a secret, not mostly words (`name_like`), no UUID, no `example`; and a value shaped
+like an identifier (`\\w+`, which a variable could be) must also look random. Private keys
+and public PEM blocks are not collected (the PEM walk catches a block's lines wherever they
+are), nor the policy classes (e-mail addresses, internal hosts and addresses), whose rule
+finds every occurrence anyway."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
 """Helix Swarm comments (pure): each finding as one comment anchored at its file and right-side
 line, one summary comment per review version, and the marker that makes posting exactly-once.
+A finding on a file whose depot path held a secret (redacted_paths.py) cannot be anchored, as
+Swarm anchors by the real path: it becomes a comment on the review that names the redacted path.
 
 Swarm has no idempotency key. Every comment body therefore ends with a marker line,
 `p4review:<24 hex>`, a SHA-256 prefix of (changelist, review_version, key) where the key is the
@@ -23,6 +25,7 @@ from collections.abc import Mapping, Sequence
 
 from p4review.change.depot_paths import sanitize_for_log
 from p4review.change.fingerprints import finding_fingerprint
+from p4review.change.redacted_paths import path_is_redacted
 from p4review.change.unified_diff import iter_hunk_lines
 from p4review.models.review_result import (
     SEVERITY_ORDER,
@@ -47,6 +50,7 @@ _SUGGESTED_LINES = 24
 _LISTED_RESOLVED = 20
 _LISTED_SKIPPED = 10
 _TRUNCATED = "... (truncated; the full finding is in the email)"
+UNANCHORED_NOTE = "(on the review, not on the file: the file's path held a secret and was redacted)"
 
 _MARKER_LINE = re.compile(rf"^p4review:([0-9a-f]{{{MARKER_HEX_CHARS}}})$")
 # What could turn text into a link, an image, HTML, emphasis or code in Markdown.
@@ -178,6 +182,8 @@ def _finding_text(finding: Finding, message: str, *, with_code: bool) -> str:
         f"**[{severity}] {title}** ({_md(str(finding.category))})",
         _location(finding.file, finding.line, finding.end_line),
     ]
+    if path_is_redacted(finding.file):
+        out.append(UNANCHORED_NOTE)
     out += ["", *(_model_md(line.rstrip()) for line in message.split("\n"))]
     if finding.suggestion and finding.suggestion.strip():
         out += ["", f"Suggestion: {_model_md(_one_line(finding.suggestion, 1000))}"]
@@ -292,7 +298,11 @@ def plan_comments(
                 key=key,
                 marker=marker,
                 body=render_finding_comment(finding, marker),
-                context=anchor_context(finding, diffs.get(finding.file), swarm_version),
+                # A file whose path held a secret: Swarm anchors by the real path, which nothing
+                # after fetch knows; the comment goes on the review, naming the redacted path.
+                context=None
+                if path_is_redacted(finding.file)
+                else anchor_context(finding, diffs.get(finding.file), swarm_version),
                 task_open=opens_task(finding.severity, task_threshold),
                 finding_id=finding.id,
             )
