@@ -1,12 +1,14 @@
 """The redaction boundary for a whole change (spec SEC-30, SEC-32, SEC-44).
 
 `stream_change_artifacts` (fetch) writes the raw snapshot and its redacted copy one file at a
-time: the description and every diff pass through the redaction pipeline (`ChangeRedactor`),
-line counts and diff prefixes intact. `redact_change` does the same for a change in memory.
+time: the description, every diff and content, the depot policy and every depot path pass
+through the redaction pipeline (`ChangeRedactor`), line counts and diff prefixes intact, and a
+value found in any of them is masked in all of them (docs/redaction.md, "Every copy of a value,
+and secrets in paths"). `redact_change` does the same for a change in memory.
 
 `ReviewInput` (review) is what a reviewer, offline or LLM, accepts. Only `prepare_review_input`
 builds one, from a stored redacted snapshot: each text goes through the pipeline again, and if
-that finds anything the stored artifact was not clean (redaction bypassed or broken upstream):
+that finds anything (in a text or a path) the stored artifact was not clean (redaction bypassed or broken upstream):
 the request is blocked with `RedactionError` (non-retryable, the job is dead-lettered). Every
 text in a ReviewInput is a `RedactedDocument`, re-scanned clean by the canonical rules."""
 
