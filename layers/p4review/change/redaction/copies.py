@@ -12,8 +12,9 @@ at least 8 characters, no blank, at least two character classes, not a placehold
 name of a secret, not mostly words (`name_like`), no UUID, no `example`; and a value shaped
 like an identifier (`\\w+`, which a variable could be) must also look random. Private keys
 and public PEM blocks are not collected (the PEM walk catches a block's lines wherever they
-are), nor the policy classes (e-mail addresses, internal hosts and addresses), whose rule
-finds every occurrence anyway."""
+are), nor the policy classes (e-mail addresses, internal hosts and addresses) and the token
+formats a rule matches by the token alone (`AKIA...`, `ghp_...`, JWTs): their rule already
+finds every occurrence."""
 
 from __future__ import annotations
 
@@ -32,7 +33,15 @@ from p4review.change.redaction.values import (
 MIN_LENGTH = 8
 # Class names as rules write them ([REDACTED:aws_access_key], [REDACTED:1password_secret_key]).
 PLACEHOLDER = re.compile(r"\[REDACTED:([\w.-]+)\]")
-_NOT_COLLECTED = frozenset({"private_key", "pem_block", "email", "internal_host", "internal_ip"})
+# Classes whose rule already finds every copy: PEM blocks (the PEM walk), the policy classes,
+# and the token formats a rule matches by the token alone, wherever it is (tokens.py).
+_NOT_COLLECTED = frozenset(
+    {"private_key", "pem_block", "email", "internal_host", "internal_ip"}
+    | {"aws_access_key", "github_token", "gitlab_token", "tailscale_key", "shopify_token", "slack_token"}
+    | {"stripe_key", "google_api_key", "anthropic_key", "openai_key", "pypi_token", "jwt"}
+)
+_LOWER, _UPPER, _DIGIT, _OTHER = (re.compile(c) for c in ("[a-z]", "[A-Z]", "[0-9]", "[^A-Za-z0-9]"))
+_BLANK = re.compile(r"\s")
 _WORD = re.compile(r"[A-Za-z_$][\w$]*")
 # Words inside a value: a capitalised hump (`Bundle`, `Key`), a lower-case segment that no
 # digit or lower-case letter touches (`certificates` in `ca_certificates_`, `artifact` in
@@ -55,21 +64,13 @@ def name_like(value: str) -> bool:
 
 def qualifies(value: str) -> bool:
     """Can every occurrence of `value` be masked without wrecking ordinary text?"""
-    if len(value) < MIN_LENGTH or any(ch.isspace() for ch in value) or REDACTED_MARK in value:
+    if len(value) < MIN_LENGTH or _BLANK.search(value) or REDACTED_MARK in value:
+        return False
+    if sum(1 for kind in (_LOWER, _UPPER, _DIGIT, _OTHER) if kind.search(value)) < 2:
         return False
     if is_template_or_masked(value) or names_a_secret(value) or name_like(value):
         return False
     if _UUID.search(value) or "example" in value.lower():
-        return False
-    classes = sum(
-        (
-            any(ch.islower() for ch in value),
-            any(ch.isupper() for ch in value),
-            any(ch.isdigit() for ch in value),
-            any(not ch.isalnum() for ch in value),
-        )
-    )
-    if classes < 2:
         return False
     if _WORD.fullmatch(value):
         # `db_password1`, `MySecretValue`: a word a variable could be; only a random one is masked.
@@ -114,14 +115,22 @@ def masked_spans(original: str, redacted: str) -> list[tuple[str, str]]:
     return found
 
 
+# A run of token characters: what a copy is found by. Each value is keyed by its longest run
+# (8 or more characters); the text's runs are found in one C-speed pass and looked up in a dict,
+# so the cost does not grow with the number of values. A copy glued to a longer run of such
+# characters is found only when another copy of the value was.
+_RUN = re.compile(r"[A-Za-z0-9_\-]{8,}")
+
+
 class MaskedValues:
     """Values masked so far (value -> class), to mask wherever else they occur."""
 
-    __slots__ = ("_classes", "_pattern")
+    __slots__ = ("_classes", "_keyed", "_unkeyed")
 
     def __init__(self) -> None:
         self._classes: dict[str, str] = {}
-        self._pattern: re.Pattern[str] | None = None
+        self._keyed: dict[str, list[str]] = {}  # a value's longest run -> the values it keys
+        self._unkeyed: list[str] = []  # values without a run of 8: looked for one by one
 
     def __repr__(self) -> str:  # never the values
         return f"MaskedValues({len(self._classes)} values)"
@@ -137,25 +146,34 @@ class MaskedValues:
         for value, name in masked_spans(original, redacted):
             if name not in _NOT_COLLECTED and value not in self._classes and qualifies(value):
                 self._classes[value] = name
-                self._pattern = None
+                runs = _RUN.findall(value)
+                if runs:
+                    self._keyed.setdefault(max(runs, key=len), []).append(value)
+                else:
+                    self._unkeyed.append(value)
+
+    def present(self, text: str) -> list[str]:
+        """The values that may occur in `text` (a superset of those that do, rarely larger)."""
+        if not self._classes:
+            return []
+        found = [value for value in self._unkeyed if value in text]
+        if self._keyed:
+            for run in set(filter(self._keyed.__contains__, _RUN.findall(text))):
+                found += self._keyed[run]
+        return found
 
     def present_in(self, text: str) -> bool:
-        """Does `text` hold any of the values? (one memory search per value: fast in C)"""
-        return any(value in text for value in self._classes)
+        return bool(self.present(text))
 
     def finder(self, text: str) -> re.Pattern[str] | None:
-        """One pattern for the values that occur in `text` (None: none does): a placeholder,
-        matched first so that a value never starts inside one, else any value, longest first."""
-        present = [value for value in self._classes if value in text]
+        """One pattern for the values that may occur in `text` (None: none does): a
+        placeholder, matched first so that a value never starts inside one, else any of the
+        values, longest first."""
+        present = self.present(text)
         if not present:
             return None
-        if len(present) == len(self._classes) and self._pattern is not None:
-            return self._pattern
         present.sort(key=len, reverse=True)
-        pattern = re.compile(PLACEHOLDER.pattern + "|" + "|".join(map(re.escape, present)))
-        if len(present) == len(self._classes):
-            self._pattern = pattern
-        return pattern
+        return re.compile(PLACEHOLDER.pattern + "|" + "|".join(map(re.escape, present)))
 
     def mask(self, line: str, finder: re.Pattern[str], counts: Counter[str]) -> str:
         """`line` with every value `finder` finds replaced by its class's placeholder (counted)."""

@@ -129,7 +129,7 @@ class Scanner:
         flagged = self._flags(text, previous)
         if record is not None:
             record.source, record.flagged = text, flagged
-        if not flagged and not (values and values.present_in(text)):
+        if not flagged and not values:
             return text, Counter()
         known_clean = previous.clean if previous is not None else None
         kinds = _LazyKinds(text)
@@ -176,20 +176,24 @@ class Scanner:
                     copied = line_end
                     if values is not None:
                         values.collect(text[line_start:line_end], new)
+        output = None  # the text with `replaced` applied, when already joined
         if values:
-            replaced = _mask_copies(text, replaced, values, counts)
+            replaced, output = _mask_copies(text, replaced, values, counts)
         if not replaced:
             return text, Counter(counts)
         pieces: list[str] = []
         copied = shift = 0  # shift: output offset minus source offset, after the lines replaced so far
         for line_start, line_end, new in replaced:
-            pieces += [text[copied:line_start], new]
+            if output is None:
+                pieces += [text[copied:line_start], new]
             copied = line_end
             if record is not None:
                 record.changes.append((line_start, line_end, line_start + shift, line_start + shift + len(new)))
             shift += len(new) - (line_end - line_start)
-        pieces.append(text[copied:])
-        return "".join(pieces), Counter(counts)
+        if output is None:
+            pieces.append(text[copied:])
+            output = "".join(pieces)
+        return output, Counter(counts)
 
     def _flags(self, text: str, previous: ScanRecord | None) -> dict[int, int]:
         """The prefilter's result for `text`: computed, or, for the lines that are byte-identical
@@ -351,28 +355,50 @@ class Scanner:
         return changed
 
 
-def _mask_copies(text: str, replaced: Changed, values: MaskedValues, counts: Counter[str]) -> Changed:
+def _mask_copies(
+    text: str, replaced: Changed, values: MaskedValues, counts: Counter[str]
+) -> tuple[Changed, str | None]:
     """`replaced` (the lines the rules replaced, in order) with every other occurrence of the
-    masked values masked too: one search of the source for the lines that hold one, then each
-    such line (as the rules left it) masked. Rules never join text across a placeholder, so a
-    value in the output was in the source."""
-    finder = values.finder(text)
+    masked values masked too, and the text they give when that is already joined (None when
+    the copies changed it). Looked for in the output, where the occurrences the rules masked
+    are gone; each line holding one is masked as the rules left it. Rules never join text
+    across a placeholder, so a value in the output was in the source."""
+    pieces: list[str] = []
+    output_starts: list[int] = []  # output start of each replaced line
+    shifts: list[int] = []  # output offset minus source offset after each replaced line
+    copied = shift = 0
+    for start, end, new in replaced:
+        pieces += [text[copied:start], new]
+        copied = end
+        output_starts.append(start + shift)
+        shift += len(new) - (end - start)
+        shifts.append(shift)
+    output = "".join(pieces) + text[copied:] if replaced else text
+    finder = values.finder(output)
     if finder is None:
-        return replaced
-    holding: dict[int, int] = {}  # line start -> line end, of the lines holding a value
-    for match in finder.finditer(text):
-        if match.group(1) is None:
-            start = text.rfind("\n", 0, match.start()) + 1
-            if start not in holding:
-                end = text.find("\n", match.end())
-                holding[start] = len(text) if end < 0 else end
-    if not holding:
-        return replaced
+        return replaced, output
+    holding: dict[int, int] = {}  # source line start -> end, of the lines holding a value
+    for match in finder.finditer(output):
+        if match.group(1) is not None:
+            continue
+        line = output.rfind("\n", 0, match.start()) + 1
+        index = bisect.bisect_right(output_starts, line) - 1
+        if index >= 0 and output_starts[index] == line:
+            start = replaced[index][0]
+        else:
+            start = line - (shifts[index] if index >= 0 else 0)
+        if start not in holding:
+            end = text.find("\n", start)
+            holding[start] = len(text) if end < 0 else end
     lines = {start: (end, new) for start, end, new in replaced}
+    changed = False
     for start, end in holding.items():
         current = lines[start][1] if start in lines else text[start:end]
         marker, body, ending = split_line(current)  # a diff marker is never masked
         masked = marker + values.mask(body, finder, counts) + ending
         if masked != current:
             lines[start] = (end, masked)
-    return [(start, end, new) for start, (end, new) in sorted(lines.items())]
+            changed = True
+    if not changed:
+        return replaced, output
+    return [(start, end, new) for start, (end, new) in sorted(lines.items())], None
