@@ -2,7 +2,8 @@
 serves a change adding `//depot/keys/ghp_.../AKIA....py`; fetch, review (an OpenAI-compatible
 server on loopback that records the request) and notify (a real SMTP server on loopback) run
 through the stage runtime. Neither token reaches the model's request, the redacted artifact,
-the stored result or the email, while the file is still reviewed and its finding is mailed."""
+the stored result, the job, the logs or the email, while the file is still reviewed and its
+finding is mailed."""
 
 from __future__ import annotations
 
@@ -70,7 +71,7 @@ def _leaks(text: str) -> list[str]:
 
 @pytest.mark.spec("SEC-32")
 def test_a_secret_in_a_depot_path_reaches_neither_the_model_the_bucket_nor_the_email(
-    moto_endpoint, aws_reset, tmp_path, mail, server
+    moto_endpoint, aws_reset, tmp_path, mail, server, caplog, capsys
 ):
     p4 = write_fake_p4_wrapper(tmp_path / "bin" / "p4", {"P4FAKE_DEPOT": str(_depot(tmp_path / "depot"))})
     env = {
@@ -145,3 +146,4 @@ def test_a_secret_in_a_depot_path_reaches_neither_the_model_the_bucket_nor_the_e
         assert not _leaks(email)
         assert "eval" in email and "[REDACTED:github_token]" in email
         assert not _leaks(dal.jobs.get_job(job.job_id).model_dump_json())
+    assert not _leaks(caplog.text) and not _leaks("".join(capsys.readouterr()))  # nor the logs
