@@ -12,6 +12,7 @@ from functools import lru_cache
 from p4review.change.redaction.base import Match, PatternRule, Rule, match_length, not_template, splice
 from p4review.change.redaction.filekind import FileKind
 from p4review.change.redaction.needles import Needle, lowered_ascii, needles
+from p4review.change.redaction.nonsecrets import is_stand_in, is_version_or_coordinate, names_a_data_key
 from p4review.change.redaction.values import (
     REDACTED_MARK,
     is_password_hash,
@@ -101,6 +102,7 @@ prefix suffix index idx offset position pos len length min max count size attemp
 timeout ttl expiry expires expiration age lifetime policy rule rules regex pattern validator strength
 complexity label hint placeholder prompt message msg text title description desc help error tooltip
 caption column input widget form class cls factory handler callback fn func method list
+seconds secs minutes mins hours days ms millis alphabet charset chars characters
 """.split()
 )
 
@@ -118,6 +120,8 @@ def classify_key(key: str) -> str | None:
     words = [word.lower() for word in _WORDS_OF_KEY.findall(key)]
     if not words or words[-1] in _ABOUT_A_SECRET or any(word in _HASH_WORDS for word in words):
         return None
+    if names_a_data_key(words):
+        return None  # `idempotency_key`, `sort_key`: a key of a record, not of a lock
     secretish = any("secret" in word for word in words)
     if secretish and "aws" in words:
         return "aws_secret_key"
@@ -199,6 +203,7 @@ class AssignmentRule(Rule):
             # `get("password", default)` is code, `("password", "passcode")` a tuple of names.
             if (
                 not quoted
+                or key.lower() == "pass"  # `("pass", "fail")`: an outcome
                 or len(value) < 4
                 or any(ch.isspace() for ch in value)
                 or not before.endswith("(")
@@ -209,6 +214,8 @@ class AssignmentRule(Rule):
             return None  # `"if not password:",`: a quote and punctuation closing a string
         if is_password_hash(value):
             return None
+        if match.group("op") == ":" and is_version_or_coordinate(f"{key}:{value}"):
+            return None  # `-Dartifact=org.passgen:passgen-core:3.1.4`: a Maven coordinate
         if quoted:
             if not quoted_literal_is_secret(value):
                 return None
@@ -283,7 +290,24 @@ SPACED_RULE = SpacedRule()
 
 
 def _command_secret(match: Match, secret: str) -> bool:
-    return not_template(match, secret) and not is_password_hash(secret) and not names_a_secret(secret)
+    return (
+        not_template(match, secret)
+        and not is_password_hash(secret)
+        and not names_a_secret(secret)
+        and not is_stand_in(secret)
+    )
+
+
+def _markup_secret(match: Match, secret: str) -> bool:
+    """`<password>...</password>` and friends: a secret-ish tag (not `<jjwt.version>`), a value
+    that is not a stand-in."""
+    tag = match.group("tag")
+    return (
+        not_template(match, secret)
+        and (tag is None or classify_key(tag) is not None)
+        and not is_stand_in(secret)
+        and not is_version_or_coordinate(secret)
+    )
 
 
 # Credentials written as command words rather than assignments: `.netrc` lines
@@ -340,7 +364,7 @@ MARKUP_RULE = PatternRule(
     + r"\"[ \t]*>(?P<entry>[^<\s][^<]*)</",  # <entry key="db.password">x</entry>
     key_needles(ahead=r"""[\w.:\x80-\xff-]*+(?:>|"[ \t]+value[ \t]*=|"[ \t]*>)"""),
     groups=("element", "attribute", "entry"),
-    validate=not_template,
+    validate=_markup_secret,
     flags=re.IGNORECASE,
 )
 

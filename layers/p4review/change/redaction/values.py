@@ -8,6 +8,8 @@ import re
 from collections import Counter
 from collections.abc import Callable
 
+from p4review.change.redaction.nonsecrets import is_alphabet, is_stand_in, is_version_or_coordinate
+
 REDACTED_MARK = "[REDACTED:"
 
 
@@ -116,6 +118,8 @@ def quoted_literal_is_secret(value: str) -> bool:
         or names_a_secret(value)
         or _QUOTED_TYPE.fullmatch(value)
         or looks_like_a_pattern(value)
+        or is_stand_in(value)
+        or is_version_or_coordinate(value)
     )
 
 
@@ -127,6 +131,8 @@ def unquoted_value_is_secret(value: str, literal_words: Callable[[], bool]) -> b
     otherwise (code, prose) an identifier-shaped word is a variable or a type name. Called only
     for such words, since finding the file's kind costs a pass over the text."""
     if is_template_or_masked(value) or names_a_secret(value):
+        return False
+    if is_stand_in(value) or is_version_or_coordinate(value):
         return False
     if value.lower() in _KEYWORDS or value.lower() in _TYPE_NAMES or value.startswith(_EXPRESSION_START):
         return False
@@ -155,6 +161,8 @@ def looks_random(value: str, min_length: int = 16) -> bool:
         return False
     if _IDENTIFIER.fullmatch(value) or _MODULE_PATH.fullmatch(value):
         return False  # `apiKeySelectionExpression`, `pkg_3170ac3a.IApiKeyRef`: names
+    if is_alphabet(value):
+        return False  # `ABC...xyz0123456789`: a character set spelt out
     classes = sum(
         (any(ch.islower() for ch in value), any(ch.isupper() for ch in value), any(ch.isdigit() for ch in value))
     )

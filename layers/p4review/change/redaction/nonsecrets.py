@@ -1,0 +1,96 @@
+"""Values and names that sit where a credential could, and are not one: stand-ins for a password
+(`password = "password"`, `"test-secret"`, `"changeit"`), versions and Maven coordinates under a
+secret-looking name, alphabets (`SIGNING_KEY_ALPHABET = "ABC...xyz0123456789"`), and keys of
+data rather than of locks (`idempotency_key`, `sort_key`, `cache_key`). Pure functions of strings.
+
+Where the line between a stand-in and a weak password runs: a stand-in is made only of words that
+say "a value goes here" (the secret's role: `password`, `secret`, `pass`, `token`; test data:
+`test`, `fake`, `dummy`, `wrong`; conventional placeholders: `changeit`, `example`, `foo`).
+Anything else, a digit, a symbol, or any other word, makes it a password someone may use:
+`hunter2`, `passw0rd`, `admin`, `letmein`, `secret123` stay redacted. A famous example password is
+still a password: people copy examples. So is a default (`default-pw`): it is the value a system
+runs with when nobody sets one."""
+
+from __future__ import annotations
+
+import re
+
+# The secret's role: `password = "password"` tells nothing the name did not.
+_ROLE_WORDS = frozenset(
+    """
+password passwords passwd pass pwd pw passphrase passcode secret secrets token tokens key keys apikey
+credential credentials cred creds auth pin
+""".split()
+)
+# Words that say the value is not real: test data, defaults, placeholders, failure cases.
+_STAND_IN_WORDS = frozenset(
+    """
+test tests testing tester fake dummy mock mocked stub sample example examples placeholder
+changeme changeit replaceme foo bar baz qux foobar wrong invalid incorrect bad bogus nonexistent
+unknown missing expired revoked none null empty blank todo tbd fixme xxx redacted masked hidden
+""".split()
+)
+# Qualifiers that may join role and stand-in words (`my-password`, `client-secret`, `new_pass`).
+_QUALIFIER_WORDS = frozenset(
+    """
+my your our the a an some any this that other another new old current previous next real
+db database user users client app api access admin root service account master shared super
+private public local dev staging prod production secure strong weak good right correct long short
+""".split()
+)
+_VALUE_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
+_WORD_VALUE = re.compile(r"[A-Za-z]+(?:[-_. ][A-Za-z]+)*")
+
+
+def is_stand_in(value: str) -> bool:
+    """`password`, `PASS`, `test`, `fake-password`, `client_secret`, `my secret`: a value made
+    only of role, stand-in and qualifier words, with at least one role or stand-in word."""
+    if len(value) > 40 or _WORD_VALUE.fullmatch(value) is None:
+        return False
+    words = [word.lower() for word in _VALUE_WORDS.findall(value)]
+    vocabulary = _ROLE_WORDS | _STAND_IN_WORDS | _QUALIFIER_WORDS
+    return all(word in vocabulary for word in words) and any(
+        word in _ROLE_WORDS or word in _STAND_IN_WORDS for word in words
+    )
+
+
+# `1.0.12`, `2.3.4-SNAPSHOT`, `5.7.1.RELEASE`: a release, never a credential.
+_VERSION = re.compile(r"v?\d+(?:\.\d+){2,3}(?:[-.+][A-Za-z0-9]+)*")
+# group:artifact[:packaging[:classifier]]:version (`io.jsonwebtoken:jjwt-api:0.11.5`).
+_COORDINATE = re.compile(r"[A-Za-z][\w-]*(?:\.[\w-]+)+:[A-Za-z][\w.-]*(?::[\w.-]+){0,2}:\d[\w.-]*")
+
+
+def is_version_or_coordinate(value: str) -> bool:
+    return _VERSION.fullmatch(value) is not None or _COORDINATE.fullmatch(value) is not None
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def is_alphabet(value: str) -> bool:
+    """`ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_`: a character set spelt
+    out (an encoder's, a generator's): the whole Latin alphabet in order, and nine in ten
+    neighbours consecutive. A generated value has almost none."""
+    if len(value) < 26 or _LETTERS not in value.lower():
+        return False
+    steps = sum(1 for left, right in zip(value, value[1:], strict=False) if ord(right) - ord(left) == 1)
+    return steps * 10 >= (len(value) - 1) * 9
+
+
+# `idempotency_key`, `PartitionKey`, `sort-key`, `cache_key`: keys that identify a record or
+# an entry, not keys that open something.
+_DATA_KEY_QUALIFIERS = frozenset(
+    """
+idempotency idempotence partition sort range primary foreign cache lookup dedup dedupe deduplication
+composite unique row group routing shard sharding index search order entity natural surrogate
+candidate secondary join cursor pagination page continuation exclusive start last next dict map
+memo lock mutex queue topic stream message event translation i18n locale label display field column
+attribute property prop setting config registry hotkey shortcut keyboard react list item node sequence
+""".split()
+)
+
+
+def names_a_data_key(words: list[str]) -> bool:
+    """`words` (lowercased, in order) of a name ending in `key`: a key of data when the word
+    before it says so."""
+    return len(words) > 1 and words[-1] in ("key", "keys") and words[-2] in _DATA_KEY_QUALIFIERS
