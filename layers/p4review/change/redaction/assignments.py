@@ -317,7 +317,7 @@ def _markup_secret(match: Match, secret: str) -> bool:
 COMMAND_RULE = PatternRule(
     "password",
     r"(?i:\blogin[ \t]+\S+[ \t]+password[ \t]+)(?P<netrc>[^\s:=]\S*)"
-    r"|(?i:\bcurl\b)[^\n]*?[ \t](?:-u|--user)[ =]?[\"']?[^\s:\"']+:(?P<curl>[^\s\"'@]+)"
+    r"|(?i:\bcurl\b)[^\n]*?[ \t](?:-u|--user)[ =]?[\"']?[^\s:\"'\[]+:(?P<curl>[^\s\"'@]+)"
     r"|(?i:\b(?:psexec|sshpass))[^\n]*?[ \t]-p[ \t]+[\"']?(?P<flag>[^\s\"']+)"
     r"|(?i:\bmysql(?:dump|admin)?\b|\bmariadb\b)[^\n]*?[ \t]-p(?P<mysql>[^\s\"'-][^\s\"']*)"
     r"|(?i:\bpassword[ \t]+is[ \t]+)(?P<q>[\"'])(?P<prose>[^\"'\s]{4,})(?P=q)"

@@ -84,7 +84,7 @@ _DATA_KEY_QUALIFIERS = frozenset(
 idempotency idempotence partition sort range primary foreign cache lookup dedup dedupe deduplication
 composite unique row group routing shard sharding index search order entity natural surrogate
 candidate secondary join cursor pagination page continuation exclusive start last next dict map
-memo lock mutex queue topic stream message event translation i18n locale label display field column
+memo lock mutex queue topic message event translation i18n locale label display field column
 attribute property prop setting config registry hotkey shortcut keyboard react list item node sequence
 """.split()
 )

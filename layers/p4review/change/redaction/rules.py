@@ -7,6 +7,7 @@ from p4review.change.redaction.assignments import ASSIGNMENT_RULE, COMMAND_RULE,
 from p4review.change.redaction.base import PatternRule, Rule
 from p4review.change.redaction.policy import RedactionPolicy
 from p4review.change.redaction.policy_rules import EMAIL_RULE, address_rule, host_rule
+from p4review.change.redaction.positional import POSITIONAL_RULES
 from p4review.change.redaction.ruleset import adopted_rules, ruleset_tag
 from p4review.change.redaction.tokens import CONNECTION_URI_RULE, TOKEN_RULES
 
@@ -29,6 +30,7 @@ def default_rules(policy: RedactionPolicy) -> tuple[Rule, ...]:
         ASSIGNMENT_RULE,
         SPACED_RULE,
         COMMAND_RULE,
+        *POSITIONAL_RULES,
     ]
     if policy.deidentify_emails:
         rules.append(EMAIL_RULE)

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from p4review.change.redaction import normalized, pem
+from p4review.change.redaction import normalized, pem, positional
 from p4review.change.redaction.assignments import block_line_below, dangling_yaml_key, value_below
 from p4review.change.redaction.copies import MaskedValues
 from p4review.change.redaction.filekind import FileKind, FileKinds
@@ -161,6 +161,11 @@ class Scanner:
             changed: Changed = [(start, end, marker + body + ending)]
             if ":" in body:
                 below = self._yaml_value_below(text, end, body, lambda: kinds.at(start), counts)  # noqa: B023 - called within this iteration
+                if below:
+                    changed += below
+                    end = done = below[-1][1]
+            if end == changed[0][1]:
+                below = self._split_value_below(text, end, body, lambda: kinds.at(start), counts)  # noqa: B023 - called within this iteration
                 if below:
                     changed += below
                     end = done = below[-1][1]
@@ -328,6 +333,48 @@ class Scanner:
             end = line_end
         if changed:
             counts[name] += 1
+        return changed
+
+    def _split_value_below(
+        self, text: str, end: int, body: str, kind: Callable[[], FileKind], counts: Counter[str]
+    ) -> Changed:
+        """The lines after `body` when it starts a value written below its name (positional.py:
+        `- name: DB_PASSWORD` then `value: ...`, a list under a password key, a Terraform
+        variable block). Lines passed over on the way get every rule, as they are not visited
+        again. Counted once."""
+        follow = positional.key_above(body, kind)
+        if follow is None:
+            return []
+        changed: Changed = []
+        found: str | None = None
+        passed: Counter[str] = Counter()  # what the rules found on the lines passed over
+        for _ in range(follow.reach):
+            if end >= len(text):
+                break
+            start = end + 1
+            line_end = text.find("\n", start)
+            line_end = len(text) if line_end < 0 else line_end
+            line = text[start:line_end]
+            if line.startswith(_STRUCTURE):
+                break
+            marker, below, ending = split_line(line)
+            step = positional.line_below(follow, below)
+            if step is None:
+                break
+            new, name, more = step
+            if name is None:
+                new, markers = self._body(below, self._all, kind, passed)
+                if markers.open or markers.orphan:
+                    break  # a PEM block: the main loop follows it
+            found = found or name
+            changed.append((start, line_end, marker + new + ending))
+            end = line_end
+            if not more:
+                break
+        if found is None:
+            return []  # nothing of the form's: the main loop visits these lines as usual
+        counts[found] += 1
+        counts.update(passed)
         return changed
 
     @staticmethod
