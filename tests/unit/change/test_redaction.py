@@ -140,6 +140,7 @@ POSITIVES = [
         "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b",
     ),
     ("+  X-Api-Key: 0123456789abcdefABCDEF", "api_key", "0123456789abcdefABCDEF"),
+    ('+  client = Acme("zkp_Ab3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF")', "vendor_token", "Ab3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF"),
     ('+  "smtp": "smtp://mailer:Sm7pP4ss@mail.example.com:587"', "connection_uri", "Sm7pP4ss"),
     ("+DATABASE_URL=postgres://u:p@h/db", "connection_uri", "u:p@"),
     ('+    url = "amqp://layer:Index7522#@mq.example.com/vhost"', "connection_uri", "Index7522#"),

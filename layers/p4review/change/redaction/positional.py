@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +79,23 @@ def _literal_password(_: Match, secret: str) -> bool:
 
 def _command_password(_: Match, secret: str) -> bool:
     return not is_template_or_masked(secret) and not names_a_secret(secret) and not is_password_hash(secret)
+
+
+def own(needles_: tuple[Needle, ...]) -> tuple[Needle, ...]:
+    """`needles_` with their first character moved into the lookbehind (`pass` -> `ass` behind
+    `p`): the same lines match, but under a literal of their own. The prefilter tells rules
+    apart by the literal found, not by its lookarounds, so a rule sharing `pass` with the
+    assignment rules would run on every line they flag, whatever its own lookaheads say."""
+    return tuple(
+        Needle(needle.literal[1:], needle.behind + re.escape(needle.literal[0]), needle.ahead, needle.folded)
+        if len(needle.literal) > 1
+        else needle
+        for needle in needles_
+    )
+
+
+def _own_key_needles(ahead: str) -> tuple[Needle, ...]:
+    return own(key_needles(ahead=ahead))
 
 
 def _gate(*literals: str) -> Callable[[str], bool]:
@@ -152,9 +169,11 @@ CALL_RULE = _GatedPatternRule(
     + r"[ \t]*,[ \t]*"
     + _QUOTED.format("pair").replace("(?P<q>", "(?P<q3>").replace("(?P=q)", "(?P=q3)")
     + r"[ \t]*[)\]]",
-    needles(*(call.lower() for call in _LOGIN_CALLS), "getconnection", ahead=r"[ \t]*\(", folded=True)
-    + needles(*(driver.lower() for driver in _DRIVERS), ahead=r"\.connect[ \t]*\(", folded=True)
-    + needles("auth", ahead=r"""["']?[ \t]*[=:][ \t]*[(\[]""", folded=True),
+    own(
+        needles(*(call.lower() for call in _LOGIN_CALLS), "getconnection", ahead=r"[ \t]*\(", folded=True)
+        + needles(*(driver.lower() for driver in _DRIVERS), ahead=r"\.connect[ \t]*\(", folded=True)
+        + needles("auth", ahead=r"""["']?[ \t]*[=:][ \t]*[(\[]""", folded=True)
+    ),
     groups=("login", "connect", "pair"),
     validate=_literal_password,
 )
@@ -197,11 +216,11 @@ CLI_RULE = _GatedPatternRule(
     # a password piped into a client that reads it from stdin
     r"|\becho[ \t]+(?:-n[ \t]+)?(?P<eq>[\"']?)(?P<echo>[^\s\"'|]+)(?P=eq)[ \t]*\|[ \t]*"
     r"(?=[^\n|]*--password-stdin|sudo[ \t]+-S\b)",
-    needles("mysql", "mariadb", ahead=r"""[^\n]*[ \t]-p["']""", folded=True)
+    own(needles("mysql", "mariadb", ahead=r"""[^\n]*[ \t]-p["']""", folded=True))
     + needles("redis-cli", ahead=r"[^\n]*[ \t](?:-a|--pass)[ \t]", folded=True)
-    + needles("http", ahead=r"s?(?=[ \t])[^\n]*?(?:[ \t]-a|--auth)[ =]", folded=True)
+    + own(needles("http", ahead=r"s?(?=[ \t])[^\n]*?(?:[ \t]-a|--auth)[ =]", folded=True))
     + needles("--proxy-user", folded=True)
-    + needles("curl", ahead=r"[^\n]*[ \t]-u[ =]", folded=True)
+    + own(needles("curl", ahead=r"[^\n]*[ \t]-u[ =]", folded=True))
     + needles(
         "smbclient",
         "rpcclient",
@@ -214,7 +233,7 @@ CLI_RULE = _GatedPatternRule(
     )
     + needles("ldap", ahead=r"[a-z]*[^\n]*[ \t]-w[ \t]", folded=True)
     + needles("keytool", "jarsigner", ahead=r"[^\n]*[ \t]-[a-z]*pass[ \t]", folded=True)
-    + needles("-pass", ahead=r"""(?:in|out)?[ \t]+["']?pass:""", folded=True)
+    + own(needles("-pass", ahead=r"""(?:in|out)?[ \t]+["']?pass:""", folded=True))
     + needles("echo", ahead=r"[^\n]*\|[^\n]*(?:--password-stdin|sudo[ \t]+-s)", folded=True),
     groups=("mysql", "redis", "httpie", "proxy", "smb", "ldap", "keytool", "openssl", "echo"),
     validate=_command_password,
@@ -227,7 +246,7 @@ class _KeyedValueRule(Rule):
 
     def __init__(
         self,
-        gate: Callable[[str], bool],
+        literals: tuple[str, ...],
         pattern: str,
         needles_: tuple[Needle, ...],
         forms: dict[str, str],
@@ -236,15 +255,17 @@ class _KeyedValueRule(Rule):
         words_are_code: bool = False,
     ):
         super().__init__("password", needles_)
-        self.gate = gate
+        self.literals = literals
         self.words_are_code = words_are_code
         self.pattern = re.compile(pattern)
         self.forms = forms
         self.quoted = quoted
 
     def apply(self, body: str, kind: Callable[[], FileKind], counts: Counter[str]) -> str:
-        if not self.gate(body):
-            return body
+        return self.apply_gated(body, kind, counts) if any(lit in body for lit in self.literals) else body
+
+    def apply_gated(self, body: str, kind: Callable[[], FileKind], counts: Counter[str]) -> str:
+        """`apply` on a line known to hold one of `literals`."""
         spans: list[tuple[int, int, str]] = []
         for match in self.pattern.finditer(body):
             group = next((g for g in self.forms if match.start(g) >= 0), None)
@@ -268,10 +289,10 @@ _VALUE_WORDS = "(?:value|parametervalue|parameter_value|defaultvalue)"
 # `{"Name": "DB_PASSWORD", "Value": "..."}`, `{"ParameterKey": "DbPassword", "ParameterValue": "..."}`,
 # `<param name="db.password" value="..."/>`, and a list under a secret name (`passwords: ["...", "..."]`).
 RECORD_RULE = _KeyedValueRule(
-    _gate("alue", "ALUE"),
+    ("alue", "ALUE"),
     _RECORD_NAME + r"[ \t]*[:=][ \t]*[\"'](?P<key>[\w.-]+)[\"'][ \t]*[,;]?[ \t]*" + _RECORD_VALUE + r"[ \t]*[:=][ \t]*"
     r"(?:\"(?P<dq>[^\"\\\n]+)\"|'(?P<sq>[^'\\\n]+)')",
-    key_needles(ahead=r"""[\w.\x80-\xff-]*+["'][ \t]*[,;]?[ \t]*["']?""" + _VALUE_WORDS + r"""["']?[ \t]*[:=]"""),
+    _own_key_needles(ahead=r"""[\w.\x80-\xff-]*+["'][ \t]*[,;]?[ \t]*["']?""" + _VALUE_WORDS + r"""["']?[ \t]*[:=]"""),
     {"dq": "key", "sq": "key"},
 )
 
@@ -284,11 +305,14 @@ class _ListRule(Rule):
     _ITEM = re.compile(r"\"(?P<dq>[^\"\\\n]*)\"|'(?P<sq>[^'\\\n]*)'")
 
     def __init__(self) -> None:
-        super().__init__("password", key_needles(ahead=r"""[\w.\x80-\xff-]*+["']?[ \t]*[:=][ \t]*\[[ \t]*["']"""))
+        super().__init__("password", _own_key_needles(ahead=r"""[\w.\x80-\xff-]*+["']?[ \t]*[:=][ \t]*\[[ \t]*["']"""))
+
+    literals = ('["', "['", "[ ")
 
     def apply(self, body: str, kind: Callable[[], FileKind], counts: Counter[str]) -> str:
-        if '["' not in body and "['" not in body and "[ " not in body:
-            return body
+        return self.apply_gated(body, kind, counts) if any(lit in body for lit in self.literals) else body
+
+    def apply_gated(self, body: str, kind: Callable[[], FileKind], counts: Counter[str]) -> str:
         spans: list[tuple[int, int, str]] = []
         for match in self._LIST.finditer(body):
             key = match.group("key")
@@ -312,7 +336,7 @@ LIST_RULE = _ListRule()
 _CMP = r"(?:===?|!==?|\beq\b|\bne\b)"
 # `if password == "..."`, `pw.equals("...")`, `"...".equals(password)`, `strcmp(pass, "...")`.
 COMPARISON_RULE = _KeyedValueRule(
-    _gate("==", "!=", " eq ", " ne ", "quals", "ompare", "cmp", "Equal"),
+    ("==", "!=", " eq ", " ne ", "quals", "ompare", "cmp", "Equal"),
     r"(?<![\w.$>-])[$@]?(?P<key>[A-Za-z_][\w.]*(?:->\w+)*)(?:\(\))?[\"'\]]*[ \t]*" + _CMP + r"[ \t]*"
     r"(?:\"(?P<dq>[^\"\\\n]+)\"|'(?P<sq>[^'\\\n]+)')"
     r"|(?<![\w$])(?P<key2>[A-Za-z_][\w.]*)\.(?:equals|equalsIgnoreCase|Equals|contentEquals|compareTo)\([ \t]*"
@@ -322,7 +346,7 @@ COMPARISON_RULE = _KeyedValueRule(
     r"|\b(?:strn?cmp|strn?casecmp|wcscmp|_?stricmp|strcmpi|compare_digest|constant_time_compare|safe_str_cmp"
     r"|timingSafeEqual|secure_compare|ConstantTimeCompare|Objects\.equals|StringUtils\.equals)[ \t]*\([ \t]*"
     r"(?:(?P<key4>[\w.>-]+)[ \t]*,[ \t]*\"(?P<fq>[^\"\\\n]+)\"|\"(?P<gq>[^\"\\\n]+)\"[ \t]*,[ \t]*(?P<key5>[\w.>-]+))",
-    key_needles(
+    _own_key_needles(
         ahead=r"""[\w\x80-\xff-]*+(?:\(\))?["'\]]*[ \t]*"""
         r"""(?:[!=]==?|eq[ \t]|ne[ \t]|\.equals|\.contentequals|\.compareto|,|\))"""
     ),
@@ -334,20 +358,20 @@ COMPARISON_RULE = _KeyedValueRule(
 # `process.env.SECRET || "..."`, `ENV["X"] || "..."`, `getenv("X") ?: "..."`, `os.getenv("X") or "..."`,
 # `ENV.fetch("X", "...")`, `config("X", default="...")`, `${DB_PASSWORD:-...}`.
 FALLBACK_RULE = _KeyedValueRule(
-    _gate("||", "??", "?:", " or ", '("', "('"),
+    ("||", "??", "?:", " or ", '("', "('"),
     r"(?:\bprocess\.env\.|\bENV\[[\"']|\b(?:getenv|get|env|config|fetch|GetEnvironmentVariable)\([ \t]*[\"'])"
     r"(?P<key>\w+)(?:[\"']\]|[\"'][ \t]*\))?[ \t]*(?:\|\||\?\?|\?:|\bor\b)[ \t]*"
     r"(?:\"(?P<dq>[^\"\\\n]+)\"|'(?P<sq>[^'\\\n]+)'|`(?P<bq>[^`$\\\n]+)`)"
     r"|\b(?:ENV\.fetch|config|env|getenv|get)\([ \t]*[\"'](?P<key2>\w+)[\"'][ \t]*,[ \t]*(?:default[ \t]*=[ \t]*)?"
     r"(?:\"(?P<kq>[^\"\\\n]+)\"|'(?P<lq>[^'\\\n]+)')",
-    key_needles(ahead=r"""[\w\x80-\xff]*+(?:["']\]|["'][ \t]*\))?[ \t]*(?:\|\||\?\?|\?:|or[ \t])""")
-    + key_needles(ahead=r"""[\w\x80-\xff]*+["'][ \t]*,[ \t]*(?:default[ \t]*=[ \t]*)?["']"""),
+    _own_key_needles(ahead=r"""[\w\x80-\xff]*+(?:["']\]|["'][ \t]*\))?[ \t]*(?:\|\||\?\?|\?:|or[ \t])""")
+    + _own_key_needles(ahead=r"""[\w\x80-\xff]*+["'][ \t]*,[ \t]*(?:default[ \t]*=[ \t]*)?["']"""),
     {"dq": "key", "sq": "key", "bq": "key", "kq": "key2", "lq": "key2"},
 )
 SHELL_DEFAULT_RULE = _KeyedValueRule(
-    _gate("${"),
+    ("${",),
     r"\$\{(?P<key>\w+):?[-=](?P<uv>[^}\s\"'$]+)\}",
-    key_needles(ahead=r"[\w\x80-\xff]*+:?[-=][^}\s\"'$]"),
+    _own_key_needles(ahead=r"[\w\x80-\xff]*+:?[-=][^}\s\"'$]"),
     {"uv": "key"},
     quoted=False,
 )
@@ -446,15 +470,20 @@ class TerraformDefaultRule(Rule):
     def __init__(self) -> None:
         super().__init__(
             "password",
-            key_needles(ahead=r"""[\w\x80-\xff-]*+"[ \t]*\{""")
+            _own_key_needles(ahead=r"""[\w\x80-\xff-]*+"[ \t]*\{""")
             # `- name: DB_PASSWORD` with `value:` on the next line (after its diff marker)
-            + key_needles(ahead=r"""[\w.\x80-\xff-]*+["']?[ \t]*,?[ \t]*\r?\n[-+ ]?[ \t]*["']?value["']?[ \t]*:""")
+            + _own_key_needles(ahead=r"""[\w.\x80-\xff-]*+["']?[ \t]*,?[ \t]*\r?\n[-+ ]?[ \t]*["']?value["']?[ \t]*:""")
             # `passwords:` with `- item` on the next line
-            + key_needles(ahead=r"""[\w.\x80-\xff-]*+["']?:[ \t]*\r?\n[-+ ]?[ \t]*-[ \t]"""),
+            + _own_key_needles(ahead=r"""[\w.\x80-\xff-]*+["']?:[ \t]*\r?\n[-+ ]?[ \t]*-[ \t]"""),
         )
 
+    literals = ("ariable",)
+
     def apply(self, body: str, kind: Callable[[], FileKind], counts: Counter[str]) -> str:
-        variable = _TF_VARIABLE.fullmatch(body) if "ariable" in body else None
+        return self.apply_gated(body, kind, counts) if "ariable" in body else body
+
+    def apply_gated(self, body: str, kind: Callable[[], FileKind], counts: Counter[str]) -> str:
+        variable = _TF_VARIABLE.fullmatch(body)
         if variable is None:
             return body
         rest_start = variable.start("rest")
@@ -470,13 +499,50 @@ class TerraformDefaultRule(Rule):
 
 TERRAFORM_RULE = TerraformDefaultRule()
 
-POSITIONAL_RULES: tuple[Rule, ...] = (
-    CALL_RULE,
-    CLI_RULE,
-    RECORD_RULE,
-    LIST_RULE,
-    COMPARISON_RULE,
-    FALLBACK_RULE,
-    SHELL_DEFAULT_RULE,
-    TERRAFORM_RULE,
+_Member = _KeyedValueRule | _ListRule | TerraformDefaultRule
+
+
+def _merged(needles_: Iterable[Needle]) -> tuple[Needle, ...]:
+    """One needle per literal, its lookaheads merged: they all start with the rest of a key
+    name (`[\\w.-]*+`), which is then scanned once per kind of run instead of once per
+    lookahead, at every place the literal occurs."""
+    aheads: dict[tuple[str, str, bool], dict[str, list[str]]] = {}
+    for needle in needles_:
+        run, possessive, rest = needle.ahead.partition("*+")
+        by_run = aheads.setdefault((needle.literal, needle.behind, needle.folded), {})
+        by_run.setdefault(run + possessive, []).append(rest)
+    return tuple(
+        Needle(
+            literal,
+            behind,
+            "(?:" + "|".join(run + "(?:" + "|".join(dict.fromkeys(rests)) + ")" for run, rests in by_run.items()) + ")",
+            folded,
+        )
+        for (literal, behind, folded), by_run in aheads.items()
+    )
+
+
+class NamedValueFamily(Rule):
+    """The rules above that judge a value by a secret-ish name share their needles (`pass`,
+    `token`, `key`...), so the prefilter sends them the same lines, most of which are none of
+    theirs: each runs only where one of its literals is (plain substring tests: cheaper than
+    one regex alternation, which `re` tries at every position)."""
+
+    def __init__(self, members: tuple[_Member, ...]):
+        super().__init__("password", _merged(needle for member in members for needle in member.needles))
+        self.members = members
+
+    def apply(self, body: str, kind: Callable[[], FileKind], counts: Counter[str]) -> str:
+        for member in self.members:
+            for literal in member.literals:
+                if literal in body:
+                    body = member.apply_gated(body, kind, counts)
+                    break
+        return body
+
+
+NAMED_VALUE_RULES = NamedValueFamily(
+    (RECORD_RULE, LIST_RULE, COMPARISON_RULE, FALLBACK_RULE, SHELL_DEFAULT_RULE, TERRAFORM_RULE)
 )
+
+POSITIONAL_RULES: tuple[Rule, ...] = (CALL_RULE, CLI_RULE, NAMED_VALUE_RULES)
