@@ -64,7 +64,10 @@ def _vendor_token(match: Match, secret: str) -> bool:
         return False
     shortest = 20 if _SECRET_HINT.search(prefix) else _ID_LENGTH
     segments = re.split(r"[_-]", match.group("body"))
-    return any(looks_generated(segment, shortest) for segment in segments) and not is_template_or_masked(secret)
+    # the needle's condition: a digit among the first 20 characters after the separator
+    return not is_template_or_masked(secret) and any(
+        looks_generated(segment, shortest) and any(char.isdigit() for char in segment[:20]) for segment in segments
+    )
 
 
 # `zkp_Ab3d...`, `acme-live-Qx8L...`, `xoxq-1234567890-Ab3d...`: a lower-case prefix of one to three
@@ -73,7 +76,9 @@ VENDOR_TOKEN_RULE = PatternRule(
     "vendor_token",
     r"(?<![A-Za-z0-9_.-])(?P<prefix>[a-z][a-z0-9]{1,9}(?:[_-][a-z0-9]{1,9}){0,2}[_-])"
     r"(?P<body>(?:[A-Za-z0-9]{4,}[_-]){0,3}[A-Za-z0-9]{20,})(?![A-Za-z0-9+/=_-])",
-    # 20 letters or digits, a digit among them (not `_internationalization`)
+    # 20 letters or digits, a digit among them (not `_internationalization`). Every `_` is a
+    # candidate (~0.015 s per 8 MB of Python); `<letter>_` needles cost more, as they take the
+    # literal prefix away from the groups of digits and rare letters.
     needles("_", "-", ahead=r"(?=[a-z]{0,19}[0-9])[a-z0-9]{20}", folded=True),
     validate=_vendor_token,
 )

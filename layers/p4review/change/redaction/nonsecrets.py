@@ -45,6 +45,8 @@ _WORD_VALUE = re.compile(r"[A-Za-z]+(?:[-_. ][A-Za-z]+)*")
 def is_stand_in(value: str) -> bool:
     """`password`, `PASS`, `test`, `fake-password`, `client_secret`, `my secret`: a value made
     only of role, stand-in and qualifier words, with at least one role or stand-in word."""
+    if value in ("…", "⋯"):
+        return True  # an ellipsis in documentation
     if len(value) > 40 or _WORD_VALUE.fullmatch(value) is None:
         return False
     words = [word.lower() for word in _VALUE_WORDS.findall(value)]

@@ -1,34 +1,26 @@
 """Passwords that are not written `name = value`: positional arguments of login and connect
-calls (`smtp.login("u", "...")`, `NetworkCredential("u", "...")`, `auth=("u", "...")`),
-command-line flags (`mysql -p'...'`, `redis-cli -a ...`, `smbclient -U user%...`), a value split
-from its name (`{"Name": "DB_PASSWORD", "Value": "..."}`, a Kubernetes `- name:` / `value:`
-pair, a list under a password key, a Terraform `variable "db_password"` block's `default`),
-comparisons with a literal (`if password == "..."`, `strcmp(pass, "...")`) and the fallback
-default of an environment lookup (`process.env.SECRET || "..."`, `${DB_PASSWORD:-...}`).
-
-The rules here handle one line each; for the forms spread over lines (a value on the line after
-its name, a list, a Terraform block), `key_above` tells the scanner which line starts one and
-`line_below` redacts the lines that follow (see Scanner._split_value_below)."""
+calls (`smtp.login("u", "...")`, `NetworkCredential("u", "...")`, `auth=("u", "...")`) and
+command-line flags (`mysql -p'...'`, `redis-cli -a ...`, `smbclient -U user%...`); and the value
+judgements and needle helpers the forms judged by a name share (named_values.py)."""
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
-from p4review.change.redaction.assignments import classify_key, key_needles
-from p4review.change.redaction.base import Match, PatternRule, Rule, splice
+from p4review.change.redaction.assignments import classify_key
+from p4review.change.redaction.base import Match, PatternRule, Rule
 from p4review.change.redaction.filekind import FileKind
 from p4review.change.redaction.needles import Needle, needles
+from p4review.change.redaction.nonsecrets import is_stand_in
 from p4review.change.redaction.values import (
     REDACTED_MARK,
     is_password_hash,
     is_template_or_masked,
     looks_random,
     names_a_secret,
-    placeholder,
     quoted_literal_is_secret,
     unquoted_value_is_secret,
 )
@@ -46,7 +38,7 @@ def literal_is_password(value: str) -> bool:
     """A quoted argument where a password is expected: a literal, not a stand-in, a hash, a
     name, a path or a sentence."""
     return (
-        bool(value)
+        any(char.isalnum() for char in value)
         and REDACTED_MARK not in value
         and not any(ch.isspace() for ch in value)
         and quoted_literal_is_secret(value)
@@ -68,17 +60,18 @@ def named_value(key: str, value: str, *, quoted: bool) -> str | None:
     return name if secret else None
 
 
-# Compared with a name, a lower-case word is a state or a mode (`pass_arg == "environment"`,
-# `typeof pass !== "boolean"`), not a password.
-_LOWER_WORD = re.compile(r"[a-z]+")
-
-
 def _literal_password(_: Match, secret: str) -> bool:
     return literal_is_password(secret)
 
 
 def _command_password(_: Match, secret: str) -> bool:
-    return not is_template_or_masked(secret) and not names_a_secret(secret) and not is_password_hash(secret)
+    return (
+        any(char.isalnum() for char in secret)  # `-p'…'`: an ellipsis in documentation
+        and not is_template_or_masked(secret)
+        and not names_a_secret(secret)
+        and not is_stand_in(secret)
+        and not is_password_hash(secret)
+    )
 
 
 def own(needles_: tuple[Needle, ...]) -> tuple[Needle, ...]:
@@ -92,10 +85,6 @@ def own(needles_: tuple[Needle, ...]) -> tuple[Needle, ...]:
         else needle
         for needle in needles_
     )
-
-
-def _own_key_needles(ahead: str) -> tuple[Needle, ...]:
-    return own(key_needles(ahead=ahead))
 
 
 def _gate(*literals: str) -> Callable[[str], bool]:
@@ -199,20 +188,22 @@ CLI_RULE = _GatedPatternRule(
     lambda body: any(command in body.lower() for command in _COMMANDS),
     "password",
     # `mysql -p'...'` (the unquoted `-p...` is COMMAND_RULE's)
-    r"(?i:\bmysql(?:dump|admin|import|show|check)?\b|\bmariadb\b)[^\n]*?[ \t]-p(?P<mq>[\"'])(?P<mysql>[^\"'\s]+)(?P=mq)"
-    r"|\bredis-cli\b[^\n]*?[ \t](?:-a|--pass)[ \t]+(?P<rq>[\"']?)(?P<redis>[^\s\"']+)(?P=rq)"
+    r"(?i:\bmysql(?:dump|admin|import|show|check)?\b|\bmariadb\b)[^\n]*?[ \t]-p"
+    r"(?P<mq>[\"'])(?P<mysql>[^\"'`\s]+)(?P=mq)"
+    r"|\bredis-cli\b[^\n]*?[ \t](?:-a|--pass)[ \t]+(?P<rq>[\"']?)(?P<redis>[^\s\"'`]+)(?P=rq)"
     # httpie: `http -a user:pw`, `https --auth=user:pw`
-    r"|(?<![\w./-])https?(?=[ \t])[^\n]*?(?:[ \t]-a|--auth)[ =](?P<hq>[\"']?)[^\s:\"'\[]+:(?P<httpie>[^\s\"'@]+)(?P=hq)"
-    r"|(?:--proxy-user|\bcurl\b[^\n]*?[ \t]-U)[ =](?P<pq>[\"']?)[^\s:\"'\[]+:(?P<proxy>[^\s\"'@]+)(?P=pq)"
+    r"|(?<![\w./-])https?(?=[ \t])[^\n]*?(?:[ \t]-a|--auth)[ =]"
+    r"(?P<hq>[\"']?)[^\s:\"'\[]+:(?P<httpie>[^\s\"'`@]+)(?P=hq)"
+    r"|(?:--proxy-user|\bcurl\b[^\n]*?[ \t]-U)[ =](?P<pq>[\"']?)[^\s:\"'\[]+:(?P<proxy>[^\s\"'`@]+)(?P=pq)"
     # Samba: `-U user%pw` (also `DOMAIN\user%pw`)
     r"|\b(?:smbclient|rpcclient|smbget|smbcacls|smbtree|smbmap)\b[^\n]*?(?:-U|--user(?:name)?)[ =](?P<sq>[\"']?)"
-    r"[^\s%\"']+%(?P<smb>[^\s\"']+)(?P=sq)"
+    r"[^\s%\"'`]+%(?P<smb>[^\s\"'`]+)(?P=sq)"
     r"|\bldap(?:search|add|modify|delete|whoami|passwd|compare|modrdn|exop)\b[^\n]*?[ \t]-w[ \t]+"
-    r"(?P<lq>[\"']?)(?P<ldap>[^\s\"']+)(?P=lq)"
+    r"(?P<lq>[\"']?)(?P<ldap>[^\s\"'`]+)(?P=lq)"
     r"|\b(?:keytool|jarsigner)\b[^\n]*?[ \t]-(?:src|dest)?(?:storepass|keypass)[ \t]+"
-    r"(?P<kq>[\"']?)(?P<keytool>[^\s\"']+)(?P=kq)"
+    r"(?P<kq>[\"']?)(?P<keytool>[^\s\"'`]+)(?P=kq)"
     # OpenSSL pass phrase arguments: `-passin pass:pw`, `-passout pass:pw`
-    r"|(?<![\w-])-pass(?:in|out)?[ \t]+(?P<oq>[\"']?)pass:(?P<openssl>[^\s\"']+)(?P=oq)"
+    r"|(?<![\w-])-pass(?:in|out)?[ \t]+(?P<oq>[\"']?)pass:(?P<openssl>[^\s\"'`]+)(?P=oq)"
     # a password piped into a client that reads it from stdin
     r"|\becho[ \t]+(?:-n[ \t]+)?(?P<eq>[\"']?)(?P<echo>[^\s\"'|]+)(?P=eq)[ \t]*\|[ \t]*"
     r"(?=[^\n|]*--password-stdin|sudo[ \t]+-S\b)",
@@ -240,309 +231,4 @@ CLI_RULE = _GatedPatternRule(
 )
 
 
-class _KeyedValueRule(Rule):
-    """A pattern with one or more forms, each a value group and the group naming its secret
-    (`forms`: value group -> key group); the value is judged by its name (`named_value`)."""
-
-    def __init__(
-        self,
-        literals: tuple[str, ...],
-        pattern: str,
-        needles_: tuple[Needle, ...],
-        forms: dict[str, str],
-        *,
-        quoted: bool = True,
-        words_are_code: bool = False,
-    ):
-        super().__init__("password", needles_)
-        self.literals = literals
-        self.words_are_code = words_are_code
-        self.pattern = re.compile(pattern)
-        self.forms = forms
-        self.quoted = quoted
-
-    def apply(self, body: str, kind: Callable[[], FileKind], counts: Counter[str]) -> str:
-        return self.apply_gated(body, kind, counts) if any(lit in body for lit in self.literals) else body
-
-    def apply_gated(self, body: str, kind: Callable[[], FileKind], counts: Counter[str]) -> str:
-        """`apply` on a line known to hold one of `literals`."""
-        spans: list[tuple[int, int, str]] = []
-        for match in self.pattern.finditer(body):
-            group = next((g for g in self.forms if match.start(g) >= 0), None)
-            if group is None:
-                continue
-            value = match.group(group)
-            name = named_value(match.group(self.forms[group]), value, quoted=self.quoted)
-            if name is None or (self.quoted and name == "password" and not literal_is_password(value)):
-                continue
-            if self.words_are_code and _LOWER_WORD.fullmatch(value):
-                continue
-            counts[name] += 1
-            spans.append((*match.span(group), name))
-        return splice(body, spans)
-
-
-_RECORD_NAME = r"(?i:[\"']?(?:key|name|parameterkey|parameter_name|variable|env)[\"']?)"
-_RECORD_VALUE = r"(?i:[\"']?(?:value|parametervalue|parameter_value|defaultvalue)[\"']?)"
-_VALUE_WORDS = "(?:value|parametervalue|parameter_value|defaultvalue)"
-
-# `{"Name": "DB_PASSWORD", "Value": "..."}`, `{"ParameterKey": "DbPassword", "ParameterValue": "..."}`,
-# `<param name="db.password" value="..."/>`, and a list under a secret name (`passwords: ["...", "..."]`).
-RECORD_RULE = _KeyedValueRule(
-    ("alue", "ALUE"),
-    _RECORD_NAME + r"[ \t]*[:=][ \t]*[\"'](?P<key>[\w.-]+)[\"'][ \t]*[,;]?[ \t]*" + _RECORD_VALUE + r"[ \t]*[:=][ \t]*"
-    r"(?:\"(?P<dq>[^\"\\\n]+)\"|'(?P<sq>[^'\\\n]+)')",
-    _own_key_needles(ahead=r"""[\w.\x80-\xff-]*+["'][ \t]*[,;]?[ \t]*["']?""" + _VALUE_WORDS + r"""["']?[ \t]*[:=]"""),
-    {"dq": "key", "sq": "key"},
-)
-
-
-class _ListRule(Rule):
-    """`passwords: ["...", "..."]`, `"api_tokens" = ['...']`: every quoted item of a one-line list
-    under a secret name, judged like `name = item`."""
-
-    _LIST = re.compile(r"(?P<key>[\w.-]+)[\"']?[ \t]*[:=][ \t]*\[(?P<items>[^\]\n]*)\]")
-    _ITEM = re.compile(r"\"(?P<dq>[^\"\\\n]*)\"|'(?P<sq>[^'\\\n]*)'")
-
-    def __init__(self) -> None:
-        super().__init__("password", _own_key_needles(ahead=r"""[\w.\x80-\xff-]*+["']?[ \t]*[:=][ \t]*\[[ \t]*["']"""))
-
-    literals = ('["', "['", "[ ")
-
-    def apply(self, body: str, kind: Callable[[], FileKind], counts: Counter[str]) -> str:
-        return self.apply_gated(body, kind, counts) if any(lit in body for lit in self.literals) else body
-
-    def apply_gated(self, body: str, kind: Callable[[], FileKind], counts: Counter[str]) -> str:
-        spans: list[tuple[int, int, str]] = []
-        for match in self._LIST.finditer(body):
-            key = match.group("key")
-            found = False
-            for item in self._ITEM.finditer(match.group("items")):
-                group = "dq" if item.start("dq") >= 0 else "sq"
-                value = item.group(group)
-                name = named_value(key, value, quoted=True)
-                if name is None or (name == "password" and not literal_is_password(value)):
-                    continue
-                found = True
-                offset = match.start("items")
-                spans.append((offset + item.start(group), offset + item.end(group), name))
-            if found:
-                counts[spans[-1][2]] += 1
-        return splice(body, spans)
-
-
-LIST_RULE = _ListRule()
-
-_CMP = r"(?:===?|!==?|\beq\b|\bne\b)"
-# `if password == "..."`, `pw.equals("...")`, `"...".equals(password)`, `strcmp(pass, "...")`.
-COMPARISON_RULE = _KeyedValueRule(
-    ("==", "!=", " eq ", " ne ", "quals", "ompare", "cmp", "Equal"),
-    r"(?<![\w.$>-])[$@]?(?P<key>[A-Za-z_][\w.]*(?:->\w+)*)(?:\(\))?[\"'\]]*[ \t]*" + _CMP + r"[ \t]*"
-    r"(?:\"(?P<dq>[^\"\\\n]+)\"|'(?P<sq>[^'\\\n]+)')"
-    r"|(?<![\w$])(?P<key2>[A-Za-z_][\w.]*)\.(?:equals|equalsIgnoreCase|Equals|contentEquals|compareTo)\([ \t]*"
-    r"\"(?P<eq>[^\"\\\n]+)\"[ \t]*\)"
-    r"|\"(?P<rq>[^\"\\\n]+)\"\.(?:equals|equalsIgnoreCase|Equals|contentEquals)\([ \t]*"
-    r"(?P<key3>[A-Za-z_][\w.]*)[ \t]*\)"
-    r"|\b(?:strn?cmp|strn?casecmp|wcscmp|_?stricmp|strcmpi|compare_digest|constant_time_compare|safe_str_cmp"
-    r"|timingSafeEqual|secure_compare|ConstantTimeCompare|Objects\.equals|StringUtils\.equals)[ \t]*\([ \t]*"
-    r"(?:(?P<key4>[\w.>-]+)[ \t]*,[ \t]*\"(?P<fq>[^\"\\\n]+)\"|\"(?P<gq>[^\"\\\n]+)\"[ \t]*,[ \t]*(?P<key5>[\w.>-]+))",
-    _own_key_needles(
-        ahead=r"""[\w\x80-\xff-]*+(?:\(\))?["'\]]*[ \t]*"""
-        r"""(?:[!=]==?|eq[ \t]|ne[ \t]|\.equals|\.contentequals|\.compareto|,|\))"""
-    ),
-    {"dq": "key", "sq": "key", "eq": "key2", "rq": "key3", "fq": "key4", "gq": "key5"},
-    words_are_code=True,
-)
-
-
-# `process.env.SECRET || "..."`, `ENV["X"] || "..."`, `getenv("X") ?: "..."`, `os.getenv("X") or "..."`,
-# `ENV.fetch("X", "...")`, `config("X", default="...")`, `${DB_PASSWORD:-...}`.
-FALLBACK_RULE = _KeyedValueRule(
-    ("||", "??", "?:", " or ", '("', "('"),
-    r"(?:\bprocess\.env\.|\bENV\[[\"']|\b(?:getenv|get|env|config|fetch|GetEnvironmentVariable)\([ \t]*[\"'])"
-    r"(?P<key>\w+)(?:[\"']\]|[\"'][ \t]*\))?[ \t]*(?:\|\||\?\?|\?:|\bor\b)[ \t]*"
-    r"(?:\"(?P<dq>[^\"\\\n]+)\"|'(?P<sq>[^'\\\n]+)'|`(?P<bq>[^`$\\\n]+)`)"
-    r"|\b(?:ENV\.fetch|config|env|getenv|get)\([ \t]*[\"'](?P<key2>\w+)[\"'][ \t]*,[ \t]*(?:default[ \t]*=[ \t]*)?"
-    r"(?:\"(?P<kq>[^\"\\\n]+)\"|'(?P<lq>[^'\\\n]+)')",
-    _own_key_needles(ahead=r"""[\w\x80-\xff]*+(?:["']\]|["'][ \t]*\))?[ \t]*(?:\|\||\?\?|\?:|or[ \t])""")
-    + _own_key_needles(ahead=r"""[\w\x80-\xff]*+["'][ \t]*,[ \t]*(?:default[ \t]*=[ \t]*)?["']"""),
-    {"dq": "key", "sq": "key", "bq": "key", "kq": "key2", "lq": "key2"},
-)
-SHELL_DEFAULT_RULE = _KeyedValueRule(
-    ("${",),
-    r"\$\{(?P<key>\w+):?[-=](?P<uv>[^}\s\"'$]+)\}",
-    _own_key_needles(ahead=r"[\w\x80-\xff]*+:?[-=][^}\s\"'$]"),
-    {"uv": "key"},
-    quoted=False,
-)
-
-
-# ---- values on the lines after their name -----------------------------------------------------
-
-# `- name: DB_PASSWORD` / `"name": "DB_PASSWORD",` / `"key": "token",` then `value: ...` on the next
-# line (Kubernetes env lists, ECS task definitions, Postman variables in pretty JSON).
-_RECORD_NAME_LINE = re.compile(
-    r"(?P<indent>[ \t]*)(?:-[ \t]+)?[\"']?(?i:key|name)[\"']?[ \t]*:[ \t]*[\"']?(?P<key>[\w.-]+)[\"']?[ \t]*,?[ \t]*"
-)
-_RECORD_VALUE_LINE = re.compile(
-    r"(?P<indent>[ \t]*)[\"']?(?i:value)[\"']?[ \t]*:[ \t]*"
-    r"(?:\"(?P<dq>[^\"\\]+)\"|'(?P<sq>[^'\\]+)'|(?P<uv>[^\s\"'#,{}\[\]][^\s,#]*))[ \t]*,?[ \t]*"
-)
-# `variable "db_password" {`: a Terraform variable block, and its `default = "..."`.
-_TF_VARIABLE = re.compile(r"[ \t]*variable[ \t]+\"(?P<key>[\w-]+)\"[ \t]*\{(?P<rest>.*)")
-_TF_DEFAULT = re.compile(r"(?P<lead>.*?\bdefault[ \t]*=[ \t]*)\"(?P<value>[^\"\\]*)\"")
-_LIST_ITEM = re.compile(
-    r"(?P<indent>[ \t]*)-[ \t]+(?:\"(?P<dq>[^\"\\]+)\"|'(?P<sq>[^'\\]+)'|(?P<uv>[^\s\"'#&*!|>{\[][^\s#]*))[ \t]*"
-)
-_DANGLING_LIST_KEY = re.compile(r"(?P<indent>[ \t]*)[\"']?(?P<key>[\w.-]+)[\"']?:[ \t]*(?:#.*)?")
-
-
-@dataclass(frozen=True)
-class Follow:
-    """What a line announces for the lines after it: `mode` "record" (the next line's `value:`),
-    "list" (the `- item` lines), or "terraform" (the block's `default`); `key` names the secret."""
-
-    mode: str
-    key: str
-    indent: int
-    reach: int
-
-
-def key_above(body: str, kind: Callable[[], FileKind]) -> Follow | None:
-    """A `Follow` when `body` starts a value written on the lines below it."""
-    if "ariable" in body:
-        variable = _TF_VARIABLE.fullmatch(body)
-        if (
-            variable is not None
-            and classify_key(variable.group("key")) is not None
-            and "}" not in variable.group("rest")
-        ):
-            return Follow("terraform", variable.group("key"), 0, 20)
-    if ":" not in body:
-        return None
-    record = (
-        _RECORD_NAME_LINE.fullmatch(body) if "ame" in body or "ey" in body or "AME" in body or "EY" in body else None
-    )
-    if record is not None:
-        if classify_key(record.group("key")) is None:
-            return None
-        return Follow("record", record.group("key"), len(record.group("indent")), 1)
-    dangling = _DANGLING_LIST_KEY.fullmatch(body) if body.rstrip().endswith(":") or "#" in body else None
-    if dangling is not None and classify_key(dangling.group("key")) is not None and kind() is FileKind.CONFIG:
-        return Follow("list", dangling.group("key"), len(dangling.group("indent")), 50)
-    return None
-
-
-def line_below(follow: Follow, body: str) -> tuple[str, str | None, bool] | None:
-    """One line after `follow`'s start: None when the form has ended before this line;
-    otherwise (new body, class counted or None, whether the form goes on after it)."""
-    if follow.mode == "terraform":
-        if body.strip() == "}":
-            return None
-        default = _TF_DEFAULT.match(body)
-        if default is None:
-            return body, None, True
-        value = default.group("value")
-        name = named_value(follow.key, value, quoted=True)
-        if name is None:
-            return body, None, False
-        start, end = default.span("value")
-        return body[:start] + placeholder(name) + body[end:], name, False
-    pattern = _RECORD_VALUE_LINE if follow.mode == "record" else _LIST_ITEM
-    match = pattern.fullmatch(body)
-    if match is None or (follow.mode == "list" and len(match.group("indent")) < follow.indent):
-        return None
-    group = next(g for g in ("dq", "sq", "uv") if match.start(g) >= 0)
-    value = match.group(group)
-    name = named_value(follow.key, value, quoted=group != "uv")
-    if name == "password" and group != "uv" and not literal_is_password(value):
-        name = None
-    if name is None:
-        return (body, None, True) if follow.mode == "list" else None
-    start, end = match.span(group)
-    return body[:start] + placeholder(name) + body[end:], name, follow.mode == "list"
-
-
-class TerraformDefaultRule(Rule):
-    """`variable "db_password" { default = "..." }` on one line (over lines: `key_above`). Its
-    needles also flag the first line of every form `key_above` knows, so the scanner visits it."""
-
-    def __init__(self) -> None:
-        super().__init__(
-            "password",
-            _own_key_needles(ahead=r"""[\w\x80-\xff-]*+"[ \t]*\{""")
-            # `- name: DB_PASSWORD` with `value:` on the next line (after its diff marker)
-            + _own_key_needles(ahead=r"""[\w.\x80-\xff-]*+["']?[ \t]*,?[ \t]*\r?\n[-+ ]?[ \t]*["']?value["']?[ \t]*:""")
-            # `passwords:` with `- item` on the next line
-            + _own_key_needles(ahead=r"""[\w.\x80-\xff-]*+["']?:[ \t]*\r?\n[-+ ]?[ \t]*-[ \t]"""),
-        )
-
-    literals = ("ariable",)
-
-    def apply(self, body: str, kind: Callable[[], FileKind], counts: Counter[str]) -> str:
-        return self.apply_gated(body, kind, counts) if "ariable" in body else body
-
-    def apply_gated(self, body: str, kind: Callable[[], FileKind], counts: Counter[str]) -> str:
-        variable = _TF_VARIABLE.fullmatch(body)
-        if variable is None:
-            return body
-        rest_start = variable.start("rest")
-        default = _TF_DEFAULT.match(body, rest_start)
-        if default is None or "}" not in body[default.end() :]:
-            return body
-        name = named_value(variable.group("key"), default.group("value"), quoted=True)
-        if name is None:
-            return body
-        counts[name] += 1
-        return splice(body, [(*default.span("value"), name)])
-
-
-TERRAFORM_RULE = TerraformDefaultRule()
-
-_Member = _KeyedValueRule | _ListRule | TerraformDefaultRule
-
-
-def _merged(needles_: Iterable[Needle]) -> tuple[Needle, ...]:
-    """One needle per literal, its lookaheads merged: they all start with the rest of a key
-    name (`[\\w.-]*+`), which is then scanned once per kind of run instead of once per
-    lookahead, at every place the literal occurs."""
-    aheads: dict[tuple[str, str, bool], dict[str, list[str]]] = {}
-    for needle in needles_:
-        run, possessive, rest = needle.ahead.partition("*+")
-        by_run = aheads.setdefault((needle.literal, needle.behind, needle.folded), {})
-        by_run.setdefault(run + possessive, []).append(rest)
-    return tuple(
-        Needle(
-            literal,
-            behind,
-            "(?:" + "|".join(run + "(?:" + "|".join(dict.fromkeys(rests)) + ")" for run, rests in by_run.items()) + ")",
-            folded,
-        )
-        for (literal, behind, folded), by_run in aheads.items()
-    )
-
-
-class NamedValueFamily(Rule):
-    """The rules above that judge a value by a secret-ish name share their needles (`pass`,
-    `token`, `key`...), so the prefilter sends them the same lines, most of which are none of
-    theirs: each runs only where one of its literals is (plain substring tests: cheaper than
-    one regex alternation, which `re` tries at every position)."""
-
-    def __init__(self, members: tuple[_Member, ...]):
-        super().__init__("password", _merged(needle for member in members for needle in member.needles))
-        self.members = members
-
-    def apply(self, body: str, kind: Callable[[], FileKind], counts: Counter[str]) -> str:
-        for member in self.members:
-            for literal in member.literals:
-                if literal in body:
-                    body = member.apply_gated(body, kind, counts)
-                    break
-        return body
-
-
-NAMED_VALUE_RULES = NamedValueFamily(
-    (RECORD_RULE, LIST_RULE, COMPARISON_RULE, FALLBACK_RULE, SHELL_DEFAULT_RULE, TERRAFORM_RULE)
-)
-
-POSITIONAL_RULES: tuple[Rule, ...] = (CALL_RULE, CLI_RULE, NAMED_VALUE_RULES)
+POSITIONAL_RULES: tuple[Rule, ...] = (CALL_RULE, CLI_RULE)

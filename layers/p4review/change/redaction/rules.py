@@ -6,6 +6,7 @@ from __future__ import annotations
 from p4review.change.redaction.assignments import ASSIGNMENT_RULE, COMMAND_RULE, MARKUP_RULE, SPACED_RULE
 from p4review.change.redaction.base import PatternRule, Rule
 from p4review.change.redaction.keyless import KEYLESS_RULES
+from p4review.change.redaction.named_values import NAMED_VALUE_RULES
 from p4review.change.redaction.policy import RedactionPolicy
 from p4review.change.redaction.policy_rules import EMAIL_RULE, address_rule, host_rule
 from p4review.change.redaction.positional import POSITIONAL_RULES
@@ -32,6 +33,7 @@ def default_rules(policy: RedactionPolicy) -> tuple[Rule, ...]:
         SPACED_RULE,
         COMMAND_RULE,
         *POSITIONAL_RULES,
+        NAMED_VALUE_RULES,
         *KEYLESS_RULES,
     ]
     if policy.deidentify_emails:

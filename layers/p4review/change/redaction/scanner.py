@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from p4review.change.redaction import normalized, pem, positional
+from p4review.change.redaction import named_values, normalized, pem
 from p4review.change.redaction.assignments import block_line_below, dangling_yaml_key, value_below
 from p4review.change.redaction.copies import MaskedValues
 from p4review.change.redaction.filekind import FileKind, FileKinds
@@ -338,11 +338,11 @@ class Scanner:
     def _split_value_below(
         self, text: str, end: int, body: str, kind: Callable[[], FileKind], counts: Counter[str]
     ) -> Changed:
-        """The lines after `body` when it starts a value written below its name (positional.py:
+        """The lines after `body` when it starts a value written below its name (named_values.py:
         `- name: DB_PASSWORD` then `value: ...`, a list under a password key, a Terraform
         variable block). Lines passed over on the way get every rule, as they are not visited
         again. Counted once."""
-        follow = positional.key_above(body, kind)
+        follow = named_values.key_above(body, kind)
         if follow is None:
             return []
         changed: Changed = []
@@ -358,7 +358,7 @@ class Scanner:
             if line.startswith(_STRUCTURE):
                 break
             marker, below, ending = split_line(line)
-            step = positional.line_below(follow, below)
+            step = named_values.line_below(follow, below)
             if step is None:
                 break
             new, name, more = step

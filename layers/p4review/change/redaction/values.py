@@ -39,8 +39,9 @@ _IDENTIFIER = re.compile(r"_*(?:[a-z]+(?:_[a-z]+)*|[A-Z]+(?:_[A-Z]+)*|[a-z]+(?:[
 _EXPRESSION_START = tuple("$%{[(<!&*:?|>@#")  # ... and `#` starts a comment
 
 
-# Values that stand in for a secret in samples, docs and tests (a weak real password such as
-# `secret` or `test` is still redacted): `changeme`, `your_api_key_here`,
+# Values that stand in for a secret in samples, docs and tests (role and test words such as
+# `secret` or `test`: nonsecrets.is_stand_in; a weak password such as `hunter2` is still
+# redacted): `changeme`, `your_api_key_here`,
 # `<token>`, `REPLACE_ME`, `ghp_XXXXXXXXXXXXXXXX`. Redacting them costs the reviewer context
 # and protects nothing.
 _PLACEHOLDER_WORDS = frozenset(
