@@ -12,7 +12,12 @@ from functools import lru_cache
 from p4review.change.redaction.base import Match, PatternRule, Rule, match_length, not_template, splice
 from p4review.change.redaction.filekind import FileKind
 from p4review.change.redaction.needles import Needle, lowered_ascii, needles
-from p4review.change.redaction.nonsecrets import is_stand_in, is_version_or_coordinate, names_a_data_key
+from p4review.change.redaction.nonsecrets import (
+    is_stand_in,
+    is_version_or_coordinate,
+    names_a_data_key,
+    spells_its_name,
+)
 from p4review.change.redaction.values import (
     REDACTED_MARK,
     is_password_hash,
@@ -102,7 +107,7 @@ prefix suffix index idx offset position pos len length min max count size attemp
 timeout ttl expiry expires expiration age lifetime policy rule rules regex pattern validator strength
 complexity label hint placeholder prompt message msg text title description desc help error tooltip
 caption column input widget form class cls factory handler callback fn func method list
-seconds secs minutes mins hours days ms millis alphabet charset chars characters
+seconds secs minutes mins hours days ms millis alphabet charset chars characters used mgr
 """.split()
 )
 
@@ -122,7 +127,7 @@ def classify_key(key: str) -> str | None:
         return None
     if names_a_data_key(words):
         return None  # `idempotency_key`, `sort_key`: a key of a record, not of a lock
-    secretish = any("secret" in word for word in words)
+    secretish = any("secret" in word and not word.startswith("secretar") for word in words)  # not a secretary
     if secretish and "aws" in words:
         return "aws_secret_key"
     if secretish or any(word in ("pw", "pwd", "pass") or any(w in word for w in _PASSWORD_WORDS) for word in words):
@@ -216,6 +221,8 @@ class AssignmentRule(Rule):
             return None
         if match.group("op") == ":" and is_version_or_coordinate(f"{key}:{value}"):
             return None  # `-Dartifact=org.passgen:passgen-core:3.1.4`: a Maven coordinate
+        if spells_its_name(key, value):
+            return None  # `PASS = "pass"`: the name again
         if quoted:
             if not quoted_literal_is_secret(value):
                 return None
@@ -277,6 +284,8 @@ class SpacedRule(Rule):
             value = match.group(group)
             if name == "api_key" and not looks_random(value):
                 continue
+            if spells_its_name(match.group("key"), value):
+                continue  # `#define SN_id_PasswordBasedMAC "id-PasswordBasedMAC"`
             if is_password_hash(value) or not (
                 quoted_literal_is_secret(value) if group != "uv" else unquoted_value_is_secret(value, lambda: True)
             ):

@@ -28,6 +28,7 @@ _STAND_IN_WORDS = frozenset(
 test tests testing tester fake dummy mock mocked stub sample example examples placeholder
 changeme changeit replaceme foo bar baz qux foobar wrong invalid incorrect bad bogus nonexistent
 unknown missing expired revoked none null empty blank todo tbd fixme xxx redacted masked hidden
+value values string text
 """.split()
 )
 # Qualifiers that may join role and stand-in words (`my-password`, `client-secret`, `new_pass`).
@@ -45,8 +46,8 @@ _WORD_VALUE = re.compile(r"[A-Za-z]+(?:[-_. ][A-Za-z]+)*")
 def is_stand_in(value: str) -> bool:
     """`password`, `PASS`, `test`, `fake-password`, `client_secret`, `my secret`: a value made
     only of role, stand-in and qualifier words, with at least one role or stand-in word."""
-    if value in ("…", "⋯"):
-        return True  # an ellipsis in documentation
+    if len(value) == 1:
+        return True  # one character (`"x"`, an emoji in a symbol table) protects nothing
     if len(value) > 40 or _WORD_VALUE.fullmatch(value) is None:
         return False
     words = [word.lower() for word in _VALUE_WORDS.findall(value)]
@@ -62,8 +63,55 @@ _VERSION = re.compile(r"v?\d+(?:\.\d+){2,3}(?:[-.+][A-Za-z0-9]+)*")
 _COORDINATE = re.compile(r"[A-Za-z][\w-]*(?:\.[\w-]+)+:[A-Za-z][\w.-]*(?::[\w.-]+){0,2}:\d[\w.-]*")
 
 
+# package.module:function (`bandit.plugins.try_except_pass:try_except_pass`): a Python entry point.
+_ENTRY_POINT = re.compile(r"[a-z_]\w*(?:\.[a-z_]\w*)+:[A-Za-z_]\w*(?:\.\w+)*")
+
+
 def is_version_or_coordinate(value: str) -> bool:
-    return _VERSION.fullmatch(value) is not None or _COORDINATE.fullmatch(value) is not None
+    return (
+        _VERSION.fullmatch(value) is not None
+        or _COORDINATE.fullmatch(value) is not None
+        or _ENTRY_POINT.fullmatch(value) is not None
+    )
+
+
+# `0x0B95`, `0o755`, `0b1010`, `42UL`: an integer literal of C and its relatives.
+_INTEGER_LITERAL = re.compile(r"0[xX][0-9a-fA-F]+[uUlL]*|0[oObB][0-7]+|\d+[uUlL]+")
+# `PassInfoMixin<Pass>`, `std::vector<T>`: a generic type (C++, Java, C#, Rust) after a `:`.
+_GENERIC_TYPE = re.compile(r"[A-Za-z_][\w:.]*<[\w:., <>*&]*>?")
+# `OBJ_pilotAttributeType,21L`: a macro's expansion, a name then more of an expression.
+_EXPANSION = re.compile(r"[A-Za-z_]\w*,[\w,]+")
+
+
+def is_code_literal(value: str) -> bool:
+    """An unquoted value that is code: an integer literal, a generic type, a name and a list."""
+    return (
+        _INTEGER_LITERAL.fullmatch(value) is not None
+        or _GENERIC_TYPE.fullmatch(value) is not None
+        or _EXPANSION.fullmatch(value) is not None
+    )
+
+
+def is_prose(value: str) -> bool:
+    """Six or more words: a description (`"The password for the kmsuser CU account..."`), not a
+    passphrase (diceware's are four to six words, and rarely sit in code)."""
+    return len(value.split()) >= 6 and sum(word.isalpha() for word in value.split()) >= 5
+
+
+_NAME_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+
+
+def spells_its_name(key: str, value: str) -> bool:
+    """`SN_id_PasswordBasedMAC = "id-PasswordBasedMAC"`, `PASS = "pass"`: the value is the name
+    again, its secret word included (an identifier's string form), not a secret. A value that
+    is another word of the name is still a secret (`postgres` under `POSTGRES_PASSWORD` is a default)."""
+    value_words = [word.lower() for word in _NAME_WORDS.findall(value)]
+    key_words = {word.lower() for word in _NAME_WORDS.findall(key)}
+    return (
+        value.isascii()
+        and all(word in key_words for word in value_words)
+        and any(word in _ROLE_WORDS for word in value_words)
+    )
 
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -88,6 +136,7 @@ composite unique row group routing shard sharding index search order entity natu
 candidate secondary join cursor pagination page continuation exclusive start last next dict map
 memo lock mutex queue topic message event translation i18n locale label display field column
 attribute property prop setting config registry hotkey shortcut keyboard react list item node sequence
+result results response output marker
 """.split()
 )
 

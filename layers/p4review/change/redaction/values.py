@@ -8,7 +8,13 @@ import re
 from collections import Counter
 from collections.abc import Callable
 
-from p4review.change.redaction.nonsecrets import is_alphabet, is_stand_in, is_version_or_coordinate
+from p4review.change.redaction.nonsecrets import (
+    is_alphabet,
+    is_code_literal,
+    is_prose,
+    is_stand_in,
+    is_version_or_coordinate,
+)
 
 REDACTED_MARK = "[REDACTED:"
 
@@ -121,6 +127,7 @@ def quoted_literal_is_secret(value: str) -> bool:
         or looks_like_a_pattern(value)
         or is_stand_in(value)
         or is_version_or_coordinate(value)
+        or is_prose(value)
     )
 
 
@@ -133,7 +140,7 @@ def unquoted_value_is_secret(value: str, literal_words: Callable[[], bool]) -> b
     for such words, since finding the file's kind costs a pass over the text."""
     if is_template_or_masked(value) or names_a_secret(value):
         return False
-    if is_stand_in(value) or is_version_or_coordinate(value):
+    if is_stand_in(value) or is_version_or_coordinate(value) or is_code_literal(value):
         return False
     if value.lower() in _KEYWORDS or value.lower() in _TYPE_NAMES or value.startswith(_EXPRESSION_START):
         return False
