@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from p4review.change.redaction.assignments import classify_key, key_needles
 from p4review.change.redaction.base import Rule, splice
 from p4review.change.redaction.filekind import FileKind
-from p4review.change.redaction.needles import Needle
+from p4review.change.redaction.needles import Needle, needles
 from p4review.change.redaction.positional import literal_is_password, named_value, own
 from p4review.change.redaction.values import placeholder
 
@@ -29,7 +29,15 @@ _LOWER_WORD = re.compile(r"[a-z]+")
 
 
 def _own_key_needles(ahead: str) -> tuple[Needle, ...]:
-    return own(key_needles(ahead=ahead))
+    """`key_needles(ahead)` under literals of their own (`own`), the ~40 compound keys
+    (`api_key`, `access-key`...) as one `ke`+`y` needle: forty lookbehinds tried at every `y`
+    of the text cost more than the few lines a bare `key` adds (`classify_key` judges them)."""
+    every = key_needles(ahead=ahead)
+    compound = any(needle.literal == "key" for needle in every)
+    # `token` keeps `ken` (behind `to`): shifted to `en`, every `e` of the text would be a candidate.
+    kept = tuple(needle for needle in every if needle.literal == "ken")
+    shifted = own(tuple(needle for needle in every if needle.literal not in ("key", "ken")))
+    return shifted + kept + (Needle("y", "ke", ahead, folded=True),) * compound
 
 
 class _KeyedValueRule(Rule):
@@ -140,8 +148,10 @@ COMPARISON_RULE = _KeyedValueRule(
     r"(?:(?P<key4>[\w.>-]+)[ \t]*,[ \t]*\"(?P<fq>[^\"\\\n]+)\"|\"(?P<gq>[^\"\\\n]+)\"[ \t]*,[ \t]*(?P<key5>[\w.>-]+))",
     _own_key_needles(
         ahead=r"""[\w\x80-\xff-]*+(?:\(\))?["'\]]*[ \t]*"""
-        r"""(?:[!=]==?|eq[ \t]|ne[ \t]|\.equals|\.contentequals|\.compareto|,|\))"""
-    ),
+        r"""(?:[!=]==?|eq[ \t]|ne[ \t]|\.equals|\.contentequals|\.compareto|,[ \t]*["'])"""
+    )
+    # `"...".equals(password)`: the name comes after the value
+    + needles("equals", ahead=r"(?:ignorecase)?\([ \t]*[\w.]*(?:pass|pw|cret|cred|token|key|auth)", folded=True),
     {"dq": "key", "sq": "key", "eq": "key2", "rq": "key3", "fq": "key4", "gq": "key5"},
     words_are_code=True,
 )
@@ -163,7 +173,7 @@ FALLBACK_RULE = _KeyedValueRule(
 SHELL_DEFAULT_RULE = _KeyedValueRule(
     ("${",),
     r"\$\{(?P<key>\w+):?[-=](?P<uv>[^}\s\"'$]+)\}",
-    _own_key_needles(ahead=r"[\w\x80-\xff]*+:?[-=][^}\s\"'$]"),
+    _own_key_needles(ahead=r"[\w\x80-\xff]*+:?[-=][^}\s\"'$][^}\s]*\}"),
     {"uv": "key"},
     quoted=False,
 )

@@ -109,6 +109,11 @@ class Scanner:
             for index, rule in enumerate(self.rules)
             if rule.name not in normalized.WRITTEN_ONLY_CLASSES
         )
+        # The lines that may start a value written below its name are flagged by the needles
+        # of the rules that judge such values (named_values.py); no other line need be asked.
+        self._split_bits = sum(
+            1 << (index + 1) for index, rule in enumerate(self.rules) if isinstance(rule, named_values.NamedValueFamily)
+        )
         self._rules_by_bits: dict[int, tuple[Rule, ...]] = {}
 
     def scan(
@@ -164,7 +169,7 @@ class Scanner:
                 if below:
                     changed += below
                     end = done = below[-1][1]
-            if end == changed[0][1]:
+            if bits & self._split_bits and end == changed[0][1]:
                 below = self._split_value_below(text, end, body, lambda: kinds.at(start), counts)  # noqa: B023 - called within this iteration
                 if below:
                     changed += below
