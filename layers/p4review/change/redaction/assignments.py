@@ -221,8 +221,6 @@ class AssignmentRule(Rule):
             return None
         if match.group("op") == ":" and is_version_or_coordinate(f"{key}:{value}"):
             return None  # `-Dartifact=org.passgen:passgen-core:3.1.4`: a Maven coordinate
-        if spells_its_name(key, value):
-            return None  # `PASS = "pass"`: the name again
         if quoted:
             if not quoted_literal_is_secret(value):
                 return None
@@ -245,6 +243,8 @@ class AssignmentRule(Rule):
                 span = (span[0], match.end() + len(rest.split(" #", 1)[0].rstrip()))
         if name == "api_key" and not looks_random(match.string[span[0] : span[1]]):
             return None
+        if spells_its_name(key, value):
+            return None  # `PASS = "pass"`: the name again
         return span, name
 
 

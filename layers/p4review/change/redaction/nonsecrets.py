@@ -39,6 +39,7 @@ db database user users client app api access admin root service account master s
 private public local dev staging prod production secure strong weak good right correct long short
 """.split()
 )
+_VOCABULARY = _ROLE_WORDS | _STAND_IN_WORDS | _QUALIFIER_WORDS
 _VALUE_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
 _WORD_VALUE = re.compile(r"[A-Za-z]+(?:[-_. ][A-Za-z]+)*")
 
@@ -51,8 +52,7 @@ def is_stand_in(value: str) -> bool:
     if len(value) > 40 or _WORD_VALUE.fullmatch(value) is None:
         return False
     words = [word.lower() for word in _VALUE_WORDS.findall(value)]
-    vocabulary = _ROLE_WORDS | _STAND_IN_WORDS | _QUALIFIER_WORDS
-    return all(word in vocabulary for word in words) and any(
+    return all(word in _VOCABULARY for word in words) and any(
         word in _ROLE_WORDS or word in _STAND_IN_WORDS for word in words
     )
 
@@ -68,6 +68,8 @@ _ENTRY_POINT = re.compile(r"[a-z_]\w*(?:\.[a-z_]\w*)+:[A-Za-z_]\w*(?:\.\w+)*")
 
 
 def is_version_or_coordinate(value: str) -> bool:
+    if "." not in value:
+        return False  # each of the three has a dot
     return (
         _VERSION.fullmatch(value) is not None
         or _COORDINATE.fullmatch(value) is not None
@@ -95,9 +97,13 @@ def is_code_literal(value: str) -> bool:
 def is_prose(value: str) -> bool:
     """Six or more words: a description (`"The password for the kmsuser CU account..."`), not a
     passphrase (diceware's are four to six words, and rarely sit in code)."""
-    return len(value.split()) >= 6 and sum(word.isalpha() for word in value.split()) >= 5
+    if value.count(" ") < 5:
+        return False
+    words = value.split()
+    return len(words) >= 6 and sum(word.isalpha() for word in words) >= 5
 
 
+_ROLE_STEMS = re.compile(r"(?i:pass|pw|secret|token|key|cred|auth|pin)")  # in every role word
 _NAME_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 
 
@@ -105,6 +111,8 @@ def spells_its_name(key: str, value: str) -> bool:
     """`SN_id_PasswordBasedMAC = "id-PasswordBasedMAC"`, `PASS = "pass"`: the value is the name
     again, its secret word included (an identifier's string form), not a secret. A value that
     is another word of the name is still a secret (`postgres` under `POSTGRES_PASSWORD` is a default)."""
+    if not value.isascii() or _ROLE_STEMS.search(value) is None:
+        return False
     value_words = [word.lower() for word in _NAME_WORDS.findall(value)]
     key_words = {word.lower() for word in _NAME_WORDS.findall(key)}
     return (

@@ -158,7 +158,8 @@ CALL_RULE = _GatedPatternRule(
     + r"[ \t]*,[ \t]*"
     + _QUOTED.format("pair").replace("(?P<q>", "(?P<q3>").replace("(?P=q)", "(?P=q3)")
     + r"[ \t]*[)\]]",
-    own(
+    # shared literals (`login`, `auth`) are fine here: the lines they flag are few
+    (
         needles(*(call.lower() for call in _LOGIN_CALLS), "getconnection", ahead=r"[ \t]*\(", folded=True)
         + needles(*(driver.lower() for driver in _DRIVERS), ahead=r"\.connect[ \t]*\(", folded=True)
         + needles("auth", ahead=r"""["']?[ \t]*[=:][ \t]*[(\[]""", folded=True)
@@ -207,11 +208,11 @@ CLI_RULE = _GatedPatternRule(
     # a password piped into a client that reads it from stdin
     r"|\becho[ \t]+(?:-n[ \t]+)?(?P<eq>[\"']?)(?P<echo>[^\s\"'|]+)(?P=eq)[ \t]*\|[ \t]*"
     r"(?=[^\n|]*--password-stdin|sudo[ \t]+-S\b)",
-    own(needles("mysql", "mariadb", ahead=r"""[^\n]*[ \t]-p["']""", folded=True))
+    needles("mysql", "mariadb", ahead=r"""[^\n]*[ \t]-p["']""", folded=True)
     + needles("redis-cli", ahead=r"[^\n]*[ \t](?:-a|--pass)[ \t]", folded=True)
-    + own(needles("http", ahead=r"s?(?=[ \t])[^\n]*?(?:[ \t]-a|--auth)[ =]", folded=True))
+    + needles("http", ahead=r"s?(?=[ \t])[^\n]*?(?:[ \t]-a|--auth)[ =]", folded=True)
     + needles("--proxy-user", folded=True)
-    + own(needles("curl", ahead=r"[^\n]*[ \t]-u[ =]", folded=True))
+    + needles("curl", ahead=r"[^\n]*[ \t]-u[ =]", folded=True)
     + needles(
         "smbclient",
         "rpcclient",
@@ -224,7 +225,7 @@ CLI_RULE = _GatedPatternRule(
     )
     + needles("ldap", ahead=r"[a-z]*[^\n]*[ \t]-w[ \t]", folded=True)
     + needles("keytool", "jarsigner", ahead=r"[^\n]*[ \t]-[a-z]*pass[ \t]", folded=True)
-    + own(needles("-pass", ahead=r"""(?:in|out)?[ \t]+["']?pass:""", folded=True))
+    + needles("-pass", ahead=r"""(?:in|out)?[ \t]+["']?pass:""", folded=True)
     + needles("echo", ahead=r"[^\n]*\|[^\n]*(?:--password-stdin|sudo[ \t]+-s)", folded=True),
     groups=("mysql", "redis", "httpie", "proxy", "smb", "ldap", "keytool", "openssl", "echo"),
     validate=_command_password,
