@@ -197,12 +197,16 @@ _LIST_ITEM = re.compile(
     r"(?P<indent>[ \t]*)-[ \t]+(?:\"(?P<dq>[^\"\\]+)\"|'(?P<sq>[^'\\]+)'|(?P<uv>[^\s\"'#&*!|>{\[][^\s#]*))[ \t]*"
 )
 _DANGLING_LIST_KEY = re.compile(r"(?P<indent>[ \t]*)[\"']?(?P<key>[\w.-]+)[\"']?:[ \t]*(?:#.*)?")
+# `"passwords": [` (JSON), `PASSWORDS = [` (code) with one quoted item a line below.
+_OPEN_ARRAY = re.compile(r"(?P<indent>[ \t]*)[\"']?(?P<key>[\w.-]+)[\"']?[ \t]*(?::=|[:=])[ \t]*\[[ \t]*")
+_ARRAY_ITEM = re.compile(r"[ \t]*(?:\"(?P<dq>[^\"\\]+)\"|'(?P<sq>[^'\\]+)')[ \t]*,?[ \t]*")
 
 
 @dataclass(frozen=True)
 class Follow:
     """What a line announces for the lines after it: `mode` "record" (the next line's `value:`),
-    "list" (the `- item` lines), or "terraform" (the block's `default`); `key` names the secret."""
+    "list" (the `- item` lines), "array" (the quoted items up to `]`), or "terraform" (the
+    block's `default`); `key` names the secret."""
 
     mode: str
     key: str
@@ -220,6 +224,11 @@ def key_above(body: str, kind: Callable[[], FileKind]) -> Follow | None:
             and "}" not in variable.group("rest")
         ):
             return Follow("terraform", variable.group("key"), 0, 20)
+    if body.endswith("[") or body.rstrip().endswith("["):
+        array = _OPEN_ARRAY.fullmatch(body)
+        if array is not None and classify_key(array.group("key")) is not None:
+            return Follow("array", array.group("key"), len(array.group("indent")), 50)
+        return None
     if ":" not in body:
         return None
     record = (
@@ -250,6 +259,17 @@ def line_below(follow: Follow, body: str) -> tuple[str, str | None, bool] | None
             return body, None, False
         start, end = default.span("value")
         return body[:start] + placeholder(name) + body[end:], name, False
+    if follow.mode == "array":
+        item = _ARRAY_ITEM.fullmatch(body)
+        if item is None:
+            return None  # `]`, or an item that is not a literal: the list is code
+        group = "dq" if item.start("dq") >= 0 else "sq"
+        value = item.group(group)
+        name = named_value(follow.key, value, quoted=True)
+        if name is None or (name == "password" and not literal_is_password(value)):
+            return body, None, True
+        start, end = item.span(group)
+        return body[:start] + placeholder(name) + body[end:], name, True
     pattern = _RECORD_VALUE_LINE if follow.mode == "record" else _LIST_ITEM
     match = pattern.fullmatch(body)
     if match is None or (follow.mode == "list" and len(match.group("indent")) < follow.indent):
@@ -276,7 +296,9 @@ class TerraformDefaultRule(Rule):
             # `- name: DB_PASSWORD` with `value:` on the next line (after its diff marker)
             + _own_key_needles(ahead=r"""[\w.\x80-\xff-]*+["']?[ \t]*,?[ \t]*\r?\n[-+ ]?[ \t]*["']?value["']?[ \t]*:""")
             # `passwords:` with `- item` on the next line
-            + _own_key_needles(ahead=r"""[\w.\x80-\xff-]*+["']?:[ \t]*\r?\n[-+ ]?[ \t]*-[ \t]"""),
+            + _own_key_needles(ahead=r"""[\w.\x80-\xff-]*+["']?:[ \t]*\r?\n[-+ ]?[ \t]*-[ \t]""")
+            # `"passwords": [` with a quoted item on the next line
+            + _own_key_needles(ahead=r"""[\w.\x80-\xff-]*+["']?[ \t]*(?::=|[:=])[ \t]*\[[ \t]*\r?\n[-+ ]?[ \t]*["']"""),
         )
 
     literals = ("ariable",)
