@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
+from functools import lru_cache
 
 from p4review.change.redaction.filekind import FileKind
 from p4review.change.redaction.needles import Needle
@@ -52,14 +53,20 @@ class PatternRule(Rule):
         groups: tuple[str, ...] = (),
         validate: Callable[[Match, str], bool] | None = None,
         flags: int = 0,
+        whole_token: bool = False,
     ):
         super().__init__(name, needles)
         self.pattern = re.compile(pattern, flags)
         self.groups = groups
         self.validate = validate
+        self.whole_token = whole_token
 
     def apply(self, body: str, kind: Callable[[], FileKind], counts: Counter[str]) -> str:
-        return self.pattern.sub(lambda match: self._replace(match, counts), body)
+        found = counts[self.name]
+        body = self.pattern.sub(lambda match: self._replace(match, counts), body)
+        if self.whole_token and counts[self.name] != found:
+            body = absorb_token_tails(body, self.name)
+        return body
 
     def _span(self, match: Match) -> tuple[int, int]:
         for group in self.groups:
@@ -80,6 +87,19 @@ class PatternRule(Rule):
         counts[self.name] += 1
         offset = match.start()
         return whole[: start - offset] + placeholder(self.name) + whole[end - offset :]
+
+
+@lru_cache(maxsize=1024)
+def _tail_after(name: str) -> re.Pattern[str]:
+    # The rest of a token after a match that stopped inside it (a fixed-length rule, a routable
+    # token's `.01.<checksum>`): word characters and `-`, and a `.` between them.
+    return re.compile(re.escape(placeholder(name)) + r"(?:[A-Za-z0-9_-]|\.(?=[A-Za-z0-9_-]))+")
+
+
+def absorb_token_tails(body: str, name: str) -> str:
+    """`body` with whatever token characters follow a `name` placeholder folded into it: a
+    mask goes to the token's real end (`[REDACTED:x]m4003z5xw7.6pm4` -> `[REDACTED:x]`)."""
+    return _tail_after(name).sub(placeholder(name), body)
 
 
 def match_length(pattern: re.Pattern[str], text: str, pos: int = 0) -> int:

@@ -35,6 +35,12 @@ _MODULE_PATH = re.compile(r"[\w$]+(?:\.[A-Za-z_$][\w$]*)+")
 # or a type. `rJVTdmDEdS` has no such shape: a literal.
 _IDENTIFIER = re.compile(r"_*(?:[a-z]+(?:_[a-z]+)*|[A-Z]+(?:_[A-Z]+)*|[a-z]+(?:[A-Z][a-z]+)+|(?:[A-Z][a-z]+)+)_*")
 _EXPRESSION_START = tuple("$%{[(<!&*:?|>@#")  # ... and `#` starts a comment
+# A leading `$`, `#` or `?` starts a reference only in these shapes: `$VAR`, `$HOME/x`, `${VAR}`,
+# `$(cmd)`, `$obj->x`, `$1`, `$$`; `# comment`, `#{ruby}`; `?`, `?1`, `?name` (bind parameters).
+# Otherwise it is part of a secret: `$ecr3t!x9`, `#Pa55w0rd`, `?Qm7zLk2v`.
+_SIGIL_REFERENCE = re.compile(
+    r"\$(?:[A-Za-z_]\w*(?![!@#%^&*+=~?$\w])|\d$|[{($])|#(?:\s|$|[{#])|\?(?:\d*|_*[A-Za-z]+(?:_[A-Za-z]+)*)$"
+)
 
 
 # Values that stand in for a secret in samples, docs and tests (a weak real password such as
@@ -128,7 +134,9 @@ def unquoted_value_is_secret(value: str, literal_words: Callable[[], bool]) -> b
     for such words, since finding the file's kind costs a pass over the text."""
     if is_template_or_masked(value) or names_a_secret(value):
         return False
-    if value.lower() in _KEYWORDS or value.lower() in _TYPE_NAMES or value.startswith(_EXPRESSION_START):
+    if value.lower() in _KEYWORDS or value.lower() in _TYPE_NAMES:
+        return False
+    if value.startswith(_EXPRESSION_START) and (value[0] not in "$#?" or _SIGIL_REFERENCE.match(value)):
         return False
     if _CALL_OR_INDEX.match(value) or _DOTTED.fullmatch(value):
         return False
