@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from p4review.change.redaction.assignments import ASSIGNMENT_RULE, COMMAND_RULE, MARKUP_RULE, SPACED_RULE
 from p4review.change.redaction.base import PatternRule, Rule
+from p4review.change.redaction.connection_strings import CONNECTION_STRING_RULES
 from p4review.change.redaction.policy import RedactionPolicy
 from p4review.change.redaction.policy_rules import EMAIL_RULE, address_rule, host_rule
 from p4review.change.redaction.ruleset import adopted_rules, ruleset_tag
@@ -19,12 +20,13 @@ RULESET_VERSION = f"redaction-rules/2+{ruleset_tag()}"
 def default_rules(policy: RedactionPolicy) -> tuple[Rule, ...]:
     """Every single-line rule, in the order they run (PEM blocks are handled by the scanner
     before these). Connection URIs first, then known token formats (ours, then the adopted
-    ruleset's), then name-based rules, then the policy's rules, which must see the text after
+    ruleset's), then connection strings and credential files, then name-based rules, then the policy's rules, which must see the text after
     secrets are gone."""
     rules: list[Rule] = [
         CONNECTION_URI_RULE,
         *TOKEN_RULES,
         *adopted_rules(),
+        *CONNECTION_STRING_RULES,
         MARKUP_RULE,
         ASSIGNMENT_RULE,
         SPACED_RULE,

@@ -116,9 +116,14 @@ def looks_like_a_pattern(value: str) -> bool:
     return len(_REGEX_PART.findall(value)) >= 2
 
 
+# `"...;Password=" + password + ";"`: the quotes close and reopen code strings around a variable.
+_CONCATENATED = re.compile(r"\s*(?:\+|\|\||&|\.\.?)\s+[\w$.()\[\]]+\s+(?:\+|\|\||&|\.\.?)\s*")
+
+
 def quoted_literal_is_secret(value: str) -> bool:
     return not (
         is_template_or_masked(value)
+        or _CONCATENATED.fullmatch(value)
         or names_a_secret(value)
         or _QUOTED_TYPE.fullmatch(value)
         or looks_like_a_pattern(value)

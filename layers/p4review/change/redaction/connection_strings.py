@@ -1,0 +1,193 @@
+"""Connection strings that are not `scheme://user:password@host` URIs: keyword strings (libpq
+`host=db user=app password=x`, ADO.NET and ODBC `Server=db;Pwd={a;b}`, JDBC parameters
+`?user=u&password=x`, SQL Server's `;password=x`), Go's MySQL DSNs (`user:pw@tcp(host)/db`) and
+Oracle's `user/pw@connect-identifier` (EZConnect, `sqlplus`, thin JDBC). Only the password is
+replaced; keys, users and hosts stay for the reviewer."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from p4review.change.redaction.base import Match, Rule, splice
+from p4review.change.redaction.filekind import FileKind
+from p4review.change.redaction.needles import needles
+from p4review.change.redaction.shaped import Kind, ShapeRule, literal_secret
+from p4review.change.redaction.values import REDACTED_MARK, names_a_secret
+
+# ---- keyword connection strings -------------------------------------------------------------
+
+_PASSWORD_KEY = (
+    r"(?:user[ _]?|db[ _]?|database[ _]|ssl|admin[ _]?|root|jet[ ]oledb:database[ ])?(?:password|passwd|pwd|pass)"
+)
+# A password key and its `=`, after what says which syntax this is: `;` (ADO.NET, ODBC, SQL
+# Server JDBC), `?`/`&` (URL and JDBC parameters), or a blank, quote or line start (libpq, or
+# the first pair of a `;` string).
+_KEY = re.compile(
+    r"(?P<before>&amp;|[;?&]|^|(?<=[\s\"'`(]))(?P<gap>[ \t]*)(?P<key>" + _PASSWORD_KEY + r")\b(?P<op>[ \t]*=[ \t]*)",
+    re.IGNORECASE,
+)
+# The value right after `=`, quoted in one of the ways these syntaxes allow.
+_QUOTED = re.compile(
+    r"\{(?P<brace>(?:[^}]|\}\})*)\}"  # ODBC, SQL Server JDBC: `{a;b}`, `}}` escapes `}`
+    r"|\\\"(?P<escaped>(?:[^\"\\]|\\\"\\\"|\\[^\"])*)\\\""  # `\"x;y\"` inside a code string
+    r"|\"(?P<double>(?:[^\"]|\"\")*)\"(?=[ \t]*(?:[;&\s\"'`]|$))"  # ADO.NET: `""` escapes `"`
+    r"|'(?P<single>(?:[^'\\]|''|\\.)*)'"  # ADO.NET `''`, libpq `\'`
+)
+_UNQUOTED = {
+    "semicolon": re.compile(r"[^;\"'`\r\n]*[^;\"'`\s]"),  # to the next `;`: blanks inside are part of it
+    "query": re.compile(r"(?:[^&;\s\"'`<>]|;(?![\w.-]+=))+"),
+    "libpq": re.compile(r"(?:[^\s\"'`\\]|\\.)+"),
+}
+_NEXT_PAIR = re.compile(r";[ \t]*[A-Za-z][\w .:]*=")
+# Another libpq keyword whose value ends at a blank or a quote (`f(user=u, ...)` is a call).
+_LIBPQ_PAIR = re.compile(
+    r"(?<![\w.-])(?:host|hostaddr|port|dbname|user|sslmode|connect_timeout|application_name|service"
+    r"|options|target_session_attrs|sslrootcert|sslcert|sslkey)=[^\s,;&()\"'`]*(?=[\s\"'`]|$)"
+)
+# `"...;Password=" + password + ";"`: the quote closes the code string, not the value.
+_CONCATENATION = re.compile(r"^\s*(?:\+|\|\||&|\.\.?)\s|\s(?:\+|\|\||&|\.\.?)\s*$|^\+\s*[\w.$]+\s*\+$")
+
+
+def _style(body: str, key: Match, kind: Kind) -> str | None:
+    """Which syntax the key is written in, or None when it is not a connection string."""
+    before = key.group("before").lower()
+    if before in ("?", "&", "&amp;"):
+        return "query"
+    if before == ";":
+        style = "semicolon"
+    elif _NEXT_PAIR.search(body, key.end()):
+        style = "semicolon"  # the first pair of `Password=x y;Server=db`
+    elif any(not key.start() <= pair.start() < key.end() for pair in _LIBPQ_PAIR.finditer(body)):
+        style = "libpq"
+    else:
+        return None
+    # In code, these syntaxes live inside string literals: `a = b; password = pw;` is code.
+    if kind() is FileKind.CODE and not _inside_a_string(body, key.start()):
+        return None
+    return style
+
+
+def _inside_a_string(body: str, position: int) -> bool:
+    before = body[:position].replace('\\"', "")
+    return before.count('"') % 2 == 1 or before.count("'") % 2 == 1
+
+
+def _value_span(body: str, start: int, style: str) -> tuple[int, int] | None:
+    quoted = _QUOTED.match(body, start)
+    if quoted is not None and (style != "libpq" or quoted.lastgroup == "single"):
+        group = quoted.lastgroup or ""
+        value = quoted.group(group)
+        if _CONCATENATION.search(value) or (group == "brace" and not literal_secret(body[start : quoted.end()])):
+            return None  # code around a value (`" + pw + "`), or a format field (`{0}`, `{password}`)
+        return quoted.span(group)
+    unquoted = _UNQUOTED[style].match(body, start)
+    return None if unquoted is None else unquoted.span()
+
+
+class KeywordConnectionStringRule(Rule):
+    """`Password={a;b}`, `Pwd="x;y"`, `PWD='...'`, `;password=p@ss`, `?user=u&userpass=x`,
+    `host=db user=app password='a b' dbname=x`: the value, to its real end by the syntax's
+    own quoting rules. A value in a connection string is a literal even inside code."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "password",
+            needles("pass", ahead=r"(?:word|wd)?\b[ \t]*=", folded=True) + needles("pwd", ahead=r"[ \t]*=", folded=True),
+        )
+
+    def apply(self, body: str, kind: Kind, counts: Counter[str]) -> str:
+        spans: list[tuple[int, int, str]] = []
+        resume = 0
+        for key in _KEY.finditer(body):
+            if key.start() < resume:
+                continue
+            style = _style(body, key, kind)
+            if style is None:
+                continue
+            span = _value_span(body, key.end(), style)
+            if span is None:
+                continue
+            value = body[span[0] : span[1]]
+            if REDACTED_MARK in value or not literal_secret(value) or names_a_secret(value):
+                continue
+            resume = span[1]
+            counts[self.name] += 1
+            spans.append((*span, self.name))
+        return splice(body, spans)
+
+
+KEYWORD_CONNECTION_STRING_RULE = KeywordConnectionStringRule()
+
+
+# ---- Go MySQL DSNs and Oracle connect strings -----------------------------------------------
+
+
+def _no_blank(_: Match, __: str, value: str, ___: Kind) -> bool:
+    return not any(ch.isspace() for ch in value)
+
+
+# `user:password@tcp(host:3306)/db`, `user:pw@unix(/path)/db`, `user:pw@/db`: the password runs
+# to the `@` before the protocol (an `@` inside it is part of it).
+GO_DSN_RULE = ShapeRule(
+    "connection_uri",
+    r"(?<![\w.:/@%-])[\w.+~-]+:(?P<password>[^\s\"'`]+?)"
+    r"@(?:(?:tcp6?|udp|unix|unixgram|memory|pipe)\(|/[\w$-]*(?=[?\"'`\s]|$))",
+    needles("@tcp", "@udp", "@unix", "@memory", "@pipe", ahead=r"\w*\(")
+    + needles("@/", ahead=r"""[\w$-]*(?:[?"'`\s]|$)"""),
+    {"password": "connection_uri"},
+    judge=_no_blank,
+)
+
+_ORACLE_PASSWORD = r"(?P<password>\"[^\"]+\"|[^\s/\"'@]+(?:@[^\s/\"'@]+)*?)"
+_ORACLE_TOOLS = ("sqlplus", "sqlldr", "rman", "expdp", "impdp", "dgmgrl")
+# `user/password@` where the rest says Oracle: a thin/OCI JDBC URL, an EZConnect address
+# (`@host:1521/service`, `@//host`), a `userid=` parameter, `CONNECT user/pw` in SQL*Plus, or
+# any `user/password` argument of an Oracle tool (`sqlplus -s scott/tiger@orcl`).
+_ORACLE = re.compile(
+    r"(?i:jdbc:oracle:(?:thin|oci8?|kprb):)(?P<juser>[\w$#]+)/" + _ORACLE_PASSWORD.replace("password", "jpassword") + "@"
+    r"|(?<![\w$#@/.:-])[A-Za-z_][\w$#]*/" + _ORACLE_PASSWORD + r"@(?://[\w.-]|[\w.-]+:\d{2,5}[/:][\w$.-])"
+    r"|(?i:\buserid[ \t]*=[ \t]*[\"']?)[\w$#]+/" + _ORACLE_PASSWORD.replace("password", "upassword") + r"(?=[@\s\"',]|$)"
+    r"|^(?i:[ \t]*conn(?:ect)?[ \t]+)[\w$#]+/" + _ORACLE_PASSWORD.replace("password", "cpassword") + r"(?=[@\s;]|$)"
+)
+_ORACLE_ARGUMENT = re.compile(r"(?<=[ \t=\"'])[A-Za-z_][\w$#]*/" + _ORACLE_PASSWORD + r"(?=[@\s\"']|$)")
+_ORACLE_TOOL = re.compile(r"(?i)\b(?:" + "|".join(_ORACLE_TOOLS) + r")\b")
+
+
+class OracleConnectRule(Rule):
+    def __init__(self) -> None:
+        super().__init__(
+            "connection_uri",
+            needles("oracle:", ahead="(?:thin|oci|kprb)", folded=True)
+            + needles("@//")
+            + needles("@", ahead=r"[\w.-]+:\d{2,5}[/:]")
+            + needles("userid", ahead=r"[ \t]*=", folded=True)
+            + needles("conn", ahead=r"(?:ect)?[ \t]+[\w$#]+/", folded=True)
+            + needles(*_ORACLE_TOOLS, ahead=r"[^\n]*[\w$#]/", folded=True),
+        )
+
+    def apply(self, body: str, kind: Kind, counts: Counter[str]) -> str:
+        spans: dict[int, int] = {}
+        for match in _ORACLE.finditer(body):
+            for group in ("jpassword", "password", "upassword", "cpassword"):
+                if match.start(group) >= 0:
+                    spans[match.start(group)] = match.end(group)
+        tool = _ORACLE_TOOL.search(body)
+        if tool is not None:
+            for match in _ORACLE_ARGUMENT.finditer(body, tool.end()):
+                spans.setdefault(match.start("password"), match.end("password"))
+        kept: list[tuple[int, int, str]] = []
+        for start, end in sorted(spans.items()):
+            value = body[start:end].strip('"')
+            if kept and start < kept[-1][1]:
+                continue
+            if REDACTED_MARK in value or not literal_secret(value):
+                continue
+            counts[self.name] += 1
+            kept.append((start, end, self.name))
+        return splice(body, kept)
+
+
+ORACLE_CONNECT_RULE = OracleConnectRule()
+
+CONNECTION_STRING_RULES: tuple[Rule, ...] = (KEYWORD_CONNECTION_STRING_RULE, GO_DSN_RULE, ORACLE_CONNECT_RULE)
