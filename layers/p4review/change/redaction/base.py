@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 
 from p4review.change.redaction.filekind import FileKind
@@ -24,8 +25,23 @@ from p4review.change.redaction.values import REDACTED_MARK, is_masked_token, is_
 Match = re.Match[str]
 
 
+@dataclass(frozen=True)
+class LinesBelow:
+    """Secrets on the lines after a rule's line, which only that line identifies (a PuTTY key's
+    `Private-Lines: 2`, an SMTP server's `334 UGFzc3dvcmQ6`): up to `lines` lines, each passed
+    to `redact` (its body redacted; the body unchanged: part of the exchange, go on; None: not
+    part of it, stop). `every`: every line is a secret (else the first one changed ends it).
+    The scanner walks them and counts `name` once."""
+
+    name: str
+    lines: int
+    redact: Callable[[str], str | None]
+    every: bool
+
+
 class Rule:
-    """One class of secret on one line. Subclasses implement `apply`."""
+    """One class of secret on one line. Subclasses implement `apply`, and `below` when a line
+    can say that the lines after it are secrets."""
 
     def __init__(self, name: str, needles: tuple[Needle, ...]):
         self.name = name
@@ -35,6 +51,10 @@ class Rule:
         """`body` with this rule's secrets replaced (each counted under the rule's class);
         `kind()` tells the file's kind, lazily, for the rules that need it."""
         raise NotImplementedError
+
+    def below(self, body: str) -> LinesBelow | None:
+        """What the lines after `body` (this rule's line, after the rules ran) hold, if anything."""
+        return None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from p4review.change.redaction.assignments import ASSIGNMENT_RULE, COMMAND_RULE, MARKUP_RULE, SPACED_RULE
 from p4review.change.redaction.base import PatternRule, Rule
 from p4review.change.redaction.connection_strings import CONNECTION_STRING_RULES
+from p4review.change.redaction.credential_files import CREDENTIAL_FILE_RULES
 from p4review.change.redaction.policy import RedactionPolicy
 from p4review.change.redaction.policy_rules import EMAIL_RULE, address_rule, host_rule
 from p4review.change.redaction.ruleset import adopted_rules, ruleset_tag
@@ -27,6 +28,7 @@ def default_rules(policy: RedactionPolicy) -> tuple[Rule, ...]:
         *TOKEN_RULES,
         *adopted_rules(),
         *CONNECTION_STRING_RULES,
+        *CREDENTIAL_FILE_RULES,
         MARKUP_RULE,
         ASSIGNMENT_RULE,
         SPACED_RULE,

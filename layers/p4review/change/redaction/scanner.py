@@ -96,6 +96,10 @@ class Scanner:
             [(0, pem.NEEDLES)] + [(index + 1, rule.needles) for index, rule in enumerate(self.rules)]
         )
         self._all = (1 << (len(self.rules) + 1)) - 1
+        # Rules that can say what the lines below their line hold (Rule.below).
+        self._below_bits = sum(
+            1 << (index + 1) for index, rule in enumerate(self.rules) if type(rule).below is not Rule.below
+        )
         self._rules_by_bits: dict[int, tuple[Rule, ...]] = {}
 
     def scan(
@@ -142,6 +146,11 @@ class Scanner:
             changed: Changed = [(start, end, marker + body + ending)]
             if ":" in body:
                 below = self._yaml_value_below(text, end, body, lambda: kinds.at(start), counts)  # noqa: B023 - called within this iteration
+                if below:
+                    changed += below
+                    end = done = below[-1][1]
+            if bits & self._below_bits:
+                below = self._lines_below(text, end, body, bits, counts)
                 if below:
                     changed += below
                     end = done = below[-1][1]
@@ -278,6 +287,36 @@ class Scanner:
         if changed:
             counts[name] += 1
         return changed
+
+    def _lines_below(self, text: str, end: int, body: str, bits: int, counts: Counter[str]) -> Changed:
+        """The lines after `body` that one of its rules says are secrets (Rule.below), redacted."""
+        for rule in self._rules_for(bits & self._below_bits):
+            spec = rule.below(body)
+            if spec is None:
+                continue
+            changed: Changed = []
+            secret = False
+            while end < len(text) and len(changed) < spec.lines:
+                start = end + 1
+                line_end = text.find("\n", start)
+                line_end = len(text) if line_end < 0 else line_end
+                line = text[start:line_end]
+                if line.startswith(_STRUCTURE):
+                    break
+                marker, below, ending = split_line(line)
+                redacted = spec.redact(below)
+                if redacted is None:
+                    break
+                changed.append((start, line_end, marker + redacted + ending))
+                end = line_end
+                if redacted != below:
+                    secret = True
+                    if not spec.every:
+                        break
+            if secret:
+                counts[spec.name] += 1
+                return changed
+        return []
 
     @staticmethod
     def _payload_above(text: str, copied: int, start: int, name: str) -> Changed:

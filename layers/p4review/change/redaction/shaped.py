@@ -25,7 +25,8 @@ def literal_secret(value: str) -> bool:
 
 class ShapeRule(Rule):
     """`pattern`'s groups named in `classes` are secrets of that class (several per match
-    allowed, in order); `judge` may veto one. `name` is the rule's main class."""
+    allowed, in order); `literal(value)` (by default `literal_secret`) and then `judge` may
+    veto one. `name` is the rule's main class."""
 
     def __init__(
         self,
@@ -35,11 +36,13 @@ class ShapeRule(Rule):
         classes: Mapping[str, str],
         judge: Judge | None = None,
         flags: int = 0,
+        literal: Callable[[str], bool] = literal_secret,
     ):
         super().__init__(name, needles)
         self.pattern = re.compile(pattern, flags)
         self.classes = dict(classes)
         self.judge = judge
+        self.literal = literal
 
     def apply(self, body: str, kind: Kind, counts: Counter[str]) -> str:
         spans: list[tuple[int, int, str]] = []
@@ -49,7 +52,7 @@ class ShapeRule(Rule):
                 if start < 0 or start == end:
                     continue
                 value = body[start:end]
-                if REDACTED_MARK in value or not literal_secret(value):
+                if REDACTED_MARK in value or not self.literal(value):
                     continue
                 if self.judge is not None and not self.judge(match, group, value, kind):
                     continue

@@ -1,0 +1,344 @@
+"""Credential files, recognised by the shape of their lines (a diff may give one without its
+name, so the name is never required): `.pgpass` entries, `.netrc`/msmtprc `password` lines,
+htpasswd and shadow hashes, Wi-Fi pre-shared keys, redis `requirepass`/`masterauth`/ACL
+passwords, network device secrets (Cisco IOS, Juniper, net-snmp), PuTTY `.ppk` private lines,
+Docker config JSON in base64, `.npmrc` credentials and SMTP `AUTH` transcripts.
+
+A password hash is a secret here though not in code: a `user:hash` line is a copy of a
+credential store, and its hashes can be cracked offline (`$1$`, `$apr1$`, `{SHA}` in minutes).
+A lone `$2b$...` in code stays (values.is_password_hash): a reviewer needs to see it is a hash."""
+
+from __future__ import annotations
+
+import binascii
+import re
+from collections import Counter
+
+from p4review.change.redaction.base import LinesBelow, Match, Rule, splice
+from p4review.change.redaction.filekind import FileKind
+from p4review.change.redaction.needles import needles
+from p4review.change.redaction.shaped import Kind, ShapeRule, literal_secret
+from p4review.change.redaction.values import REDACTED_MARK, placeholder, unquoted_value_is_secret
+
+
+def _config_literal(_: Match, __: str, value: str, kind: Kind) -> bool:
+    """An unquoted word is a literal in a config file; in code, an identifier is a variable."""
+    return unquoted_value_is_secret(value, literal_words=lambda: kind() is FileKind.CONFIG)
+
+
+def _b64decode(value: str) -> bytes | None:
+    try:
+        return binascii.a2b_base64(value + "=" * (-len(value) % 4))
+    except (binascii.Error, ValueError):
+        return None
+
+
+# ---- .pgpass: hostname:port:database:username:password (`\:` escapes a colon) -------------------
+
+_PGPASS_FIELD = r"(?:[^:\\\s]|\\.)+"
+
+
+def _not_an_address(match: Match, _: str, value: str, __: Kind) -> bool:
+    # `fe80:1:2:3:abcd` is an address, `12:30:45:00:01` a time: not a credential entry.
+    return re.fullmatch(r"[0-9A-Fa-f:.*]+", match.group(0).strip()) is None and not (value.isdigit() and len(value) < 4)
+
+
+PGPASS_RULE = ShapeRule(
+    "password",
+    r"(?:^|(?<=[\s\"'`]))[ \t]*(?:\*|[\w.-]*[A-Za-z.][\w.-]*):(?:\*|\d{1,5}):" + _PGPASS_FIELD + ":" + _PGPASS_FIELD
+    + r":(?P<password>(?:[^:\\\s\"'`]|\\.)+)(?=[\s\"'`]|$)",
+    needles(":", ahead=r"(?:\d{1,5}|\*):\S+:\S+:\S"),
+    {"password": "password"},
+    judge=_not_an_address,
+)
+
+# ---- .netrc, msmtprc, fetchmailrc: `password VALUE` (`passwordeval` runs a command) ------------------
+
+PASSWORD_LINE_RULE = ShapeRule(
+    "password",
+    r"^[ \t]*(?:(?:machine|default|account|login|user)\b[^\n]*?[ \t])?password[ \t]+"
+    r"(?:\"(?P<quoted>(?:[^\"\\]|\\.)+)\"|(?P<password>[^\s\"]\S*))[ \t]*$",
+    needles("password", ahead=r"""[ \t]+(?:"[^"\n]*"|\S+)[ \t]*\r?(?:\n|$)"""),
+    {"quoted": "password", "password": "password"},
+    judge=lambda match, group, value, kind: group == "quoted" or _config_literal(match, group, value, kind),
+)
+
+# ---- htpasswd, /etc/shadow, LDIF: `user:hash` ---------------------------------------------------------
+
+_CRYPT = r"\$(?:1|2[abxy]?|5|6|7|y|gy|sha1|md5|apr1|argon2(?:id|i|d))\$[./A-Za-z0-9$=,+-]+"
+_SCHEME = r"\{(?i:S?SHA(?:256|384|512)?|S?MD5|CRYPT|PBKDF2[\w-]*|ARGON2|BCRYPT)\}[A-Za-z0-9+/=.$-]+"
+HASH_LINE_RULE = ShapeRule(
+    "password_hash",
+    r"^[ \t]*[A-Za-z0-9_][\w.@-]*\$?:(?P<hash>!{0,2}(?:" + _CRYPT + "|" + _SCHEME + r"))(?=:|[ \t]*$)"
+    r"|^(?i:[ \t]*userPassword)(?::[ \t]*(?P<ldap>" + _SCHEME + r")|::[ \t]*(?P<ldif>[A-Za-z0-9+/]{8,}={0,2}))[ \t]*$",
+    needles(":", ahead=r"!{0,2}[${]") + needles("userpassword:", folded=True),
+    {"hash": "password_hash", "ldap": "password_hash", "ldif": "password_hash"},
+    literal=lambda _: True,  # `{SHA}...` is a scheme, not a template
+)
+
+# ---- Wi-Fi: wpa_supplicant `psk="..."`/64 hex, hostapd, NetworkManager, ifupdown `wpa-psk` -----------
+
+def _psk(match: Match, group: str, value: str, kind: Kind) -> bool:
+    # Unquoted: a passphrase to the end of the line in a config file; in code only 64 hex digits
+    # (`psk=psk,` is an argument).
+    if group == "quoted":
+        return True
+    if kind() is FileKind.CONFIG:
+        return _config_literal(match, group, value, kind)
+    return re.fullmatch(r"[0-9a-fA-F]{64}", value) is not None
+
+
+WIFI_RULE = ShapeRule(
+    "password",
+    r"(?<![\w-])(?i:psk|wpa_psk|wpa_passphrase|sae_password|wpa-psk)(?:[ \t]*=[ \t]*|[ \t]+)"
+    r"(?:\"(?P<quoted>[^\"]+)\"|(?P<password>[^\s\"'#][^\n]*?))[ \t]*$",
+    needles("psk", ahead=r"[ \t]*=|[ \t]+\S", folded=True) + needles("wpa_passphrase", "sae_password", folded=True),
+    {"quoted": "password", "password": "password"},
+    judge=_psk,
+)
+
+# ---- redis: `requirepass x`, `masterauth x`, `CONFIG SET requirepass x`, ACL `user u on >pw` ----------
+
+REDIS_RULE = ShapeRule(
+    "password",
+    r"(?:^[ \t]*|(?i:\bconfig[ \t]+set[ \t]+))(?i:requirepass|masterauth)[ \t]+"
+    r"(?:\"(?P<quoted>(?:[^\"\\]|\\.)+)\"|'(?P<single>[^']+)'|(?P<password>[^\s\"']\S*))[ \t]*$"
+    # ACL rules: every `>password` of a `user`/`ACL SETUSER` line that switches the user on or off
+    r"|(?<=[ \t])>(?P<acl>\S+)(?=(?:[ \t]|$))",
+    needles("requirepass", "masterauth", folded=True)
+    + needles("user ", ahead=r"[^\n]*[ \t]>")
+    + needles("setuser", ahead=r"[^\n]*[ \t]>", folded=True),
+    {"quoted": "password", "single": "password", "password": "password", "acl": "password"},
+    judge=lambda match, group, _, __: group != "acl" or _REDIS_ACL_LINE.match(match.string) is not None,
+)
+_REDIS_ACL_LINE = re.compile(r"(?i:[ \t]*(?:user|acl[ \t]+setuser))[ \t]+\S+[ \t][^\n]*(?<=[ \t])(?:on|off)(?=[ \t]|$)")
+
+# ---- network devices (Cisco IOS/NX-OS, Juniper, net-snmp) ---------------------------------------------
+
+# What precedes a secret on a device configuration line (the line starts with it).
+_DEVICE_PREFIX = re.compile(
+    r"^[ \t]*(?:"
+    r"enable[ \t]+(?:secret|password)(?:[ \t]+level[ \t]+\d+)?"
+    r"|username[ \t]+\S+(?:[ \t]+\S+)*?[ \t]+(?:password|secret)"
+    r"|(?:tacacs|radius)-server[ \t]+(?:host[ \t]+\S+(?:[ \t]+\S+)*?[ \t]+)?key"
+    r"|key(?=[ \t]+[067][ \t])"  # `key 7 ...` inside a `tacacs server` or `radius server` block
+    r"|key-string"
+    r"|(?:ip[ \t]+ospf[ \t]+|ntp[ \t]+)?authentication-key(?:[ \t]+\d+[ \t]+md5)?"
+    r"|(?:ip[ \t]+ospf[ \t]+)?message-digest-key[ \t]+\d+[ \t]+md5"
+    r"|crypto[ \t]+isakmp[ \t]+key"
+    r"|pre-shared-key(?:[ \t]+(?:local|remote|address[ \t]+\S+|ascii-text))?"
+    r"|neighbor[ \t]+\S+[ \t]+password"
+    r"|ppp[ \t]+(?:chap|pap)[ \t]+(?:password|sent-username[ \t]+\S+[ \t]+password)"
+    r"|wpa-psk[ \t]+ascii"
+    r"|(?:secret|encrypted-password)(?=[ \t]+\"\$)"  # Juniper: `secret "$9$..."`
+    r"|snmp-server[ \t]+community"
+    r"|snmp-server[ \t]+host[ \t]+\S+(?:[ \t]+(?:informs|traps))?(?:[ \t]+version[ \t]+(?:1|2c))?"
+    r"|(?:ro|rw|trap)community6?"
+    r"|com2sec6?(?:[ \t]+-Cn[ \t]+\S+)?[ \t]+\S+[ \t]+\S+"
+    r")[ \t]+",
+    re.IGNORECASE,
+)
+# Then: an optional encryption type (0 plain, 7 reversible, 5/8/9 hashes), and the value.
+_DEVICE_VALUE = re.compile(r"(?:(?P<type>\d)[ \t]+(?=\S))?(?:\"(?P<quoted>[^\"]+)\"|(?P<value>\S+))")
+# Two secrets on one line: `snmp-server user u g v3 auth sha AUTH priv aes 128 PRIV`, net-snmp's
+# `createUser u SHA "auth" AES "priv"`.
+_SNMP_V3 = re.compile(
+    r"^[ \t]*(?:snmp-server[ \t]+user[ \t]+\S+[ \t]+\S+[ \t]+v3(?:[ \t]+encrypted)?[ \t]+auth[ \t]+\S+"
+    r"|createUser[ \t]+(?:-e[ \t]+\S+[ \t]+)?\S+[ \t]+(?:MD5|SHA\S*))[ \t]+(?P<auth>\"[^\"]+\"|\S+)"
+    r"(?:[ \t]+(?:priv[ \t]+\S+(?:[ \t]+\d+)?|DES|AES\S*)[ \t]+(?P<priv>\"[^\"]+\"|\S+))?",
+    re.IGNORECASE,
+)
+_CRYPT_VALUE = re.compile(r"\$\w+\$\S+")
+_WELL_KNOWN_COMMUNITIES = frozenset(("public", "version", "informs", "traps", "vrf"))
+
+
+class NetworkDeviceRule(Rule):
+    """`enable secret 5 $1$...`, `username u password 7 0822...`, `snmp-server community NAME RO`,
+    `tacacs-server key x`, `key-string 7 ...`, `crypto isakmp key x address ...`, Juniper
+    `secret "$9$..."`, net-snmp `rocommunity NAME`: the value; a hash (type 5/8/9, `$n$...`)
+    counts as `password_hash`, anything else (plain, type 7: reversible) as `password`. The
+    default community `public` is left: it is not a secret anyone holds."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "password",
+            needles("enable", ahead=r"[ \t]+(?:secret|password)[ \t]", folded=True)
+            + needles("username", ahead=r"[ \t][^\n]*(?:password|secret)[ \t]", folded=True)
+            + needles("-server", ahead=r"[ \t]", behind="tacacs", folded=True)
+            + needles("-server", ahead=r"[ \t]", behind="radius", folded=True)
+            + needles("snmp-server", ahead=r"[ \t]+(?:community|host|user)[ \t]", folded=True)
+            + needles("key", ahead=r"[ \t]+[067][ \t]+\S", folded=True)
+            + needles("key-string", "authentication-key", "message-digest-key", "pre-shared-key", folded=True)
+            + needles("isakmp", ahead=r"[ \t]+key[ \t]", folded=True)
+            + needles("neighbor", ahead=r"[ \t]+\S+[ \t]+password[ \t]", folded=True)
+            + needles("ppp", ahead=r"[ \t]+(?:chap|pap)[ \t]", folded=True)
+            + needles("wpa-psk", folded=True)
+            + needles("secret", "encrypted-password", ahead=r"""[ \t]+"\$""", folded=True)
+            + needles("community", ahead=r"6?[ \t]+\S", folded=True)
+            + needles("com2sec", "createuser", folded=True),
+        )
+
+    def apply(self, body: str, kind: Kind, counts: Counter[str]) -> str:
+        spans: list[tuple[int, int, str]] = []
+        prefix = _DEVICE_PREFIX.match(body)
+        if prefix is not None:
+            value = _DEVICE_VALUE.match(body, prefix.end())
+            if value is not None:
+                group = "quoted" if value.start("quoted") >= 0 else "value"
+                secret = value.group(group)
+                is_hash = value.group("type") in ("5", "8", "9") or _CRYPT_VALUE.fullmatch(secret) is not None
+                community = "community" in prefix.group(0).lower() or "snmp-server" in prefix.group(0).lower()
+                if (
+                    REDACTED_MARK not in secret
+                    and literal_secret(secret)
+                    and not (community and secret.lower() in _WELL_KNOWN_COMMUNITIES)
+                    and (is_hash or unquoted_value_is_secret(secret, lambda: kind() is FileKind.CONFIG))
+                ):
+                    spans.append((*value.span(group), "password_hash" if is_hash else "password"))
+        v3 = _SNMP_V3.match(body)
+        if v3 is not None:
+            for group in ("auth", "priv"):
+                start, end = v3.span(group)
+                if start >= 0 and body[start] == '"':
+                    start, end = start + 1, end - 1
+                if start >= 0 and REDACTED_MARK not in body[start:end] and literal_secret(body[start:end]):
+                    spans.append((start, end, "password"))
+        for _, _, name in spans:
+            counts[name] += 1
+        return splice(body, sorted(spans))
+
+
+NETWORK_DEVICE_RULE = NetworkDeviceRule()
+
+# ---- PuTTY .ppk: `Private-Lines: N`, then N base64 lines, then `Private-MAC: <hex>` ------------------
+
+_PPK_PRIVATE_LINES = re.compile(r"[ \t]*Private-Lines:[ \t]*(?P<count>\d{1,3})[ \t]*")
+_PPK_PAYLOAD = re.compile(r"(?P<lead>[ \t]*)[A-Za-z0-9+/]+={0,2}[ \t]*")
+_PPK_MAC = re.compile(r"(?P<lead>[ \t]*Private-(?:MAC|Hash):[ \t]*)[0-9a-fA-F]{16,}[ \t]*")
+
+
+def _ppk_line(body: str) -> str | None:
+    for pattern in (_PPK_PAYLOAD, _PPK_MAC):
+        line = pattern.fullmatch(body)
+        if line is not None:
+            return line.group("lead") + placeholder("private_key")
+    return None
+
+
+# ---- SMTP AUTH: `AUTH PLAIN <base64 of \0user\0password>`, and the client's line after the server's
+# `334 UGFzc3dvcmQ6` ("Password:" in base64) or after a bare `AUTH PLAIN` ------------------------------
+
+_TRANSCRIPT_LINE = re.compile(
+    r"(?P<lead>[ \t]*(?:[CS]:|<<<|>>>|<-|->|[<>])?[ \t]*)(?P<b64>[A-Za-z0-9+/]{4,}={0,2})(?P<trail>[ \t]*)"
+)
+_SERVER_CONTINUE = re.compile(r"[ \t]*(?:S:|<<<|<-|<)?[ \t]*334[ \t]*")
+_PASSWORD_PROMPT = re.compile(r"\b334[ \t]+(?:UGFzc3dvcmQ6|cGFzc3dvcmQ6)[ \t]*$")
+_AUTH_PLAIN_ALONE = re.compile(r"(?i:\bauth[ \t]+plain)[ \t]*$")
+
+
+def _plain_credentials(value: str) -> bool:
+    decoded = _b64decode(value)
+    return decoded is not None and decoded.count(b"\0") == 2 and len(decoded) > 3
+
+
+def _transcript_secret(body: str, plain: bool) -> str | None:
+    """The client's base64 line redacted (`plain`: an AUTH PLAIN blob, after which a bare `334`
+    server line is passed over; else the password after a `334 Password:` prompt)."""
+    if plain and _SERVER_CONTINUE.fullmatch(body):
+        return body
+    line = _TRANSCRIPT_LINE.fullmatch(body)
+    if line is None or _b64decode(line.group("b64")) is None:
+        return None
+    if plain and not _plain_credentials(line.group("b64")):
+        return None
+    return line.group("lead") + placeholder("basic_auth" if plain else "password") + line.group("trail")
+
+
+class SmtpAuthRule(ShapeRule):
+    def __init__(self) -> None:
+        super().__init__(
+            "basic_auth",
+            r"(?i:\bauth[ \t]+plain)[ \t]+(?P<b64>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])",
+            needles("auth plain", folded=True) + needles("UGFzc3dvcmQ6", "cGFzc3dvcmQ6"),
+            {"b64": "basic_auth"},
+            judge=lambda _, __, value, ___: _plain_credentials(value),
+        )
+
+    def below(self, body: str) -> LinesBelow | None:
+        if _PASSWORD_PROMPT.search(body):
+            return LinesBelow("password", 1, lambda line: _transcript_secret(line, plain=False), every=False)
+        if _AUTH_PLAIN_ALONE.search(body):
+            return LinesBelow("basic_auth", 2, lambda line: _transcript_secret(line, plain=True), every=False)
+        return None
+
+
+class PuttyKeyRule(Rule):
+    """The private lines of a PuTTY `.ppk` key file (the scanner walks them: Rule.below)."""
+
+    def __init__(self) -> None:
+        super().__init__("private_key", needles("Private-Lines:"))
+
+    def apply(self, body: str, kind: Kind, counts: Counter[str]) -> str:
+        return body
+
+    def below(self, body: str) -> LinesBelow | None:
+        header = _PPK_PRIVATE_LINES.fullmatch(body)
+        if header is None:
+            return None
+        return LinesBelow("private_key", int(header.group("count")) + 1, _ppk_line, every=True)
+
+
+# ---- Docker config JSON (`{"auths": {...}}`) as base64: a `.dockerconfigjson`/`.dockercfg` value --------
+
+# `{"auths"`, `{\n  "auths"`, `{\n    "auths"`, `{\n\t"auths"`, `{ "auths"`, `{\r\n  "auths"` and the
+# old `.dockercfg`'s `{"https://` in base64.
+_DOCKER_CONFIG_STARTS = (
+    "eyJhdXRocyI",
+    "ewogICJhdXRocyI",
+    "ewogICAgImF1dGhzIj",
+    "ewoJImF1dGhzIj",
+    "eyAiYXV0aHMiO",
+    "ew0KICAiYXV0aHMi",
+    "eyJodHRwczovL",
+)
+
+
+def _docker_config(_: Match, __: str, value: str, ___: Kind) -> bool:
+    decoded = _b64decode(value)
+    return decoded is not None and any(key in decoded for key in (b'"auth"', b'"password"', b'"identitytoken"'))
+
+
+DOCKER_CONFIG_RULE = ShapeRule(
+    "docker_config",
+    r"(?<![A-Za-z0-9+/=_-])(?P<blob>e[wy][A-Za-z0-9+/]{16,}={0,2})(?![A-Za-z0-9+/=_-])",
+    needles(*_DOCKER_CONFIG_STARTS) + needles("dockerconfigjson", "dockercfg", folded=True),
+    {"blob": "docker_config"},
+    judge=_docker_config,
+)
+
+# ---- .npmrc / .yarnrc.yml: `_authToken=`, `//registry/:_auth=`, `_password=`, `npmAuthIdent:` ------
+
+NPMRC_RULE = ShapeRule(
+    "api_key",
+    r"(?:^|(?<=[\s:\"']))(?:(?:_authToken|npmAuthToken)[ \t]*[=:][ \t]*[\"']?(?P<token>[^\s\"'#;]+)"
+    r"|(?:_auth|_authIdent|npmAuthIdent)[ \t]*[=:][ \t]*[\"']?(?P<auth>[^\s\"'#;]+)"
+    r"|_password[ \t]*=[ \t]*[\"']?(?P<password>[^\s\"'#;]+))",
+    needles("_auth", ahead=r"(?:Token|Ident)?[ \t]*[=:]")
+    + needles("_password", ahead=r"[ \t]*=")
+    + needles("npmAuth", ahead=r"(?:Token|Ident)[ \t]*:"),
+    {"token": "api_key", "auth": "basic_auth", "password": "password"},
+    judge=_config_literal,
+)
+
+CREDENTIAL_FILE_RULES: tuple[Rule, ...] = (
+    PGPASS_RULE,
+    PASSWORD_LINE_RULE,
+    HASH_LINE_RULE,
+    WIFI_RULE,
+    REDIS_RULE,
+    NETWORK_DEVICE_RULE,
+    PuttyKeyRule(),
+    SmtpAuthRule(),
+    DOCKER_CONFIG_RULE,
+    NPMRC_RULE,
+)
