@@ -137,6 +137,7 @@ GO_DSN_RULE = ShapeRule(
     + needles("@/", ahead=r"""[\w$-]*(?:[?"'`\s]|$)"""),
     {"password": "connection_uri"},
     judge=_no_blank,
+    flags=re.ASCII,  # as the needles see the text (bytes): `\s` is an ASCII blank
 )
 
 _ORACLE_PASSWORD = r"(?P<password>\"[^\"]+\"|[^\s/\"'@]+(?:@[^\s/\"'@]+)*?)"
@@ -167,6 +168,8 @@ class OracleConnectRule(Rule):
         )
 
     def apply(self, body: str, kind: Kind, counts: Counter[str]) -> str:
+        if "/" not in body:
+            return body  # every form has `user/password` (the `@` needle also flags e-mail lines)
         spans: dict[int, int] = {}
         for match in _ORACLE.finditer(body):
             for group in ("jpassword", "password", "upassword", "cpassword"):

@@ -43,14 +43,9 @@ def _not_an_address(match: Match, _: str, value: str, __: Kind) -> bool:
     return re.fullmatch(r"[0-9A-Fa-f:.*]+", match.group(0).strip()) is None and not (value.isdigit() and len(value) < 4)
 
 
-PGPASS_RULE = ShapeRule(
-    "password",
-    r"(?:^|(?<=[\s\"'`]))[ \t]*(?:\*|[\w.-]*[A-Za-z.][\w.-]*):(?:\*|\d{1,5}):" + _PGPASS_FIELD + ":" + _PGPASS_FIELD
-    + r":(?P<password>(?:[^:\\\s\"'`]|\\.)+)(?=[\s\"'`]|$)",
-    needles(":", ahead=r"(?:\d{1,5}|\*):\S+:\S+:\S"),
-    {"password": "password"},
-    judge=_not_an_address,
-)
+def _pgpass_entry(match: Match, group: str, value: str, kind: Kind) -> bool:
+    return group != "password" or (literal_secret(value) and _not_an_address(match, group, value, kind))
+
 
 # ---- .netrc, msmtprc, fetchmailrc: `password VALUE` (`passwordeval` runs a command) ------------------
 
@@ -58,22 +53,28 @@ PASSWORD_LINE_RULE = ShapeRule(
     "password",
     r"^[ \t]*(?:(?:machine|default|account|login|user)\b[^\n]*?[ \t])?password[ \t]+"
     r"(?:\"(?P<quoted>(?:[^\"\\]|\\.)+)\"|(?P<password>[^\s\"]\S*))[ \t]*$",
-    needles("password", ahead=r"""[ \t]+(?:"[^"\n]*"|\S+)[ \t]*\r?(?:\n|$)"""),
+    # `password` and a blank as the literal: a longer literal than the other rules' `password`
+    # needles, so that their hits (every `password = ...`) do not run this rule.
+    needles("password ", "password\t", ahead=r"""[ \t]*(?:"[^"\n]*"|\S+)[ \t]*\r?(?:\n|$)""", folded=True),
     {"quoted": "password", "password": "password"},
     judge=lambda match, group, value, kind: group == "quoted" or _config_literal(match, group, value, kind),
 )
 
-# ---- htpasswd, /etc/shadow, LDIF: `user:hash` ---------------------------------------------------------
+# ---- htpasswd, /etc/shadow, LDIF: `user:hash`; and .pgpass entries ---------------------------------------------------------
 
 _CRYPT = r"\$(?:1|2[abxy]?|5|6|7|y|gy|sha1|md5|apr1|argon2(?:id|i|d))\$[./A-Za-z0-9$=,+-]+"
 _SCHEME = r"\{(?i:S?SHA(?:256|384|512)?|S?MD5|CRYPT|PBKDF2[\w-]*|ARGON2|BCRYPT)\}[A-Za-z0-9+/=.$-]+"
-HASH_LINE_RULE = ShapeRule(
-    "password_hash",
+# One rule for both `user:...` shapes, so that one look-ahead at each `:` serves both.
+CREDENTIAL_STORE_RULE = ShapeRule(
+    "password",
     r"^[ \t]*[A-Za-z0-9_][\w.@-]*\$?:(?P<hash>!{0,2}(?:" + _CRYPT + "|" + _SCHEME + r"))(?=:|[ \t]*$)"
-    r"|^(?i:[ \t]*userPassword)(?::[ \t]*(?P<ldap>" + _SCHEME + r")|::[ \t]*(?P<ldif>[A-Za-z0-9+/]{8,}={0,2}))[ \t]*$",
-    needles(":", ahead=r"!{0,2}[${]") + needles("userpassword:", folded=True),
-    {"hash": "password_hash", "ldap": "password_hash", "ldif": "password_hash"},
-    literal=lambda _: True,  # `{SHA}...` is a scheme, not a template
+    r"|^(?i:[ \t]*userPassword)(?::[ \t]*(?P<ldap>" + _SCHEME + r")|::[ \t]*(?P<ldif>[A-Za-z0-9+/]{8,}={0,2}))[ \t]*$"
+    r"|(?:^|(?<=[\s\"'`]))[ \t]*(?:\*|[\w.-]*[A-Za-z.][\w.-]*):(?:\*|\d{1,5}):" + _PGPASS_FIELD + ":" + _PGPASS_FIELD
+    + r":(?P<password>(?:[^:\\\s\"'`]|\\.)+)(?=[\s\"'`]|$)",
+    needles(":", ahead=r"(?:!{0,2}[${]|(?:\d{1,5}|\*):\S+:\S+:\S)") + needles("userpassword:", folded=True),
+    {"hash": "password_hash", "ldap": "password_hash", "ldif": "password_hash", "password": "password"},
+    judge=_pgpass_entry,
+    literal=lambda _: True,  # `{SHA}...` is a scheme, not a template; a .pgpass password is judged apart
 )
 
 # ---- Wi-Fi: wpa_supplicant `psk="..."`/64 hex, hostapd, NetworkManager, ifupdown `wpa-psk` -----------
@@ -106,7 +107,7 @@ REDIS_RULE = ShapeRule(
     # ACL rules: every `>password` of a `user`/`ACL SETUSER` line that switches the user on or off
     r"|(?<=[ \t])>(?P<acl>\S+)(?=(?:[ \t]|$))",
     needles("requirepass", "masterauth", folded=True)
-    + needles("user ", ahead=r"[^\n]*[ \t]>")
+    + needles("user ", ahead=r"[^\n]*[ \t]>", folded=True)
     + needles("setuser", ahead=r"[^\n]*[ \t]>", folded=True),
     {"quoted": "password", "single": "password", "password": "password", "acl": "password"},
     judge=lambda match, group, _, __: group != "acl" or _REDIS_ACL_LINE.match(match.string) is not None,
@@ -149,6 +150,13 @@ _SNMP_V3 = re.compile(
     re.IGNORECASE,
 )
 _CRYPT_VALUE = re.compile(r"\$\w+\$\S+")
+# The first words _DEVICE_PREFIX and _SNMP_V3 accept: a cheap test first, since the needles
+# `key`, `secret`, `password` also flag every assignment of code.
+_DEVICE_WORDS = (
+    "enable", "username", "tacacs", "radius", "key", "ip ", "ntp", "authentication-key", "message-digest-key",
+    "crypto", "pre-shared-key", "neighbor", "ppp", "wpa-psk", "secret", "encrypted-password", "snmp-server",
+    "rocommunity", "rwcommunity", "trapcommunity", "com2sec", "createuser",
+)
 _WELL_KNOWN_COMMUNITIES = frozenset(("public", "version", "informs", "traps", "vrf"))
 
 
@@ -167,23 +175,27 @@ class NetworkDeviceRule(Rule):
             + needles("-server", ahead=r"[ \t]", behind="tacacs", folded=True)
             + needles("-server", ahead=r"[ \t]", behind="radius", folded=True)
             + needles("snmp-server", ahead=r"[ \t]+(?:community|host|user)[ \t]", folded=True)
-            + needles("key", ahead=r"[ \t]+[067][ \t]+\S", folded=True)
+            + needles("key ", "key\t", ahead=r"[ \t]*[067][ \t]+\S", folded=True)
             + needles("key-string", "authentication-key", "message-digest-key", "pre-shared-key", folded=True)
             + needles("isakmp", ahead=r"[ \t]+key[ \t]", folded=True)
             + needles("neighbor", ahead=r"[ \t]+\S+[ \t]+password[ \t]", folded=True)
             + needles("ppp", ahead=r"[ \t]+(?:chap|pap)[ \t]", folded=True)
             + needles("wpa-psk", folded=True)
-            + needles("secret", "encrypted-password", ahead=r"""[ \t]+"\$""", folded=True)
+            + needles("secret ", "secret\t", "encrypted-password", ahead=r"""[ \t]*"\$""", folded=True)
             + needles("community", ahead=r"6?[ \t]+\S", folded=True)
             + needles("com2sec", "createuser", folded=True),
         )
 
     def apply(self, body: str, kind: Kind, counts: Counter[str]) -> str:
+        if not body.lstrip(" \t")[:20].lower().startswith(_DEVICE_WORDS):
+            return body
         spans: list[tuple[int, int, str]] = []
         prefix = _DEVICE_PREFIX.match(body)
         if prefix is not None:
             value = _DEVICE_VALUE.match(body, prefix.end())
-            if value is not None:
+            # `enable password x`, `username u password x` end their line: else it is a sentence
+            ends_line = not prefix.group(0).lstrip().lower().startswith(("enable", "username"))
+            if value is not None and (ends_line or not body[value.end() :].strip()):
                 group = "quoted" if value.start("quoted") >= 0 else "value"
                 secret = value.group(group)
                 is_hash = value.group("type") in ("5", "8", "9") or _CRYPT_VALUE.fullmatch(secret) is not None
@@ -259,7 +271,7 @@ class SmtpAuthRule(ShapeRule):
         super().__init__(
             "basic_auth",
             r"(?i:\bauth[ \t]+plain)[ \t]+(?P<b64>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])",
-            needles("auth plain", folded=True) + needles("UGFzc3dvcmQ6", "cGFzc3dvcmQ6"),
+            needles("auth plain", folded=True) + needles("ugfzc3dvcmq6", "cgfzc3dvcmq6", folded=True),
             {"b64": "basic_auth"},
             judge=lambda _, __, value, ___: _plain_credentials(value),
         )
@@ -276,7 +288,7 @@ class PuttyKeyRule(Rule):
     """The private lines of a PuTTY `.ppk` key file (the scanner walks them: Rule.below)."""
 
     def __init__(self) -> None:
-        super().__init__("private_key", needles("Private-Lines:"))
+        super().__init__("private_key", needles("private-lines:", folded=True))
 
     def apply(self, body: str, kind: Kind, counts: Counter[str]) -> str:
         return body
@@ -291,15 +303,15 @@ class PuttyKeyRule(Rule):
 # ---- Docker config JSON (`{"auths": {...}}`) as base64: a `.dockerconfigjson`/`.dockercfg` value --------
 
 # `{"auths"`, `{\n  "auths"`, `{\n    "auths"`, `{\n\t"auths"`, `{ "auths"`, `{\r\n  "auths"` and the
-# old `.dockercfg`'s `{"https://` in base64.
+# old `.dockercfg`'s `{"https://` in base64 (searched from an upper-case letter: `e` is everywhere).
 _DOCKER_CONFIG_STARTS = (
-    "eyJhdXRocyI",
-    "ewogICJhdXRocyI",
-    "ewogICAgImF1dGhzIj",
-    "ewoJImF1dGhzIj",
-    "eyAiYXV0aHMiO",
-    "ew0KICAiYXV0aHMi",
-    "eyJodHRwczovL",
+    ("ey", "JhdXRocyI"),
+    ("ewog", "ICJhdXRocyI"),
+    ("ewog", "ICAgImF1dGhzIj"),
+    ("ewo", "JImF1dGhzIj"),
+    ("ey", "AiYXV0aHMiO"),
+    ("ew0", "KICAiYXV0aHMi"),
+    ("ey", "JodHRwczovL"),
 )
 
 
@@ -311,7 +323,8 @@ def _docker_config(_: Match, __: str, value: str, ___: Kind) -> bool:
 DOCKER_CONFIG_RULE = ShapeRule(
     "docker_config",
     r"(?<![A-Za-z0-9+/=_-])(?P<blob>e[wy][A-Za-z0-9+/]{16,}={0,2})(?![A-Za-z0-9+/=_-])",
-    needles(*_DOCKER_CONFIG_STARTS) + needles("dockerconfigjson", "dockercfg", folded=True),
+    tuple(needle for behind, rest in _DOCKER_CONFIG_STARTS for needle in needles(rest, behind=behind))
+    + needles("dockerconfigjson", "dockercfg", folded=True),
     {"blob": "docker_config"},
     judge=_docker_config,
 )
@@ -323,17 +336,16 @@ NPMRC_RULE = ShapeRule(
     r"(?:^|(?<=[\s:\"']))(?:(?:_authToken|npmAuthToken)[ \t]*[=:][ \t]*[\"']?(?P<token>[^\s\"'#;]+)"
     r"|(?:_auth|_authIdent|npmAuthIdent)[ \t]*[=:][ \t]*[\"']?(?P<auth>[^\s\"'#;]+)"
     r"|_password[ \t]*=[ \t]*[\"']?(?P<password>[^\s\"'#;]+))",
-    needles("_auth", ahead=r"(?:Token|Ident)?[ \t]*[=:]")
-    + needles("_password", ahead=r"[ \t]*=")
-    + needles("npmAuth", ahead=r"(?:Token|Ident)[ \t]*:"),
+    needles("_auth", ahead=r"(?:token|ident)?[ \t]*[=:]", folded=True)
+    + needles("_password", ahead=r"[ \t]*=", folded=True)
+    + needles("npmauth", ahead=r"(?:token|ident)[ \t]*:", folded=True),
     {"token": "api_key", "auth": "basic_auth", "password": "password"},
     judge=_config_literal,
 )
 
 CREDENTIAL_FILE_RULES: tuple[Rule, ...] = (
-    PGPASS_RULE,
+    CREDENTIAL_STORE_RULE,
     PASSWORD_LINE_RULE,
-    HASH_LINE_RULE,
     WIFI_RULE,
     REDIS_RULE,
     NETWORK_DEVICE_RULE,
