@@ -153,7 +153,7 @@ POSITIVES = [
     # connection strings (item 4)
     ('+conn = connect("host=db user=app password=Zx9vQ2mLp4 dbname=x")', "password", "Zx9vQ2mLp4"),
     ('+  "Server=db;User ID=sa;Password={a;b=c};Encrypt=True;"', "password", "a;b=c"),
-    ("+  Data Source=db;User Id=sa;Password=\"Pa;ss\"\"word\";", "password", 'ss""word'),
+    ('+  Data Source=db;User Id=sa;Password="Pa;ss""word";', "password", 'ss""word'),
     ('+  url: "jdbc:postgresql://db/app?user=app&userpass=Mq4vT8zK&ssl=true"', "password", "Mq4vT8zK"),
     ('+  dsn: "app:p@ss@w0rd@tcp(db.example.com:3306)/appdb"', "connection_uri", "ss@w0rd"),
     ("+sqlplus -s system/Manager1@//db.example.com:1521/ORCLPDB1", "connection_uri", "Manager1"),

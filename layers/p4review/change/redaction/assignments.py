@@ -246,8 +246,9 @@ ASSIGNMENT_RULE = AssignmentRule()
 # A config line: the key starts it (after blanks, `export`, Dockerfile `ENV`...).
 _CONFIG_LINE_START = re.compile(r"[ \t]*(?:(?:export|set|readonly|ENV|ARG)[ \t]+)?")
 # What follows an unquoted value that stopped early: more of it, up to a blank; a `;` that
-# starts the next `Name=` of a connection string (`Password=x;Server=y`) ends it.
-_CONFIG_VALUE_TAIL = re.compile(r"(?:[^\s;]|;(?![A-Za-z][\w ]*=))*")
+# starts the next `Name=` of a connection string (`Password=x;Server=y`) or ends the line
+# (`token = other_value;`, a statement) ends it.
+_CONFIG_VALUE_TAIL = re.compile(r"(?:[^\s;]|;(?![A-Za-z][\w ]*=|[ \t]*$))*")
 
 
 def _runs_on(match: Match) -> bool:

@@ -18,7 +18,7 @@ from p4review.change.redaction.values import REDACTED_MARK, names_a_secret
 # ---- keyword connection strings -------------------------------------------------------------
 
 _PASSWORD_KEY = (
-    r"(?:user[ _]?|db[ _]?|database[ _]|ssl|admin[ _]?|root|jet[ ]oledb:database[ ])?(?:password|passwd|pwd|pass)"
+    r"(?:user[ _]?|db[ _]?|database[ _]|ssl|admin[ _]?|root|jet[ ]oledb:database[ ])?(?:password|passwd|pwd|pass)"  # noqa: S105 - a pattern
 )
 # A password key and its `=`, after what says which syntax this is: `;` (ADO.NET, ODBC, SQL
 # Server JDBC), `?`/`&` (URL and JDBC parameters), or a blank, quote or line start (libpq, or
@@ -93,7 +93,8 @@ class KeywordConnectionStringRule(Rule):
     def __init__(self) -> None:
         super().__init__(
             "password",
-            needles("pass", ahead=r"(?:word|wd)?\b[ \t]*=", folded=True) + needles("pwd", ahead=r"[ \t]*=", folded=True),
+            needles("pass", ahead=r"(?:word|wd)?\b[ \t]*=", folded=True)
+            + needles("pwd", ahead=r"[ \t]*=", folded=True),
         )
 
     def apply(self, body: str, kind: Kind, counts: Counter[str]) -> str:
@@ -140,18 +141,24 @@ GO_DSN_RULE = ShapeRule(
     flags=re.ASCII,  # as the needles see the text (bytes): `\s` is an ASCII blank
 )
 
-_ORACLE_PASSWORD = r"(?P<password>\"[^\"]+\"|[^\s/\"'@]+(?:@[^\s/\"'@]+)*?)"
+
+def _oracle_password(group: str) -> str:
+    # A double-quoted password may hold anything; an unquoted one runs to the last `@`.
+    return rf"(?P<{group}>\"[^\"]+\"|[^\s/\"'@]+(?:@[^\s/\"'@]+)*?)"
+
+
 _ORACLE_TOOLS = ("sqlplus", "sqlldr", "rman", "expdp", "impdp", "dgmgrl")
 # `user/password@` where the rest says Oracle: a thin/OCI JDBC URL, an EZConnect address
 # (`@host:1521/service`, `@//host`), a `userid=` parameter, `CONNECT user/pw` in SQL*Plus, or
 # any `user/password` argument of an Oracle tool (`sqlplus -s scott/tiger@orcl`).
+_ORACLE_GROUPS = ("jdbc", "ezconnect", "userid", "connect")
 _ORACLE = re.compile(
-    r"(?i:jdbc:oracle:(?:thin|oci8?|kprb):)(?P<juser>[\w$#]+)/" + _ORACLE_PASSWORD.replace("password", "jpassword") + "@"
-    r"|(?<![\w$#@/.:-])[A-Za-z_][\w$#]*/" + _ORACLE_PASSWORD + r"@(?://[\w.-]|[\w.-]+:\d{2,5}[/:][\w$.-])"
-    r"|(?i:\buserid[ \t]*=[ \t]*[\"']?)[\w$#]+/" + _ORACLE_PASSWORD.replace("password", "upassword") + r"(?=[@\s\"',]|$)"
-    r"|^(?i:[ \t]*conn(?:ect)?[ \t]+)[\w$#]+/" + _ORACLE_PASSWORD.replace("password", "cpassword") + r"(?=[@\s;]|$)"
+    r"(?i:jdbc:oracle:(?:thin|oci8?|kprb):)[\w$#]+/" + _oracle_password("jdbc") + "@"
+    r"|(?<![\w$#@/.:-])[A-Za-z_][\w$#]*/" + _oracle_password("ezconnect") + r"@(?://[\w.-]|[\w.-]+:\d{2,5}[/:][\w$.-])"
+    r"|(?i:\buserid[ \t]*=[ \t]*[\"']?)[\w$#]+/" + _oracle_password("userid") + r"(?=[@\s\"',]|$)"
+    r"|^(?i:[ \t]*conn(?:ect)?[ \t]+)[\w$#]+/" + _oracle_password("connect") + r"(?=[@\s;]|$)"
 )
-_ORACLE_ARGUMENT = re.compile(r"(?<=[ \t=\"'])[A-Za-z_][\w$#]*/" + _ORACLE_PASSWORD + r"(?=[@\s\"']|$)")
+_ORACLE_ARGUMENT = re.compile(r"(?<=[ \t=\"'])[A-Za-z_][\w$#]*/" + _oracle_password("password") + r"(?=[@\s\"']|$)")
 _ORACLE_TOOL = re.compile(r"(?i)\b(?:" + "|".join(_ORACLE_TOOLS) + r")\b")
 
 
@@ -172,7 +179,7 @@ class OracleConnectRule(Rule):
             return body  # every form has `user/password` (the `@` needle also flags e-mail lines)
         spans: dict[int, int] = {}
         for match in _ORACLE.finditer(body):
-            for group in ("jpassword", "password", "upassword", "cpassword"):
+            for group in _ORACLE_GROUPS:
                 if match.start(group) >= 0:
                     spans[match.start(group)] = match.end(group)
         tool = _ORACLE_TOOL.search(body)

@@ -60,7 +60,7 @@ PASSWORD_LINE_RULE = ShapeRule(
     judge=lambda match, group, value, kind: group == "quoted" or _config_literal(match, group, value, kind),
 )
 
-# ---- htpasswd, /etc/shadow, LDIF: `user:hash`; and .pgpass entries ---------------------------------------------------------
+# ---- htpasswd, /etc/shadow, LDIF: `user:hash`; and .pgpass entries -----------------------------------
 
 _CRYPT = r"\$(?:1|2[abxy]?|5|6|7|y|gy|sha1|md5|apr1|argon2(?:id|i|d))\$[./A-Za-z0-9$=,+-]+"
 _SCHEME = r"\{(?i:S?SHA(?:256|384|512)?|S?MD5|CRYPT|PBKDF2[\w-]*|ARGON2|BCRYPT)\}[A-Za-z0-9+/=.$-]+"
@@ -69,7 +69,10 @@ CREDENTIAL_STORE_RULE = ShapeRule(
     "password",
     r"^[ \t]*[A-Za-z0-9_][\w.@-]*\$?:(?P<hash>!{0,2}(?:" + _CRYPT + "|" + _SCHEME + r"))(?=:|[ \t]*$)"
     r"|^(?i:[ \t]*userPassword)(?::[ \t]*(?P<ldap>" + _SCHEME + r")|::[ \t]*(?P<ldif>[A-Za-z0-9+/]{8,}={0,2}))[ \t]*$"
-    r"|(?:^|(?<=[\s\"'`]))[ \t]*(?:\*|[\w.-]*[A-Za-z.][\w.-]*):(?:\*|\d{1,5}):" + _PGPASS_FIELD + ":" + _PGPASS_FIELD
+    r"|(?:^|(?<=[\s\"'`]))[ \t]*(?:\*|[\w.-]*[A-Za-z.][\w.-]*):(?:\*|\d{1,5}):"
+    + _PGPASS_FIELD
+    + ":"
+    + _PGPASS_FIELD
     + r":(?P<password>(?:[^:\\\s\"'`]|\\.)+)(?=[\s\"'`]|$)",
     needles(":", ahead=r"(?:!{0,2}[${]|(?:\d{1,5}|\*):\S+:\S+:\S)") + needles("userpassword:", folded=True),
     {"hash": "password_hash", "ldap": "password_hash", "ldif": "password_hash", "password": "password"},
@@ -78,6 +81,7 @@ CREDENTIAL_STORE_RULE = ShapeRule(
 )
 
 # ---- Wi-Fi: wpa_supplicant `psk="..."`/64 hex, hostapd, NetworkManager, ifupdown `wpa-psk` -----------
+
 
 def _psk(match: Match, group: str, value: str, kind: Kind) -> bool:
     # Unquoted: a passphrase to the end of the line in a config file; in code only 64 hex digits
@@ -100,6 +104,13 @@ WIFI_RULE = ShapeRule(
 
 # ---- redis: `requirepass x`, `masterauth x`, `CONFIG SET requirepass x`, ACL `user u on >pw` ----------
 
+_REDIS_ACL_LINE = re.compile(r"(?i:[ \t]*(?:user|acl[ \t]+setuser))[ \t]+\S+[ \t][^\n]*(?<=[ \t])(?:on|off)(?=[ \t]|$)")
+
+
+def _redis_acl(match: Match, group: str, _: str, __: Kind) -> bool:
+    return group != "acl" or _REDIS_ACL_LINE.match(match.string) is not None
+
+
 REDIS_RULE = ShapeRule(
     "password",
     r"(?:^[ \t]*|(?i:\bconfig[ \t]+set[ \t]+))(?i:requirepass|masterauth)[ \t]+"
@@ -110,9 +121,8 @@ REDIS_RULE = ShapeRule(
     + needles("user ", ahead=r"[^\n]*[ \t]>", folded=True)
     + needles("setuser", ahead=r"[^\n]*[ \t]>", folded=True),
     {"quoted": "password", "single": "password", "password": "password", "acl": "password"},
-    judge=lambda match, group, _, __: group != "acl" or _REDIS_ACL_LINE.match(match.string) is not None,
+    judge=_redis_acl,
 )
-_REDIS_ACL_LINE = re.compile(r"(?i:[ \t]*(?:user|acl[ \t]+setuser))[ \t]+\S+[ \t][^\n]*(?<=[ \t])(?:on|off)(?=[ \t]|$)")
 
 # ---- network devices (Cisco IOS/NX-OS, Juniper, net-snmp) ---------------------------------------------
 
@@ -153,9 +163,28 @@ _CRYPT_VALUE = re.compile(r"\$\w+\$\S+")
 # The first words _DEVICE_PREFIX and _SNMP_V3 accept: a cheap test first, since the needles
 # `key`, `secret`, `password` also flag every assignment of code.
 _DEVICE_WORDS = (
-    "enable", "username", "tacacs", "radius", "key", "ip ", "ntp", "authentication-key", "message-digest-key",
-    "crypto", "pre-shared-key", "neighbor", "ppp", "wpa-psk", "secret", "encrypted-password", "snmp-server",
-    "rocommunity", "rwcommunity", "trapcommunity", "com2sec", "createuser",
+    "enable",
+    "username",
+    "tacacs",
+    "radius",
+    "key",
+    "ip ",
+    "ntp",
+    "authentication-key",
+    "message-digest-key",
+    "crypto",
+    "pre-shared-key",
+    "neighbor",
+    "ppp",
+    "wpa-psk",
+    "secret",
+    "encrypted-password",
+    "snmp-server",
+    "rocommunity",
+    "rwcommunity",
+    "trapcommunity",
+    "com2sec",
+    "createuser",
 )
 _WELL_KNOWN_COMMUNITIES = frozenset(("public", "version", "informs", "traps", "vrf"))
 

@@ -21,8 +21,8 @@ RULESET_VERSION = f"redaction-rules/2+{ruleset_tag()}"
 def default_rules(policy: RedactionPolicy) -> tuple[Rule, ...]:
     """Every single-line rule, in the order they run (PEM blocks are handled by the scanner
     before these). Connection URIs first, then known token formats (ours, then the adopted
-    ruleset's), then connection strings and credential files, then name-based rules, then the policy's rules, which must see the text after
-    secrets are gone."""
+    ruleset's), then connection strings and credential files, then name-based rules, then the
+    policy's rules, which must see the text after secrets are gone."""
     rules: list[Rule] = [
         CONNECTION_URI_RULE,
         *TOKEN_RULES,
