@@ -93,8 +93,9 @@ class KeywordConnectionStringRule(Rule):
     def __init__(self) -> None:
         super().__init__(
             "password",
-            needles("pass", ahead=r"(?:word|wd)?\b[ \t]*=", folded=True)
-            + needles("pwd", ahead=r"[ \t]*=", folded=True),
+            # Literals longer than the assignment rules' `pass`, so that their hits (every
+            # `password = ...`) do not run this rule too (see needles.Prefilter).
+            needles("password=", "passwd=", "pass=", "pwd=", folded=True),
         )
 
     def apply(self, body: str, kind: Kind, counts: Counter[str]) -> str:

@@ -64,7 +64,7 @@ PASSWORD_LINE_RULE = ShapeRule(
 
 _CRYPT = r"\$(?:1|2[abxy]?|5|6|7|y|gy|sha1|md5|apr1|argon2(?:id|i|d))\$[./A-Za-z0-9$=,+-]+"
 _SCHEME = r"\{(?i:S?SHA(?:256|384|512)?|S?MD5|CRYPT|PBKDF2[\w-]*|ARGON2|BCRYPT)\}[A-Za-z0-9+/=.$-]+"
-# One rule for both `user:...` shapes, so that one look-ahead at each `:` serves both.
+# Both `user:...` shapes of credential stores, and .pgpass entries.
 CREDENTIAL_STORE_RULE = ShapeRule(
     "password",
     r"^[ \t]*[A-Za-z0-9_][\w.@-]*\$?:(?P<hash>!{0,2}(?:" + _CRYPT + "|" + _SCHEME + r"))(?=:|[ \t]*$)"
@@ -74,7 +74,11 @@ CREDENTIAL_STORE_RULE = ShapeRule(
     + ":"
     + _PGPASS_FIELD
     + r":(?P<password>(?:[^:\\\s\"'`]|\\.)+)(?=[\s\"'`]|$)",
-    needles(":", ahead=r"(?:!{0,2}[${]|(?:\d{1,5}|\*):\S+:\S+:\S)") + needles("userpassword:", folded=True),
+    # `:` and the next character as the literal: `://` (every URI) must not run this rule too.
+    needles(":$", ":{")
+    + needles(":!", ahead=r"!?[${]")
+    + needles(*(f":{first}" for first in "0123456789*"), ahead=r"\d{0,4}:\S+:\S+:\S")
+    + needles("userpassword:", folded=True),
     {"hash": "password_hash", "ldap": "password_hash", "ldif": "password_hash", "password": "password"},
     judge=_pgpass_entry,
     literal=lambda _: True,  # `{SHA}...` is a scheme, not a template; a .pgpass password is judged apart
@@ -332,14 +336,14 @@ class PuttyKeyRule(Rule):
 # ---- Docker config JSON (`{"auths": {...}}`) as base64: a `.dockerconfigjson`/`.dockercfg` value --------
 
 # `{"auths"`, `{\n  "auths"`, `{\n    "auths"`, `{\n\t"auths"`, `{ "auths"`, `{\r\n  "auths"` and the
-# old `.dockercfg`'s `{"https://` in base64 (searched from an upper-case letter: `e` is everywhere).
-_DOCKER_CONFIG_STARTS = (
+# old `.dockercfg`'s `{"https://` in base64 (searched from a later letter: `e` is everywhere).
+_DOCKER_CONFIG_STARTS = (  # (what comes before, the literal searched): literals of existing groups
     ("ey", "JhdXRocyI"),
-    ("ewog", "ICJhdXRocyI"),
-    ("ewog", "ICAgImF1dGhzIj"),
+    ("ewogIC", "JhdXRocyI"),
+    ("ewogICA", "gImF1dGhzIj"),
     ("ewo", "JImF1dGhzIj"),
     ("ey", "AiYXV0aHMiO"),
-    ("ew0", "KICAiYXV0aHMi"),
+    ("ew0KIC", "AiYXV0aHMi"),
     ("ey", "JodHRwczovL"),
 )
 
