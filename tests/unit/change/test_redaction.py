@@ -288,6 +288,7 @@ NEGATIVES = [
     "+PASSWORD=${VAR:-x}",
     "+password = ?",
     "+password: # set below",
+    "+password=?&user=?",
     # connection-string look-alikes (item 4)
     '+    cs = "Server=db;User Id=sa;Password=" + pw + ";"',
     '+    cs = "Server=db;Password={0};"',

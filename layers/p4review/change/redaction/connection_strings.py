@@ -40,9 +40,9 @@ _UNQUOTED = {
     "libpq": re.compile(r"(?:[^\s\"'`\\]|\\.)+"),
 }
 _NEXT_PAIR = re.compile(r";[ \t]*[A-Za-z][\w .:]*=")
-# Another libpq keyword whose value ends at a blank or a quote (`f(user=u, ...)` is a call).
+# Another libpq keyword, between blanks or quotes (`f(user=u, ...)` is a call, `?x&user=u` a query).
 _LIBPQ_PAIR = re.compile(
-    r"(?<![\w.-])(?:host|hostaddr|port|dbname|user|sslmode|connect_timeout|application_name|service"
+    r"(?:^|(?<=[\s\"'`]))(?:host|hostaddr|port|dbname|user|sslmode|connect_timeout|application_name|service"
     r"|options|target_session_attrs|sslrootcert|sslcert|sslkey)=[^\s,;&()\"'`]*(?=[\s\"'`]|$)"
 )
 # `"...;Password=" + password + ";"`: the quote closes the code string, not the value.

@@ -1,7 +1,8 @@
 """Credential files, recognised by the shape of their lines (a diff may give one without its
 name, so the name is never required): `.pgpass` entries, `.netrc`/msmtprc `password` lines,
 htpasswd and shadow hashes, Wi-Fi pre-shared keys, redis `requirepass`/`masterauth`/ACL
-passwords, network device secrets (Cisco IOS, Juniper, net-snmp), PuTTY `.ppk` private lines,
+passwords, network device secrets (Cisco IOS, Juniper, net-snmp), `ipsec.secrets` keys, PuTTY
+`.ppk` private lines,
 Docker config JSON in base64, `.npmrc` credentials and SMTP `AUTH` transcripts.
 
 A password hash is a secret here though not in code: a `user:hash` line is a copy of a
@@ -49,15 +50,18 @@ def _pgpass_entry(match: Match, group: str, value: str, kind: Kind) -> bool:
 
 # ---- .netrc, msmtprc, fetchmailrc: `password VALUE` (`passwordeval` runs a command) ------------------
 
+_PASSWORD_WORD = r"password[ \t]+(?:\"(?P<{q}>(?:[^\"\\]|\\.)+)\"|(?P<{v}>[^\s\"]\S*))"  # noqa: S105 - a pattern
 PASSWORD_LINE_RULE = ShapeRule(
     "password",
-    r"^[ \t]*(?:(?:machine|default|account|login|user)\b[^\n]*?[ \t])?password[ \t]+"
-    r"(?:\"(?P<quoted>(?:[^\"\\]|\\.)+)\"|(?P<password>[^\s\"]\S*))[ \t]*$",
-    # `password` and a blank as the literal: a longer literal than the other rules' `password`
-    # needles, so that their hits (every `password = ...`) do not run this rule.
-    needles("password ", "password\t", ahead=r"""[ \t]*(?:"[^"\n]*"|\S+)[ \t]*\r?(?:\n|$)""", folded=True),
-    {"quoted": "password", "password": "password"},
-    judge=lambda match, group, value, kind: group == "quoted" or _config_literal(match, group, value, kind),
+    # alone on its line (a multi-line .netrc entry, msmtprc, a Cisco `line vty` block), or within
+    # a one-line .netrc/fetchmailrc entry (`machine h password p login u`, `poll h ... password "p"`)
+    r"^[ \t]*" + _PASSWORD_WORD.format(q="quoted", v="password") + r"[ \t]*$"
+    r"|^[ \t]*(?:machine|default|account|poll|skip|user)\b[^\n]*?[ \t]"
+    + _PASSWORD_WORD.format(q="entry_quoted", v="entry")
+    + r"(?=[ \t]|$)",
+    needles("password ", "password\t", folded=True),
+    {"quoted": "password", "password": "password", "entry_quoted": "password", "entry": "password"},
+    judge=lambda match, group, value, kind: group.endswith("quoted") or _config_literal(match, group, value, kind),
 )
 
 # ---- htpasswd, /etc/shadow, LDIF: `user:hash`; and .pgpass entries -----------------------------------
@@ -137,6 +141,7 @@ _DEVICE_PREFIX = re.compile(
     r"|username[ \t]+\S+(?:[ \t]+\S+)*?[ \t]+(?:password|secret)"
     r"|(?:tacacs|radius)-server[ \t]+(?:host[ \t]+\S+(?:[ \t]+\S+)*?[ \t]+)?key"
     r"|key(?=[ \t]+[067][ \t])"  # `key 7 ...` inside a `tacacs server` or `radius server` block
+    r"|password(?=[ \t]+[07][ \t])"  # `password 7 ...` inside a `line vty` block
     r"|key-string"
     r"|(?:ip[ \t]+ospf[ \t]+|ntp[ \t]+)?authentication-key(?:[ \t]+\d+[ \t]+md5)?"
     r"|(?:ip[ \t]+ospf[ \t]+)?message-digest-key[ \t]+\d+[ \t]+md5"
@@ -172,6 +177,7 @@ _DEVICE_WORDS = (
     "tacacs",
     "radius",
     "key",
+    "password",
     "ip ",
     "ntp",
     "authentication-key",
@@ -209,6 +215,7 @@ class NetworkDeviceRule(Rule):
             + needles("-server", ahead=r"[ \t]", behind="radius", folded=True)
             + needles("snmp-server", ahead=r"[ \t]+(?:community|host|user)[ \t]", folded=True)
             + needles("key ", "key\t", ahead=r"[ \t]*[067][ \t]+\S", folded=True)
+            + needles("password ", "password\t", ahead=r"[ \t]*[07][ \t]+\S", folded=True)
             + needles("key-string", "authentication-key", "message-digest-key", "pre-shared-key", folded=True)
             + needles("isakmp", ahead=r"[ \t]+key[ \t]", folded=True)
             + needles("neighbor", ahead=r"[ \t]+\S+[ \t]+password[ \t]", folded=True)
@@ -227,8 +234,8 @@ class NetworkDeviceRule(Rule):
         if prefix is not None:
             value = _DEVICE_VALUE.match(body, prefix.end())
             # `enable password x`, `username u password x` end their line: else it is a sentence
-            ends_line = not prefix.group(0).lstrip().lower().startswith(("enable", "username"))
-            if value is not None and (ends_line or not body[value.end() :].strip()):
+            may_trail = not prefix.group(0).lstrip().lower().startswith(("enable", "username"))
+            if value is not None and (may_trail or not body[value.end() :].strip()):
                 group = "quoted" if value.start("quoted") >= 0 else "value"
                 secret = value.group(group)
                 is_hash = value.group("type") in ("5", "8", "9") or _CRYPT_VALUE.fullmatch(secret) is not None
@@ -254,6 +261,16 @@ class NetworkDeviceRule(Rule):
 
 
 NETWORK_DEVICE_RULE = NetworkDeviceRule()
+
+# ---- strongSwan/libreswan ipsec.secrets: `[ids] : PSK "secret"`, `: EAP "pw"`, `: RSA key.pem "passphrase"` --
+
+IPSEC_SECRETS_RULE = ShapeRule(
+    "password",
+    r"(?:^|[ \t]):[ \t]*(?:PSK|EAP|XAUTH|NTLM|PIN|(?:RSA|ECDSA|BLISS|P12|PKCS8|PKCS12)[ \t]+\S+)[ \t]+"
+    r"(?:\"(?P<quoted>[^\"]+)\"|'(?P<single>[^']+)'|(?P<encoded>0[xs][A-Za-z0-9+/=]+))",
+    needles(*(f": {kind}" for kind in ("PSK", "EAP", "XAUTH", "NTLM", "PIN", "RSA", "ECDSA", "BLISS", "P12", "PKCS"))),
+    {"quoted": "password", "single": "password", "encoded": "password"},
+)
 
 # ---- PuTTY .ppk: `Private-Lines: N`, then N base64 lines, then `Private-MAC: <hex>` ------------------
 
@@ -382,6 +399,7 @@ CREDENTIAL_FILE_RULES: tuple[Rule, ...] = (
     WIFI_RULE,
     REDIS_RULE,
     NETWORK_DEVICE_RULE,
+    IPSEC_SECRETS_RULE,
     PuttyKeyRule(),
     SmtpAuthRule(),
     DOCKER_CONFIG_RULE,
