@@ -317,6 +317,7 @@ NEGATIVES = [
     '+    hash = "$2b$12$N9qo8uLOickgx2ZMRZoMyeIjZAgcfl7p92ldGxad68LJZdL17lhWy"',
     "+    psk=None",
     "+Private-Lines: 2\n+    x = 1\n+    y = 2",
+    "+Private-Lines: 2\n+    return\n+    pass",
     "+C: AUTH LOGIN\n+S: 334 VXNlcm5hbWU6",
     "+enable password protection for every account",
     "+npm config set _authToken=${NPM_TOKEN}",
@@ -571,6 +572,10 @@ _SNIPPETS = [
     "\x1c",
     "é",
     "İ",
+    "Private-Lines: 1",  # the lines below it are walked (Rule.below)
+    "334 UGFzc3dvcmQ6",
+    "AUTH PLAIN",
+    "U2VjcmV0UGFzczk=",
 ]
 _fragment = st.one_of(st.sampled_from(_SNIPPETS), st.text(max_size=12).map(lambda text: text.replace("\n", "")))
 _content = st.lists(_fragment, max_size=6).map("".join)

@@ -85,3 +85,13 @@ def test_one_line_netrc_and_fetchmail_entries():
     )
     document = redact(text)
     assert "9fQx2LmZ7pWc" not in document.text and "Fm7xQ2pLz" not in document.text
+
+
+def test_putty_key_lines_of_a_changed_key():
+    text = "+Private-Lines: 2\n-QUFBQUFB\n-QkJCQkJC\n+Q0NDQ0ND\n+RERERERE\n Private-MAC: abcdef0123456789abcdef\n def f():\n"
+    assert redact(text).text == (
+        "+Private-Lines: 2\n"
+        + "-[REDACTED:private_key]\n" * 2
+        + "+[REDACTED:private_key]\n" * 2
+        + " Private-MAC: [REDACTED:private_key]\n def f():\n"
+    )

@@ -14,6 +14,7 @@ from __future__ import annotations
 import binascii
 import re
 from collections import Counter
+from collections.abc import Callable
 
 from p4review.change.redaction.base import LinesBelow, Match, Rule, splice
 from p4review.change.redaction.filekind import FileKind
@@ -275,16 +276,24 @@ IPSEC_SECRETS_RULE = ShapeRule(
 # ---- PuTTY .ppk: `Private-Lines: N`, then N base64 lines, then `Private-MAC: <hex>` ------------------
 
 _PPK_PRIVATE_LINES = re.compile(r"[ \t]*Private-Lines:[ \t]*(?P<count>\d{1,3})[ \t]*")
-_PPK_PAYLOAD = re.compile(r"(?P<lead>[ \t]*)[A-Za-z0-9+/]+={0,2}[ \t]*")
+# base64: 64 characters a line, the last one shorter (but not a word of code: `return`, `pass`)
+_PPK_PAYLOAD = re.compile(r"(?P<lead>[ \t]*)(?![A-Za-z]{1,31}[ \t]*$)[A-Za-z0-9+/]+={0,2}[ \t]*")
 _PPK_MAC = re.compile(r"(?P<lead>[ \t]*Private-(?:MAC|Hash):[ \t]*)[0-9a-fA-F]{16,}[ \t]*")
 
 
-def _ppk_line(body: str) -> str | None:
-    for pattern in (_PPK_PAYLOAD, _PPK_MAC):
-        line = pattern.fullmatch(body)
-        if line is not None:
-            return line.group("lead") + placeholder("private_key")
-    return None
+def _ppk_lines() -> Callable[[str], str | None]:
+    """A judge for the lines after `Private-Lines:`: base64 payload, then the MAC, which ends it."""
+    ended = False
+
+    def judge(body: str) -> str | None:
+        nonlocal ended
+        line = None if ended else _PPK_PAYLOAD.fullmatch(body) or _PPK_MAC.fullmatch(body)
+        if line is None:
+            return None
+        ended = line.re is _PPK_MAC
+        return line.group("lead") + placeholder("private_key")
+
+    return judge
 
 
 # ---- SMTP AUTH: `AUTH PLAIN <base64 of \0user\0password>`, and the client's line after the server's
@@ -347,7 +356,9 @@ class PuttyKeyRule(Rule):
         header = _PPK_PRIVATE_LINES.fullmatch(body)
         if header is None:
             return None
-        return LinesBelow("private_key", int(header.group("count")) + 1, _ppk_line, every=True)
+        # In a diff a changed key has its removed and added lines one after the other: up to
+        # twice the count, and the MAC line (the payload ends at the first line that is not).
+        return LinesBelow("private_key", 2 * int(header.group("count")) + 1, _ppk_lines(), every=True)
 
 
 # ---- Docker config JSON (`{"auths": {...}}`) as base64: a `.dockerconfigjson`/`.dockercfg` value --------
