@@ -88,7 +88,7 @@ def test_one_line_netrc_and_fetchmail_entries():
 
 
 def test_putty_key_lines_of_a_changed_key():
-    text = "+Private-Lines: 2\n-QUFBQUFB\n-QkJCQkJC\n+Q0NDQ0ND\n+RERERERE\n Private-MAC: abcdef0123456789abcdef\n def f():\n"
+    text = "+Private-Lines: 2\n-QUFBQUFB0w==\n-QkJCQkJC1w==\n+Q0NDQ0ND2w==\n+RERERERE3w==\n Private-MAC: abcdef0123456789abcdef\n def f():\n"
     assert redact(text).text == (
         "+Private-Lines: 2\n"
         + "-[REDACTED:private_key]\n" * 2
