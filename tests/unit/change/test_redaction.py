@@ -180,6 +180,12 @@ POSITIVES = [
     ),
     ("+//registry.npmjs.org/:_authToken=Mq4vT8zKx2", "api_key", "Mq4vT8zKx2"),
     ("+C: AUTH PLAIN AGRlcGxveQBTZWNyZXRQYXNzOQ==", "basic_auth", "AGRlcGxveQBTZWNyZXRQYXNzOQ"),
+    (
+        "+    client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFb3dJQkFBS0NBUUVBMFozVlM1SkpjZHMzeGZuL3lnV3lGOFBibkd5MEFIQjdNaGdIY1R6NnNFMkkyeVBCCi0tLS0tRU5EIFJTQSBQUklWQVRFIEtFWS0tLS0tCg==",
+        "private_key",
+        "BSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFb3dJQkFBS0NB",
+    ),
+    ("+[smtp.gmail.com]:587 user@gmail.com:Zx9vQ2mLp4", "password", "Zx9vQ2mLp4"),
     ("+  owner: alice.smith@example.com", "email", "alice.smith@example.com"),
     ('+  host = "build-7.ci.corp.example"', "internal_host", "build-7.ci.corp.example"),
     ("+  see https://wiki.corp.example/x", "internal_host", "wiki.corp.example"),
@@ -321,6 +327,8 @@ NEGATIVES = [
     "+C: AUTH LOGIN\n+S: 334 VXNlcm5hbWU6",
     "+enable password protection for every account",
     "+npm config set _authToken=${NPM_TOKEN}",
+    "+    client-certificate-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUVvd0lCQUFLQ0FRRUEwWjNWUzVKSmNkczN4Zm4KLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo=",
+    "+    x = a[0]:5 b:c",
 ]
 
 

@@ -3,7 +3,8 @@ name, so the name is never required): `.pgpass` entries, `.netrc`/msmtprc `passw
 htpasswd and shadow hashes, Wi-Fi pre-shared keys, redis `requirepass`/`masterauth`/ACL
 passwords, network device secrets (Cisco IOS, Juniper, net-snmp), `ipsec.secrets` keys, PuTTY
 `.ppk` private lines,
-Docker config JSON in base64, `.npmrc` credentials and SMTP `AUTH` transcripts.
+Docker config JSON and PEM private keys in base64 (kubeconfig), `.npmrc` credentials, FileZilla
+and Postfix `sasl_passwd` entries and SMTP `AUTH` transcripts.
 
 A password hash is a secret here though not in code: a `user:hash` line is a copy of a
 credential store, and its hashes can be cracked offline (`$1$`, `$apr1$`, `{SHA}` in minutes).
@@ -404,6 +405,34 @@ NPMRC_RULE = ShapeRule(
     judge=_config_literal,
 )
 
+# ---- a PEM private key in base64 (kubeconfig `client-key-data:`, a Secret's `tls.key:`) --------------
+
+_PRIVATE_PEM_B64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
+
+
+def _private_pem(_: Match, __: str, value: str, ___: Kind) -> bool:
+    decoded = _b64decode(value[:64])  # `-----BEGIN <label>-----` is in the first 48 bytes
+    return decoded is not None and b"PRIVATE KEY" in decoded
+
+
+BASE64_PRIVATE_KEY_RULE = ShapeRule(
+    "private_key",
+    r"(?<![A-Za-z0-9+/])(?P<key>LS0tLS1CRUdJTi[A-Za-z0-9+/]{40,}={0,2})(?![A-Za-z0-9+/=])",
+    needles("LS0tLS1CRUdJTi"),  # base64 of `-----BEGIN`
+    {"key": "private_key"},
+    judge=_private_pem,
+)
+
+# ---- FileZilla `<Pass encoding="base64">...</Pass>`; Postfix sasl_passwd `[host]:port user:password` ----
+
+OTHER_CLIENT_RULE = ShapeRule(
+    "password",
+    r"<Pass(?:[ \t]+encoding=\"base64\")?>(?P<filezilla>[^<\s]+)</Pass>"
+    r"|^[ \t]*\[[\w.-]+\]:\d{1,5}[ \t]+[^\s:]+:(?P<sasl>\S+)[ \t]*$",
+    needles("<pass", ahead=r"[ >]", folded=True) + needles("]:", ahead=r"\d{1,5}[ \t]+[^\s:]+:\S"),
+    {"filezilla": "password", "sasl": "password"},
+)
+
 CREDENTIAL_FILE_RULES: tuple[Rule, ...] = (
     CREDENTIAL_STORE_RULE,
     PASSWORD_LINE_RULE,
@@ -415,4 +444,6 @@ CREDENTIAL_FILE_RULES: tuple[Rule, ...] = (
     SmtpAuthRule(),
     DOCKER_CONFIG_RULE,
     NPMRC_RULE,
+    BASE64_PRIVATE_KEY_RULE,
+    OTHER_CLIENT_RULE,
 )
