@@ -11,22 +11,23 @@ from collections import Counter
 
 from p4review.change.redaction.base import Match, Rule, splice
 from p4review.change.redaction.filekind import FileKind
-from p4review.change.redaction.needles import needles
+from p4review.change.redaction.needles import lowered_ascii, needles
 from p4review.change.redaction.shaped import Kind, ShapeRule, literal_secret
 from p4review.change.redaction.values import REDACTED_MARK, names_a_secret
 
 # ---- keyword connection strings -------------------------------------------------------------
 
-_PASSWORD_KEY = (
-    r"(?:user[ _]?|db[ _]?|database[ _]|ssl|admin[ _]?|root|jet[ ]oledb:database[ ])?(?:password|passwd|pwd|pass)"  # noqa: S105 - a pattern
-)
-# A password key and its `=`, after what says which syntax this is: `;` (ADO.NET, ODBC, SQL
-# Server JDBC), `?`/`&` (URL and JDBC parameters), or a blank, quote or line start (libpq, or
-# the first pair of a `;` string).
-_KEY = re.compile(
-    r"(?P<before>&amp;|[;?&]|^|(?<=[\s\"'`(]))(?P<gap>[ \t]*)(?P<key>" + _PASSWORD_KEY + r")\b(?P<op>[ \t]*=[ \t]*)",
+# A password key and its `=` (found in the lowercased line: the search starts at a literal `p`),
+# then, looking back, what says which syntax this is: `;` (ADO.NET, ODBC, SQL Server JDBC), `?`/`&`
+# (URL and JDBC parameters), or a blank, quote or line start (libpq, or the first pair of a `;`
+# string), with the key's own first words between (`User Password=`, `Jet OLEDB:Database Password=`).
+_KEY_WORD = re.compile(r"p(?:ass(?:w(?:or)?d)?|wd)=[ \t]*")
+_KEY_START = re.compile(
+    r"(?P<before>&amp;|[;?&]|^|(?<=[\s\"'`(]))(?P<gap>[ \t]*)"
+    r"(?:user[ _]?|db[ _]?|database[ _]|ssl|admin[ _]?|root|jet[ ]oledb:database[ ])?$",
     re.IGNORECASE,
 )
+_LONGEST_KEY_PREFIX = len("&amp;jet oledb:database ") + 8
 # The value right after `=`, quoted in one of the ways these syntaxes allow.
 _QUOTED = re.compile(
     r"\{(?P<brace>(?:[^}]|\}\})*)\}"  # ODBC, SQL Server JDBC: `{a;b}`, `}}` escapes `}`
@@ -43,27 +44,29 @@ _NEXT_PAIR = re.compile(r";[ \t]*[A-Za-z][\w .:]*=")
 # Another libpq keyword, between blanks or quotes (`f(user=u, ...)` is a call, `?x&user=u` a query).
 _LIBPQ_PAIR = re.compile(
     r"(?:^|(?<=[\s\"'`]))(?:host|hostaddr|port|dbname|user|sslmode|connect_timeout|application_name|service"
-    r"|options|target_session_attrs|sslrootcert|sslcert|sslkey)=[^\s,;&()\"'`]*(?=[\s\"'`]|$)"
+    r"|options|target_session_attrs|sslrootcert|sslcert|sslkey)=(?:'[^']*'|[^\s,;&()\"'`]+)(?=[\s\"'`]|$)"
 )
 # `"...;Password=" + password + ";"`: the quote closes the code string, not the value.
 _CONCATENATION = re.compile(r"^\s*(?:\+|\|\||&|\.\.?)\s|\s(?:\+|\|\||&|\.\.?)\s*$|^\+\s*[\w.$]+\s*\+$")
 
 
-def _style(body: str, key: Match, kind: Kind) -> str | None:
-    """Which syntax the key is written in, or None when it is not a connection string."""
+def _style(body: str, key: Match, end: int, kind: Kind) -> str | None:
+    """Which syntax a key is written in (`key`: what precedes it; `end`: after its `=`), or None
+    when it is not a connection string."""
     before = key.group("before").lower()
     if before in ("?", "&", "&amp;"):
         return "query"
     if before == ";":
         style = "semicolon"
-    elif _NEXT_PAIR.search(body, key.end()):
+    elif _NEXT_PAIR.search(body, end):
         style = "semicolon"  # the first pair of `Password=x y;Server=db`
-    elif any(not key.start() <= pair.start() < key.end() for pair in _LIBPQ_PAIR.finditer(body)):
+    elif _LIBPQ_PAIR.search(body):
         style = "libpq"
     else:
         return None
     # In code, these syntaxes live inside string literals: `a = b; password = pw;` is code.
-    if kind() is FileKind.CODE and not _inside_a_string(body, key.start()):
+    # (A file's kind costs a pass over the whole text the first time: asked last.)
+    if not _inside_a_string(body, key.start()) and kind() is FileKind.CODE:
         return None
     return style
 
@@ -101,13 +104,16 @@ class KeywordConnectionStringRule(Rule):
     def apply(self, body: str, kind: Kind, counts: Counter[str]) -> str:
         spans: list[tuple[int, int, str]] = []
         resume = 0
-        for key in _KEY.finditer(body):
-            if key.start() < resume:
+        for word in _KEY_WORD.finditer(lowered_ascii(body)):
+            if word.start() < resume:
                 continue
-            style = _style(body, key, kind)
+            key = _KEY_START.search(body, max(0, word.start() - _LONGEST_KEY_PREFIX), word.start())
+            if key is None:
+                continue
+            style = _style(body, key, word.end(), kind)
             if style is None:
                 continue
-            span = _value_span(body, key.end(), style)
+            span = _value_span(body, word.end(), style)
             if span is None:
                 continue
             value = body[span[0] : span[1]]

@@ -418,7 +418,7 @@ def _private_pem(_: Match, __: str, value: str, ___: Kind) -> bool:
 BASE64_PRIVATE_KEY_RULE = ShapeRule(
     "private_key",
     r"(?<![A-Za-z0-9+/])(?P<key>LS0tLS1CRUdJTi[A-Za-z0-9+/]{40,}={0,2})(?![A-Za-z0-9+/=])",
-    needles("LS0tLS1CRUdJTi"),  # base64 of `-----BEGIN`
+    needles("JTi", behind="LS0tLS1CRUd"),  # base64 of `-----BEGIN` (searched from its rarer `J`)
     {"key": "private_key"},
     judge=_private_pem,
 )
@@ -429,7 +429,9 @@ OTHER_CLIENT_RULE = ShapeRule(
     "password",
     r"<Pass(?:[ \t]+encoding=\"base64\")?>(?P<filezilla>[^<\s]+)</Pass>"
     r"|^[ \t]*\[[\w.-]+\]:\d{1,5}[ \t]+[^\s:]+:(?P<sasl>\S+)[ \t]*$",
-    needles("<pass", ahead=r"[ >]", folded=True) + needles("]:", ahead=r"\d{1,5}[ \t]+[^\s:]+:\S"),
+    # literals of existing first-character groups (`p`, `:`), longer than other rules' `pass`
+    needles("pass>", "pass encoding=", behind="<", folded=True)
+    + needles(":", behind="]", ahead=r"\d{1,5}[ \t]+[^\s:]+:\S"),
     {"filezilla": "password", "sasl": "password"},
 )
 
