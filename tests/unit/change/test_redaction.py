@@ -186,6 +186,13 @@ POSITIVES = [
         "BSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFb3dJQkFBS0NB",
     ),
     ("+[smtp.gmail.com]:587 user@gmail.com:Zx9vQ2mLp4", "password", "Zx9vQ2mLp4"),
+    ("+rootpw {SSHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=", "password", "W6ph5Mm5Pz8GgiULbPgzG37mj9g"),
+    (
+        "+alice:1000:XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX:8846F7EAEE8FB117AD06BDD830B7586C:[U   ]:",
+        "password_hash",
+        "8846F7EA",
+    ),
+    ("+K 8\n+password\n+V 10\n+Zx9vQ2mLp4", "password", "Zx9vQ2mLp4"),
     ("+  owner: alice.smith@example.com", "email", "alice.smith@example.com"),
     ('+  host = "build-7.ci.corp.example"', "internal_host", "build-7.ci.corp.example"),
     ("+  see https://wiki.corp.example/x", "internal_host", "wiki.corp.example"),
@@ -329,6 +336,10 @@ NEGATIVES = [
     "+npm config set _authToken=${NPM_TOKEN}",
     "+    client-certificate-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUVvd0lCQUFLQ0FRRUEwWjNWUzVKSmNkczN4Zm4KLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo=",
     "+    x = a[0]:5 b:c",
+    "+passwd alice",
+    "+rootpw",
+    "+password\n+    x = 1",
+    "+K 8\n+password\n+K 3",
 ]
 
 

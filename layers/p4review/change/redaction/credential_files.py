@@ -1,14 +1,15 @@
 """Credential files, recognised by the shape of their lines (a diff may give one without its
-name, so the name is never required): `.pgpass` entries, `.netrc`/msmtprc `password` lines,
-htpasswd and shadow hashes, Wi-Fi pre-shared keys, redis `requirepass`/`masterauth`/ACL
-passwords, network device secrets (Cisco IOS, Juniper, net-snmp), `ipsec.secrets` keys, PuTTY
-`.ppk` private lines,
-Docker config JSON and PEM private keys in base64 (kubeconfig), `.npmrc` credentials, FileZilla
-and Postfix `sasl_passwd` entries and SMTP `AUTH` transcripts.
+name, so the name is never required): `.pgpass` entries, `.netrc`/msmtprc/fetchmailrc `password`
+lines, LDAP `bindpw`/`rootpw`/`olcRootPW`, htpasswd, shadow, pwdump and smbpasswd hashes, Wi-Fi
+pre-shared keys, redis `requirepass`/`masterauth`/ACL passwords, `ipsec.secrets` keys, PuTTY
+`.ppk` private lines, Subversion's auth cache, Docker config JSON and PEM private keys in base64
+(kubeconfig), `.npmrc` credentials, FileZilla, Postfix `sasl_passwd`, `.cvspass` and sssd
+entries, and SMTP `AUTH` transcripts. Network device configuration: network_devices.py.
 
 A password hash is a secret here though not in code: a `user:hash` line is a copy of a
-credential store, and its hashes can be cracked offline (`$1$`, `$apr1$`, `{SHA}` in minutes).
-A lone `$2b$...` in code stays (values.is_password_hash): a reviewer needs to see it is a hash."""
+credential store, and its hashes can be cracked offline (`$1$`, `$apr1$`, `{SHA}` in minutes)
+or used as they are (an NT hash). A lone `$2b$...` in code stays (values.is_password_hash): a
+reviewer needs to see it is a hash."""
 
 from __future__ import annotations
 
@@ -17,9 +18,10 @@ import re
 from collections import Counter
 from collections.abc import Callable
 
-from p4review.change.redaction.base import LinesBelow, Match, Rule, splice
+from p4review.change.redaction.base import LinesBelow, Match, Rule
 from p4review.change.redaction.filekind import FileKind
 from p4review.change.redaction.needles import needles
+from p4review.change.redaction.network_devices import NETWORK_DEVICE_RULE
 from p4review.change.redaction.shaped import Kind, ShapeRule, literal_secret
 from p4review.change.redaction.values import REDACTED_MARK, placeholder, unquoted_value_is_secret
 
@@ -50,31 +52,53 @@ def _pgpass_entry(match: Match, group: str, value: str, kind: Kind) -> bool:
     return group != "password" or (literal_secret(value) and _not_an_address(match, group, value, kind))
 
 
+# Password hashes as credential stores write them: crypt(3) formats, and LDAP's `{SCHEME}...`.
+_CRYPT = r"\$(?:1|2[abxy]?|5|6|7|y|gy|sha1|md5|apr1|argon2(?:id|i|d))\$[./A-Za-z0-9$=,+-]+"
+_SCHEME = r"\{(?i:S?SHA(?:256|384|512)?|S?MD5|CRYPT|PBKDF2[\w-]*|ARGON2|BCRYPT)\}[A-Za-z0-9+/=.$-]+"
+_SCHEME_VALUE = re.compile(_SCHEME)
+
 # ---- .netrc, msmtprc, fetchmailrc: `password VALUE` (`passwordeval` runs a command) ------------------
 
 _PASSWORD_WORD = r"password[ \t]+(?:\"(?P<{q}>(?:[^\"\\]|\\.)+)\"|(?P<{v}>[^\s\"]\S*))"  # noqa: S105 - a pattern
+# LDAP clients (nss/pam_ldap), slapd.conf, keepalived
+_OTHER_PASSWORD_WORDS = r"(?i:bindpw|rootpw)|auth_pass"  # noqa: S105 - a pattern
 PASSWORD_LINE_RULE = ShapeRule(
     "password",
     # alone on its line (a multi-line .netrc entry, msmtprc, a Cisco `line vty` block), or within
     # a one-line .netrc/fetchmailrc entry (`machine h password p login u`, `poll h ... password "p"`)
     r"^[ \t]*" + _PASSWORD_WORD.format(q="quoted", v="password") + r"[ \t]*$"
+    r"|^[ \t]*(?:" + _OTHER_PASSWORD_WORDS + r")[ \t]+(?:\"(?P<other_quoted>[^\"]+)\"|(?P<other>[^\s\"]\S*))[ \t]*$"
     r"|^[ \t]*(?:machine|default|account|poll|skip|user)\b[^\n]*?[ \t]"
     + _PASSWORD_WORD.format(q="entry_quoted", v="entry")
     + r"(?=[ \t]|$)",
-    needles("password ", "password\t", folded=True),
-    {"quoted": "password", "password": "password", "entry_quoted": "password", "entry": "password"},
-    judge=lambda match, group, value, kind: group.endswith("quoted") or _config_literal(match, group, value, kind),
+    needles("password ", "password\t", folded=True)
+    + needles("bindpw", "rootpw", "auth_pass", ahead=r"[ \t]+\S", folded=True),
+    {
+        "quoted": "password",
+        "password": "password",
+        "other_quoted": "password",
+        "other": "password",
+        "entry_quoted": "password",
+        "entry": "password",
+    },
+    judge=lambda match, group, value, kind: (
+        _SCHEME_VALUE.fullmatch(value) is not None
+        or (literal_secret(value) and (group.endswith("quoted") or _config_literal(match, group, value, kind)))
+    ),
+    literal=lambda _: True,  # `rootpw {SSHA}...` is a hash, not a template: judged above
 )
 
 # ---- htpasswd, /etc/shadow, LDIF: `user:hash`; and .pgpass entries -----------------------------------
 
-_CRYPT = r"\$(?:1|2[abxy]?|5|6|7|y|gy|sha1|md5|apr1|argon2(?:id|i|d))\$[./A-Za-z0-9$=,+-]+"
-_SCHEME = r"\{(?i:S?SHA(?:256|384|512)?|S?MD5|CRYPT|PBKDF2[\w-]*|ARGON2|BCRYPT)\}[A-Za-z0-9+/=.$-]+"
 # Both `user:...` shapes of credential stores, and .pgpass entries.
 CREDENTIAL_STORE_RULE = ShapeRule(
     "password",
-    r"^[ \t]*[A-Za-z0-9_][\w.@-]*\$?:(?P<hash>!{0,2}(?:" + _CRYPT + "|" + _SCHEME + r"))(?=:|[ \t]*$)"
-    r"|^(?i:[ \t]*userPassword)(?::[ \t]*(?P<ldap>" + _SCHEME + r")|::[ \t]*(?P<ldif>[A-Za-z0-9+/]{8,}={0,2}))[ \t]*$"
+    # pwdump and smbpasswd: `user:uid:LM hash:NT hash:...` (an NT hash is enough to sign in)
+    r"^[ \t]*[^:\s]+:\d+:(?:(?P<lm>[0-9A-Fa-f]{32})|[^:\s]+):(?P<nt>[0-9A-Fa-f]{32}):"
+    r"|^[ \t]*[A-Za-z0-9_][\w.@-]*\$?:(?P<hash>!{0,2}(?:" + _CRYPT + "|" + _SCHEME + r"))(?=:|[ \t]*$)"
+    r"|^(?i:[ \t]*(?:userPassword|olcRootPW))(?::[ \t]*(?P<ldap>"
+    + _SCHEME
+    + r")|::[ \t]*(?P<ldif>[A-Za-z0-9+/]{8,}={0,2}))[ \t]*$"
     r"|(?:^|(?<=[\s\"'`]))[ \t]*(?:\*|[\w.-]*[A-Za-z.][\w.-]*):(?:\*|\d{1,5}):"
     + _PGPASS_FIELD
     + ":"
@@ -84,8 +108,15 @@ CREDENTIAL_STORE_RULE = ShapeRule(
     needles(":$", ":{")
     + needles(":!", ahead=r"!?[${]")
     + needles(*(f":{first}" for first in "0123456789*"), ahead=r"\d{0,4}:\S+:\S+:\S")
-    + needles("userpassword:", folded=True),
-    {"hash": "password_hash", "ldap": "password_hash", "ldif": "password_hash", "password": "password"},
+    + needles("userpassword:", "olcrootpw:", folded=True),
+    {
+        "lm": "password_hash",
+        "nt": "password_hash",
+        "hash": "password_hash",
+        "ldap": "password_hash",
+        "ldif": "password_hash",
+        "password": "password",
+    },
     judge=_pgpass_entry,
     literal=lambda _: True,  # `{SHA}...` is a scheme, not a template; a .pgpass password is judged apart
 )
@@ -134,135 +165,6 @@ REDIS_RULE = ShapeRule(
     judge=_redis_acl,
 )
 
-# ---- network devices (Cisco IOS/NX-OS, Juniper, net-snmp) ---------------------------------------------
-
-# What precedes a secret on a device configuration line (the line starts with it).
-_DEVICE_PREFIX = re.compile(
-    r"^[ \t]*(?:"
-    r"enable[ \t]+(?:secret|password)(?:[ \t]+level[ \t]+\d+)?"
-    r"|username[ \t]+\S+(?:[ \t]+\S+)*?[ \t]+(?:password|secret)"
-    r"|(?:tacacs|radius)-server[ \t]+(?:host[ \t]+\S+(?:[ \t]+\S+)*?[ \t]+)?key"
-    r"|key(?=[ \t]+[067][ \t])"  # `key 7 ...` inside a `tacacs server` or `radius server` block
-    r"|password(?=[ \t]+[07][ \t])"  # `password 7 ...` inside a `line vty` block
-    r"|key-string"
-    r"|(?:ip[ \t]+ospf[ \t]+|ntp[ \t]+)?authentication-key(?:[ \t]+\d+[ \t]+md5)?"
-    r"|(?:ip[ \t]+ospf[ \t]+)?message-digest-key[ \t]+\d+[ \t]+md5"
-    r"|crypto[ \t]+isakmp[ \t]+key"
-    r"|pre-shared-key(?:[ \t]+(?:local|remote|address[ \t]+\S+|ascii-text))?"
-    r"|neighbor[ \t]+\S+[ \t]+password"
-    r"|ppp[ \t]+(?:chap|pap)[ \t]+(?:password|sent-username[ \t]+\S+[ \t]+password)"
-    r"|wpa-psk[ \t]+ascii"
-    r"|(?:secret|encrypted-password)(?=[ \t]+\"\$)"  # Juniper: `secret "$9$..."`
-    r"|snmp-server[ \t]+community"
-    r"|snmp-server[ \t]+host[ \t]+\S+(?:[ \t]+(?:informs|traps))?(?:[ \t]+version[ \t]+(?:1|2c))?"
-    r"|(?:ro|rw|trap)community6?"
-    r"|com2sec6?(?:[ \t]+-Cn[ \t]+\S+)?[ \t]+\S+[ \t]+\S+"
-    r")[ \t]+",
-    re.IGNORECASE,
-)
-# Then: an optional encryption type (0 plain, 7 reversible, 5/8/9 hashes), and the value.
-_DEVICE_VALUE = re.compile(r"(?:(?P<type>\d)[ \t]+(?=\S))?(?:\"(?P<quoted>[^\"]+)\"|(?P<value>\S+))")
-# Two secrets on one line: `snmp-server user u g v3 auth sha AUTH priv aes 128 PRIV`, net-snmp's
-# `createUser u SHA "auth" AES "priv"`.
-_SNMP_V3 = re.compile(
-    r"^[ \t]*(?:snmp-server[ \t]+user[ \t]+\S+[ \t]+\S+[ \t]+v3(?:[ \t]+encrypted)?[ \t]+auth[ \t]+\S+"
-    r"|createUser[ \t]+(?:-e[ \t]+\S+[ \t]+)?\S+[ \t]+(?:MD5|SHA\S*))[ \t]+(?P<auth>\"[^\"]+\"|\S+)"
-    r"(?:[ \t]+(?:priv[ \t]+\S+(?:[ \t]+\d+)?|DES|AES\S*)[ \t]+(?P<priv>\"[^\"]+\"|\S+))?",
-    re.IGNORECASE,
-)
-_CRYPT_VALUE = re.compile(r"\$\w+\$\S+")
-# The first words _DEVICE_PREFIX and _SNMP_V3 accept: a cheap test first, since the needles
-# `key`, `secret`, `password` also flag every assignment of code.
-_DEVICE_WORDS = (
-    "enable",
-    "username",
-    "tacacs",
-    "radius",
-    "key",
-    "password",
-    "ip ",
-    "ntp",
-    "authentication-key",
-    "message-digest-key",
-    "crypto",
-    "pre-shared-key",
-    "neighbor",
-    "ppp",
-    "wpa-psk",
-    "secret",
-    "encrypted-password",
-    "snmp-server",
-    "rocommunity",
-    "rwcommunity",
-    "trapcommunity",
-    "com2sec",
-    "createuser",
-)
-_WELL_KNOWN_COMMUNITIES = frozenset(("public", "version", "informs", "traps", "vrf"))
-
-
-class NetworkDeviceRule(Rule):
-    """`enable secret 5 $1$...`, `username u password 7 0822...`, `snmp-server community NAME RO`,
-    `tacacs-server key x`, `key-string 7 ...`, `crypto isakmp key x address ...`, Juniper
-    `secret "$9$..."`, net-snmp `rocommunity NAME`: the value; a hash (type 5/8/9, `$n$...`)
-    counts as `password_hash`, anything else (plain, type 7: reversible) as `password`. The
-    default community `public` is left: it is not a secret anyone holds."""
-
-    def __init__(self) -> None:
-        super().__init__(
-            "password",
-            needles("enable", ahead=r"[ \t]+(?:secret|password)[ \t]", folded=True)
-            + needles("username", ahead=r"[ \t][^\n]*(?:password|secret)[ \t]", folded=True)
-            + needles("-server", ahead=r"[ \t]", behind="tacacs", folded=True)
-            + needles("-server", ahead=r"[ \t]", behind="radius", folded=True)
-            + needles("snmp-server", ahead=r"[ \t]+(?:community|host|user)[ \t]", folded=True)
-            + needles("key ", "key\t", ahead=r"[ \t]*[067][ \t]+\S", folded=True)
-            + needles("password ", "password\t", ahead=r"[ \t]*[07][ \t]+\S", folded=True)
-            + needles("key-string", "authentication-key", "message-digest-key", "pre-shared-key", folded=True)
-            + needles("isakmp", ahead=r"[ \t]+key[ \t]", folded=True)
-            + needles("neighbor", ahead=r"[ \t]+\S+[ \t]+password[ \t]", folded=True)
-            + needles("ppp", ahead=r"[ \t]+(?:chap|pap)[ \t]", folded=True)
-            + needles("wpa-psk", folded=True)
-            + needles("secret ", "secret\t", "encrypted-password", ahead=r"""[ \t]*"\$""", folded=True)
-            + needles("community", ahead=r"6?[ \t]+\S", folded=True)
-            + needles("com2sec", "createuser", folded=True),
-        )
-
-    def apply(self, body: str, kind: Kind, counts: Counter[str]) -> str:
-        if not body.lstrip(" \t")[:20].lower().startswith(_DEVICE_WORDS):
-            return body
-        spans: list[tuple[int, int, str]] = []
-        prefix = _DEVICE_PREFIX.match(body)
-        if prefix is not None:
-            value = _DEVICE_VALUE.match(body, prefix.end())
-            # `enable password x`, `username u password x` end their line: else it is a sentence
-            may_trail = not prefix.group(0).lstrip().lower().startswith(("enable", "username"))
-            if value is not None and (may_trail or not body[value.end() :].strip()):
-                group = "quoted" if value.start("quoted") >= 0 else "value"
-                secret = value.group(group)
-                is_hash = value.group("type") in ("5", "8", "9") or _CRYPT_VALUE.fullmatch(secret) is not None
-                community = "community" in prefix.group(0).lower() or "snmp-server" in prefix.group(0).lower()
-                if (
-                    REDACTED_MARK not in secret
-                    and literal_secret(secret)
-                    and not (community and secret.lower() in _WELL_KNOWN_COMMUNITIES)
-                    and (is_hash or unquoted_value_is_secret(secret, lambda: kind() is FileKind.CONFIG))
-                ):
-                    spans.append((*value.span(group), "password_hash" if is_hash else "password"))
-        v3 = _SNMP_V3.match(body)
-        if v3 is not None:
-            for group in ("auth", "priv"):
-                start, end = v3.span(group)
-                if start >= 0 and body[start] == '"':
-                    start, end = start + 1, end - 1
-                if start >= 0 and REDACTED_MARK not in body[start:end] and literal_secret(body[start:end]):
-                    spans.append((start, end, "password"))
-        for _, _, name in spans:
-            counts[name] += 1
-        return splice(body, sorted(spans))
-
-
-NETWORK_DEVICE_RULE = NetworkDeviceRule()
 
 # ---- strongSwan/libreswan ipsec.secrets: `[ids] : PSK "secret"`, `: EAP "pw"`, `: RSA key.pem "passphrase"` --
 
@@ -362,6 +264,37 @@ class PuttyKeyRule(Rule):
         return LinesBelow("private_key", 2 * int(header.group("count")) + 1, _ppk_lines(), every=True)
 
 
+# ---- Subversion's auth cache (`~/.subversion/auth/svn.simple/*`): `password`, then `V <length>`, then
+# the password on a line of its own ------------------------------------------------------------------
+
+_SVN_LENGTH = re.compile(r"[ \t]*V[ \t]+\d+[ \t]*")
+
+
+def _svn_value() -> Callable[[str], str | None]:
+    """A judge for the lines after `password`: the `V <length>` line, then the value."""
+    seen_length = False
+
+    def judge(body: str) -> str | None:
+        nonlocal seen_length
+        if not seen_length:
+            seen_length = _SVN_LENGTH.fullmatch(body) is not None
+            return body if seen_length else None
+        return placeholder("password") if body.strip() and REDACTED_MARK not in body else None
+
+    return judge
+
+
+class SvnAuthRule(Rule):
+    def __init__(self) -> None:
+        super().__init__("password", needles("password", ahead=r"[ \t]*\r?\n[-+ ]?v[ \t]+\d", folded=True))
+
+    def apply(self, body: str, kind: Kind, counts: Counter[str]) -> str:
+        return body
+
+    def below(self, body: str) -> LinesBelow | None:
+        return LinesBelow("password", 2, _svn_value(), every=False) if body.strip() == "password" else None
+
+
 # ---- Docker config JSON (`{"auths": {...}}`) as base64: a `.dockerconfigjson`/`.dockercfg` value --------
 
 # `{"auths"`, `{\n  "auths"`, `{\n    "auths"`, `{\n\t"auths"`, `{ "auths"`, `{\r\n  "auths"` and the
@@ -423,16 +356,20 @@ BASE64_PRIVATE_KEY_RULE = ShapeRule(
     judge=_private_pem,
 )
 
-# ---- FileZilla `<Pass encoding="base64">...</Pass>`; Postfix sasl_passwd `[host]:port user:password` ----
+# ---- FileZilla `<Pass>`, Postfix sasl_passwd `[host]:port user:password`, ~/.cvspass, sssd.conf -------
 
 OTHER_CLIENT_RULE = ShapeRule(
     "password",
     r"<Pass(?:[ \t]+encoding=\"base64\")?>(?P<filezilla>[^<\s]+)</Pass>"
-    r"|^[ \t]*\[[\w.-]+\]:\d{1,5}[ \t]+[^\s:]+:(?P<sasl>\S+)[ \t]*$",
+    r"|^[ \t]*\[[\w.-]+\]:\d{1,5}[ \t]+[^\s:]+:(?P<sasl>\S+)[ \t]*$"
+    r"|^(?:/1[ \t]+)?:pserver:\S+[ \t]+(?P<cvs>A\S*)[ \t]*$"  # ~/.cvspass: a scrambled, reversible password
+    r"|(?i:\bldap_default_authtok)[ \t]*=[ \t]*(?P<sssd>\S(?:[^\n]*\S)?)[ \t]*$",  # sssd.conf
     # literals of existing first-character groups (`p`, `:`), longer than other rules' `pass`
     needles("pass>", "pass encoding=", behind="<", folded=True)
-    + needles(":", behind="]", ahead=r"\d{1,5}[ \t]+[^\s:]+:\S"),
-    {"filezilla": "password", "sasl": "password"},
+    + needles(":", behind="]", ahead=r"\d{1,5}[ \t]+[^\s:]+:\S")
+    + needles(":pserver:")
+    + needles("authtok", ahead=r"[ \t]*=", folded=True),
+    {"filezilla": "password", "sasl": "password", "cvs": "password", "sssd": "password"},
 )
 
 CREDENTIAL_FILE_RULES: tuple[Rule, ...] = (
@@ -448,4 +385,5 @@ CREDENTIAL_FILE_RULES: tuple[Rule, ...] = (
     NPMRC_RULE,
     BASE64_PRIVATE_KEY_RULE,
     OTHER_CLIENT_RULE,
+    SvnAuthRule(),
 )
