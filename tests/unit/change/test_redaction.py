@@ -337,6 +337,8 @@ NEGATIVES = [
     "+    client-certificate-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUVvd0lCQUFLQ0FRRUEwWjNWUzVKSmNkczN4Zm4KLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo=",
     "+    x = a[0]:5 b:c",
     "+passwd alice",
+    '+    cmd = "password=" + pw',
+    '+    q = "password=%s" % pw',
     "+rootpw",
     "+password\n+    x = 1",
     "+K 8\n+password\n+K 3",

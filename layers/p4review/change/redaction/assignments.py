@@ -181,8 +181,10 @@ class AssignmentRule(Rule):
         name = classify_key(key)
         if name is None:
             return None
-        if match.group("kopen") and not match.group("kclose"):
-            return None  # `"secretsmanager:GetSecretValue"`: one string with a colon in it
+        if match.group("kopen") and not match.group("kclose") and match.group("op") != "=":
+            # `"secretsmanager:GetSecretValue"`: one string with a colon in it (but a string
+            # `"DB_PASSWORD=..."`, a compose or argv entry, holds an assignment)
+            return None
         before = match.string[: match.start()].rstrip()
         if before.endswith(_DOC_FIELDS):
             return None  # `:param password: The password...`: documentation of a parameter
@@ -243,12 +245,13 @@ class AssignmentRule(Rule):
 
 ASSIGNMENT_RULE = AssignmentRule()
 
-# A config line: the key starts it (after blanks, `export`, Dockerfile `ENV`...).
-_CONFIG_LINE_START = re.compile(r"[ \t]*(?:(?:export|set|readonly|ENV|ARG)[ \t]+)?")
-# What follows an unquoted value that stopped early: more of it, up to a blank; a `;` that
-# starts the next `Name=` of a connection string (`Password=x;Server=y`) or ends the line
-# (`token = other_value;`, a statement) ends it.
-_CONFIG_VALUE_TAIL = re.compile(r"(?:[^\s;]|;(?![A-Za-z][\w ]*=|[ \t]*$))*")
+# A config line: the key starts it (after blanks, `export`, Dockerfile `ENV`..., a YAML list's
+# `- `, as in a compose file's `environment:`, and the quote of `- "KEY=value"`).
+_CONFIG_LINE_START = re.compile(r"[ \t]*(?:-[ \t]+)?(?:(?:export|set|readonly|ENV|ARG)[ \t]+)?[\"']?")
+# What follows an unquoted value that stopped early: more of it, up to a blank or a quote; a
+# `;` that starts the next `Name=` of a connection string (`Password=x;Server=y`) or ends the
+# line (`token = other_value;`, a statement) ends it.
+_CONFIG_VALUE_TAIL = re.compile(r"(?:[^\s;\"']|;(?![A-Za-z][\w ]*=|[ \t]*$))*")
 
 
 def _runs_on(match: Match) -> bool:
