@@ -178,6 +178,7 @@ class AssignmentRule(Rule):
             secret = self._secret(match, kind)
             if secret is not None:
                 (value_start, value_end), name = secret
+                resume = max(resume, value_end)  # a value may run on past the match
                 counts[name] += 1
                 spans.append((value_start, value_end, name))
         return splice(body, spans)
@@ -189,8 +190,10 @@ class AssignmentRule(Rule):
         name = classify_key(key)
         if name is None:
             return None
-        if match.group("kopen") and not match.group("kclose"):
-            return None  # `"secretsmanager:GetSecretValue"`: one string with a colon in it
+        if match.group("kopen") and not match.group("kclose") and match.group("op") != "=":
+            # `"secretsmanager:GetSecretValue"`: one string with a colon in it (but a string
+            # `"DB_PASSWORD=..."`, a compose or argv entry, holds an assignment)
+            return None
         before = match.string[: match.start()].rstrip()
         if before.endswith(_DOC_FIELDS):
             return None  # `:param password: The password...`: documentation of a parameter
@@ -221,18 +224,24 @@ class AssignmentRule(Rule):
             return None
         if match.group("op") == ":" and is_version_or_coordinate(f"{key}:{value}"):
             return None  # `-Dartifact=org.passgen:passgen-core:3.1.4`: a Maven coordinate
+        if not quoted and value.startswith("#") and match.group("op") == ":" and match.start(group) > match.end("op"):
+            return None  # YAML: `#` after a blank starts a comment
         if quoted:
             if not quoted_literal_is_secret(value):
                 return None
         elif not unquoted_value_is_secret(value, literal_words=lambda: not in_code and kind() is FileKind.CONFIG):
             return None
         span = match.span(group)
+        if not quoted and not in_code and _runs_on(match) and kind() is FileKind.CONFIG:
+            # A config line's value (`.env`, ini, properties, YAML) runs to a blank: `;`, `&`,
+            # `=` and `#` inside it are part of it (`DB_PASSWORD=va;l&u=e#x`).
+            span = (span[0], span[1] + match_length(_CONFIG_VALUE_TAIL, match.string, span[1]))
         if not quoted and match.group("op") != ":" and not key.startswith("-"):  # `--password=x -h db`: a flag
-            rest = match.string[match.end() :].lstrip(" \t")
+            rest = match.string[span[1] :].lstrip(" \t")
             if rest and rest[0] not in "#;,)}]" and not rest.startswith("//") and kind() is FileKind.CODE:
                 return None  # `$pw = ConvertTo-SecureString "..."`: a command or an expression, not a literal
         if not quoted and match.group("op") == ":":
-            rest = match.string[match.end() :]
+            rest = match.string[span[1] :]
             words = rest.lstrip(" \t")
             if words and words != rest and not words.startswith(("#", "//")):
                 # More words follow. In a config file that is one YAML plain scalar
@@ -240,7 +249,7 @@ class AssignmentRule(Rule):
                 # line or a comment. In code or prose it is a sentence (`:param password: The...`).
                 if kind() is not FileKind.CONFIG:
                     return None
-                span = (span[0], match.end() + len(rest.split(" #", 1)[0].rstrip()))
+                span = (span[0], span[1] + len(rest.split(" #", 1)[0].rstrip()))
         if name == "api_key" and not looks_random(match.string[span[0] : span[1]]):
             return None
         if spells_its_name(key, value):
@@ -249,6 +258,24 @@ class AssignmentRule(Rule):
 
 
 ASSIGNMENT_RULE = AssignmentRule()
+
+# A config line: the key starts it (after blanks, `export`, Dockerfile `ENV`..., a YAML list's
+# `- `, as in a compose file's `environment:`, and the quote of `- "KEY=value"`).
+_CONFIG_LINE_START = re.compile(r"[ \t]*(?:-[ \t]+)?(?:(?:export|set|readonly|ENV|ARG)[ \t]+)?[\"']?")
+# What follows an unquoted value that stopped early: more of it, up to a blank or a quote; a
+# `;` that starts the next `Name=` of a connection string (`Password=x;Server=y`) or ends the
+# line (`token = other_value;`, a statement) ends it.
+_CONFIG_VALUE_TAIL = re.compile(r"(?:[^\s;\"']|;(?![A-Za-z][\w ]*=|[ \t]*$))*")
+
+
+def _runs_on(match: Match) -> bool:
+    """An unquoted value stopped before a blank, on a line its key starts."""
+    end = match.end()
+    return (
+        end < len(match.string)
+        and not match.string[end].isspace()
+        and _CONFIG_LINE_START.fullmatch(match.string, 0, match.start()) is not None
+    )
 
 
 class SpacedRule(Rule):

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
 
 from p4review.change.redaction.filekind import FileKind
 from p4review.change.redaction.needles import Needle
@@ -23,8 +25,23 @@ from p4review.change.redaction.values import REDACTED_MARK, is_masked_token, is_
 Match = re.Match[str]
 
 
+@dataclass(frozen=True)
+class LinesBelow:
+    """Secrets on the lines after a rule's line, which only that line identifies (a PuTTY key's
+    `Private-Lines: 2`, an SMTP server's `334 UGFzc3dvcmQ6`): up to `lines` lines, each passed
+    to `redact` (its body redacted; the body unchanged: part of the exchange, go on; None: not
+    part of it, stop). `every`: every line is a secret (else the first one changed ends it).
+    The scanner walks them and counts `name` once."""
+
+    name: str
+    lines: int
+    redact: Callable[[str], str | None]
+    every: bool
+
+
 class Rule:
-    """One class of secret on one line. Subclasses implement `apply`."""
+    """One class of secret on one line. Subclasses implement `apply`, and `below` when a line
+    can say that the lines after it are secrets."""
 
     def __init__(self, name: str, needles: tuple[Needle, ...]):
         self.name = name
@@ -34,6 +51,10 @@ class Rule:
         """`body` with this rule's secrets replaced (each counted under the rule's class);
         `kind()` tells the file's kind, lazily, for the rules that need it."""
         raise NotImplementedError
+
+    def below(self, body: str) -> LinesBelow | None:
+        """What the lines after `body` (this rule's line, after the rules ran) hold, if anything."""
+        return None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
@@ -52,14 +73,20 @@ class PatternRule(Rule):
         groups: tuple[str, ...] = (),
         validate: Callable[[Match, str], bool] | None = None,
         flags: int = 0,
+        whole_token: bool = False,
     ):
         super().__init__(name, needles)
         self.pattern = re.compile(pattern, flags)
         self.groups = groups
         self.validate = validate
+        self.whole_token = whole_token
 
     def apply(self, body: str, kind: Callable[[], FileKind], counts: Counter[str]) -> str:
-        return self.pattern.sub(lambda match: self._replace(match, counts), body)
+        found = counts[self.name]
+        body = self.pattern.sub(lambda match: self._replace(match, counts), body)
+        if self.whole_token and counts[self.name] != found:
+            body = absorb_token_tails(body, self.name)
+        return body
 
     def _span(self, match: Match) -> tuple[int, int]:
         for group in self.groups:
@@ -80,6 +107,22 @@ class PatternRule(Rule):
         counts[self.name] += 1
         offset = match.start()
         return whole[: start - offset] + placeholder(self.name) + whole[end - offset :]
+
+
+@lru_cache(maxsize=1024)
+def _tail_after(name: str) -> re.Pattern[str]:
+    # The rest of a token after a match that stopped inside it (a fixed-length rule, a routable
+    # token's `.01.<checksum>`): word characters and `-`, and a `.` between them; but not a file
+    # extension ending the run (`//depot/keys/AKIA....py`: the path keeps its `.py`).
+    return re.compile(
+        re.escape(placeholder(name)) + r"(?:[A-Za-z0-9_-]|\.(?=[A-Za-z0-9_-])(?![a-z]{1,5}(?![A-Za-z0-9_.-])))+"
+    )
+
+
+def absorb_token_tails(body: str, name: str) -> str:
+    """`body` with whatever token characters follow a `name` placeholder folded into it: a
+    mask goes to the token's real end (`[REDACTED:x]m4003z5xw7.6pm4` -> `[REDACTED:x]`)."""
+    return _tail_after(name).sub(placeholder(name), body)
 
 
 def match_length(pattern: re.Pattern[str], text: str, pos: int = 0) -> int:

@@ -19,7 +19,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from p4review.change.redaction.base import Rule
+from p4review.change.redaction.base import Rule, absorb_token_tails
 from p4review.change.redaction.filekind import FileKind
 from p4review.change.redaction.needles import needles
 from p4review.change.redaction.values import REDACTED_MARK, is_template_or_masked, placeholder, shannon_entropy
@@ -95,7 +95,9 @@ class AdoptedRule(Rule):
         pattern = self._patterns()[0]
         if pattern.search(body) is None:
             return body
-        return pattern.sub(lambda match: self._replace(match, counts), body)
+        found = counts[self.name]
+        body = pattern.sub(lambda match: self._replace(match, counts), body)
+        return body if counts[self.name] == found else absorb_token_tails(body, self.name)
 
     def _span(self, match: re.Match[str]) -> tuple[int, int]:
         group = self._spec["secret_group"]

@@ -114,6 +114,10 @@ class Scanner:
         self._split_bits = sum(
             1 << (index + 1) for index, rule in enumerate(self.rules) if isinstance(rule, named_values.NamedValueFamily)
         )
+        # Rules that can say what the lines below their line hold (Rule.below).
+        self._below_bits = sum(
+            1 << (index + 1) for index, rule in enumerate(self.rules) if type(rule).below is not Rule.below
+        )
         self._rules_by_bits: dict[int, tuple[Rule, ...]] = {}
 
     def scan(
@@ -171,6 +175,11 @@ class Scanner:
                     end = done = below[-1][1]
             if bits & self._split_bits and end == changed[0][1]:
                 below = self._split_value_below(text, end, body, lambda: kinds.at(start), counts)  # noqa: B023 - called within this iteration
+                if below:
+                    changed += below
+                    end = done = below[-1][1]
+            if bits & self._below_bits:
+                below = self._lines_below(text, end, body, bits, counts)
                 if below:
                     changed += below
                     end = done = below[-1][1]
@@ -381,6 +390,36 @@ class Scanner:
         counts[found] += 1
         counts.update(passed)
         return changed
+
+    def _lines_below(self, text: str, end: int, body: str, bits: int, counts: Counter[str]) -> Changed:
+        """The lines after `body` that one of its rules says are secrets (Rule.below), redacted."""
+        for rule in self._rules_for(bits & self._below_bits):
+            spec = rule.below(body)
+            if spec is None:
+                continue
+            changed: Changed = []
+            secret = False
+            while end < len(text) and len(changed) < spec.lines:
+                start = end + 1
+                line_end = text.find("\n", start)
+                line_end = len(text) if line_end < 0 else line_end
+                line = text[start:line_end]
+                if line.startswith(_STRUCTURE):
+                    break
+                marker, below, ending = split_line(line)
+                redacted = spec.redact(below)
+                if redacted is None:
+                    break
+                changed.append((start, line_end, marker + redacted + ending))
+                end = line_end
+                if redacted != below:
+                    secret = True
+                    if not spec.every:
+                        break
+            if secret:
+                counts[spec.name] += 1
+                return changed
+        return []
 
     @staticmethod
     def _payload_above(text: str, copied: int, start: int, name: str) -> Changed:

@@ -43,6 +43,12 @@ _MODULE_PATH = re.compile(r"[\w$]+(?:\.[A-Za-z_$][\w$]*)+")
 # or a type. `rJVTdmDEdS` has no such shape: a literal.
 _IDENTIFIER = re.compile(r"_*(?:[a-z]+(?:_[a-z]+)*|[A-Z]+(?:_[A-Z]+)*|[a-z]+(?:[A-Z][a-z]+)+|(?:[A-Z][a-z]+)+)_*")
 _EXPRESSION_START = tuple("$%{[(<!&*:?|>@#")  # ... and `#` starts a comment
+# A leading `$`, `#` or `?` starts a reference only in these shapes: `$VAR`, `$HOME/x`, `${VAR}`,
+# `$(cmd)`, `$obj->x`, `$1`, `$$`; `# comment`, `#{ruby}`; `?`, `?1`, `?name` (bind parameters).
+# Otherwise it is part of a secret: `$ecr3t!x9`, `#Pa55w0rd`, `?Qm7zLk2v`.
+_SIGIL_REFERENCE = re.compile(
+    r"\$(?:[A-Za-z_]\w*(?![!@#%^&*+=~?$\w])|\d$|[{($])|#(?:\s|$|[{#])|\?(?:\d*|_*[A-Za-z]+(?:_[A-Za-z]+)*)$"
+)
 
 
 # Values that stand in for a secret in samples, docs and tests (role and test words such as
@@ -119,9 +125,14 @@ def looks_like_a_pattern(value: str) -> bool:
     return len(_REGEX_PART.findall(value)) >= 2
 
 
+# `"...;Password=" + password + ";"`: the quotes close and reopen code strings around a variable.
+_CONCATENATED = re.compile(r"\s*(?:\+|\|\||&|\.\.?)\s+[\w$.()\[\]]+\s+(?:\+|\|\||&|\.\.?)\s*")
+
+
 def quoted_literal_is_secret(value: str) -> bool:
     return not (
         is_template_or_masked(value)
+        or _CONCATENATED.fullmatch(value)
         or names_a_secret(value)
         or _QUOTED_TYPE.fullmatch(value)
         or looks_like_a_pattern(value)
@@ -142,7 +153,9 @@ def unquoted_value_is_secret(value: str, literal_words: Callable[[], bool]) -> b
         return False
     if is_stand_in(value) or is_version_or_coordinate(value) or is_code_literal(value):
         return False
-    if value.lower() in _KEYWORDS or value.lower() in _TYPE_NAMES or value.startswith(_EXPRESSION_START):
+    if value.lower() in _KEYWORDS or value.lower() in _TYPE_NAMES:
+        return False
+    if value.startswith(_EXPRESSION_START) and (value[0] not in "$#?" or _SIGIL_REFERENCE.match(value)):
         return False
     if _CALL_OR_INDEX.match(value) or _DOTTED.fullmatch(value):
         return False
