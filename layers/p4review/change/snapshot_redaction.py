@@ -139,17 +139,17 @@ class ChangeRedactor:
         return self._text(text) if text and self._values.present_in(text) else text
 
     def _path_texts(self, paths: list[str]) -> list[str]:
-        """Paths through the detector, all in one scan: each is one context line (a leading
-        space is its diff marker, so its first character is read like the rest)."""
+        """Paths through the detector, all in one scan: each is one file header line
+        (`+++ //depot/...`), read as a diff's file headers are (path_parts.py)."""
         if not paths:
             return []
         if any("\n" in path or "\r" in path for path in paths):
             return [self._path_text(path) for path in paths]  # not a depot path: one at a time
-        lines = self._text("\n".join(" " + path for path in paths)).split("\n")
-        return [line[1:] for line in lines]
+        lines = self._text(_path_lines(paths)).split("\n")
+        return [line[len(_PATH_HEADER) :] for line in lines]
 
     def _path_text(self, path: str) -> str:
-        return self._text(" " + path)[1:] if path else path
+        return self._text(_PATH_HEADER + path)[len(_PATH_HEADER) :] if path else path
 
     def _late_path(self, path: str) -> str:
         return self._path_text(path) if path and self._values.present_in(path) else path
@@ -227,6 +227,15 @@ def _policy_instructions(depot_policy: ChangePolicy | None) -> list[str]:
         texts += [found.policy.instructions or ""] + [sub.instructions or "" for sub in found.policy.paths]
     texts += [diagnostic.detail for diagnostic in depot_policy.diagnostics]
     return [text for text in texts if text]
+
+
+# Each path goes through the detector as a diff's file header line: the marker is set aside,
+# and the header rules (path_parts.py) read it as a path.
+_PATH_HEADER = "+++ "
+
+
+def _path_lines(paths: list[str]) -> str:
+    return "\n".join(_PATH_HEADER + path for path in paths)
 
 
 def _snapshot_paths(snapshot: ChangeSnapshot) -> list[str]:
@@ -342,8 +351,8 @@ def prepare_review_input(artifact: dict[str, Any], policy: RedactionPolicy = DEF
     paths = _snapshot_paths(snapshot)
     if paths:
         # The paths reach the model (file sections, the changed-files list), the email and Swarm:
-        # all of them in one scan, each a context line, as fetch redacted them.
-        leaked.update(redact("\n".join(" " + path for path in paths), policy).counts)
+        # all of them in one scan, each a file header line, as fetch redacted them.
+        leaked.update(redact(_path_lines(paths), policy).counts)
     if leaked:
         # Class names and counts only: the values stay out of the error, the DLQ and the logs.
         classes = ", ".join(f"{name}={count}" for name, count in sorted(leaked.items()))

@@ -199,6 +199,7 @@ POSITIVES = [
     ("+  see https://wiki.corp.example/x", "internal_host", "wiki.corp.example"),
     ('+  server = "10.1.2.3"', "internal_ip", "10.1.2.3"),
     ("+  allow 192.168.0.17/32", "internal_ip", "192.168.0.17"),
+    ("+++ b/deploy/keys/q7Kf2Lm9Xw4Rt8Zp3Nc6/config.yml", "path_token", "q7Kf2Lm9Xw4Rt8Zp3Nc6"),
 ]
 
 

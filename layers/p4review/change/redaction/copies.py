@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from p4review.change.redaction.values import (
     REDACTED_MARK,
@@ -116,20 +116,25 @@ def masked_spans(original: str, redacted: str) -> list[tuple[str, str]]:
 
 
 # A run of token characters: what a copy is found by. Each value is keyed by its longest run
-# (8 or more characters); the text's runs are found in one C-speed pass and looked up in a dict,
-# so the cost does not grow with the number of values. A copy glued to a longer run of such
-# characters is found only when another copy of the value was.
+# (8 or more characters); the keys are searched for all at once by one RE2 automaton over the
+# text's bytes, whose cost does not grow with the number of values (`re` would try every key at
+# every position); past `_MAX_AUTOMATON_KEYS`, the text's runs are looked up in a dict instead.
 _RUN = re.compile(r"[A-Za-z0-9_\-]{8,}")
+# Up to this many keys the automaton's DFA fits in `_AUTOMATON_MEMORY` (measured: 2,000 keys of
+# 20-40 characters need about 40 MB); beyond, the runs are looked up one `re` pass at a time.
+_MAX_AUTOMATON_KEYS = 1_000
+_AUTOMATON_MEMORY = 64 << 20
 
 
 class MaskedValues:
     """Values masked so far (value -> class), to mask wherever else they occur."""
 
-    __slots__ = ("_classes", "_keyed", "_unkeyed")
+    __slots__ = ("_classes", "_keyed", "_keys", "_unkeyed")
 
     def __init__(self) -> None:
         self._classes: dict[str, str] = {}
         self._keyed: dict[str, list[str]] = {}  # a value's longest run -> the values it keys
+        self._keys: Any = None  # the RE2 pattern finding any key, built when first needed
         self._unkeyed: list[str] = []  # values without a run of 8: looked for one by one
 
     def __repr__(self) -> str:  # never the values
@@ -149,6 +154,7 @@ class MaskedValues:
                 runs = _RUN.findall(value)
                 if runs:
                     self._keyed.setdefault(max(runs, key=len), []).append(value)
+                    self._keys = None
                 else:
                     self._unkeyed.append(value)
 
@@ -157,10 +163,28 @@ class MaskedValues:
         if not self._classes:
             return []
         found = [value for value in self._unkeyed if value in text]
-        if self._keyed:
+        if len(self._keyed) > _MAX_AUTOMATON_KEYS:
+            # So many values (a repository scanned as one text) that the automaton would not fit
+            # its memory: look each of the text's runs up instead, one `re` pass.
             for run in set(filter(self._keyed.__contains__, _RUN.findall(text))):
                 found += self._keyed[run]
+        elif self._keyed:
+            # A key inside a longer run counts too (a superset): the masking pass looks for whole values.
+            data = text.encode("utf-8", "surrogatepass")
+            for run in {match.group().decode() for match in self._automaton().finditer(data)}:
+                found += self._keyed[run]
         return found
+
+    def _automaton(self) -> Any:
+        if self._keys is None:
+            import re2  # google-re2 (a dependency of the package): only texts holding a secret need it
+
+            options = re2.Options()
+            options.max_mem = _AUTOMATON_MEMORY
+            options.log_errors = False  # never a pattern (the values) on stderr
+            keys = sorted(self._keyed, key=len, reverse=True)
+            self._keys = re2.compile("|".join(map(re.escape, keys)).encode(), options)
+        return self._keys
 
     def present_in(self, text: str) -> bool:
         return bool(self.present(text))

@@ -126,9 +126,12 @@ CREDENTIAL_STORE_RULE = ShapeRule(
 
 def _psk(match: Match, group: str, value: str, kind: Kind) -> bool:
     # Unquoted: a passphrase to the end of the line in a config file; in code only 64 hex digits
-    # (`psk=psk,` is an argument).
+    # (`psk=psk,` is an argument). Commented out, only a quoted one: `# WPA-PSK = WPA pre-shared
+    # key` is the example file's prose.
     if group == "quoted":
         return True
+    if match.group("comment") is not None:
+        return False
     if kind() is FileKind.CONFIG:
         return _config_literal(match, group, value, kind)
     return re.fullmatch(r"[0-9a-fA-F]{64}", value) is not None
@@ -136,7 +139,7 @@ def _psk(match: Match, group: str, value: str, kind: Kind) -> bool:
 
 WIFI_RULE = ShapeRule(
     "password",
-    r"(?<![\w-])(?i:psk|wpa_psk|wpa_passphrase|sae_password|wpa-psk)(?:[ \t]*=[ \t]*|[ \t]+)"
+    r"^[ \t]*(?P<comment>#[ \t]*)?(?i:psk|wpa_psk|wpa_passphrase|sae_password|wpa-psk)(?:[ \t]*=[ \t]*|[ \t]+)"
     r"(?:\"(?P<quoted>[^\"]+)\"|(?P<password>[^\s\"'#][^\n]*?))[ \t]*$",
     needles("psk", ahead=r"[ \t]*=|[ \t]+\S", folded=True) + needles("wpa_passphrase", "sae_password", folded=True),
     {"quoted": "password", "password": "password"},

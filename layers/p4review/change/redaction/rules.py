@@ -9,6 +9,7 @@ from p4review.change.redaction.connection_strings import CONNECTION_STRING_RULES
 from p4review.change.redaction.credential_files import CREDENTIAL_FILE_RULES
 from p4review.change.redaction.keyless import KEYLESS_RULES
 from p4review.change.redaction.named_values import NAMED_VALUE_RULES
+from p4review.change.redaction.path_parts import PATH_PART_RULE
 from p4review.change.redaction.policy import RedactionPolicy
 from p4review.change.redaction.policy_rules import EMAIL_RULE, address_rule, host_rule
 from p4review.change.redaction.positional import POSITIONAL_RULES
@@ -39,6 +40,7 @@ def default_rules(policy: RedactionPolicy) -> tuple[Rule, ...]:
         *POSITIONAL_RULES,
         NAMED_VALUE_RULES,
         *KEYLESS_RULES,
+        PATH_PART_RULE,
     ]
     if policy.deidentify_emails:
         rules.append(EMAIL_RULE)
