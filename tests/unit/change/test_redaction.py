@@ -200,6 +200,7 @@ POSITIVES = [
     ('+  server = "10.1.2.3"', "internal_ip", "10.1.2.3"),
     ("+  allow 192.168.0.17/32", "internal_ip", "192.168.0.17"),
     ("+++ b/deploy/keys/q7Kf2Lm9Xw4Rt8Zp3Nc6/config.yml", "path_token", "q7Kf2Lm9Xw4Rt8Zp3Nc6"),
+    ("+[INFO] Using Key=Q3VX8K2M9P4T7W1Z5R6Y0B2N", "api_key", "Q3VX8K2M9P4T7W1Z5R6Y0B2N"),
 ]
 
 
@@ -250,6 +251,8 @@ def test_counts_per_class():
 # ---- negatives: look-alikes stay untouched ----------------------------------------------------
 
 NEGATIVES = [
+    "+[INFO] cache key=release2024final20250131build",  # one case, few changes between letters and digits
+    "+key = ABCDEFGHIJKLMNOPQRSTUVWXYZ012345",  # an alphabet spelt out
     '+    password = "${PASSWORD}"',
     "+    password: ${DB_PASSWORD}",
     '+    password: "{{ password }}"',

@@ -87,10 +87,26 @@ VENDOR_TOKEN_RULE = PatternRule(
 # ---- a bare key, a list layout ------------------------------------------------------------------------
 
 
+def looks_generated_one_case(value: str, min_length: int = 20) -> bool:
+    """Random base36 text in one case (`grevetn5owrs1ybhxtcen0ibvg2mi85x`, `LY027C40U2KNNZLF...`):
+    at least four letters and four digits, the kind (letter or digit) changing at 30% or more of
+    neighbouring characters (about 45% in random base36; names and versions such as
+    `release2024final` or `x86_64` change far less often), and high entropy."""
+    if len(value) < min_length or not value.isalnum() or not value.isascii():
+        return False
+    digits = sum(char.isdigit() for char in value)
+    if digits < 4 or len(value) - digits < 4:
+        return False
+    changes = sum(left.isdigit() != right.isdigit() for left, right in zip(value, value[1:], strict=False))
+    return changes * 10 >= (len(value) - 1) * 3 and shannon_entropy(value) >= 3.5
+
+
 def _bare_key(_: Match, secret: str) -> bool:
-    """A bare `key` says little: only a generated value with all three character classes (not a
-    digest in hex, not a UUID) counts."""
-    return looks_generated(secret) and _UUID.fullmatch(secret) is None and not _HEX.fullmatch(secret)
+    """A bare `key` says little: only a generated value (all three character classes, or base36
+    in one case) counts; not a digest in hex, not a UUID."""
+    if _UUID.fullmatch(secret) is not None or _HEX.fullmatch(secret):
+        return False
+    return looks_generated(secret) or looks_generated_one_case(secret)
 
 
 # `key=3f9aB7...` in a log line, `"Key": "..."`: the name is exactly `key`.
