@@ -20,7 +20,8 @@ VENDOR = "sk_live_4eC39HqLyjWDarjtT1zdp7dc"
 @pytest.mark.parametrize(
     ("header", "secret", "kept"),
     [
-        (f"--- a/deploy/keys/{BASE62}/config.yml", BASE62, "/config.yml"),
+        # The `---` line through the copy of the value the `+++` line gave (copies.py).
+        (f"--- a/deploy/keys/{BASE62}/config.yml\n+++ b/deploy/keys/{BASE62}/config.yml", BASE62, "/config.yml"),
         (f"+++ b/deploy/keys/{BASE62}/config.yml", BASE62, "/config.yml"),
         (f"diff --git a/deploy/{BASE36}.env b/deploy/{BASE36}.env", BASE36, ".env"),
         (f"==== //depot/main/keys/{VENDOR}/app.py#3 (text) ====", VENDOR, "/app.py#3 (text) ===="),
@@ -30,8 +31,9 @@ VENDOR = "sk_live_4eC39HqLyjWDarjtT1zdp7dc"
 def test_a_generated_part_of_a_header_path_is_masked_and_the_path_keeps_its_shape(
     header: str, secret: str, kept: str
 ) -> None:
-    first = redact(header + "\n@@ -1 +1 @@\n-a\n+b\n").text.split("\n")[0]
-    assert secret not in first
+    text = redact(header + "\n@@ -1 +1 @@\n-a\n+b\n").text
+    first = text.split("\n")[0]
+    assert secret not in text
     assert "[REDACTED:" in first
     # Directories and the extension stay: the file is still reviewable.
     assert first.endswith(kept)

@@ -1,6 +1,6 @@
 """Generated-looking parts of file paths (issue 28 item 7): a token used as a file or directory
 name (`deploy/keys/xoxb2f8KQ1.../config.yml`) has no keyword beside it, so the rules that need
-one never see it. In a diff's file headers (`--- a/...`, `+++ b/...`, `diff --git`, p4's
+one never see it. In a diff's file headers (`+++ b/...`, `diff --git`, p4's
 `==== //depot/...#3 ====`, `Index:`), a path part that looks generated is masked, and only it:
 the directories around it and the file's extension stay, so the path is still reviewable.
 Digests, UUIDs and names made of words are left alone (`objects/3f/9a...`, `v2_final_draft`)."""
@@ -56,10 +56,13 @@ def _generated(part: str) -> bool:
 
 
 class PathPartRule(Rule):
+    # No `--- ` needle: it would send every SQL comment and YAML document start here, and a
+    # `--- a/<path>` line is reached through the copy of the value its `+++`/`diff --git` line
+    # gave (copies.py); the change's depot paths are read as `+++ ` lines.
     def __init__(self) -> None:
         super().__init__(
             NAME,
-            needles("+++ ", "==== ") + needles("--- ", "diff --git ", "index: ", folded=True),
+            needles("+++ ", "==== ") + needles("diff --git ", "index: ", folded=True),
         )
 
     def apply(self, body: str, kind: Callable[[], FileKind], counts: Counter[str]) -> str:
