@@ -15,8 +15,9 @@ from __future__ import annotations
 import bisect
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 
 from p4review.change.redaction import named_values, normalized, pem
 from p4review.change.redaction.assignments import block_line_below, dangling_yaml_key, value_below
@@ -47,6 +48,20 @@ def split_line(line: str) -> tuple[str, str, str]:
     if first and first in _DIFF_MARKERS:
         return first, line[1:], ending
     return "", line, ending
+
+
+def _lines_after(text: str, end: int) -> Iterator[tuple[int, int, str, str, str]]:
+    """The lines after the one ending at `end`, as (start, end, marker, body, ending), up to the
+    first that ends a hunk (a header): what the walks below a line read, one line at a time."""
+    length = len(text)
+    while end < length:
+        start = end + 1
+        end = text.find("\n", start)
+        end = length if end < 0 else end
+        line = text[start:end]
+        if line.startswith(_STRUCTURE):
+            return
+        yield (start, end, *split_line(line))
 
 
 class _LazyKinds:
@@ -362,16 +377,7 @@ class Scanner:
         changed: Changed = []
         found: str | None = None
         passed: Counter[str] = Counter()  # what the rules found on the lines passed over
-        for _ in range(follow.reach):
-            if end >= len(text):
-                break
-            start = end + 1
-            line_end = text.find("\n", start)
-            line_end = len(text) if line_end < 0 else line_end
-            line = text[start:line_end]
-            if line.startswith(_STRUCTURE):
-                break
-            marker, below, ending = split_line(line)
+        for start, line_end, marker, below, ending in islice(_lines_after(text, end), follow.reach):
             step = named_values.line_below(follow, below)
             if step is None:
                 break
@@ -382,7 +388,6 @@ class Scanner:
                     break  # a PEM block: the main loop follows it
             found = found or name
             changed.append((start, line_end, marker + new + ending))
-            end = line_end
             if not more:
                 break
         if found is None:
@@ -399,19 +404,13 @@ class Scanner:
                 continue
             changed: Changed = []
             secret = False
-            while end < len(text) and len(changed) < spec.lines:
-                start = end + 1
-                line_end = text.find("\n", start)
-                line_end = len(text) if line_end < 0 else line_end
-                line = text[start:line_end]
-                if line.startswith(_STRUCTURE):
+            for start, line_end, marker, below, ending in _lines_after(text, end):
+                if len(changed) >= spec.lines:
                     break
-                marker, below, ending = split_line(line)
                 redacted = spec.redact(below)
                 if redacted is None:
                     break
                 changed.append((start, line_end, marker + redacted + ending))
-                end = line_end
                 if redacted != below:
                     secret = True
                     if not spec.every:
