@@ -82,7 +82,7 @@ def key_needles(ahead: str = "") -> tuple[Needle, ...]:
 # quoted key; possibly after a closing quote and bracket (`os.environ["PASSWORD"] =`).
 # (The prefilter searches UTF-8 bytes, where `\w` is ASCII: \x80-\xff stands for the rest.)
 KEY_NEEDLES = key_needles(
-    ahead=r"""[\w.\x80-\xff-]*+(?:\\?["'`])?\]?[ \t]*(?:\*?[a-z_][\w.\[\]]*[ \t]*)?[:=,?.{]"""
+    ahead=r"""[\w.\x80-\xff-]*+(?:\\?["'`])?\]?[ \t]*(?:\*?[a-z_][\w.\[\]]{0,128}[ \t]*)?[:=,?.{]"""
 ) + needles(
     # `<vendor>_key = <generated value>` (`ALCHEMY_KEY=...`, `apitemplateKEY ...` aside): a key
     # word right before the operator. Only a generated-looking value counts (see classify_key).
@@ -194,7 +194,8 @@ class AssignmentRule(Rule):
             # `"secretsmanager:GetSecretValue"`: one string with a colon in it (but a string
             # `"DB_PASSWORD=..."`, a compose or argv entry, holds an assignment)
             return None
-        before = match.string[: match.start()].rstrip()
+        # A bounded window: copying all that precedes each key would make a line of many keys quadratic.
+        before = match.string[max(0, match.start() - 256) : match.start()].rstrip()
         if before.endswith(_DOC_FIELDS):
             return None  # `:param password: The password...`: documentation of a parameter
         # `self.password = value`: an attribute, so this is code whatever the file says.
@@ -297,7 +298,7 @@ class SpacedRule(Rule):
     def __init__(self) -> None:
         # The value's first character as _PATTERN allows it (quotes included), so the needle
         # flags every line the rule can change.
-        super().__init__("password", key_needles(ahead=r"[\w.\x80-\xff-]*[ \t]+[^\s`=/~-]"))
+        super().__init__("password", key_needles(ahead=r"[\w.\x80-\xff-]*+[ \t]+[^\s`=/~-]"))
 
     def apply(self, body: str, kind: Callable[[], FileKind], counts: Counter[str]) -> str:
         spans: list[tuple[int, int, str]] = []

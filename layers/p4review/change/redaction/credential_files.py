@@ -107,7 +107,7 @@ CREDENTIAL_STORE_RULE = ShapeRule(
     # `:` and the next character as the literal: `://` (every URI) must not run this rule too.
     needles(":$", ":{")
     + needles(":!", ahead=r"!?[${]")
-    + needles(*(f":{first}" for first in "0123456789*"), ahead=r"\d{0,4}:\S+:\S+:\S")
+    + needles(*(f":{first}" for first in "0123456789*"), ahead=r"\d{0,4}:(?:[^\s:\\]|\\.)++:(?:[^\s:\\]|\\.)++:\S")
     + needles("userpassword:", "olcrootpw:", folded=True),
     {
         "lm": "password_hash",

@@ -173,7 +173,9 @@ FALLBACK_RULE = _KeyedValueRule(
 SHELL_DEFAULT_RULE = _KeyedValueRule(
     ("${",),
     r"\$\{(?P<key>\w+):?[-=](?P<uv>[^}\s\"'$]+)\}",
-    _own_key_needles(ahead=r"[\w\x80-\xff]*+:?[-=][^}\s\"'$][^}\s]*\}"),
+    # The default's run is bounded (and possessive): at every `pass` of `password=password=...`
+    # an unbounded one would read to the line's end.
+    _own_key_needles(ahead=r"[\w\x80-\xff]*+:?[-=][^}\s\"'$]{1,1024}+\}"),
     {"uv": "key"},
     quoted=False,
 )

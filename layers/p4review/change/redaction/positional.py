@@ -223,7 +223,7 @@ CLI_RULE = _GatedPatternRule(
         ahead=r"[^\n]*(?:-u|--user)",
         folded=True,
     )
-    + needles("ldap", ahead=r"[a-z]*[^\n]*[ \t]-w[ \t]", folded=True)
+    + needles("ldap", ahead=r"[^\n]*[ \t]-w[ \t]", folded=True)
     + needles("keytool", "jarsigner", ahead=r"[^\n]*[ \t]-[a-z]*pass[ \t]", folded=True)
     + needles("-pass", ahead=r"""(?:in|out)?[ \t]+["']?pass:""", folded=True)
     + needles("echo", ahead=r"[^\n]*\|[^\n]*(?:--password-stdin|sudo[ \t]+-s)", folded=True),
