@@ -111,3 +111,24 @@ def test_quote_parity_is_found_once_per_line() -> None:
         quotes = _Quotes(body)
         for position in range(len(body) + 1):
             assert quotes.inside_a_string(position) == counted(body, position), (body, position)
+
+
+def test_walks_below_cost_a_bounded_number_of_rule_runs_per_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line that starts a value written below it (a Terraform variable named like a secret)
+    walks the lines after it: a text of nothing but such lines must not run the rules on each
+    line once per walk that passes it (20 walks a line, every rule each time)."""
+    from p4review.change.redaction.scanner import Scanner
+
+    runs = 0
+    real_body = Scanner._body
+
+    def counting_body(self: Scanner, body: str, bits: int, *args: Any) -> Any:
+        nonlocal runs
+        runs += len(self._rules_for(bits))
+        return real_body(self, body, bits, *args)
+
+    monkeypatch.setattr(Scanner, "_body", counting_body)
+    lines = 200
+    text = '+variable "db_password" {\n' * lines
+    canonical_scanner(DEFAULT_POLICY).scan(text)
+    assert runs <= 5 * lines

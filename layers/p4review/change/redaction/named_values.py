@@ -250,8 +250,8 @@ def line_below(follow: Follow, body: str) -> tuple[str, str | None, bool] | None
     """One line after `follow`'s start: None when the form has ended before this line;
     otherwise (new body, class counted or None, whether the form goes on after it)."""
     if follow.mode == "terraform":
-        if body.strip() == "}":
-            return None
+        if body.strip() == "}" or ("ariable" in body and _TF_VARIABLE.fullmatch(body)):
+            return None  # the block's end, or another block (this one was cut short)
         default = _TF_DEFAULT.match(body)
         if default is None:
             return body, None, True
