@@ -132,3 +132,34 @@ def test_walks_below_cost_a_bounded_number_of_rule_runs_per_line(monkeypatch: py
     text = '+variable "db_password" {\n' * lines
     canonical_scanner(DEFAULT_POLICY).scan(text)
     assert runs <= 5 * lines
+
+
+def test_copies_of_many_values_are_masked_line_by_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A change with thousands of masked values: each copy is found by a finder of the values
+    its own line may hold, not by one alternation of every value run over the whole text
+    (which tries each value at each position: text length x values). Work counted as the
+    characters each finder reads times the values it tries."""
+    import random
+    import string
+
+    from p4review.change.redaction.copies import MaskedValues
+    from p4review.change.redaction.pipeline import redact
+
+    work = 0
+    real_finder = MaskedValues.finder
+
+    def counting_finder(self: MaskedValues, text: str) -> Any:
+        nonlocal work
+        work += len(text) * len(self.present(text))
+        return real_finder(self, text)
+
+    monkeypatch.setattr(MaskedValues, "finder", counting_finder)
+    rng = random.Random(28)
+    # Letters and digits alternate: no word in it (copies.name_like), so every copy qualifies.
+    values = [
+        "".join(rng.choice(string.ascii_letters) + rng.choice(string.digits) for _ in range(8)) for _ in range(300)
+    ]
+    text = "".join(f'+password = "{value}"\n' for value in values) + "".join(f"+copy {value}\n" for value in values)
+    redacted = redact(text).text
+    assert not any(value in redacted for value in values)
+    assert work <= 4 * len(text)

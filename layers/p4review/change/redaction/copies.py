@@ -186,6 +186,40 @@ class MaskedValues:
             self._keys = re2.compile("|".join(map(re.escape, keys)).encode(), options)
         return self._keys
 
+    def lines_holding(self, text: str) -> list[int]:
+        """The start offsets of the lines of `text` that may hold a value (a superset), in
+        order. Each line is then masked with a finder of its own values: one finder of every
+        value present, run over the whole text, tries each value at each position (thousands
+        of values in a long change: quadratic)."""
+        if not self._classes:
+            return []
+        positions: list[int] = []
+        for value in self._unkeyed:
+            at = text.find(value)
+            while at >= 0:
+                positions.append(at)
+                at = text.find(value, at + 1)
+        if len(self._keyed) > _MAX_AUTOMATON_KEYS:
+            positions += [run.start() for run in _RUN.finditer(text) if run.group() in self._keyed]
+        elif self._keyed:
+            data = text.encode("utf-8", "surrogatepass")
+            found = [match.start() for match in self._automaton().finditer(data)]
+            if len(data) != len(text):  # byte offsets -> character offsets, a gap at a time
+                at = offset = 0
+                for index, byte_offset in enumerate(found):
+                    offset += len(data[at:byte_offset].decode("utf-8", "surrogatepass"))
+                    at, found[index] = byte_offset, offset
+            positions += found
+        starts: list[int] = []
+        line_start = line_end = -1
+        for position in sorted(positions):
+            if position > line_end:
+                line_start = text.rfind("\n", 0, position) + 1
+                line_end = text.find("\n", position)
+                line_end = len(text) if line_end < 0 else line_end
+                starts.append(line_start)
+        return starts
+
     def present_in(self, text: str) -> bool:
         return bool(self.present(text))
 

@@ -469,14 +469,8 @@ def _mask_copies(
         shift += len(new) - (end - start)
         shifts.append(shift)
     output = "".join(pieces) + text[copied:] if replaced else text
-    finder = values.finder(output)
-    if finder is None:
-        return replaced, output
-    holding: dict[int, int] = {}  # source line start -> end, of the lines holding a value
-    for match in finder.finditer(output):
-        if match.group(1) is not None:
-            continue
-        line = output.rfind("\n", 0, match.start()) + 1
+    holding: dict[int, int] = {}  # source line start -> end, of the lines that may hold a value
+    for line in values.lines_holding(output):
         index = bisect.bisect_right(output_starts, line) - 1
         if index >= 0 and output_starts[index] == line:
             start = replaced[index][0]
@@ -490,6 +484,9 @@ def _mask_copies(
     for start, end in holding.items():
         current = lines[start][1] if start in lines else text[start:end]
         marker, body, ending = split_line(current)  # a diff marker is never masked
+        finder = values.finder(body)  # this line's values only
+        if finder is None:
+            continue
         masked = marker + values.mask(body, finder, counts) + ending
         if masked != current:
             lines[start] = (end, masked)
