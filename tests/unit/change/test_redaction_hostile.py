@@ -163,3 +163,37 @@ def test_copies_of_many_values_are_masked_line_by_line(monkeypatch: pytest.Monke
     redacted = redact(text).text
     assert not any(value in redacted for value in values)
     assert work <= 4 * len(text)
+
+
+def _rest_of_line_runs(pattern: str) -> list[str]:
+    """Lazy or greedy unbounded runs over "any character but a line break" (`[^\\n]*?`)."""
+    parsed = sre_parse.parse(pattern)
+    found: list[str] = []
+
+    def walk(items: Any) -> None:
+        for op, argument in items:
+            name = str(op)
+            if name in ("MAX_REPEAT", "MIN_REPEAT"):
+                _, high, body = argument
+                run = re._compiler.compile(sre_parse.SubPattern(parsed.state, list(body)), 0)  # type: ignore[attr-defined]
+                if high == _MAXREPEAT and all(run.fullmatch(char) for char in "a -p'\"=:@"):
+                    found.append(name)
+                walk(body)
+            elif name == "SUBPATTERN":
+                walk(argument[-1])
+            elif name == "BRANCH":
+                for branch in argument[1]:
+                    walk(branch)
+
+    walk(parsed)
+    return found
+
+
+@pytest.mark.parametrize(("module", "name"), [("positional", "CLI_RULE"), ("assignments", "COMMAND_RULE")])
+def test_command_line_rules_read_a_bounded_rest_of_line(module: str, name: str) -> None:
+    """`mysql ... -p'...'`: a run from the command's name to its flag, tried at every name on
+    the line, is bounded (a line of `mysql -p'` repeated was quadratic)."""
+    import importlib
+
+    rule = getattr(importlib.import_module(f"p4review.change.redaction.{module}"), name)
+    assert not _rest_of_line_runs(rule.pattern.pattern)

@@ -354,9 +354,9 @@ def _markup_secret(match: Match, secret: str) -> bool:
 COMMAND_RULE = PatternRule(
     "password",
     r"(?i:\blogin[ \t]+\S+[ \t]+password[ \t]+)(?P<netrc>[^\s:=]\S*)"
-    r"|(?i:\bcurl\b)[^\n]*?[ \t](?:-u|--user)[ =]?[\"']?[^\s:\"'\[]+:(?P<curl>[^\s\"'@]+)"
-    r"|(?i:\b(?:psexec|sshpass))[^\n]*?[ \t]-p[ \t]+[\"']?(?P<flag>[^\s\"']+)"
-    r"|(?i:\bmysql(?:dump|admin)?\b|\bmariadb\b)[^\n]*?[ \t]-p(?P<mysql>[^\s\"'-][^\s\"']*)"
+    r"|(?i:\bcurl\b)[^\n]{0,1024}?[ \t](?:-u|--user)[ =]?[\"']?[^\s:\"'\[]+:(?P<curl>[^\s\"'@]+)"
+    r"|(?i:\b(?:psexec|sshpass))[^\n]{0,1024}?[ \t]-p[ \t]+[\"']?(?P<flag>[^\s\"']+)"
+    r"|(?i:\bmysql(?:dump|admin)?\b|\bmariadb\b)[^\n]{0,1024}?[ \t]-p(?P<mysql>[^\s\"'-][^\s\"']*)"
     r"|(?i:\bpassword[ \t]+is[ \t]+)(?P<q>[\"'])(?P<prose>[^\"'\s]{4,})(?P=q)"
     # SQL: `IDENTIFIED BY 'x'`, `WITH PASSWORD 'x'`, `PASSWORD 'x'`
     r"|(?i:\bidentified[ \t]+by[ \t]+|\bpassword[ \t]+)'(?P<sql>[^'\s]+)'"
@@ -366,7 +366,8 @@ COMMAND_RULE = PatternRule(
     # PowerShell: `ConvertTo-SecureString "x" -AsPlainText`
     r"|(?i:\bconvertto-securestring[ \t]+(?:-string[ \t]+)?)[\"'](?P<pwsh>[^\"']+)[\"'](?=(?i:[^\n]*-asplaintext))"
     # `docker login -u user -p x` (also `psexec`, `sshpass` above)
-    r"|(?i:\b(?:docker|podman|helm)[ \t]+(?:registry[ \t]+)?login\b)[^\n]*?[ \t]-p[ \t]+[\"']?(?P<login>[^\s\"']+)",
+    r"|(?i:\b(?:docker|podman|helm)[ \t]+(?:registry[ \t]+)?login\b)[^\n]{0,1024}?"
+    r"[ \t]-p[ \t]+[\"']?(?P<login>[^\s\"']+)",
     needles("curl", ahead=r"[^\n]*[ \t](?:-u|--user)", folded=True)
     + needles("password", ahead=r"[ \t]+[^\s:=]", folded=True)
     + needles("psexec", "sshpass", ahead=r"[^\n]*[ \t]-p[ \t]", folded=True)
