@@ -197,3 +197,12 @@ def test_command_line_rules_read_a_bounded_rest_of_line(module: str, name: str) 
 
     rule = getattr(importlib.import_module(f"p4review.change.redaction.{module}"), name)
     assert not _rest_of_line_runs(rule.pattern.pattern)
+
+
+def test_a_list_of_names_under_a_password_key_is_not_masked() -> None:
+    """Found on real code (cfn-lint): `password_properties = [` then `"ADDomainJoinPassword",`:
+    an acronym before the humps still spells a name."""
+    from p4review.change.redaction.pipeline import redact
+
+    text = '+password_properties = [\n+    "AccountPassword",\n+    "ADDomainJoinPassword",\n+    "KdcAdminPassword",\n+]\n'
+    assert redact(text).text == text
