@@ -82,7 +82,7 @@ def key_needles(ahead: str = "") -> tuple[Needle, ...]:
 # quoted key; possibly after a closing quote and bracket (`os.environ["PASSWORD"] =`).
 # (The prefilter searches UTF-8 bytes, where `\w` is ASCII: \x80-\xff stands for the rest.)
 KEY_NEEDLES = key_needles(
-    ahead=r"""[\w.\x80-\xff-]*+(?:\\?["'`])?\]?[ \t]*(?:\*?[a-z_][\w.\[\]]*[ \t]*)?[:=,?.{]"""
+    ahead=r"""[\w.\x80-\xff-]*+(?:\\?["'`])?\]?[ \t]*(?:\*?[a-z_][\w.\[\]]{0,128}[ \t]*)?[:=,?.{]"""
 ) + needles(
     # `<vendor>_key = <generated value>` (`ALCHEMY_KEY=...`, `apitemplateKEY ...` aside): a key
     # word right before the operator. Only a generated-looking value counts (see classify_key).
@@ -194,7 +194,8 @@ class AssignmentRule(Rule):
             # `"secretsmanager:GetSecretValue"`: one string with a colon in it (but a string
             # `"DB_PASSWORD=..."`, a compose or argv entry, holds an assignment)
             return None
-        before = match.string[: match.start()].rstrip()
+        # A bounded window: copying all that precedes each key would make a line of many keys quadratic.
+        before = match.string[max(0, match.start() - 256) : match.start()].rstrip()
         if before.endswith(_DOC_FIELDS):
             return None  # `:param password: The password...`: documentation of a parameter
         # `self.password = value`: an attribute, so this is code whatever the file says.
@@ -297,7 +298,7 @@ class SpacedRule(Rule):
     def __init__(self) -> None:
         # The value's first character as _PATTERN allows it (quotes included), so the needle
         # flags every line the rule can change.
-        super().__init__("password", key_needles(ahead=r"[\w.\x80-\xff-]*[ \t]+[^\s`=/~-]"))
+        super().__init__("password", key_needles(ahead=r"[\w.\x80-\xff-]*+[ \t]+[^\s`=/~-]"))
 
     def apply(self, body: str, kind: Callable[[], FileKind], counts: Counter[str]) -> str:
         spans: list[tuple[int, int, str]] = []
@@ -353,9 +354,9 @@ def _markup_secret(match: Match, secret: str) -> bool:
 COMMAND_RULE = PatternRule(
     "password",
     r"(?i:\blogin[ \t]+\S+[ \t]+password[ \t]+)(?P<netrc>[^\s:=]\S*)"
-    r"|(?i:\bcurl\b)[^\n]*?[ \t](?:-u|--user)[ =]?[\"']?[^\s:\"'\[]+:(?P<curl>[^\s\"'@]+)"
-    r"|(?i:\b(?:psexec|sshpass))[^\n]*?[ \t]-p[ \t]+[\"']?(?P<flag>[^\s\"']+)"
-    r"|(?i:\bmysql(?:dump|admin)?\b|\bmariadb\b)[^\n]*?[ \t]-p(?P<mysql>[^\s\"'-][^\s\"']*)"
+    r"|(?i:\bcurl\b)[^\n]{0,1024}?[ \t](?:-u|--user)[ =]?[\"']?[^\s:\"'\[]+:(?P<curl>[^\s\"'@]+)"
+    r"|(?i:\b(?:psexec|sshpass))[^\n]{0,1024}?[ \t]-p[ \t]+[\"']?(?P<flag>[^\s\"']+)"
+    r"|(?i:\bmysql(?:dump|admin)?\b|\bmariadb\b)[^\n]{0,1024}?[ \t]-p(?P<mysql>[^\s\"'-][^\s\"']*)"
     r"|(?i:\bpassword[ \t]+is[ \t]+)(?P<q>[\"'])(?P<prose>[^\"'\s]{4,})(?P=q)"
     # SQL: `IDENTIFIED BY 'x'`, `WITH PASSWORD 'x'`, `PASSWORD 'x'`
     r"|(?i:\bidentified[ \t]+by[ \t]+|\bpassword[ \t]+)'(?P<sql>[^'\s]+)'"
@@ -365,7 +366,8 @@ COMMAND_RULE = PatternRule(
     # PowerShell: `ConvertTo-SecureString "x" -AsPlainText`
     r"|(?i:\bconvertto-securestring[ \t]+(?:-string[ \t]+)?)[\"'](?P<pwsh>[^\"']+)[\"'](?=(?i:[^\n]*-asplaintext))"
     # `docker login -u user -p x` (also `psexec`, `sshpass` above)
-    r"|(?i:\b(?:docker|podman|helm)[ \t]+(?:registry[ \t]+)?login\b)[^\n]*?[ \t]-p[ \t]+[\"']?(?P<login>[^\s\"']+)",
+    r"|(?i:\b(?:docker|podman|helm)[ \t]+(?:registry[ \t]+)?login\b)[^\n]{0,1024}?"
+    r"[ \t]-p[ \t]+[\"']?(?P<login>[^\s\"']+)",
     needles("curl", ahead=r"[^\n]*[ \t](?:-u|--user)", folded=True)
     + needles("password", ahead=r"[ \t]+[^\s:=]", folded=True)
     + needles("psexec", "sshpass", ahead=r"[^\n]*[ \t]-p[ \t]", folded=True)

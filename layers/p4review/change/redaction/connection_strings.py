@@ -6,6 +6,7 @@ replaced; keys, users and hosts stay for the reviewer."""
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import Counter
 
@@ -50,7 +51,7 @@ _LIBPQ_PAIR = re.compile(
 _CONCATENATION = re.compile(r"^\s*(?:\+|\|\||&|\.\.?)\s|\s(?:\+|\|\||&|\.\.?)\s*$|^\+\s*[\w.$]+\s*\+$")
 
 
-def _style(body: str, key: Match, end: int, kind: Kind) -> str | None:
+def _style(body: str, key: Match, end: int, kind: Kind, quotes: _Quotes) -> str | None:
     """Which syntax a key is written in (`key`: what precedes it; `end`: after its `=`), or None
     when it is not a connection string."""
     before = key.group("before").lower()
@@ -66,14 +67,30 @@ def _style(body: str, key: Match, end: int, kind: Kind) -> str | None:
         return None
     # In code, these syntaxes live inside string literals: `a = b; password = pw;` is code.
     # (A file's kind costs a pass over the whole text the first time: asked last.)
-    if not _inside_a_string(body, key.start()) and kind() is FileKind.CODE:
+    if not quotes.inside_a_string(key.start()) and kind() is FileKind.CODE:
         return None
     return style
 
 
-def _inside_a_string(body: str, position: int) -> bool:
-    before = body[:position].replace('\\"', "")
-    return before.count('"') % 2 == 1 or before.count("'") % 2 == 1
+class _Quotes:
+    """Is a position of `body` inside a string literal (an odd number of quotes before it, an
+    escaped double quote aside)? The quotes are found once per line, when first asked: counting
+    them before every key word would make a line of many key words quadratic."""
+
+    _DOUBLE = re.compile(r'(?<!\\)"')
+
+    def __init__(self, body: str):
+        self._body = body
+        self._double: list[int] | None = None
+        self._single: list[int] = []
+
+    def inside_a_string(self, position: int) -> bool:
+        if self._double is None:
+            self._double = [match.start() for match in self._DOUBLE.finditer(self._body)]
+            self._single = [index for index, char in enumerate(self._body) if char == "'"]
+        return (
+            bisect.bisect_left(self._double, position) % 2 == 1 or bisect.bisect_left(self._single, position) % 2 == 1
+        )
 
 
 def _value_span(body: str, start: int, style: str) -> tuple[int, int] | None:
@@ -104,13 +121,14 @@ class KeywordConnectionStringRule(Rule):
     def apply(self, body: str, kind: Kind, counts: Counter[str]) -> str:
         spans: list[tuple[int, int, str]] = []
         resume = 0
+        quotes = _Quotes(body)
         for word in _KEY_WORD.finditer(lowered_ascii(body)):
             if word.start() < resume:
                 continue
             key = _KEY_START.search(body, max(0, word.start() - _LONGEST_KEY_PREFIX), word.start())
             if key is None:
                 continue
-            style = _style(body, key, word.end(), kind)
+            style = _style(body, key, word.end(), kind, quotes)
             if style is None:
                 continue
             span = _value_span(body, word.end(), style)

@@ -68,7 +68,7 @@ PASSWORD_LINE_RULE = ShapeRule(
     # a one-line .netrc/fetchmailrc entry (`machine h password p login u`, `poll h ... password "p"`)
     r"^[ \t]*" + _PASSWORD_WORD.format(q="quoted", v="password") + r"[ \t]*$"
     r"|^[ \t]*(?:" + _OTHER_PASSWORD_WORDS + r")[ \t]+(?:\"(?P<other_quoted>[^\"]+)\"|(?P<other>[^\s\"]\S*))[ \t]*$"
-    r"|^[ \t]*(?:machine|default|account|poll|skip|user)\b[^\n]*?[ \t]"
+    r"|^[ \t]*(?:machine|default|account|poll|skip|user)\b[^\n]{0,1024}?[ \t]"
     + _PASSWORD_WORD.format(q="entry_quoted", v="entry")
     + r"(?=[ \t]|$)",
     needles("password ", "password\t", folded=True)
@@ -107,7 +107,7 @@ CREDENTIAL_STORE_RULE = ShapeRule(
     # `:` and the next character as the literal: `://` (every URI) must not run this rule too.
     needles(":$", ":{")
     + needles(":!", ahead=r"!?[${]")
-    + needles(*(f":{first}" for first in "0123456789*"), ahead=r"\d{0,4}:\S+:\S+:\S")
+    + needles(*(f":{first}" for first in "0123456789*"), ahead=r"\d{0,4}:(?:[^\s:\\]|\\.)++:(?:[^\s:\\]|\\.)++:\S")
     + needles("userpassword:", "olcrootpw:", folded=True),
     {
         "lm": "password_hash",

@@ -173,7 +173,9 @@ FALLBACK_RULE = _KeyedValueRule(
 SHELL_DEFAULT_RULE = _KeyedValueRule(
     ("${",),
     r"\$\{(?P<key>\w+):?[-=](?P<uv>[^}\s\"'$]+)\}",
-    _own_key_needles(ahead=r"[\w\x80-\xff]*+:?[-=][^}\s\"'$][^}\s]*\}"),
+    # The default's run is bounded (and possessive): at every `pass` of `password=password=...`
+    # an unbounded one would read to the line's end.
+    _own_key_needles(ahead=r"[\w\x80-\xff]*+:?[-=][^}\s\"'$]{1,1024}+\}"),
     {"uv": "key"},
     quoted=False,
 )
@@ -248,8 +250,8 @@ def line_below(follow: Follow, body: str) -> tuple[str, str | None, bool] | None
     """One line after `follow`'s start: None when the form has ended before this line;
     otherwise (new body, class counted or None, whether the form goes on after it)."""
     if follow.mode == "terraform":
-        if body.strip() == "}":
-            return None
+        if body.strip() == "}" or ("ariable" in body and _TF_VARIABLE.fullmatch(body)):
+            return None  # the block's end, or another block (this one was cut short)
         default = _TF_DEFAULT.match(body)
         if default is None:
             return body, None, True

@@ -24,6 +24,14 @@ from typing import Any
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _NON_ASCII = re.compile(rb"[\x80-\xff]")
+# The longest run a needle's lookahead follows (see Needle.lookaround): far longer than a key name.
+MAX_AHEAD_RUN = 128
+MAX_AHEAD_REACH = 1024
+
+
+def _utf8(text: str) -> bytes:
+    """What the searches run on (p4's surrogate escapes kept as they are)."""
+    return text.encode("utf-8", "surrogatepass")
 
 
 @dataclass(frozen=True)
@@ -46,9 +54,14 @@ class Needle:
 
     @property
     def lookaround(self) -> str:
-        """The conditions checked once the literal has matched ("" when there are none)."""
+        """The conditions checked once the literal has matched ("" when there are none). A
+        possessive run in `ahead` (the rest of a key name, `[\\w.-]*+`) is bounded to
+        `MAX_AHEAD_RUN` characters, the rest of a line (`[^\\n]*`) to `MAX_AHEAD_REACH`:
+        checked at every occurrence of the literal, an unbounded run makes a long line of
+        repeated literals (`passwordpassword...`, `login login ...`) quadratic."""
         behind = f"(?<={self.behind}{re.escape(self.literal)})" if self.behind else ""
-        return behind + (f"(?={self.ahead})" if self.ahead else "")
+        ahead = self.ahead.replace("*+", f"{{0,{MAX_AHEAD_RUN}}}+").replace("[^\\n]*", f"[^\\n]{{0,{MAX_AHEAD_REACH}}}")
+        return behind + (f"(?={ahead})" if ahead else "")
 
 
 def needles(*literals: str, behind: str = "", ahead: str = "", folded: bool = False) -> tuple[Needle, ...]:
@@ -145,7 +158,7 @@ class Prefilter:
         return bits
 
     def flag(self, text: str) -> dict[int, int]:
-        data = text.encode("utf-8", "surrogatepass")
+        data = _utf8(text)
         lowered: bytes | None = None
         flagged: dict[int, int] = {}
         rfind = data.rfind
@@ -153,8 +166,14 @@ class Prefilter:
             searched = data
             if folded:
                 lowered = searched = data.lower() if lowered is None else lowered
+            # Matches come in order: a line's start is searched back only to the previous
+            # match (`rfind` from the text's start at each of a long line's many matches is
+            # quadratic).
+            start = previous = 0
             for match in pattern.finditer(searched):
-                start = rfind(b"\n", 0, match.start()) + 1
+                at = match.start()
+                start = max(start, rfind(b"\n", previous, at) + 1)
+                previous = at
                 flagged[start] = flagged.get(start, 0) | bits_by_literal[match.group()]
         if len(data) == len(text):
             return flagged  # ASCII: byte offsets are character offsets

@@ -189,19 +189,19 @@ CLI_RULE = _GatedPatternRule(
     lambda body: any(command in body.lower() for command in _COMMANDS),
     "password",
     # `mysql -p'...'` (the unquoted `-p...` is COMMAND_RULE's)
-    r"(?i:\bmysql(?:dump|admin|import|show|check)?\b|\bmariadb\b)[^\n]*?[ \t]-p"
+    r"(?i:\bmysql(?:dump|admin|import|show|check)?\b|\bmariadb\b)[^\n]{0,1024}?[ \t]-p"
     r"(?P<mq>[\"'])(?P<mysql>[^\"'`\s]+)(?P=mq)"
-    r"|\bredis-cli\b[^\n]*?[ \t](?:-a|--pass)[ \t]+(?P<rq>[\"']?)(?P<redis>[^\s\"'`]+)(?P=rq)"
+    r"|\bredis-cli\b[^\n]{0,1024}?[ \t](?:-a|--pass)[ \t]+(?P<rq>[\"']?)(?P<redis>[^\s\"'`]+)(?P=rq)"
     # httpie: `http -a user:pw`, `https --auth=user:pw`
-    r"|(?<![\w./-])https?(?=[ \t])[^\n]*?(?:[ \t]-a|--auth)[ =]"
+    r"|(?<![\w./-])https?(?=[ \t])[^\n]{0,1024}?(?:[ \t]-a|--auth)[ =]"
     r"(?P<hq>[\"']?)[^\s:\"'\[]+:(?P<httpie>[^\s\"'`@]+)(?P=hq)"
-    r"|(?:--proxy-user|\bcurl\b[^\n]*?[ \t]-U)[ =](?P<pq>[\"']?)[^\s:\"'\[]+:(?P<proxy>[^\s\"'`@]+)(?P=pq)"
+    r"|(?:--proxy-user|\bcurl\b[^\n]{0,1024}?[ \t]-U)[ =](?P<pq>[\"']?)[^\s:\"'\[]+:(?P<proxy>[^\s\"'`@]+)(?P=pq)"
     # Samba: `-U user%pw` (also `DOMAIN\user%pw`)
-    r"|\b(?:smbclient|rpcclient|smbget|smbcacls|smbtree|smbmap)\b[^\n]*?(?:-U|--user(?:name)?)[ =](?P<sq>[\"']?)"
+    r"|\b(?:smbclient|rpcclient|smbget|smbcacls|smbtree|smbmap)\b[^\n]{0,1024}?(?:-U|--user(?:name)?)[ =](?P<sq>[\"']?)"
     r"[^\s%\"'`]+%(?P<smb>[^\s\"'`]+)(?P=sq)"
-    r"|\bldap(?:search|add|modify|delete|whoami|passwd|compare|modrdn|exop)\b[^\n]*?[ \t]-w[ \t]+"
+    r"|\bldap(?:search|add|modify|delete|whoami|passwd|compare|modrdn|exop)\b[^\n]{0,1024}?[ \t]-w[ \t]+"
     r"(?P<lq>[\"']?)(?P<ldap>[^\s\"'`]+)(?P=lq)"
-    r"|\b(?:keytool|jarsigner)\b[^\n]*?[ \t]-(?:src|dest)?(?:storepass|keypass)[ \t]+"
+    r"|\b(?:keytool|jarsigner)\b[^\n]{0,1024}?[ \t]-(?:src|dest)?(?:storepass|keypass)[ \t]+"
     r"(?P<kq>[\"']?)(?P<keytool>[^\s\"'`]+)(?P=kq)"
     # OpenSSL pass phrase arguments: `-passin pass:pw`, `-passout pass:pw`
     r"|(?<![\w-])-pass(?:in|out)?[ \t]+(?P<oq>[\"']?)pass:(?P<openssl>[^\s\"'`]+)(?P=oq)"
@@ -223,7 +223,7 @@ CLI_RULE = _GatedPatternRule(
         ahead=r"[^\n]*(?:-u|--user)",
         folded=True,
     )
-    + needles("ldap", ahead=r"[a-z]*[^\n]*[ \t]-w[ \t]", folded=True)
+    + needles("ldap", ahead=r"[^\n]*[ \t]-w[ \t]", folded=True)
     + needles("keytool", "jarsigner", ahead=r"[^\n]*[ \t]-[a-z]*pass[ \t]", folded=True)
     + needles("-pass", ahead=r"""(?:in|out)?[ \t]+["']?pass:""", folded=True)
     + needles("echo", ahead=r"[^\n]*\|[^\n]*(?:--password-stdin|sudo[ \t]+-s)", folded=True),

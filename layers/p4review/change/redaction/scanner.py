@@ -31,6 +31,7 @@ _DIFF_MARKERS = frozenset("+- \\")
 # Lines that end a hunk: a PEM block never continues across them.
 _STRUCTURE = ("@@", "+++ ", "--- ", "==== ", "diff --git ", "Index: ")
 _PEM_BIT = 1
+_ONE_FINDER_VALUES = 32  # up to this many masked values, one finder over the whole text
 _NO_MARKERS = pem.Markers("")
 Changed = list[tuple[int, int, str]]  # (line start, line end, new line)
 
@@ -383,7 +384,9 @@ class Scanner:
                 break
             new, name, more = step
             if name is None:
-                new, markers = self._body(below, self._all, kind, passed)
+                # Only the rules its needles call for (every rule, on each line of every walk, took seconds).
+                bits = self._prefilter.flag_line(below) | _PEM_BIT
+                new, markers = self._body(below, bits, kind, passed)
                 if markers.open or markers.orphan:
                     break  # a PEM block: the main loop follows it
             found = found or name
@@ -464,14 +467,10 @@ def _mask_copies(
         shift += len(new) - (end - start)
         shifts.append(shift)
     output = "".join(pieces) + text[copied:] if replaced else text
-    finder = values.finder(output)
-    if finder is None:
-        return replaced, output
-    holding: dict[int, int] = {}  # source line start -> end, of the lines holding a value
-    for match in finder.finditer(output):
-        if match.group(1) is not None:
-            continue
-        line = output.rfind("\n", 0, match.start()) + 1
+    # Few values: one finder for every line; many: one per line (thousands in one was quadratic).
+    finder = values.finder(output) if len(values) <= _ONE_FINDER_VALUES else None
+    holding: dict[int, int] = {}  # source line start -> end, of the lines that may hold a value
+    for line in values.lines_holding(output):
         index = bisect.bisect_right(output_starts, line) - 1
         if index >= 0 and output_starts[index] == line:
             start = replaced[index][0]
@@ -485,7 +484,10 @@ def _mask_copies(
     for start, end in holding.items():
         current = lines[start][1] if start in lines else text[start:end]
         marker, body, ending = split_line(current)  # a diff marker is never masked
-        masked = marker + values.mask(body, finder, counts) + ending
+        line_finder = finder or values.finder(body)  # this line's values only
+        if line_finder is None:
+            continue
+        masked = marker + values.mask(body, line_finder, counts) + ending
         if masked != current:
             lines[start] = (end, masked)
             changed = True

@@ -130,7 +130,7 @@ TOKEN_RULES: tuple[PatternRule, ...] = (
     _token_rule(
         "basic_auth",
         r"(?i:\b[\w.-]*auth)[\"']?[ \t]*[:=][ \t]*[\"']?(?P<b64>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])",
-        needles("auth", ahead=r"""[\w.-]*["']?[ \t]*[:=]""", folded=True),
+        needles("auth", ahead=r"""[\w.-]*+["']?[ \t]*[:=]""", folded=True),
         groups=("b64",),
         validate=_basic_blob,
     ),

@@ -41,7 +41,7 @@ _DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+")
 _MODULE_PATH = re.compile(r"[\w$]+(?:\.[A-Za-z_$][\w$]*)+")
 # A bare word shaped like an identifier (snake, camel, Pascal, UPPER): in code it is a variable
 # or a type. `rJVTdmDEdS` has no such shape: a literal.
-_IDENTIFIER = re.compile(r"_*(?:[a-z]+(?:_[a-z]+)*|[A-Z]+(?:_[A-Z]+)*|[a-z]+(?:[A-Z][a-z]+)+|(?:[A-Z][a-z]+)+)_*")
+_IDENTIFIER = re.compile(r"_*(?:[a-z]+(?:_[a-z]+)*|[A-Z]+(?:_[A-Z]+)*|[a-z]+(?:[A-Z][a-z]+)+|[A-Z]*(?:[A-Z][a-z]+)+)_*")
 _EXPRESSION_START = tuple("$%{[(<!&*:?|>@#")  # ... and `#` starts a comment
 # A leading `$`, `#` or `?` starts a reference only in these shapes: `$VAR`, `$HOME/x`, `${VAR}`,
 # `$(cmd)`, `$obj->x`, `$1`, `$$`; `# comment`, `#{ruby}`; `?`, `?1`, `?name` (bind parameters).

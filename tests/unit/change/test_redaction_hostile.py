@@ -1,0 +1,208 @@
+"""Hostile input (a change is attacker-controlled text): no needle's check, no rule's walk may
+cost more than a bounded amount per occurrence of its literal, or a long line of repeated
+literals (`passwordpassword...`) turns quadratic and the review times out. Asserted on the
+patterns' shape and on operation counts, never on time."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from p4review.change.redaction import needles, normalized, pem
+from p4review.change.redaction.document import canonical_scanner
+from p4review.change.redaction.needles import Needle
+from p4review.change.redaction.policy import DEFAULT_POLICY
+
+try:  # Python 3.11+
+    from re import _parser as sre_parse  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover
+    import sre_parse  # type: ignore[no-redef]
+
+_MAXREPEAT: Any = sre_parse.MAXREPEAT
+
+
+def _runaway(pattern: str, literal: str) -> list[str]:
+    """The repeats of `pattern` with no upper bound (`*`, `+`, `{n,}`) over a class holding a
+    character of `literal`: such a run reads on past the literal's next occurrences, at every
+    one of them. (A run of blanks stops at the next literal: linear overall.)"""
+    parsed = sre_parse.parse(pattern)
+    found: list[str] = []
+
+    def walk(items: Any) -> None:
+        for op, argument in items:
+            name = str(op)
+            if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+                _, high, body = argument
+                run = re._compiler.compile(sre_parse.SubPattern(parsed.state, list(body)), 0)  # type: ignore[attr-defined]
+                if high == _MAXREPEAT and all(run.fullmatch(char) for char in literal):
+                    found.append(f"{name} of {list(body)!r}"[:160])
+                walk(body)
+            elif name == "SUBPATTERN":
+                walk(argument[-1])
+            elif name == "BRANCH":
+                for branch in argument[1]:
+                    walk(branch)
+            elif name in ("ASSERT", "ASSERT_NOT", "ATOMIC_GROUP"):
+                walk(argument[-1] if isinstance(argument, tuple) else argument)
+
+    walk(parsed)
+    return found
+
+
+# Their run starts after a character their literal lacks (a blank, `(`, `-`): it reads one word
+# of the next occurrence at most.
+_AFTER_A_SEPARATOR = frozenset({"conn", "equals", "neighbor", "jarsigner", "keytool"})
+
+
+def _all_needles() -> list[Needle]:
+    scanner = canonical_scanner(DEFAULT_POLICY)
+    return [*pem.NEEDLES, *(needle for rule in scanner.rules for needle in rule.needles), *normalized.NEEDLES]
+
+
+def test_every_needle_check_is_bounded() -> None:
+    """A needle's lookahead runs at every occurrence of its literal: bounded, the prefilter is
+    linear in the line's length whatever the line repeats."""
+    offenders = {
+        f"{needle.literal!r}: {repeat}"
+        for needle in _all_needles()
+        if needle.literal not in _AFTER_A_SEPARATOR
+        for repeat in _runaway(needle.lookaround, needle.literal)
+    }
+    assert not offenders, sorted(offenders)
+
+
+@pytest.mark.parametrize("repeat", ["password", "Password=x;", "login a -p ", "\\u0070assword", "h:5432:d:u:"])
+def test_prefilter_finds_line_starts_without_rescanning_the_line(monkeypatch: pytest.MonkeyPatch, repeat: str) -> None:
+    """One long line of many needles: each line start is searched back only to the previous
+    match, so the bytes searched stay linear in the line's length (not matches x length)."""
+    scanned = 0
+
+    class Data(bytes):
+        def rfind(self, sub: Any, start: Any = 0, end: Any = None) -> int:
+            nonlocal scanned
+            scanned += (len(self) if end is None else end) - start
+            return bytes.rfind(self, sub, start, len(self) if end is None else end)
+
+    monkeypatch.setattr(needles, "_utf8", lambda text: Data(text.encode("utf-8", "surrogatepass")))
+    prefilter = canonical_scanner(DEFAULT_POLICY)._prefilter
+    line = "+" + repeat * 5000 + "\n"
+    flagged = prefilter.flag(line)
+    assert set(flagged) <= {0}
+    assert scanned <= len(line) * (len(prefilter._searches) + 1)
+
+
+def test_quote_parity_is_found_once_per_line() -> None:
+    """KeywordConnectionStringRule asks, at each key word, whether it sits in a string literal:
+    the quotes are found once a line (counting those before each key word was quadratic), and
+    give the answer the count did."""
+    import random
+
+    from p4review.change.redaction.connection_strings import _Quotes
+
+    def counted(body: str, position: int) -> bool:
+        before = body[:position].replace('\\"', "")
+        return before.count('"') % 2 == 1 or before.count("'") % 2 == 1
+
+    rng = random.Random(28)
+    for _ in range(300):
+        body = "".join(rng.choice("ab\"'\\;=") for _ in range(rng.randrange(0, 40)))
+        quotes = _Quotes(body)
+        for position in range(len(body) + 1):
+            assert quotes.inside_a_string(position) == counted(body, position), (body, position)
+
+
+def test_walks_below_cost_a_bounded_number_of_rule_runs_per_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line that starts a value written below it (a Terraform variable named like a secret)
+    walks the lines after it: a text of nothing but such lines must not run the rules on each
+    line once per walk that passes it (20 walks a line, every rule each time)."""
+    from p4review.change.redaction.scanner import Scanner
+
+    runs = 0
+    real_body = Scanner._body
+
+    def counting_body(self: Scanner, body: str, bits: int, *args: Any) -> Any:
+        nonlocal runs
+        runs += len(self._rules_for(bits))
+        return real_body(self, body, bits, *args)
+
+    monkeypatch.setattr(Scanner, "_body", counting_body)
+    lines = 200
+    text = '+variable "db_password" {\n' * lines
+    canonical_scanner(DEFAULT_POLICY).scan(text)
+    assert runs <= 5 * lines
+
+
+def test_copies_of_many_values_are_masked_line_by_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A change with thousands of masked values: each copy is found by a finder of the values
+    its own line may hold, not by one alternation of every value run over the whole text
+    (which tries each value at each position: text length x values). Work counted as the
+    characters each finder reads times the values it tries."""
+    import random
+    import string
+
+    from p4review.change.redaction.copies import MaskedValues
+    from p4review.change.redaction.pipeline import redact
+
+    work = 0
+    real_finder = MaskedValues.finder
+
+    def counting_finder(self: MaskedValues, text: str) -> Any:
+        nonlocal work
+        work += len(text) * len(self.present(text))
+        return real_finder(self, text)
+
+    monkeypatch.setattr(MaskedValues, "finder", counting_finder)
+    rng = random.Random(28)
+    # Letters and digits alternate: no word in it (copies.name_like), so every copy qualifies.
+    values = [
+        "".join(rng.choice(string.ascii_letters) + rng.choice(string.digits) for _ in range(8)) for _ in range(300)
+    ]
+    text = "".join(f'+password = "{value}"\n' for value in values) + "".join(f"+copy {value}\n" for value in values)
+    redacted = redact(text).text
+    assert not any(value in redacted for value in values)
+    assert work <= 4 * len(text)
+
+
+def _rest_of_line_runs(pattern: str) -> list[str]:
+    """Lazy or greedy unbounded runs over "any character but a line break" (`[^\\n]*?`)."""
+    parsed = sre_parse.parse(pattern)
+    found: list[str] = []
+
+    def walk(items: Any) -> None:
+        for op, argument in items:
+            name = str(op)
+            if name in ("MAX_REPEAT", "MIN_REPEAT"):
+                _, high, body = argument
+                run = re._compiler.compile(sre_parse.SubPattern(parsed.state, list(body)), 0)  # type: ignore[attr-defined]
+                if high == _MAXREPEAT and all(run.fullmatch(char) for char in "a -p'\"=:@"):
+                    found.append(name)
+                walk(body)
+            elif name == "SUBPATTERN":
+                walk(argument[-1])
+            elif name == "BRANCH":
+                for branch in argument[1]:
+                    walk(branch)
+
+    walk(parsed)
+    return found
+
+
+@pytest.mark.parametrize(("module", "name"), [("positional", "CLI_RULE"), ("assignments", "COMMAND_RULE")])
+def test_command_line_rules_read_a_bounded_rest_of_line(module: str, name: str) -> None:
+    """`mysql ... -p'...'`: a run from the command's name to its flag, tried at every name on
+    the line, is bounded (a line of `mysql -p'` repeated was quadratic)."""
+    import importlib
+
+    rule = getattr(importlib.import_module(f"p4review.change.redaction.{module}"), name)
+    assert not _rest_of_line_runs(rule.pattern.pattern)
+
+
+def test_a_list_of_names_under_a_password_key_is_not_masked() -> None:
+    """Found on real code (cfn-lint): `password_properties = [` then `"ADDomainJoinPassword",`:
+    an acronym before the humps still spells a name."""
+    from p4review.change.redaction.pipeline import redact
+
+    text = '+password_properties = [\n+    "AccountPassword",\n+    "ADDomainJoinPassword",\n+    "KdcAdminPassword",\n+]\n'
+    assert redact(text).text == text
