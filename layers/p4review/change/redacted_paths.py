@@ -16,13 +16,16 @@ import posixpath
 from collections.abc import Callable
 
 from p4review.change.depot_paths import sanitize_for_log
-from p4review.change.redaction import RedactionError, redact
-from p4review.change.redaction.copies import PLACEHOLDER
+
+# `values.REDACTED_MARK`, the start of every placeholder, spelt here so that notify can tell a
+# redacted path without importing the redaction rules (their import is most of a cold start);
+# tests/unit/change/test_change_copies_and_paths.py pins that the two agree.
+REDACTED_MARK = "[REDACTED:"
 
 
 def path_is_redacted(path: str) -> bool:
     """Did redaction change this path? (a real depot path never holds a placeholder)"""
-    return PLACEHOLDER.search(path) is not None
+    return REDACTED_MARK in path
 
 
 def with_index(path: str, index: int) -> str:
@@ -91,8 +94,11 @@ def path_for_log(path: str, *, limit: int = 512) -> str:
     """A depot path for a log line or a job record, before the change is redacted (a path the
     allow-list refused, a policy file that was not used): a secret in it masked by the
     detector's default rules, then control and look-alike characters escaped."""
+    from p4review.change.redaction import RedactionError, redact  # fetch has the rules loaded already
+
+    header = "+++ "  # read as a file header line, as the snapshot's paths are (path_parts.py)
     try:
-        shown = redact(" " + path).text[1:] if path else path
+        shown = redact(header + path).text[len(header) :] if path else path
     except RedactionError:
         return "<withheld>"
     return sanitize_for_log(shown, limit=limit)

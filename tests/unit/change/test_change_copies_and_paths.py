@@ -187,3 +187,10 @@ def test_fetch_streams_what_the_in_memory_redaction_gives_and_keeps_the_raw_copy
 def test_a_path_in_a_log_line_is_redacted_and_escaped():
     assert path_for_log(f"//depot/{TOKEN}/\x1b.py") == "//depot/[REDACTED:github_token]/\\x1b.py"
     assert path_for_log("//depot/ok/a.py") == "//depot/ok/a.py"
+
+
+def test_the_path_module_spells_the_placeholder_mark_as_the_rules_do():
+    from p4review.change import redacted_paths
+    from p4review.change.redaction.values import REDACTED_MARK
+
+    assert redacted_paths.REDACTED_MARK == REDACTED_MARK
