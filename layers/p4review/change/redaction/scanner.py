@@ -313,15 +313,7 @@ class Scanner:
         """The lines after an open BEGIN, up to END or the first line that is not payload.
         Returns the changed lines and the end offset of the last line taken."""
         changed: Changed = []
-        length = len(text)
-        while end < length:
-            start = end + 1
-            line_end = text.find("\n", start)
-            line_end = length if line_end < 0 else line_end
-            line = text[start:line_end]
-            if line.startswith(_STRUCTURE):
-                break
-            marker, body, ending = split_line(line)
+        for start, line_end, marker, body, ending in _lines_after(text, end):
             body, verdict = pem.continue_block(body, name)
             if verdict is pem.LineVerdict.OUTSIDE:
                 break  # a truncated block: this line is ordinary text, the main loop takes it
