@@ -185,6 +185,40 @@ class Sandbox:
         subprocess.run([self.python, "-I", "-S", "-c", _CHECK_SAVED_PARSER, str(site), sample], check=True, timeout=120)
         return SAVED_HCL2_PARSER
 
+    def redaction_scans_in_one_pass(self, stage: str) -> str:
+        """The deps layer's `hyperscan` loads on the runtime's Python, and the redaction prefilter's
+        one-pass scan flags what its `re` passes flag, as the stage redacts."""
+        site = self.opt_of(stage) / "python"
+        completed = subprocess.run(
+            [self.python, "-I", "-S", "-c", _CHECK_NEEDLE_SCAN, str(site)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        if completed.returncode != 0:
+            raise SmokeFailed(f"{stage}: the redaction's one-pass scan failed: {completed.stderr.strip()[-300:]}")
+        return completed.stdout.strip()
+
+
+# Run by the runtime's Python with the fetch function's layers only: the one-pass scan is there and
+# agrees with the reference passes on a sample holding a token, a password and an ordinary line.
+_CHECK_NEEDLE_SCAN = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from p4review.change.redaction import Redactor, needle_scan
+from p4review.change.redaction.needles import Prefilter
+assert needle_scan.available(), "hyperscan is not importable from the layer"
+sample = ('token = "ghp_' + 'x' * 36 + '"\\npassword: hunter2hunter2\\nprint(total)\\n') * 6000  # over 256 KB
+redactor = Redactor()
+prefilters = [value for value in vars(redactor._scanner).values() if isinstance(value, Prefilter)]
+assert prefilters, "no prefilter found on the scanner"
+for prefilter in prefilters:
+    assert prefilter._one_pass_scan() is not None, "the one-pass scan did not build"
+    assert prefilter.flag(sample) == prefilter.flag(sample, one_pass=False)
+    assert prefilter.flag(sample), "nothing flagged"
+print("hyperscan " + needle_scan._hyperscan.__version__)
+"""
 
 # Run by the runtime's Python with the review's layers only: the review's parser is the saved one,
 # and it parses as python-hcl2's own (built from its grammar) does.
@@ -274,6 +308,7 @@ def _run_pipeline(sandbox: Sandbox, stack: Any) -> dict[str, Any]:
         raise SmokeFailed(f"after the rotation, ping with the old key answered {ping.get('statusCode')}")
     report["analyzers"] = sandbox.analyzer_versions("review")
     report["saved_parsers"] = sandbox.saved_hcl2_parser_parses("review")
+    report["redaction_scan"] = sandbox.redaction_scans_in_one_pass("fetch")
     return report
 
 

@@ -141,6 +141,10 @@ POSITIVES = [
     ),
     ("+  X-Api-Key: 0123456789abcdefABCDEF", "api_key", "0123456789abcdefABCDEF"),
     ('+  client = Acme("zkp_Ab3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF")', "vendor_token", "Ab3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF"),
+    # A generated run anywhere after a word that says secret, no `name = value` shape around it.
+    ("+# CI auth for the nightly job: gQd7Kx2mPz9LwR4tYb8NcV3j", "generic_secret", "gQd7Kx2mPz9LwR4tYb8NcV3j"),
+    ('+    {"Token", "Zq8vN3kL0pX7wR2mT5yB9cD4"},', "generic_secret", "Zq8vN3kL0pX7wR2mT5yB9cD4"),
+    ("+| staging | bearer | AbC9dEf2GhI7jKl4MnO1pQr6StU |", "generic_secret", "AbC9dEf2GhI7jKl4MnO1pQr6StU"),
     ('+  "smtp": "smtp://mailer:Sm7pP4ss@mail.example.com:587"', "connection_uri", "Sm7pP4ss"),
     ("+DATABASE_URL=postgres://u:p@h/db", "connection_uri", "u:p@"),
     ('+    url = "amqp://layer:Index7522#@mq.example.com/vhost"', "connection_uri", "Index7522#"),
@@ -251,6 +255,13 @@ def test_counts_per_class():
 # ---- negatives: look-alikes stay untouched ----------------------------------------------------
 
 NEGATIVES = [
+    # Identifiers and digests beside a secret word: the generic rule leaves them alone.
+    "+#define xmlSecKeyDataX509Id xmlSecOpenSSLKeyDataX509Id",
+    "+#define XkbMaxKeyCount (XkbMaxLegalKeyCode-XkbMinLegalKeyCode+1)",
+    "+X509_PUBKEY *X509_get_X509_PUBKEY(const X509 *x);",
+    "+key: sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    "+token expiry 2024-01-31T12:00:00Z request id 3f2b1c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d",
+    "+access log at /var/log/nginx/access.log.2024-01-31.gz",
     "+[INFO] cache key=release2024final20250131build",  # one case, few changes between letters and digits
     "+key = ABCDEFGHIJKLMNOPQRSTUVWXYZ012345",  # an alphabet spelt out
     '+    password = "${PASSWORD}"',

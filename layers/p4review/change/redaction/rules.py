@@ -14,12 +14,13 @@ from p4review.change.redaction.policy import RedactionPolicy
 from p4review.change.redaction.policy_rules import EMAIL_RULE, address_rule, host_rule
 from p4review.change.redaction.positional import POSITIONAL_RULES
 from p4review.change.redaction.ruleset import adopted_rules, ruleset_tag
+from p4review.change.redaction.secret_words import SECRET_WORD_RULE
 from p4review.change.redaction.tokens import CONNECTION_URI_RULE, TOKEN_RULES
 
 __all__ = ["RULESET_VERSION", "PatternRule", "Rule", "default_rules"]
 
 # The pipeline's own rules, then the adopted ruleset's pinned version.
-RULESET_VERSION = f"redaction-rules/3+{ruleset_tag()}"
+RULESET_VERSION = f"redaction-rules/4+{ruleset_tag()}"
 
 
 def default_rules(policy: RedactionPolicy) -> tuple[Rule, ...]:
@@ -40,6 +41,7 @@ def default_rules(policy: RedactionPolicy) -> tuple[Rule, ...]:
         *POSITIONAL_RULES,
         NAMED_VALUE_RULES,
         *KEYLESS_RULES,
+        SECRET_WORD_RULE,
         PATH_PART_RULE,
     ]
     if policy.deidentify_emails:
