@@ -145,6 +145,11 @@ POSITIVES = [
     ("+# CI auth for the nightly job: gQd7Kx2mPz9LwR4tYb8NcV3j", "generic_secret", "gQd7Kx2mPz9LwR4tYb8NcV3j"),
     ('+    {"Token", "Zq8vN3kL0pX7wR2mT5yB9cD4"},', "generic_secret", "Zq8vN3kL0pX7wR2mT5yB9cD4"),
     ("+| staging | bearer | AbC9dEf2GhI7jKl4MnO1pQr6StU |", "generic_secret", "AbC9dEf2GhI7jKl4MnO1pQr6StU"),
+    (
+        "+newsapi KEY b6907d289e10d714a6e88b30761fae22",
+        "generic_secret",
+        "b6907d289e10d714a6e88b30761fae22",
+    ),  # hex beside its word
     ('+  "smtp": "smtp://mailer:Sm7pP4ss@mail.example.com:587"', "connection_uri", "Sm7pP4ss"),
     ("+DATABASE_URL=postgres://u:p@h/db", "connection_uri", "u:p@"),
     ('+    url = "amqp://layer:Index7522#@mq.example.com/vhost"', "connection_uri", "Index7522#"),
@@ -262,6 +267,9 @@ NEGATIVES = [
     "+key: sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
     "+token expiry 2024-01-31T12:00:00Z request id 3f2b1c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d",
     "+access log at /var/log/nginx/access.log.2024-01-31.gz",
+    "+cache key for the build, sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",  # hex, not beside
+    '+public_key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl ci@build"',
+    '+  "credentialId": "B9mTcFSck2LzJO2S3ols63",',  # an identifier: the name ends in Id
     "+[INFO] cache key=release2024final20250131build",  # one case, few changes between letters and digits
     "+key = ABCDEFGHIJKLMNOPQRSTUVWXYZ012345",  # an alphabet spelt out
     '+    password = "${PASSWORD}"',

@@ -6,12 +6,14 @@ patterns' shape and on operation counts, never on time."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Any
 
 import pytest
 
 from p4review.change.redaction import needles, normalized, pem
 from p4review.change.redaction.document import canonical_scanner
+from p4review.change.redaction.filekind import FileKind
 from p4review.change.redaction.needles import Needle
 from p4review.change.redaction.policy import DEFAULT_POLICY
 
@@ -206,3 +208,27 @@ def test_a_list_of_names_under_a_password_key_is_not_masked() -> None:
 
     text = '+password_properties = [\n+    "AccountPassword",\n+    "ADDomainJoinPassword",\n+    "KdcAdminPassword",\n+]\n'
     assert redact(text).text == text
+
+
+@pytest.mark.parametrize("repeat", ["key", "password", "_token", "secretkey"])
+def test_a_run_of_key_words_is_read_a_bounded_number_of_times(monkeypatch: pytest.MonkeyPatch, repeat: str) -> None:
+    """The assignment rule matches from a key's start at each key word: inside one long run of
+    key words (`keykeykey...`, no separator) each match read the rest of the run, so 1 MB of
+    `key` took 642 s. A run longer than any key is not a name: the characters its matches read
+    stay proportional to the line."""
+    from p4review.change.redaction import assignments
+
+    read = 0
+    real = assignments._ASSIGNMENT_AT
+
+    class Counting:
+        def match(self, body: str, start: int) -> Any:
+            nonlocal read
+            found = real.match(body, start)
+            read += len(body) - start  # the possessive key run may read to the end of the line
+            return found
+
+    monkeypatch.setattr(assignments, "_ASSIGNMENT_AT", Counting())
+    body = repeat * (20_000 // len(repeat))
+    assignments.ASSIGNMENT_RULE.apply(body, lambda: FileKind.CONFIG, Counter())
+    assert read <= 4 * len(body)

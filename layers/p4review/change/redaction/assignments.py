@@ -165,7 +165,12 @@ class AssignmentRule(Rule):
             if spot.start() < resume:
                 continue  # inside an assignment already handled (a key word in a value)
             window = body[max(0, spot.start() - _LONGEST_KEY) : spot.start()]
-            key_start = spot.start() - match_length(_KEY_RUN_REVERSED, window[::-1])
+            walked = match_length(_KEY_RUN_REVERSED, window[::-1])
+            if walked == _LONGEST_KEY:
+                # Inside a run longer than any key (`keykeykey...`): not a name, and matching
+                # from each of its key words would read the rest of the run each time (quadratic).
+                continue
+            key_start = spot.start() - walked
             if key_start == tried or body.endswith("[REDACTED:", 0, key_start):
                 continue
             tried = start = key_start

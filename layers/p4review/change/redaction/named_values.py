@@ -138,6 +138,7 @@ _CMP = r"(?:===?|!==?|\beq\b|\bne\b)"
 COMPARISON_RULE = _KeyedValueRule(
     ("==", "!=", " eq ", " ne ", "quals", "ompare", "cmp", "Equal"),
     r"(?<![\w.$>-])[$@]?(?P<key>[A-Za-z_][\w.]*(?:->\w+)*)(?:\(\))?[\"'\]]*[ \t]*" + _CMP + r"[ \t]*"
+    r"(?:[fbrFBR]{1,2}(?=[\"']))?"  # Python's f"...", b"...", r"..."
     r"(?:\"(?P<dq>[^\"\\\n]+)\"|'(?P<sq>[^'\\\n]+)')"
     r"|(?<![\w$])(?P<key2>[A-Za-z_][\w.]*)\.(?:equals|equalsIgnoreCase|Equals|contentEquals|compareTo)\([ \t]*"
     r"\"(?P<eq>[^\"\\\n]+)\"[ \t]*\)"
@@ -185,12 +186,16 @@ SHELL_DEFAULT_RULE = _KeyedValueRule(
 
 # `- name: DB_PASSWORD` / `"name": "DB_PASSWORD",` / `"key": "token",` then `value: ...` on the next
 # line (Kubernetes env lists, ECS task definitions, Postman variables in pretty JSON).
+# In XML (.NET settings, Tomcat and Jenkins credential stores): `<key>db_password</key>` then
+# `<value>...</value>`.
 _RECORD_NAME_LINE = re.compile(
-    r"(?P<indent>[ \t]*)(?:-[ \t]+)?[\"']?(?i:key|name)[\"']?[ \t]*:[ \t]*[\"']?(?P<key>[\w.-]+)[\"']?[ \t]*,?[ \t]*"
+    r"(?P<indent>[ \t]*)(?:(?:-[ \t]+)?[\"']?(?i:key|name)[\"']?[ \t]*:[ \t]*[\"']?(?P<key>[\w.-]+)[\"']?[ \t]*,?"
+    r"|<(?i:key|name)>(?P<xml_key>[\w.-]+)</(?i:key|name)>)[ \t]*"
 )
 _RECORD_VALUE_LINE = re.compile(
-    r"(?P<indent>[ \t]*)[\"']?(?i:value)[\"']?[ \t]*:[ \t]*"
-    r"(?:\"(?P<dq>[^\"\\]+)\"|'(?P<sq>[^'\\]+)'|(?P<uv>[^\s\"'#,{}\[\]][^\s,#]*))[ \t]*,?[ \t]*"
+    r"(?P<indent>[ \t]*)(?:[\"']?(?i:value)[\"']?[ \t]*:[ \t]*"
+    r"(?:\"(?P<dq>[^\"\\]+)\"|'(?P<sq>[^'\\]+)'|(?P<uv>[^\s\"'#,{}\[\]][^\s,#]*))[ \t]*,?"
+    r"|<(?i:value)>(?P<xv>[^<\s][^<]*)</(?i:value)>)[ \t]*"
 )
 # `variable "db_password" {`: a Terraform variable block, and its `default = "..."`.
 _TF_VARIABLE = re.compile(r"[ \t]*variable[ \t]+\"(?P<key>[\w-]+)\"[ \t]*\{(?P<rest>.*)")
@@ -231,15 +236,16 @@ def key_above(body: str, kind: Callable[[], FileKind]) -> Follow | None:
         if array is not None and classify_key(array.group("key")) is not None:
             return Follow("array", array.group("key"), len(array.group("indent")), 50)
         return None
-    if ":" not in body:
+    if ":" not in body and "</" not in body:
         return None
     record = (
         _RECORD_NAME_LINE.fullmatch(body) if "ame" in body or "ey" in body or "AME" in body or "EY" in body else None
     )
     if record is not None:
-        if classify_key(record.group("key")) is None:
+        key = record.group("key") or record.group("xml_key")
+        if classify_key(key) is None:
             return None
-        return Follow("record", record.group("key"), len(record.group("indent")), 1)
+        return Follow("record", key, len(record.group("indent")), 1)
     dangling = _DANGLING_LIST_KEY.fullmatch(body) if body.rstrip().endswith(":") or "#" in body else None
     if dangling is not None and classify_key(dangling.group("key")) is not None and kind() is FileKind.CONFIG:
         return Follow("list", dangling.group("key"), len(dangling.group("indent")), 50)
@@ -276,7 +282,7 @@ def line_below(follow: Follow, body: str) -> tuple[str, str | None, bool] | None
     match = pattern.fullmatch(body)
     if match is None or (follow.mode == "list" and len(match.group("indent")) < follow.indent):
         return None
-    group = next(g for g in ("dq", "sq", "uv") if match.start(g) >= 0)
+    group = next(g for g in ("dq", "sq", "xv", "uv") if g in match.re.groupindex and match.start(g) >= 0)
     value = match.group(group)
     name = named_value(follow.key, value, quoted=group != "uv")
     if name == "password" and group != "uv" and not literal_is_password(value):
@@ -297,6 +303,8 @@ class TerraformDefaultRule(Rule):
             _own_key_needles(ahead=r"""[\w\x80-\xff-]*+"[ \t]*\{""")
             # `- name: DB_PASSWORD` with `value:` on the next line (after its diff marker)
             + _own_key_needles(ahead=r"""[\w.\x80-\xff-]*+["']?[ \t]*,?[ \t]*\r?\n[-+ ]?[ \t]*["']?value["']?[ \t]*:""")
+            # `<key>db_password</key>` with `<value>` on the next line
+            + _own_key_needles(ahead=r"""[\w.\x80-\xff-]*+</(?:key|name)>[ \t]*\r?\n[-+ ]?[ \t]*<value>""")
             # `passwords:` with `- item` on the next line
             + _own_key_needles(ahead=r"""[\w.\x80-\xff-]*+["']?:[ \t]*\r?\n[-+ ]?[ \t]*-[ \t]""")
             # `"passwords": [` with a quoted item on the next line

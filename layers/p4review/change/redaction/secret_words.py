@@ -43,8 +43,24 @@ _WORD_SHARE = 0.35
 # How far after a word its run may start: a few words (`auth for the nightly job: <run>`). The
 # needle's lookahead runs at every occurrence of a word, so its reach bounds a hostile line's cost.
 _REACH = 128
+# Hex right after its word (a separator or two between them) is a key, further away a digest.
+_BESIDE = 3
+_SHORTEST_HEX_KEY = 32
 # The needle's lookahead: such a run within reach (the text is lowercased for it).
 _AHEAD = rf"[^\n]{{0,{_REACH}}}[{_RUN_CHARACTERS.replace('A-Z', '')}]{{16}}"
+
+
+# The name a word is part of ends in `id` or `name` (`credentialId`, `access_key_id`, `secret_name`):
+# what follows is an identifier.
+_NAME_TAIL = re.compile(r"[\w-]*")
+_ID_NAME = re.compile(r"(?:[_-]?id|Id|ID|[_-]?name|Name)s?$")
+# An OpenSSH public key's type, right before its base64 (`ssh-ed25519 AAAAC3...`).
+_PUBLIC_KEY_TYPE = re.compile(r"(?:ssh-(?:rsa|dss|ed25519|ed448)|ecdsa-sha2-nistp\d+|sk-[\w-]+@openssh\.com)[ \t]+$")
+
+
+def _names_an_id(body: str, word: re.Match[str]) -> bool:
+    tail = _NAME_TAIL.match(body, word.end())
+    return tail is not None and _ID_NAME.search(body, word.start(), tail.end()) is not None
 
 
 def _reads_as_words(value: str) -> bool:
@@ -57,9 +73,12 @@ def _generated_piece(piece: str, min_length: int) -> bool:
     )
 
 
-def _generated(run: str) -> bool:
+def _generated(run: str, *, beside_word: bool) -> bool:
     value = run.strip(_EDGES)
-    if _UUID.search(value) or _HEX.fullmatch(value) or value.count("/") > 1 or is_template_or_masked(value):
+    if _HEX.fullmatch(value):
+        # A digest, unless the word is right before it: `newsapi KEY b6907d28...` (32 hex or more).
+        return beside_word and looks_generated_one_case(value, _SHORTEST_HEX_KEY)
+    if _UUID.search(value) or value.count("/") > 1 or is_template_or_masked(value):
         return False
     # Whole, only without `_` and `.`: joined that way, short words and numbers look generated
     # (`X509_get_X509_PUBKEY`, `_aws_kms_18db7412.IKeyRef`); a token's pieces are long.
@@ -75,15 +94,20 @@ class SecretWordRule(Rule):
         super().__init__("generic_secret", own(needles(*_WORDS, ahead=_AHEAD, folded=True)))
 
     def apply(self, body: str, kind: Callable[[], FileKind], counts: Counter[str]) -> str:
-        ends = [word.end() for word in _WORD.finditer(body)]
-        if not ends:
+        words = list(_WORD.finditer(body))
+        if not words:
             return body
+        ends = [word.end() for word in words]
         spans: list[tuple[int, int, str]] = []
         for run in _RUN.finditer(body, ends[0]):
             # Within reach of the last word before it: where the needle's lookahead holds.
-            if run.start() - ends[bisect.bisect_right(ends, run.start()) - 1] > _REACH:
+            nearest = bisect.bisect_right(ends, run.start()) - 1
+            distance = run.start() - ends[nearest]
+            if distance > _REACH or _names_an_id(body, words[nearest]):
                 continue
-            if _generated(run.group()):
+            if _PUBLIC_KEY_TYPE.search(body[max(0, run.start() - 64) : run.start()]):
+                continue  # `ssh-ed25519 AAAAC3...`: a public key
+            if _generated(run.group(), beside_word=distance <= _BESIDE):
                 start, end = run.span()
                 text = run.group()
                 # The run's edges (`=`, `.`, a trailing `-`) are punctuation, not secret.

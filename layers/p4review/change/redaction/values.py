@@ -24,8 +24,11 @@ def placeholder(name: str) -> str:
 
 
 _TEMPLATE = re.compile(
-    r"\$\{|\{\{|\{%|%\(|<%"  # ${VAR} {{ jinja }} {% tag %} %(name)s <%= erb %>
-    r"|\{[\w.]*\}"  # "{}" / "{name}" format fields
+    # ${VAR} {{ jinja }} {% tag %} %(name)s <%= erb %>: opening the value (which may be cut at a
+    # space: `{{`), or whole inside it. An unclosed mark inside is text: `m{{h}o)p${e]nob(ody...`.
+    r"^(?:\$\{|\{\{|\{%|%\(|<%)"
+    r"|\$\{[^{}\[\]()<>\s]*\}|\{\{[^{}]*\}\}|\{%.*?%\}|%\([\w.]+\)|<%.*?%>"
+    r"|(?<!\{)\{[\w.]*\}(?!\})"  # "{}" / "{name}" format fields (not an escaped `{{x}}`)
     r"|^\$[A-Za-z_]\w*$|^\$\(|^\$\d$"  # $VAR, $(command), $1
     r"|^%[sdrvq]$|^%[A-Za-z_]\w*%$"  # %s, %WINDOWS_VAR%
     r"|^<[^<>]*>$"  # <your-password>
