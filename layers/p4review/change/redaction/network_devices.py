@@ -48,6 +48,8 @@ _SNMP_V3 = re.compile(
     re.IGNORECASE,
 )
 _CRYPT_VALUE = re.compile(r"\$\w+\$\S+")
+# What may follow a typed password on a `username` line (NX-OS, IOS).
+_DEVICE_TRAIL = re.compile(r"[ \t]+(?:role|privilege|expire|sshkey|priv-lvl)\b", re.IGNORECASE)
 # The first words _DEVICE_PREFIX and _SNMP_V3 accept: a cheap test first, since the needles
 # `key`, `secret`, `password` also flag every assignment of code.
 _DEVICE_WORDS = (
@@ -112,8 +114,15 @@ class NetworkDeviceRule(Rule):
         prefix = _DEVICE_PREFIX.match(body)
         if prefix is not None:
             value = _DEVICE_VALUE.match(body, prefix.end())
-            # `enable password x`, `username u password x` end their line: else it is a sentence
+            # `enable password x`, `username u password x` end their line: else it is a sentence;
+            # unless an encryption type and a crypt hash or a device keyword follow
+            # (`username admin password 5 $5$... role network-admin`, NX-OS)
             may_trail = not prefix.group(0).lstrip().lower().startswith(("enable", "username"))
+            if value is not None and not may_trail and value.group("type") is not None:
+                may_trail = (
+                    _CRYPT_VALUE.fullmatch(value.group("quoted") or value.group("value")) is not None
+                    or _DEVICE_TRAIL.match(body, value.end()) is not None
+                )
             if value is not None and (may_trail or not body[value.end() :].strip()):
                 group = "quoted" if value.start("quoted") >= 0 else "value"
                 secret = value.group(group)

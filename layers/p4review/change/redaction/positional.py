@@ -130,9 +130,9 @@ _LOGIN_CALLS = (
 # Database drivers whose positional order puts the password third (host, user, password).
 _DRIVERS = ("psycopg2", "pymysql", "MySQLdb", "mysql.connector", "pymssql")
 
-# `login(user, "...")` and friends: the second argument; `getConnection(url, user, "...")`
-# and `pymysql.connect(host, user, "...")`: the third; `auth=("u", "...")`: a pair under an
-# auth name.
+# `login(user, "...")` and friends: the second argument; `getConnection(url, user, "...")`,
+# .NET's `DirectoryEntry(path, user, "...")` and `pymysql.connect(host, user, "...")`: the
+# third; `auth=("u", "...")`: a pair under an auth name.
 CALL_RULE = _GatedPatternRule(
     _gate("(", "[", "auth", "Auth"),
     "password",
@@ -144,7 +144,7 @@ CALL_RULE = _GatedPatternRule(
     + _QUOTED.format("login")
     # `"...".toCharArray()` (Java's PasswordAuthentication)
     + r"(?=[ \t]*(?:[,)]|\.toCharArray\(\)))"
-    r"|(?<![\w$])(?:getConnection|(?:"
+    r"|(?<![\w$])(?:getConnection|DirectoryEntry|(?:"
     + "|".join(re.escape(d) for d in _DRIVERS)
     + r")\.connect)[ \t]*\([ \t]*"
     + _ARG
@@ -160,7 +160,9 @@ CALL_RULE = _GatedPatternRule(
     + r"[ \t]*[)\]]",
     # shared literals (`login`, `auth`) are fine here: the lines they flag are few
     (
-        needles(*(call.lower() for call in _LOGIN_CALLS), "getconnection", ahead=r"[ \t]*\(", folded=True)
+        needles(
+            *(call.lower() for call in _LOGIN_CALLS), "getconnection", "directoryentry", ahead=r"[ \t]*\(", folded=True
+        )
         + needles(*(driver.lower() for driver in _DRIVERS), ahead=r"\.connect[ \t]*\(", folded=True)
         + needles("auth", ahead=r"""["']?[ \t]*[=:][ \t]*[(\[]""", folded=True)
     ),
