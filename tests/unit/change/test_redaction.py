@@ -270,6 +270,8 @@ NEGATIVES = [
     "+cache key for the build, sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",  # hex, not beside
     '+public_key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl ci@build"',
     '+  "credentialId": "B9mTcFSck2LzJO2S3ols63",',  # an identifier: the name ends in Id
+    '+"KmsKeyId": "arn:aws:kms:us-west-2:123456789012:key/EXAMPLE1-90ab-cdef-fedc-ba987KMSKEY1",',
+    "+    token = getAccessTokenForUserWithRefreshAndRetry(user)",
     "+[INFO] cache key=release2024final20250131build",  # one case, few changes between letters and digits
     "+key = ABCDEFGHIJKLMNOPQRSTUVWXYZ012345",  # an alphabet spelt out
     '+    password = "${PASSWORD}"',

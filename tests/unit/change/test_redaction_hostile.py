@@ -232,3 +232,25 @@ def test_a_run_of_key_words_is_read_a_bounded_number_of_times(monkeypatch: pytes
     body = repeat * (20_000 // len(repeat))
     assignments.ASSIGNMENT_RULE.apply(body, lambda: FileKind.CONFIG, Counter())
     assert read <= 4 * len(body)
+
+
+@pytest.mark.parametrize("repeat", ["key", "token_", "secretA1b2", "key "])
+def test_the_secret_word_rule_reads_each_run_once(monkeypatch: pytest.MonkeyPatch, repeat: str) -> None:
+    """The secret-word rule reads the rest of the run a word sits in: once a run, not once per
+    word in it (`keykeykey...` would read the rest of the line at each `key`)."""
+    from p4review.change.redaction import secret_words
+
+    read = 0
+    real = secret_words._RUN_REST
+
+    class Counting:
+        def match(self, body: str, start: int) -> Any:
+            nonlocal read
+            found = real.match(body, start)
+            read += 0 if found is None else found.end() - start
+            return found
+
+    monkeypatch.setattr(secret_words, "_RUN_REST", Counting())
+    body = repeat * (20_000 // len(repeat))
+    secret_words.SECRET_WORD_RULE.apply(body, lambda: FileKind.CONFIG, Counter())
+    assert read <= 2 * len(body)

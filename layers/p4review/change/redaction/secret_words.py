@@ -58,6 +58,18 @@ _ID_NAME = re.compile(r"(?:[_-]?id|Id|ID|[_-]?name|Name)s?$")
 _PUBLIC_KEY_TYPE = re.compile(r"(?:ssh-(?:rsa|dss|ed25519|ed448)|ecdsa-sha2-nistp\d+|sk-[\w-]+@openssh\.com)[ \t]+$")
 
 
+_RUN_REST = re.compile(rf"[{_RUN_CHARACTERS}]+")
+
+
+def _disjoint(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """In order, each span starting after the one before ends (a run and a rest may overlap)."""
+    kept: list[tuple[int, int, str]] = []
+    for span in sorted(spans):
+        if not kept or span[0] >= kept[-1][1]:
+            kept.append(span)
+    return kept
+
+
 def _names_an_id(body: str, word: re.Match[str]) -> bool:
     tail = _NAME_TAIL.match(body, word.end())
     return tail is not None and _ID_NAME.search(body, word.start(), tail.end()) is not None
@@ -78,7 +90,7 @@ def _generated(run: str, *, beside_word: bool) -> bool:
     if _HEX.fullmatch(value):
         # A digest, unless the word is right before it: `newsapi KEY b6907d28...` (32 hex or more).
         return beside_word and looks_generated_one_case(value, _SHORTEST_HEX_KEY)
-    if _UUID.search(value) or value.count("/") > 1 or is_template_or_masked(value):
+    if _UUID.search(value) or value.count("/") > 1 or is_template_or_masked(value) or "example" in value.lower():
         return False
     # Whole, only without `_` and `.`: joined that way, short words and numbers look generated
     # (`X509_get_X509_PUBKEY`, `_aws_kms_18db7412.IKeyRef`); a token's pieces are long.
@@ -99,6 +111,22 @@ class SecretWordRule(Rule):
             return body
         ends = [word.end() for word in words]
         spans: list[tuple[int, int, str]] = []
+        # The rest of a run that a word starts or sits in (`dd-apikey-dd52c2...`, `KEYUAaoJbHz...`):
+        # a vendor's name, the word, then the secret, joined.
+        read_to = 0  # one rest per run: the words after the first in a run read on to its end too
+        for word in words:
+            if word.start() < read_to:
+                continue
+            rest = _RUN_REST.match(body, word.end())
+            if rest is None:
+                continue
+            read_to = rest.end()
+            if _names_an_id(body, word):
+                continue
+            value = rest.group().lstrip(_EDGES)
+            if len(value) >= 16 and _generated(value, beside_word=True):
+                end = rest.end() - (len(value) - len(value.rstrip(_EDGES)))
+                spans.append((rest.end() - len(value), end, self.name))
         for run in _RUN.finditer(body, ends[0]):
             # Within reach of the last word before it: where the needle's lookahead holds.
             nearest = bisect.bisect_right(ends, run.start()) - 1
@@ -113,8 +141,10 @@ class SecretWordRule(Rule):
                 # The run's edges (`=`, `.`, a trailing `-`) are punctuation, not secret.
                 start += len(text) - len(text.lstrip(_EDGES))
                 end -= len(text) - len(text.rstrip(_EDGES))
-                counts[self.name] += 1
                 spans.append((start, end, self.name))
+        spans = _disjoint(spans)
+        if spans:  # a zero count is still a key: the guard would read it as a finding
+            counts[self.name] += len(spans)
         return splice(body, spans)
 
 
