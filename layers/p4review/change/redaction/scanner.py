@@ -46,7 +46,8 @@ def split_line(line: str) -> tuple[str, str, str]:
         hunk = _HUNK_RANGE.match(line)
         if hunk is not None:
             return line[: hunk.end()], line[hunk.end() :], ending
-    if first and first in _DIFF_MARKERS:
+    if first and first in _DIFF_MARKERS and (first != "\\" or line[1:2] == " "):
+        # `\ No newline at end of file` is a marker; `\u0070assword = ...` (text, not a diff) is not
         return first, line[1:], ending
     return "", line, ending
 
