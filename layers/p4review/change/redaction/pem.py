@@ -31,7 +31,7 @@ NEEDLES = needles("EGIN ", behind="B") + needles("END ")
 # or be cut off at the line end: `<!-- END OF LIST -->` and `---- END MESSAGE ----` are not.
 _LABEL = (
     r"(?P<label>(?:[A-Z0-9]+ )*(?:PRIVATE KEY(?: BLOCK)?|PUBLIC KEY(?: BLOCK)?|CERTIFICATE(?: REQUEST)?"
-    r"|X509 CRL|PGP (?:MESSAGE|SIGNATURE)|PARAMETERS|PKCS7|CMS)) ?-{4,5}"
+    r"|X509 CRL|PGP (?:MESSAGE|SIGNATURE)|PARAMETERS|PKCS7|CMS|KEY)) ?-{4,5}"  # `RSA KEY`: a key all the same
     r"|(?P<cut>[A-Z0-9 ]*)$"
 )
 _BEGIN = re.compile(r"(?<!-)-{4,5} ?BEGIN (?:" + _LABEL + ")")
