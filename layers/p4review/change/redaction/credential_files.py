@@ -203,14 +203,15 @@ def _ppk_lines() -> Callable[[str], str | None]:
 
 
 # ---- SMTP AUTH: `AUTH PLAIN <base64 of \0user\0password>`, and the client's line after the server's
-# `334 UGFzc3dvcmQ6` ("Password:" in base64) or after a bare `AUTH PLAIN` ------------------------------
+# `334 UGFzc3dvcmQ6` ("Password:" in base64) or after a bare `AUTH PLAIN`; IMAP's `A1 AUTHENTICATE
+# PLAIN` likewise (its server continues with `+`) --------------------------------------------------
 
 _TRANSCRIPT_LINE = re.compile(
     r"(?P<lead>[ \t]*(?:[CS]:|<<<|>>>|<-|->|[<>])?[ \t]*)(?P<b64>[A-Za-z0-9+/]{4,}={0,2})(?P<trail>[ \t]*)"
 )
-_SERVER_CONTINUE = re.compile(r"[ \t]*(?:S:|<<<|<-|<)?[ \t]*334[ \t]*")
+_SERVER_CONTINUE = re.compile(r"[ \t]*(?:S:|<<<|<-|<)?[ \t]*(?:334|\+)[ \t]*")
 _PASSWORD_PROMPT = re.compile(r"\b334[ \t]+(?:UGFzc3dvcmQ6|cGFzc3dvcmQ6)[ \t]*$")
-_AUTH_PLAIN_ALONE = re.compile(r"(?i:\bauth[ \t]+plain)[ \t]*$")
+_AUTH_PLAIN_ALONE = re.compile(r"(?i:\bauth(?:enticate)?[ \t]+plain)[ \t]*$")
 
 
 def _plain_credentials(value: str) -> bool:
@@ -235,8 +236,9 @@ class SmtpAuthRule(ShapeRule):
     def __init__(self) -> None:
         super().__init__(
             "basic_auth",
-            r"(?i:\bauth[ \t]+plain)[ \t]+(?P<b64>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])",
-            needles("auth plain", folded=True) + needles("ugfzc3dvcmq6", "cgfzc3dvcmq6", folded=True),
+            r"(?i:\bauth(?:enticate)?[ \t]+plain)[ \t]+(?P<b64>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])",
+            needles("auth plain", "authenticate plain", folded=True)
+            + needles("ugfzc3dvcmq6", "cgfzc3dvcmq6", folded=True),
             {"b64": "basic_auth"},
             judge=lambda _, __, value, ___: _plain_credentials(value),
         )
