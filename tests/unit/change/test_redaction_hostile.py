@@ -210,6 +210,19 @@ def test_a_list_of_names_under_a_password_key_is_not_masked() -> None:
     assert redact(text).text == text
 
 
+class _ReadCounter:
+    """A compiled pattern's stand-in counting the characters its matches read: to the end of the
+    line (`to_line_end`: a possessive run may read that far, matched or not), else to the match's end."""
+
+    def __init__(self, pattern: re.Pattern[str], *, to_line_end: bool) -> None:
+        self.pattern, self.to_line_end, self.read = pattern, to_line_end, 0
+
+    def match(self, body: str, start: int) -> re.Match[str] | None:
+        found = self.pattern.match(body, start)
+        self.read += len(body) - start if self.to_line_end else (0 if found is None else found.end() - start)
+        return found
+
+
 @pytest.mark.parametrize("repeat", ["key", "password", "_token", "secretkey"])
 def test_a_run_of_key_words_is_read_a_bounded_number_of_times(monkeypatch: pytest.MonkeyPatch, repeat: str) -> None:
     """The assignment rule matches from a key's start at each key word: inside one long run of
@@ -218,20 +231,11 @@ def test_a_run_of_key_words_is_read_a_bounded_number_of_times(monkeypatch: pytes
     stay proportional to the line."""
     from p4review.change.redaction import assignments
 
-    read = 0
-    real = assignments._ASSIGNMENT_AT
-
-    class Counting:
-        def match(self, body: str, start: int) -> Any:
-            nonlocal read
-            found = real.match(body, start)
-            read += len(body) - start  # the possessive key run may read to the end of the line
-            return found
-
-    monkeypatch.setattr(assignments, "_ASSIGNMENT_AT", Counting())
+    counter = _ReadCounter(assignments._ASSIGNMENT_AT, to_line_end=True)
+    monkeypatch.setattr(assignments, "_ASSIGNMENT_AT", counter)
     body = repeat * (20_000 // len(repeat))
     assignments.ASSIGNMENT_RULE.apply(body, lambda: FileKind.CONFIG, Counter())
-    assert read <= 4 * len(body)
+    assert counter.read <= 4 * len(body)
 
 
 @pytest.mark.parametrize("repeat", ["key", "token_", "secretA1b2", "key "])
@@ -240,17 +244,8 @@ def test_the_secret_word_rule_reads_each_run_once(monkeypatch: pytest.MonkeyPatc
     word in it (`keykeykey...` would read the rest of the line at each `key`)."""
     from p4review.change.redaction import secret_words
 
-    read = 0
-    real = secret_words._RUN_REST
-
-    class Counting:
-        def match(self, body: str, start: int) -> Any:
-            nonlocal read
-            found = real.match(body, start)
-            read += 0 if found is None else found.end() - start
-            return found
-
-    monkeypatch.setattr(secret_words, "_RUN_REST", Counting())
+    counter = _ReadCounter(secret_words._RUN_REST, to_line_end=False)
+    monkeypatch.setattr(secret_words, "_RUN_REST", counter)
     body = repeat * (20_000 // len(repeat))
     secret_words.SECRET_WORD_RULE.apply(body, lambda: FileKind.CONFIG, Counter())
-    assert read <= 2 * len(body)
+    assert counter.read <= 2 * len(body)
