@@ -232,3 +232,26 @@ def test_a_run_of_key_words_is_read_a_bounded_number_of_times(monkeypatch: pytes
     body = repeat * (20_000 // len(repeat))
     assignments.ASSIGNMENT_RULE.apply(body, lambda: FileKind.CONFIG, Counter())
     assert read <= 4 * len(body)
+
+
+def test_the_name_after_a_secret_word_is_read_a_bounded_number_of_times(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The secret-word rule asks, at each run near a word, whether the word names an id: the
+    rest of that name was read to its end, and a name of non-ASCII letters between the runs
+    (`keyé<run>ékeyé<run>é...`: `é` is a word character, not a token one) spans the line, at
+    every run. A name longer than any key is not read past its first characters."""
+    from p4review.change.redaction import secret_words
+
+    read = 0
+    real = secret_words._NAME_TAIL
+
+    class Counting:
+        def match(self, body: str, start: int) -> Any:
+            nonlocal read
+            found = real.match(body, start)
+            read += 0 if found is None else found.end() - start
+            return found
+
+    monkeypatch.setattr(secret_words, "_NAME_TAIL", Counting())
+    body = ("keyé" + "a" * 16 + "é") * 1000
+    secret_words.SECRET_WORD_RULE.apply(body, lambda: FileKind.CONFIG, Counter())
+    assert read <= 8 * len(body)
