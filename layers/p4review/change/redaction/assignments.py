@@ -166,9 +166,12 @@ class AssignmentRule(Rule):
                 continue  # inside an assignment already handled (a key word in a value)
             window = body[max(0, spot.start() - _LONGEST_KEY) : spot.start()]
             walked = match_length(_KEY_RUN_REVERSED, window[::-1])
-            if walked == _LONGEST_KEY:
-                # Inside a run longer than any key (`keykeykey...`): not a name, and matching
-                # from each of its key words would read the rest of the run each time (quadratic).
+            ahead = body[spot.end() : spot.end() + _LONGEST_KEY] if walked == _LONGEST_KEY else ""
+            if walked == _LONGEST_KEY and match_length(_KEY_RUN_REVERSED, ahead) == _LONGEST_KEY:
+                # Inside a run longer than any key (`keykeykey...`): matching from each of its key
+                # words would read the rest of the run each time (quadratic). Only the key words
+                # near the run's end can end a name (`<long generated prefix>_db_password = ...`):
+                # those are tried, the name taken as the run's last characters.
                 continue
             key_start = spot.start() - walked
             if key_start == tried or body.endswith("[REDACTED:", 0, key_start):
