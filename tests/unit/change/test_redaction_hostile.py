@@ -249,3 +249,40 @@ def test_the_secret_word_rule_reads_each_run_once(monkeypatch: pytest.MonkeyPatc
     body = repeat * (20_000 // len(repeat))
     secret_words.SECRET_WORD_RULE.apply(body, lambda: FileKind.CONFIG, Counter())
     assert counter.read <= 2 * len(body)
+
+
+def test_the_name_after_a_secret_word_is_read_a_bounded_number_of_times(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The secret-word rule asks, at each run near a word, whether the word names an id: the
+    rest of that name was read to its end, and a name of non-ASCII letters between the runs
+    (`keyé<run>ékeyé<run>é...`: `é` is a word character, not a token one) spans the line, at
+    every run. A name longer than any key is not read past its first characters."""
+    from p4review.change.redaction import secret_words
+
+    counter = _ReadCounter(secret_words._NAME_TAIL, to_line_end=False)
+    monkeypatch.setattr(secret_words, "_NAME_TAIL", counter)
+    body = ("keyé" + "a" * 16 + "é") * 1000
+    secret_words.SECRET_WORD_RULE.apply(body, lambda: FileKind.CONFIG, Counter())
+    assert counter.read <= 8 * len(body)
+
+
+def test_the_key_words_ending_a_long_run_are_matched_once_per_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A name run longer than any key is read from the key words near its end (a long prefix may
+    precede `_db_password = ...`): what follows the run decides for all of them, so one match for
+    them (and one from the run's start), not one per key word (`pwpw...pw ` repeated: 129 matches
+    a run)."""
+    from p4review.change.redaction import assignments
+
+    calls = 0
+    real = assignments._ASSIGNMENT_AT
+
+    class Counting:
+        def match(self, body: str, start: int) -> Any:
+            nonlocal calls
+            calls += 1
+            return real.match(body, start)
+
+    monkeypatch.setattr(assignments, "_ASSIGNMENT_AT", Counting())
+    runs = 100
+    body = ("pw" * 256 + " ") * runs
+    assignments.ASSIGNMENT_RULE.apply(body, lambda: FileKind.CONFIG, Counter())
+    assert calls <= 2 * runs

@@ -210,3 +210,47 @@ def test_without_hyperscan_the_redactor_gives_the_same_text(monkeypatch):
     with_scan = Redactor(service_policy()).redact(text).text
     monkeypatch.setattr(needles_module, "_candidate_scan", lambda groups: None)
     assert Redactor(service_policy()).redact(text).text == with_scan
+
+
+_ALPHABET = [chr(code) for code in range(32, 127)] + ["\t", "\r", "é", "\udc80"]
+
+
+def _sample(items, rng: random.Random) -> str:
+    """A string the parsed regex `items` accepts, most of the time (lookarounds are not held to):
+    each needle's own lookahead, so the candidates its required prefix proposes are put to the test."""
+    from re import _constants as sre
+
+    out = []
+    for op, argument in items:
+        members = needle_scan._one_character(op, argument)
+        if members is not None:  # a character: one whose first UTF-8 byte the class holds
+            fits = [c for c in _ALPHABET if c.encode("utf-8", "surrogatepass")[0] in members]
+            out.append(rng.choice(fits) if fits else "")
+        elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
+            low, high, body = argument
+            out.extend(_sample(body, rng) for _ in range(rng.randint(low, min(high, low + 4))))
+        elif op is sre.SUBPATTERN:
+            out.append(_sample(argument[-1], rng))
+        elif op is sre.BRANCH:
+            out.append(_sample(rng.choice(argument[1]), rng))
+    return "".join(out)
+
+
+def test_each_needle_meeting_its_own_lookahead_in_any_case_is_flagged_the_same(prefilter):
+    # Case mixed within a needle (`pAsSwOrD`): folded needles are confirmed on the lowered text,
+    # proposed by Hyperscan's caseless match on the original.
+    from re import _parser
+
+    rng = random.Random(28)
+    lines = []
+    for needle in _all_needles(prefilter):
+        behind = needle_scan._behind_literal(needle.behind) or ""
+        for _ in range(4):
+            ahead = _sample(list(_parser.parse(needle.ahead)), rng) if needle.ahead else ""
+            line = behind + needle.literal + ahead
+            if needle.folded:
+                line = "".join(c.upper() if rng.random() < 0.5 else c for c in line)
+            lines.append(rng.choice(["", "x ", "é"]) + line)
+    text = "\n".join(lines)
+    flagged = _agree(prefilter, text)
+    assert len(flagged) > len(lines) // 2

@@ -160,16 +160,22 @@ class AssignmentRule(Rule):
         lowered = lowered_ascii(body)
         spans: list[tuple[int, int, str]] = []
         resume = 0
-        tried = -1
+        tried = failed_run_end = -1
         for spot in _KEY_SPOT.finditer(lowered):
             if spot.start() < resume:
                 continue  # inside an assignment already handled (a key word in a value)
             window = body[max(0, spot.start() - _LONGEST_KEY) : spot.start()]
             walked = match_length(_KEY_RUN_REVERSED, window[::-1])
+            run_end = -1
             if walked == _LONGEST_KEY:
-                # Inside a run longer than any key (`keykeykey...`): not a name, and matching
-                # from each of its key words would read the rest of the run each time (quadratic).
-                continue
+                # Inside a run longer than any key (`keykeykey...`): matching from each of its key
+                # words would read the rest of the run each time (quadratic). Only the key words
+                # near the run's end can end a name (`<long generated prefix>_db_password = ...`):
+                # the first of them is tried, the name taken as the run's last characters; what
+                # follows the run decides for all of them.
+                run_end = spot.end() + match_length(_KEY_RUN_REVERSED, body[spot.end() : spot.end() + _LONGEST_KEY])
+                if run_end - spot.end() == _LONGEST_KEY or run_end == failed_run_end:
+                    continue
             key_start = spot.start() - walked
             if key_start == tried or body.endswith("[REDACTED:", 0, key_start):
                 continue
@@ -178,6 +184,7 @@ class AssignmentRule(Rule):
                 start -= 1 + (start >= 2 and body[start - 2] == "\\")
             match = _ASSIGNMENT_AT.match(body, start)
             if match is None:
+                failed_run_end = run_end
                 continue
             resume = match.end()
             secret = self._secret(match, kind)

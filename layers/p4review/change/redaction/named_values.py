@@ -187,7 +187,7 @@ SHELL_DEFAULT_RULE = _KeyedValueRule(
 # `- name: DB_PASSWORD` / `"name": "DB_PASSWORD",` / `"key": "token",` then `value: ...` on the next
 # line (Kubernetes env lists, ECS task definitions, Postman variables in pretty JSON).
 # In XML (.NET settings, Tomcat and Jenkins credential stores): `<key>db_password</key>` then
-# `<value>...</value>`.
+# `<value>...</value>`; in an Apple property list, `<string>...</string>`.
 _RECORD_NAME_LINE = re.compile(
     r"(?P<indent>[ \t]*)(?:(?:-[ \t]+)?[\"']?(?i:key|name)[\"']?[ \t]*:[ \t]*[\"']?(?P<key>[\w.-]+)[\"']?[ \t]*,?"
     r"|<(?i:key|name)>(?P<xml_key>[\w.-]+)</(?i:key|name)>)[ \t]*"
@@ -195,7 +195,7 @@ _RECORD_NAME_LINE = re.compile(
 _RECORD_VALUE_LINE = re.compile(
     r"(?P<indent>[ \t]*)(?:[\"']?(?i:value)[\"']?[ \t]*:[ \t]*"
     r"(?:\"(?P<dq>[^\"\\]+)\"|'(?P<sq>[^'\\]+)'|(?P<uv>[^\s\"'#,{}\[\]][^\s,#]*))[ \t]*,?"
-    r"|<(?i:value)>(?P<xv>[^<\s][^<]*)</(?i:value)>)[ \t]*"
+    r"|<(?P<element>(?i:value|string))>(?P<xv>[^<\s][^<]*)</(?P=element)>)[ \t]*"
 )
 # `variable "db_password" {`: a Terraform variable block, and its `default = "..."`.
 _TF_VARIABLE = re.compile(r"[ \t]*variable[ \t]+\"(?P<key>[\w-]+)\"[ \t]*\{(?P<rest>.*)")
@@ -303,8 +303,8 @@ class TerraformDefaultRule(Rule):
             _own_key_needles(ahead=r"""[\w\x80-\xff-]*+"[ \t]*\{""")
             # `- name: DB_PASSWORD` with `value:` on the next line (after its diff marker)
             + _own_key_needles(ahead=r"""[\w.\x80-\xff-]*+["']?[ \t]*,?[ \t]*\r?\n[-+ ]?[ \t]*["']?value["']?[ \t]*:""")
-            # `<key>db_password</key>` with `<value>` on the next line
-            + _own_key_needles(ahead=r"""[\w.\x80-\xff-]*+</(?:key|name)>[ \t]*\r?\n[-+ ]?[ \t]*<value>""")
+            # `<key>db_password</key>` with `<value>` (a plist: `<string>`) on the next line
+            + _own_key_needles(ahead=r"""[\w.\x80-\xff-]*+</(?:key|name)>[ \t]*\r?\n[-+ ]?[ \t]*<(?:value|string)>""")
             # `passwords:` with `- item` on the next line
             + _own_key_needles(ahead=r"""[\w.\x80-\xff-]*+["']?:[ \t]*\r?\n[-+ ]?[ \t]*-[ \t]""")
             # `"passwords": [` with a quoted item on the next line

@@ -115,13 +115,13 @@ class NetworkDeviceRule(Rule):
         if prefix is not None:
             value = _DEVICE_VALUE.match(body, prefix.end())
             # `enable password x`, `username u password x` end their line: else it is a sentence;
-            # unless an encryption type and a crypt hash or a device keyword follow
-            # (`username admin password 5 $5$... role network-admin`, NX-OS)
+            # unless a device keyword follows (`username admin password x role network-admin`,
+            # NX-OS, typed or not) or an encryption type and a crypt hash
             may_trail = not prefix.group(0).lstrip().lower().startswith(("enable", "username"))
-            if value is not None and not may_trail and value.group("type") is not None:
-                may_trail = (
-                    _CRYPT_VALUE.fullmatch(value.group("quoted") or value.group("value")) is not None
-                    or _DEVICE_TRAIL.match(body, value.end()) is not None
+            if value is not None and not may_trail:
+                may_trail = _DEVICE_TRAIL.match(body, value.end()) is not None or (
+                    value.group("type") is not None
+                    and _CRYPT_VALUE.fullmatch(value.group("quoted") or value.group("value")) is not None
                 )
             if value is not None and (may_trail or not body[value.end() :].strip()):
                 group = "quoted" if value.start("quoted") >= 0 else "value"

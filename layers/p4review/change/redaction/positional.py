@@ -104,9 +104,10 @@ class _GatedPatternRule(PatternRule):
         return super().apply(body, kind, counts) if self.gate(body) else body
 
 
-_QUOTED = r"(?P<q>[\"'])(?P<{0}>(?:(?!(?P=q))[^\\\n]|\\.)+)(?P=q)"
+# `@"..."`: a C# verbatim string (`@"CORP\admin"`).
+_QUOTED = r"@?(?P<q>[\"'])(?P<{0}>(?:(?!(?P=q))[^\\\n]|\\.)+)(?P=q)"
 # A simple argument before the password: a literal or a name (`user`, `settings.SMTP_USER`).
-_ARG = r"(?:\"[^\"\n]*\"|'[^'\n]*'|[\w.$\[\]>-]+)"
+_ARG = r"(?:@?\"[^\"\n]*\"|'[^'\n]*'|[\w.$\[\]>-]+)"
 _LOGIN_CALLS = (
     "login",
     "simple_bind_s",

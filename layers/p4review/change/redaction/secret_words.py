@@ -19,7 +19,7 @@ from collections.abc import Callable
 from p4review.change.redaction.base import Rule, splice
 from p4review.change.redaction.filekind import FileKind
 from p4review.change.redaction.keyless import looks_generated, looks_generated_one_case
-from p4review.change.redaction.needles import needles
+from p4review.change.redaction.needles import MAX_AHEAD_RUN, needles
 from p4review.change.redaction.positional import own
 from p4review.change.redaction.values import is_template_or_masked
 
@@ -33,6 +33,9 @@ _RUN = re.compile(rf"(?<![\\\r${_RUN_CHARACTERS}])[{_RUN_CHARACTERS}]{{16,}}")
 _PIECES = re.compile(r"[._/-]")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _HEX = re.compile(r"[0-9a-fA-F]+")
+# A digest named by its algorithm: a wheel's RECORD (`sha256=`), Subresource Integrity and npm
+# locks (`sha512-`).
+_LABELLED_DIGEST = re.compile(r"(?:sha(?:1|224|256|384|512)|md5)[=-]", re.IGNORECASE)
 _EDGES = "=._-/+"
 # Words of three letters or more, capitalized or lower case: most of an identifier
 # (`xmlSecOpenSSLKeyDataX509Id`, `XkbMaxLegalKeyCode`), a few percent of a random string.
@@ -51,11 +54,14 @@ _AHEAD = rf"[^\n]{{0,{_REACH}}}[{_RUN_CHARACTERS.replace('A-Z', '')}]{{16}}"
 
 
 # The name a word is part of ends in `id` or `name` (`credentialId`, `access_key_id`, `secret_name`):
-# what follows is an identifier.
-_NAME_TAIL = re.compile(r"[\w-]*")
+# what follows is an identifier. Bounded: asked at each run near the word, a name spanning the
+# line (`keyé<run>é...`, `é` a word character) was read to its end each time.
+_NAME_TAIL = re.compile(rf"[\w-]{{0,{MAX_AHEAD_RUN}}}")
 _ID_NAME = re.compile(r"(?:[_-]?id|Id|ID|[_-]?name|Name)s?$")
 # An OpenSSH public key's type, right before its base64 (`ssh-ed25519 AAAAC3...`).
 _PUBLIC_KEY_TYPE = re.compile(r"(?:ssh-(?:rsa|dss|ed25519|ed448)|ecdsa-sha2-nistp\d+|sk-[\w-]+@openssh\.com)[ \t]+$")
+# An OpenPGP key's fingerprint fetched from a key server (`gpg --recv-keys 5BE8A3F6...`).
+_KEY_SERVER_FETCH = re.compile(r"--recv-keys?[ \t]+$")
 
 
 _RUN_REST = re.compile(rf"[{_RUN_CHARACTERS}]+")
@@ -90,7 +96,13 @@ def _generated(run: str, *, beside_word: bool) -> bool:
     if _HEX.fullmatch(value):
         # A digest, unless the word is right before it: `newsapi KEY b6907d28...` (32 hex or more).
         return beside_word and looks_generated_one_case(value, _SHORTEST_HEX_KEY)
-    if _UUID.search(value) or value.count("/") > 1 or is_template_or_masked(value) or "example" in value.lower():
+    if (
+        _UUID.search(value)
+        or value.count("/") > 1
+        or _LABELLED_DIGEST.match(value)
+        or is_template_or_masked(value)
+        or "example" in value.lower()
+    ):
         return False
     # Whole, only without `_` and `.`: joined that way, short words and numbers look generated
     # (`X509_get_X509_PUBKEY`, `_aws_kms_18db7412.IKeyRef`); a token's pieces are long.
@@ -133,8 +145,9 @@ class SecretWordRule(Rule):
             distance = run.start() - ends[nearest]
             if distance > _REACH or _names_an_id(body, words[nearest]):
                 continue
-            if _PUBLIC_KEY_TYPE.search(body[max(0, run.start() - 64) : run.start()]):
-                continue  # `ssh-ed25519 AAAAC3...`: a public key
+            before = body[max(0, run.start() - 64) : run.start()]
+            if _PUBLIC_KEY_TYPE.search(before) or _KEY_SERVER_FETCH.search(before):
+                continue  # `ssh-ed25519 AAAAC3...`, `--recv-keys 5BE8A3F6...`: a public key
             if _generated(run.group(), beside_word=distance <= _BESIDE):
                 start, end = run.span()
                 text = run.group()

@@ -28,6 +28,9 @@ _TEMPLATE = re.compile(
     # space: `{{`), or whole inside it. An unclosed mark inside is text: `m{{h}o)p${e]nob(ody...`.
     r"^(?:\$\{|\{\{|\{%|%\(|<%)"
     r"|\$\{[^{}\[\]()<>\s]*\}|\{\{[^{}]*\}\}|\{%.*?%\}|%\([\w.]+\)|<%.*?%>"
+    # The value cut at a space or a quote before the mark closes: a mark ending it (`prefix-{{`,
+    # `x${{`, `pre<%=`), or a name indexed, called or defaulted (`${arr[`, `${lookup(`, `${PW:`).
+    r"|(?:\$\{\{?|\{\{-?|\{%-?|<%[=-]?)$|\$\{[A-Za-z_][\w.]*[\[(:]"
     r"|(?<!\{)\{[\w.]*\}(?!\})"  # "{}" / "{name}" format fields (not an escaped `{{x}}`)
     r"|^\$[A-Za-z_]\w*$|^\$\(|^\$\d$"  # $VAR, $(command), $1
     r"|^%[sdrvq]$|^%[A-Za-z_]\w*%$"  # %s, %WINDOWS_VAR%
