@@ -1,7 +1,8 @@
 """A generated run of characters on a line whose words say secret (`key`, `token`, `secret`,
-`passw`, `auth`, `credential`...), wherever the two sit on the line: the vendor token that no
-rule knows and that no `name = value` shape introduces (`Authorization header for the CI:
-gqd7Kx...`, `--token gqd7Kx...`, `{"Token", "gqd7Kx..."}` in a table of test cases).
+`passw`, `auth`, `credential`...), within reach after the word, or joined to it in one run: the
+vendor token that no rule knows and that no `name = value` shape introduces (`Authorization
+header for the CI: gqd7Kx...`, `--token gqd7Kx...`, `{"Token", "gqd7Kx..."}` in a table of
+test cases, `acme-apikey-dd52c2...`).
 
 The last resort after every rule that knows a shape, so the masks those rules write stay
 theirs. What counts as generated is `looks_generated` (three character classes, changing often,
