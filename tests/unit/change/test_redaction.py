@@ -855,6 +855,25 @@ def test_counts_are_a_counter_compatible_mapping():
     assert Counter(document.counts) == Counter({"aws_access_key": 2})
 
 
+def test_a_rule_that_counts_nothing_leaves_no_class_in_the_counts():
+    """A rule adding 0 to its class (it looked and masked nothing) is not a finding: neither the
+    document's counts nor the guard's re-check hold that class (the guard refused such text)."""
+    from p4review.change.redaction.base import Rule
+    from p4review.change.redaction.needles import needles
+    from p4review.change.redaction.scanner import Scanner
+
+    class CountsZero(Rule):
+        def apply(self, body, kind, counts):
+            counts[self.name] += 0
+            return body
+
+    text, counts = Scanner([CountsZero("nothing", needles("word"))]).scan("+a word\n")
+    assert text == "+a word\n" and dict(counts) == {}
+    # the secret-word rule looks at this line and masks nothing (`your_password`: a placeholder)
+    line = "+Host=h; Username=your_username; Password=your_password;\n"
+    assert redact(line).text == line and dict(redact(line).counts) == {}
+
+
 def test_ipv6_ranges_are_found_by_their_leading_digits_not_by_every_colon():
     """fc00::/7 and fe80::/10 need `fc`/`fd`/`fe8`..`feb` in the text; a range whose first group
     can be written with fewer digits (or `::/0`) falls back to any colon."""

@@ -24,6 +24,7 @@ from typing import Any, NoReturn
 
 from p4review.change.redaction.values import (
     REDACTED_MARK,
+    UUID,
     is_template_or_masked,
     looks_random,
     names_a_secret,
@@ -50,7 +51,6 @@ _WORD = re.compile(r"[A-Za-z_$][\w$]*")
 # 1% of 36-character base62 or 40-character lower-case-and-digit ones read as mostly words.
 _WORDS = re.compile(r"[A-Z][a-z]{2,}|(?<![a-z0-9])[a-z]{3,}(?![a-z0-9])|(?<![A-Za-z0-9])[A-Z]{4,}(?![A-Za-z0-9])")
 # Identifiers, not credentials, wherever they are repeated; an example says so itself.
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
 # A word of four letters or more has a vowel and no four consonants in a row: the letter runs of a random password
@@ -82,7 +82,7 @@ def qualifies(value: str) -> bool:
         return False
     if is_template_or_masked(value) or names_a_secret(value) or name_like(value):
         return False
-    if _UUID.search(value) or "example" in value.lower():
+    if UUID.search(value) or "example" in value.lower():
         return False
     if _WORD.fullmatch(value):
         # `db_password1`, `MySecretValue`: a word a variable could be; only a random one is masked.

@@ -15,9 +15,8 @@ from p4review.change.redaction.base import Match, PatternRule, Rule, splice
 from p4review.change.redaction.filekind import FileKind
 from p4review.change.redaction.needles import needles
 from p4review.change.redaction.positional import own
-from p4review.change.redaction.values import is_template_or_masked, looks_random, shannon_entropy
+from p4review.change.redaction.values import UUID, is_template_or_masked, looks_random, shannon_entropy
 
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _HEX = re.compile(r"[0-9a-f]+|[0-9A-F]+")
 
 
@@ -104,7 +103,7 @@ def looks_generated_one_case(value: str, min_length: int = 20) -> bool:
 def _bare_key(_: Match, secret: str) -> bool:
     """A bare `key` says little: only a generated value (all three character classes, or base36
     in one case) counts; not a digest in hex, not a UUID."""
-    if _UUID.fullmatch(secret) is not None or _HEX.fullmatch(secret):
+    if UUID.fullmatch(secret) is not None or _HEX.fullmatch(secret):
         return False
     return looks_generated(secret) or looks_generated_one_case(secret)
 
@@ -155,7 +154,7 @@ _QUERY_NAMES = (
 
 def _query_value(_: Match, secret: str) -> bool:
     value = unquote(secret)
-    if is_template_or_masked(value) or _UUID.fullmatch(value):
+    if is_template_or_masked(value) or UUID.fullmatch(value):
         return False
     # A signature in hex (SigV4, HMAC) is a secret here: the parameter's name says so.
     return looks_random(value) or (len(value) >= 32 and _HEX.fullmatch(value) is not None)
@@ -207,7 +206,7 @@ class HeaderRule(Rule):
 
     @staticmethod
     def _secret(value: str) -> bool:
-        if is_template_or_masked(value) or _UUID.fullmatch(value):
+        if is_template_or_masked(value) or UUID.fullmatch(value):
             return False
         if looks_random(value) or (len(value) >= 20 and _HEX.fullmatch(value) is not None):
             return True

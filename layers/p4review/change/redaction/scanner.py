@@ -216,7 +216,7 @@ class Scanner:
         if values:
             replaced, output = _mask_copies(text, replaced, values, counts)
         if not replaced:
-            return text, Counter(counts)
+            return text, +counts  # `+`: only classes counted at least once (a rule may add 0)
         pieces: list[str] = []
         copied = shift = 0  # shift: output offset minus source offset, after the lines replaced so far
         for line_start, line_end, new in replaced:
@@ -229,7 +229,7 @@ class Scanner:
         if output is None:
             pieces.append(text[copied:])
             output = "".join(pieces)
-        return output, Counter(counts)
+        return output, +counts
 
     def _flags(self, text: str, previous: ScanRecord | None) -> dict[int, int]:
         """The prefilter's result for `text`: computed, or, for the lines that are byte-identical

@@ -23,6 +23,9 @@ def placeholder(name: str) -> str:
     return f"[REDACTED:{name}]"
 
 
+# An RFC 4122 UUID anywhere in a value: an identifier, never a secret by its shape alone.
+UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
 _TEMPLATE = re.compile(
     # ${VAR} {{ jinja }} {% tag %} %(name)s <%= erb %>: opening the value (which may be cut at a
     # space: `{{`), or whole inside it. An unclosed mark inside is text: `m{{h}o)p${e]nob(ody...`.
