@@ -4,6 +4,7 @@ point the real functions at them."""
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import secrets
 import shutil
@@ -39,6 +40,23 @@ def fake_p4() -> str:
     directory = tempfile.mkdtemp(prefix="p4review-fake-p4-")
     atexit.register(shutil.rmtree, directory, True)
     return str(write_fake_p4_wrapper(Path(directory) / "p4", {}))
+
+
+def p4_commands(log_file: Path) -> list[list[str]]:
+    """Each p4 invocation the fake logged (P4FAKE_LOG) as one argument list: an argument file's
+    lines (`-x ARGFILE`) follow the command's own arguments, where p4 puts them, and the `-x`
+    option and the file's (temporary) name are left out."""
+    if not log_file.exists():
+        return []
+    commands = []
+    for line in log_file.read_text().splitlines():
+        entry = json.loads(line)
+        argv: list[str] = entry["argv"]
+        if "-x" in argv:
+            at = argv.index("-x")
+            argv = argv[:at] + argv[at + 2 :] + entry["argfile"]
+        commands.append(argv)
+    return commands
 
 
 @dataclass

@@ -3,9 +3,9 @@ point of the depot allow-list (spec "Depot path allow-list policy"; docs/securit
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Generator, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
 
 from p4review.change.depot_paths import DepotAllowList, PathDecision
 from p4review.change.depot_policy import (
@@ -30,7 +30,7 @@ from p4review.models.change import (
 from p4review.models.job import ChangeKind
 from p4review.models.policy import ChangePolicy, PolicyDiagnostic
 from p4review.observability import logger, metrics
-from p4review.perforce.diff_text import added_file_diff, normalize_diff2
+from p4review.perforce.diff_text import added_file_diff, edit_diff
 from p4review.perforce.errors import P4ArgumentError, P4CommandError, P4NotFoundError
 from p4review.perforce.runner import P4Runner
 from p4review.perforce.values import (
@@ -46,22 +46,19 @@ DEFAULT_MAX_FILE_BYTES = 1024 * 1024
 _ADD_ACTIONS = frozenset({"add", "branch", "move/add", "import"})
 _EDIT_ACTIONS = frozenset({"edit", "integrate"})
 _DELETE_ACTIONS = frozenset({"delete", "move/delete", "purge"})
-# File operands per `p4 files` / `p4 print` of the depot policy lookup: a change's candidate
-# directories cost a command per hundred, and an argv stays far below the system's limits.
-POLICY_OPERANDS_PER_COMMAND = 100
-_POLICY_ARGV_CHARS = 64 * 1024
 
 
 class ChangeFetcher:
-    """Fetches a change's metadata and per-file unified diffs, one p4 command per file, and
-    enforces the depot allow-list.
+    """Fetches a change's metadata and per-file unified diffs in a constant number of p4
+    commands (describe, the policy lookup's files and print, one print of every file's sides),
+    and enforces the depot allow-list.
 
-    The list is checked twice: on the paths `describe -s` reports (metadata, no content), and
-    again in `file_diff` before any per-file command. A refused file is never fetched in any
-    form (there is no whole-change diff: `describe` always carries -s, and every command that
-    reads a changed file names that one file; only the policy lookup names several, each a
-    `.p4review.toml` the list allows); it stays in the coverage as skipped, and its denial is a
-    security event.
+    The list is checked three times: on the paths `describe -s` reports (metadata, no content);
+    again for each file before its operands are written to the print's argument file; and on
+    each answer of that print, which must name the file asked for, before its content is kept.
+    A refused file is never fetched in any form (there is no whole-change diff: `describe`
+    always carries -s, and every command that reads content names each file it reads); it stays
+    in the coverage as skipped, and its denial is a security event.
     """
 
     def __init__(
@@ -177,32 +174,34 @@ class ChangeFetcher:
         by_operand = {depot_path_operand(path): path for path in candidates}
         revisions: dict[str, int] = {}  # operand -> the revision in force
         try:
-            for batch in _batches([operand + revision for operand in by_operand]):
-                for record in self._runner.run_marshal_found(["files", *batch], changelist_id=number):
-                    operand = decode_field(record.get(b"depotFile"))
-                    rev = int_field(record.get(b"rev"))
-                    if operand not in by_operand or rev is None:
-                        continue  # not a file we asked for
-                    if decode_field(record.get(b"action")) in _DELETE_ACTIONS:  # deleted: no policy there
-                        continue
-                    if is_binary_type(decode_field(record.get(b"type"))):
-                        # A binary file is never reviewed, so the change that made this policy was
-                        # not either: it is not used.
-                        detail = "stored as a binary file type, so never reviewed: not used"
-                        found.diagnostics.append(
-                            PolicyDiagnostic(source=by_operand[operand], reason="invalid_policy", detail=detail)
-                        )
-                        continue
-                    revisions[operand] = rev
+            lookup = [operand + revision for operand in by_operand]
+            for record in self._stream("files", lookup, number):
+                operand = decode_field(record.get(b"depotFile"))
+                rev = int_field(record.get(b"rev"))
+                if operand not in by_operand or rev is None:
+                    continue  # a missing file's warning, or not a file we asked for
+                if decode_field(record.get(b"action")) in _DELETE_ACTIONS:  # deleted: no policy there
+                    continue
+                if is_binary_type(decode_field(record.get(b"type"))):
+                    # A binary file is never reviewed, so the change that made this policy was
+                    # not either: it is not used.
+                    detail = "stored as a binary file type, so never reviewed: not used"
+                    found.diagnostics.append(
+                        PolicyDiagnostic(source=by_operand[operand], reason="invalid_policy", detail=detail)
+                    )
+                    continue
+                revisions[operand] = rev
         except P4CommandError:
             found.diagnostics.append(PolicyDiagnostic(source="(lookup)", reason="unreadable", detail="p4 files failed"))
             return found
         contents: dict[str, bytes] = {}
-        for batch in _batches([f"{operand}#{rev}" for operand, rev in revisions.items()]):
-            try:
-                contents.update(self._print_files(batch, number))
-            except (P4NotFoundError, P4CommandError):
-                pass  # each file of the batch is reported unreadable below
+        specs = [f"{operand}#{rev}" for operand, rev in revisions.items()]
+        try:
+            for printed in _printed_files(self._stream("print", specs, number)):
+                if printed.depot_path in revisions:  # a policy file too large is refused for its size
+                    contents[printed.depot_path] = bytes(printed.content)
+        except (P4NotFoundError, P4CommandError):
+            pass  # each file not read is reported unreadable below
         for operand in revisions:
             source = by_operand[operand]
             data = contents.get(operand)
@@ -222,22 +221,11 @@ class ChangeFetcher:
         found.policies.sort(key=lambda policy: order[policy.source])  # deepest first
         return found
 
-    def _print_files(self, specs: list[str], number: int) -> dict[str, bytes]:
-        """`p4 -G print SPEC...`: each file's content by its depot path. p4 answers a stat record
-        (depotFile, rev, fileSize, ...) per file, then its content in records of their own (`code`
-        text or binary, `data` a chunk), as git-p4 reads them (git.git, git-p4.py,
-        P4Sync.streamP4FilesCb): a record naming a depotFile starts the next file. The framing is
-        marshal's, so no file's content can pass for a header. Content past the size bound is
-        not kept (parse_policy_file refuses the file for its size)."""
-        contents: dict[str, bytearray] = {}
-        current: bytearray | None = None
-        for record in self._runner.run_marshal_found(["print", *specs], changelist_id=number):
-            if b"depotFile" in record:
-                current = contents.setdefault(decode_field(record.get(b"depotFile")), bytearray())
-            elif current is not None and isinstance(record.get(b"data"), bytes):
-                if len(current) <= MAX_POLICY_BYTES:
-                    current += record[b"data"]
-        return {path: bytes(data) for path, data in contents.items()}
+    def _stream(self, command: str, operands: list[str], number: int) -> Iterator[dict[bytes, Any]]:
+        """`p4 -G -x ARGFILE COMMAND`, its operands in the argument file; no command for none."""
+        if not operands:
+            return iter(())
+        return self._runner.stream_marshal([command], operands, changelist_id=number)
 
     def denied_files(self, description: ChangeDescription, *, job_id: str | None = None) -> set[str]:
         """First check, on the metadata: the listed paths the allow-list refuses (each reported)."""
@@ -249,11 +237,12 @@ class ChangeFetcher:
                 denied.add(changed.depot_path)
         return denied
 
-    def file_diff(self, description: ChangeDescription, changed: ChangedFile, *, job_id: str | None = None) -> FileDiff:
+    def _plan(self, description: ChangeDescription, changed: ChangedFile, job_id: str | None) -> _Plan:
+        """What to print for one file, or why it is skipped without a p4 command."""
         path, action, number = changed.depot_path, changed.action, description.changelist_id
 
-        def skipped(reason: SkipReason) -> FileDiff:
-            return FileDiff(depot_path=path, action=action, status=DiffStatus.SKIPPED, skip_reason=reason)
+        def skipped(reason: SkipReason) -> _Plan:
+            return _Plan(changed, skip=reason)
 
         # Second check: nothing below names this file to p4 unless the list allows it here.
         decision = self._allow_list.check(path)
@@ -269,132 +258,169 @@ class ChangeFetcher:
         size = self._sizes.get((number, description.kind.value, path, changed.revision))
         if size is not None and size > self._max_bytes:
             return skipped(SkipReason.TOO_LARGE)
-        # A policy file is always reviewed: its author writes the header that would say "generated".
-        skip_generated = self._skip_generated and not is_policy_file(path)
         # The server's own spelling (escaped), never the normalized form: that is what was allowed.
         operand = depot_path_operand(path)
         shelved = description.kind is ChangeKind.SHELVED
+        new = f"{operand}@={number}" if shelved else f"{operand}#{changed.revision}"
         if action in _ADD_ACTIONS or (action in _EDIT_ACTIONS and not shelved and changed.revision <= 1):
-            spec = f"{operand}@={number}" if shelved else f"{operand}#{changed.revision}"
-            content = self._runner.run_text(["print", "-q", spec], changelist_id=number)
-            if len(content) > self._max_bytes:
-                return skipped(SkipReason.TOO_LARGE)
-            if skip_generated and declares_generated(content[:4096].decode("utf-8", "replace")):
-                return skipped(SkipReason.GENERATED)
-            return FileDiff(
-                depot_path=path,
-                action=action,
-                status=DiffStatus.FETCHED,
-                unified_diff=added_file_diff(path, content),
-                new_content=decode_text(content, "file content").removeprefix("\ufeff")
-                if self._keep_content(path)
-                else None,
-            )
+            return _Plan(changed, new_spec=new)
         if action in _EDIT_ACTIONS:
-            if shelved:  # shelved content against the depot head it would replace
-                left, right = operand, f"{operand}@={number}"
-            else:
-                left, right = f"{operand}#{changed.revision - 1}", f"{operand}#{changed.revision}"
-            output = self._runner.run_text(["diff2", "-du", left, right], changelist_id=number)
-            if len(output) > self._max_bytes:
-                return skipped(SkipReason.TOO_LARGE)
-            diff = normalize_diff2(path, output)
-            if diff is None:
-                return skipped(SkipReason.IDENTICAL)
-            if skip_generated and diff_declares_generated(diff):
-                return skipped(SkipReason.GENERATED)  # before the analyzers' print: no p4 call spent
-            new_content = None
-            if self._keep_content(path):
-                # One more p4 command for this file: the analyzers read the whole new file.
-                content = self._runner.run_text(["print", "-q", right], changelist_id=number)
-                if len(content) <= self._max_bytes:
-                    new_content = decode_text(content, "file content").removeprefix("\ufeff")
-                    if skip_generated and declares_generated(new_content[:4096]):
-                        return skipped(SkipReason.GENERATED)  # edited below a header the diff did not show
-            return FileDiff(
-                depot_path=path, action=action, status=DiffStatus.FETCHED, unified_diff=diff, new_content=new_content
-            )
+            # A shelf against the depot head it would replace; a submitted edit against the revision before.
+            return _Plan(changed, old_spec=operand if shelved else f"{operand}#{changed.revision - 1}", new_spec=new)
         return skipped(SkipReason.UNSUPPORTED_ACTION)
 
-    def fetch(
-        self, changelist_id: int, kind: ChangeKind, *, parallelism: int = 8, job_id: str | None = None
-    ) -> ChangeSnapshot:
+    def _file_diff(self, plan: _Plan, old: _Printed | None, new: _Printed) -> FileDiff:
+        """One file's diff from its printed sides."""
+        changed = plan.changed
+        path, action = changed.depot_path, changed.action
+
+        def skipped(reason: SkipReason) -> FileDiff:
+            return FileDiff(depot_path=path, action=action, status=DiffStatus.SKIPPED, skip_reason=reason)
+
+        if new.missing:  # obliterated or re-shelved between describe and print: this file only
+            return skipped(SkipReason.NOT_FOUND)
+        if new.binary or (old is not None and old.binary):
+            return skipped(SkipReason.BINARY)
+        if new.too_large or (old is not None and old.too_large):
+            return skipped(SkipReason.TOO_LARGE)
+        # A policy file is always reviewed: its author writes the header that would say "generated".
+        skip_generated = self._skip_generated and not is_policy_file(path)
+        new_text = decode_text(bytes(new.content), "file content").removeprefix("\ufeff")
+        if skip_generated and declares_generated(new_text[:4096]):
+            return skipped(SkipReason.GENERATED)
+        if old is None or old.missing:
+            # An add, or an edit whose previous revision is gone (obliterated): all of it is new.
+            diff = added_file_diff(path, bytes(new.content))
+        else:
+            edited = edit_diff(path, bytes(old.content), bytes(new.content))
+            if edited is None:
+                return skipped(SkipReason.IDENTICAL)
+            if skip_generated and diff_declares_generated(edited):
+                return skipped(SkipReason.GENERATED)
+            diff = edited
+        return FileDiff(
+            depot_path=path,
+            action=action,
+            status=DiffStatus.FETCHED,
+            unified_diff=diff,
+            new_content=new_text if self._keep_content(path) else None,
+        )
+
+    def fetch(self, changelist_id: int, kind: ChangeKind, *, job_id: str | None = None) -> ChangeSnapshot:
         """The whole change in memory (tests, benchmarks); the fetch stage streams instead."""
         description = self.describe(changelist_id, kind)
         policy = self.read_policy(description)
-        diffs = list(self.iter_file_diffs(description, parallelism=parallelism, job_id=job_id, policy=policy))
+        diffs = list(self.iter_file_diffs(description, job_id=job_id, policy=policy))
         return ChangeSnapshot(description=description, diffs=diffs, policy=policy)
 
     def iter_file_diffs(
-        self,
-        description: ChangeDescription,
-        *,
-        parallelism: int = 8,
-        job_id: str | None = None,
-        policy: ChangePolicy | None = None,
+        self, description: ChangeDescription, *, job_id: str | None = None, policy: ChangePolicy | None = None
     ) -> Iterator[FileDiff]:
-        """Check the paths, then one p4 command per allowed file, yielding the diffs in describe
-        order. Per-file commands are latency-bound (a server round trip each), so a few run at
-        once; at most 2 x `parallelism` diffs are held at a time, whatever the change's size."""
+        """Check the paths, then print every allowed file's sides in ONE `p4 -x ARGFILE print`
+        (each edit's old side just before its new one) and diff them here, yielding the diffs in
+        describe order as the content streams in: one file's two sides are held at a time,
+        whatever the change's size. p4 answers in operand order, so each answer is matched to
+        its file by position, and checked to name that file before its content is read."""
         denied = self.denied_files(description, job_id=job_id)
-
-        def one(changed: ChangedFile) -> FileDiff:
+        plans: list[_Plan] = []
+        for changed in description.files:
             if changed.depot_path in denied:  # already reported by the first check
-                return FileDiff(
-                    depot_path=changed.depot_path,
-                    action=changed.action,
-                    status=DiffStatus.SKIPPED,
-                    skip_reason=SkipReason.OUTSIDE_ALLOW_LIST,
-                )
-            if policy is not None and is_ignored(policy.policies, changed.depot_path):
-                return FileDiff(
-                    depot_path=changed.depot_path,
-                    action=changed.action,
-                    status=DiffStatus.SKIPPED,
-                    skip_reason=SkipReason.IGNORED_BY_POLICY,
-                )
-            try:
-                return self.file_diff(description, changed, job_id=job_id)
-            except P4NotFoundError:
-                # Obliterated or re-shelved between describe and diff: skip this file only.
-                return FileDiff(
-                    depot_path=changed.depot_path,
-                    action=changed.action,
-                    status=DiffStatus.SKIPPED,
-                    skip_reason=SkipReason.NOT_FOUND,
-                )
-
-        if parallelism <= 1 or len(description.files) <= 1:
-            for changed in description.files:
-                yield one(changed)
-            return
-        pool = ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="p4-file")
-        window: deque[Future[FileDiff]] = deque()
+                plans.append(_Plan(changed, skip=SkipReason.OUTSIDE_ALLOW_LIST))
+            elif policy is not None and is_ignored(policy.policies, changed.depot_path):
+                plans.append(_Plan(changed, skip=SkipReason.IGNORED_BY_POLICY))
+            else:
+                plans.append(self._plan(description, changed, job_id))
+        operands = [spec for plan in plans for spec in (plan.old_spec, plan.new_spec) if spec is not None]
+        answers = _printed_files(self._stream("print", operands, description.changelist_id), limit=self._max_bytes)
         try:
-            for changed in description.files:
-                window.append(pool.submit(one, changed))
-                if len(window) >= 2 * parallelism:
-                    yield window.popleft().result()
-            while window:
-                yield window.popleft().result()
+            for plan in plans:
+                if plan.skip is not None:
+                    yield FileDiff(
+                        depot_path=plan.changed.depot_path,
+                        action=plan.changed.action,
+                        status=DiffStatus.SKIPPED,
+                        skip_reason=plan.skip,
+                    )
+                    continue
+                old = self._answer(answers, plan.old_spec) if plan.old_spec else None
+                new = self._answer(answers, plan.new_spec)
+                yield self._file_diff(plan, old, new)
+            if next(answers, None) is not None:
+                raise P4CommandError("p4 print: more answers than files")
         finally:
-            # A consumer that stops early (an error downstream) must not leave commands queued.
-            pool.shutdown(wait=True, cancel_futures=True)
+            answers.close()  # a consumer that stops early leaves no p4 running
+
+    def _answer(self, answers: Iterator[_Printed], spec: str | None) -> _Printed:
+        """The next answer, which must be this spec's file, and a file the allow-list allows."""
+        assert spec is not None
+        answer = next(answers, None)
+        if answer is None:
+            raise P4CommandError("p4 print: fewer answers than files")
+        if answer.missing:
+            return answer
+        # The path without its revision (a depot path's own @ and # are escaped, as %40 and %23).
+        expected = spec.split("@=", 1)[0].split("#", 1)[0]
+        answered = answer.depot_path.split("@=", 1)[0].split("#", 1)[0]
+        if answered != expected or not self._allow_list.check(answered).allowed:
+            raise P4CommandError("p4 print: an answer names another file than asked")
+        return answer
 
 
-def _batches(operands: list[str]) -> Iterator[list[str]]:
-    """`operands` in order, in batches of at most POLICY_OPERANDS_PER_COMMAND and
-    _POLICY_ARGV_CHARS characters (a single longer operand goes alone)."""
-    batch: list[str] = []
-    size = 0
-    for operand in operands:
-        if batch and (len(batch) >= POLICY_OPERANDS_PER_COMMAND or size + len(operand) > _POLICY_ARGV_CHARS):
-            yield batch
-            batch, size = [], 0
-        batch.append(operand)
-        size += len(operand)
-    if batch:
-        yield batch
+@dataclass(frozen=True)
+class _Plan:
+    """One changed file: skipped without a p4 command, or its sides to print."""
+
+    changed: ChangedFile
+    skip: SkipReason | None = None
+    old_spec: str | None = None
+    new_spec: str | None = None
+
+
+@dataclass
+class _Printed:
+    """One operand's answer from `p4 -G print`: a file, or the warning that it is missing.
+    `content` holds at most the first `limit` + 1 bytes: more means `too_large`."""
+
+    depot_path: str = ""
+    missing: bool = False
+    binary: bool = False
+    content: bytearray = field(default_factory=bytearray)
+    limit: int = MAX_POLICY_BYTES
+
+    @property
+    def too_large(self) -> bool:
+        return len(self.content) > self.limit
+
+
+def _printed_files(records: Iterable[dict[bytes, Any]], *, limit: int = MAX_POLICY_BYTES) -> Generator[_Printed]:
+    """`p4 -G print SPEC...` answers, one per operand in order. p4 answers a stat record
+    (depotFile, rev, type, fileSize...) per file, then its content in records of their own (`code`
+    text or binary, `data` a chunk), as git-p4 reads them (git.git, git-p4.py,
+    P4Sync.streamP4FilesCb): a record naming a depotFile starts the next file. A missing file is
+    a warning record in its place. The framing is marshal's, so no file's content can pass for a
+    header. Content past `limit` + 1 bytes is dropped as it arrives: memory stays bounded."""
+    current: _Printed | None = None
+    for record in records:
+        if record.get(b"code") == b"error":  # the runner lets only "no such file" warnings through
+            if current is not None:
+                yield current
+            current = None
+            yield _Printed(missing=True, limit=limit)
+        elif b"depotFile" in record:
+            if current is not None:
+                yield current
+            current = _Printed(
+                depot_path=decode_field(record.get(b"depotFile")),
+                binary=is_binary_type(decode_field(record.get(b"type"))),
+                limit=limit,
+            )
+        elif current is not None and isinstance(record.get(b"data"), bytes):
+            if len(current.content) <= limit:
+                current.content += record[b"data"][: limit + 1 - len(current.content)]
+        else:
+            raise P4CommandError("p4 print: content before any file")
+    if current is not None:
+        yield current
 
 
 def report_path_denied(

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Any
+
+# Reads exactly `count` bytes; fewer only at the end of the stream.
+ReadExactly = Callable[[int], bytes]
 
 
 def decode_marshal_stream(data: bytes) -> list[dict[bytes, Any]]:
@@ -11,22 +15,29 @@ def decode_marshal_stream(data: bytes) -> list[dict[bytes, Any]]:
     A strict hand-written reader instead of `marshal.loads`: the stdlib module is documented
     as unsafe for untrusted data, and these records carry user-controlled descriptions.
     """
-    records: list[dict[bytes, Any]] = []
     pos = 0
 
-    def take(count: int) -> bytes:
+    def read(count: int) -> bytes:
         nonlocal pos
-        if pos + count > len(data):
-            raise ValueError("truncated marshal data")
         chunk = data[pos : pos + count]
-        pos += count
+        pos += len(chunk)
         return chunk
 
-    def value() -> Any:
-        tag = take(1)
-        if tag == b"s":  # bytes (p4 strings)
-            return take(int.from_bytes(take(4), "little"))
-        if tag == b"u":  # str, as Python itself would write a text value
+    return list(iter_marshal_records(read))
+
+
+def iter_marshal_records(read: ReadExactly) -> Iterator[dict[bytes, Any]]:
+    """The records of a `p4 -G` stream one at a time, as they arrive (a batched `print` of a
+    whole change is never held whole). ValueError on anything but a well-formed stream."""
+
+    def take(count: int) -> bytes:
+        chunk = read(count)
+        if len(chunk) != count:
+            raise ValueError("truncated marshal data")
+        return chunk
+
+    def value(tag: bytes) -> Any:
+        if tag in (b"s", b"u"):  # bytes (p4 strings); `u` is str, as Python itself writes text
             return take(int.from_bytes(take(4), "little"))
         if tag == b"i":
             return int.from_bytes(take(4), "little", signed=True)
@@ -34,15 +45,16 @@ def decode_marshal_stream(data: bytes) -> list[dict[bytes, Any]]:
             return None
         raise ValueError(f"unsupported marshal type {tag!r}")
 
-    while pos < len(data):
-        if take(1) != b"{":
+    while True:
+        start = read(1)
+        if not start:
+            return
+        if start != b"{":
             raise ValueError("expected a dict record")
         record: dict[bytes, Any] = {}
-        while data[pos : pos + 1] != b"0":
-            key = value()
+        while (tag := take(1)) != b"0":
+            key = value(tag)
             if not isinstance(key, bytes):
                 raise ValueError("non-bytes key")
-            record[key] = value()
-        pos += 1
-        records.append(record)
-    return records
+            record[key] = value(take(1))
+        yield record

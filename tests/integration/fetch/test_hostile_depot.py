@@ -29,6 +29,7 @@ from p4review.fetch.stage import FetchWork
 from p4review.models.change import ChangedFile, DiffStatus
 from p4review.models.job import ChangeKind, ReviewJob
 from p4review.perforce import ChangeFetcher, P4Runner
+from p4review_dev.support.harness import p4_commands
 
 ROOT = Path(__file__).resolve().parents[3]
 FAKE_P4 = str(ROOT / "events" / "bin" / "p4")
@@ -182,11 +183,12 @@ def test_hostile_server_paths_are_skipped_and_never_reach_p4(depot, log_file, re
         **{path: ("skipped", "outside_allow_list") for path in HOSTILE},
     }
     assert snapshot.changed_files == [diff.depot_path for diff in snapshot.diffs]  # coverage lists every file
-    argvs = [entry["argv"] for entry in logged(log_file)]
+    argvs = p4_commands(log_file)  # an argument file's lines included
     assert argvs[0] == ["-G", "describe", "-s", "10"]
     # The depot policy is looked for only above allowed files, and only where the list allows.
     assert argvs[1] == ["-G", "files", "//depot/ok/.p4review.toml@9"]  # in force before change 10
-    assert sorted(argvs[2:]) == sorted([["print", "-q", "//depot/ok/a.c#1"], ["print", "-q", f"{SHELL_FILE}#1"]])
+    # One print names the allowed files, and only them, in one batch with the hostile ones left out.
+    assert argvs[2:] == [["-G", "print", "//depot/ok/a.c#1", f"{SHELL_FILE}#1"]]
     flat = "\x01".join(arg for argv in argvs for arg in argv)
     assert not any(fragment in flat for fragment in HOSTILE_FRAGMENTS)
     assert recorded_metrics.names == ["SecurityPathDenied"] * len(HOSTILE)
@@ -199,10 +201,10 @@ def test_shelved_change_denies_the_same_way(depot, log_file, recorded_metrics):
         ("//depot/ok/b.c", None),
         ("//secret/b.c", "outside_allow_list"),
     ]
-    assert [entry["argv"] for entry in logged(log_file)] == [
+    assert p4_commands(log_file) == [
         ["-G", "describe", "-s", "-S", "2"],
         ["-G", "files", "//depot/ok/.p4review.toml#head"],  # a shelf reads the policy in force now
-        ["print", "-q", "//depot/ok/b.c@=2"],
+        ["-G", "print", "//depot/ok/b.c@=2"],
     ]
 
 
@@ -225,17 +227,19 @@ def test_each_denial_is_one_sanitized_security_event(depot, log_file, recorded_m
 
 
 @pytest.mark.spec("SEC-5")
-def test_second_check_before_a_per_file_command(depot, log_file, recorded_metrics, caplog):
-    # A file that did not come through this fetcher's describe (or a list that changed since).
+def test_second_check_before_a_path_is_written_to_the_print(depot, log_file, recorded_metrics, caplog, monkeypatch):
+    # A list that changed between the two checks (or a file that did not come through them both):
+    # the first check lets everything through, the second, per file, refuses.
     caplog.set_level(logging.INFO, logger="p4review")
     fetcher = hostile_fetcher(depot, log_file)
     description = fetcher.describe(10, ChangeKind.SUBMITTED)
     smuggled = ChangedFile(depot_path="//secret/keys/prod.pem", action="add", file_type="text", revision=1)
-    diff = fetcher.file_diff(description, smuggled, job_id="job-9")
+    monkeypatch.setattr(fetcher, "denied_files", lambda *_args, **_kwargs: set())
+    [diff] = fetcher.iter_file_diffs(description.model_copy(update={"files": [smuggled]}), job_id="job-9")
     assert (diff.status, diff.skip_reason) == (DiffStatus.SKIPPED, "outside_allow_list")
     [event] = security_events(caplog)
     assert (event.check, event.reason, event.job_id) == ("fetch", "outside_allow_list", "job-9")
-    assert len(logged(log_file)) == 1 and recorded_metrics.names == ["SecurityPathDenied"]
+    assert len(logged(log_file)) == 1 and recorded_metrics.names == ["SecurityPathDenied"]  # describe only
 
 
 def test_shell_metacharacters_in_an_allowed_path_are_one_literal_token(depot, log_file, tmp_path, monkeypatch):
@@ -243,7 +247,7 @@ def test_shell_metacharacters_in_an_allowed_path_are_one_literal_token(depot, lo
     snapshot = hostile_fetcher(depot, log_file).fetch(10, ChangeKind.SUBMITTED)
     shell_diff = next(d for d in snapshot.diffs if d.depot_path == SHELL_FILE)
     assert f"+content of {SHELL_FILE}" in shell_diff.unified_diff
-    assert ["print", "-q", f"{SHELL_FILE}#1"] in [entry["argv"] for entry in logged(log_file)]
+    assert p4_commands(log_file)[-1] == ["-G", "print", "//depot/ok/a.c#1", f"{SHELL_FILE}#1"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p4-argv.jsonl"]  # nothing ran in a shell
 
 
@@ -259,7 +263,7 @@ def test_popen_gets_an_argument_list_shell_false_and_a_minimal_env(depot, log_fi
 
     monkeypatch.setattr(p4_runner.subprocess, "Popen", recording_popen)
     hostile_fetcher(depot, log_file).fetch(10, ChangeKind.SUBMITTED)
-    assert len(calls) == 4  # describe, the depot policy, two files
+    assert len(calls) == 3  # describe, the depot policy, one print of both files
     for args, kwargs in calls:
         assert isinstance(args, list) and all(isinstance(arg, str) for arg in args) and args[0] == FAKE_P4
         assert kwargs["shell"] is False and kwargs["stdin"] is subprocess.DEVNULL
@@ -352,18 +356,12 @@ def test_fetch_stage_enforces_the_configured_list_with_credentials_only_in_env(t
         "settings.py": None,
     }
     entries = logged(log_file)
-    # The one policy candidate the list allows, then settings.py: its diff, then its new content for
-    # the analyzers (one more p4 command).
-    assert [entry["argv"] for entry in entries][1] == [
-        "-G",
-        "files",
-        "//depot/services/telemetry/main/uploader/.p4review.toml@48233",
-    ]
-    assert [entry["argv"][:2] for entry in entries] == [
-        ["-G", "describe"],
-        ["-G", "files"],
-        ["diff2", "-du"],
-        ["print", "-q"],
+    # The one policy candidate the list allows, then settings.py's two sides in one print: the
+    # diff is made from them, and the new side is also what the analyzers read.
+    settings_py = "//depot/services/telemetry/main/uploader/settings.py"
+    assert p4_commands(log_file)[1:] == [
+        ["-G", "files", "//depot/services/telemetry/main/uploader/.p4review.toml@48233"],
+        ["-G", "print", f"{settings_py}#2", f"{settings_py}#3"],
     ]
     for entry in entries:
         assert {"P4PORT", "P4USER", "P4PASSWD"} <= set(entry["env"]) and "P4TICKET" not in entry["env"]

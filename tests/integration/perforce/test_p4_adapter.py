@@ -14,7 +14,7 @@ import pytest
 
 from p4review.change.depot_paths import DepotAllowList
 from p4review.errors import AuthError, ConfigError, ErrorClass, NotFoundError
-from p4review.models.change import ChangedFile, ChangeSnapshot, DiffStatus
+from p4review.models.change import ChangeDescription, ChangedFile, ChangeSnapshot, DiffStatus, FileDiff
 from p4review.models.job import ChangeKind
 from p4review.perforce import (
     ChangeFetcher,
@@ -32,7 +32,7 @@ from p4review.perforce import (
     normalize_diff2,
 )
 from p4review.perforce.access import p4_environment
-from p4review_dev.support.harness import fake_p4
+from p4review_dev.support.harness import fake_p4, p4_commands
 
 ROOT = Path(__file__).resolve().parents[3]
 FAKE_P4 = str(ROOT / "events" / "bin" / "p4")
@@ -59,6 +59,12 @@ def logged(log_file) -> list[dict]:
     if not log_file.exists():
         return []
     return [json.loads(line) for line in log_file.read_text().splitlines()]
+
+
+def fetch_one(fetcher: ChangeFetcher, description: ChangeDescription, changed: ChangedFile) -> FileDiff:
+    """One file through the batched path: the change's description holding only that file."""
+    [diff] = fetcher.iter_file_diffs(description.model_copy(update={"files": [changed]}))
+    return diff
 
 
 def statuses(snapshot: ChangeSnapshot) -> dict[str, tuple[str, str | None]]:
@@ -120,9 +126,8 @@ def test_shell_metacharacters_are_one_literal_token(log_file, tmp_path, monkeypa
     fetcher = fetcher_for(make_runner(log_file))
     description = fetcher.describe(48213, ChangeKind.SUBMITTED)
     changed = ChangedFile(depot_path=SHELL_BAIT, action="add", file_type="text", revision=1)
-    with pytest.raises(P4NotFoundError):
-        fetcher.file_diff(description, changed)
-    assert logged(log_file)[-1]["argv"] == ["print", "-q", f"{SHELL_BAIT}#1"]
+    assert fetch_one(fetcher, description, changed).skip_reason == "not_found"  # one literal path, not found
+    assert p4_commands(log_file)[-1] == ["-G", "print", f"{SHELL_BAIT}#1"]
     assert not (tmp_path / "pwned").exists() and not (tmp_path / "out.c").exists()
 
 
@@ -134,9 +139,11 @@ def test_control_characters_are_refused_before_running(log_file, bad):
     runner = make_runner(log_file)
     with pytest.raises(P4ArgumentError):
         runner.run_text(["print", "-q", bad])
+    with pytest.raises(P4ArgumentError):  # in an argument file, "\n" would make two operands
+        list(runner.stream_marshal(["print"], ["//depot/ok.c#1", bad]))
     fetcher = fetcher_for(runner)
     description = fetcher.describe(48213, ChangeKind.SUBMITTED)
-    diff = fetcher.file_diff(description, ChangedFile(depot_path=bad, action="add", file_type="text", revision=1))
+    diff = fetch_one(fetcher, description, ChangedFile(depot_path=bad, action="add", file_type="text", revision=1))
     assert (diff.status, diff.skip_reason) == (DiffStatus.SKIPPED, "outside_allow_list")
     assert [entry["argv"][1] for entry in logged(log_file)] == ["describe"]  # nothing else ran
 
@@ -175,7 +182,7 @@ UNSAFE_PATHS = ["-q", "-G", "//depot/...", "//depot/src/*.c", "//depot/a.c@48000
 def test_unsafe_depot_paths_are_refused_by_the_allow_list(log_file, path):
     fetcher = fetcher_for(make_runner(log_file))
     description = fetcher.describe(48213, ChangeKind.SUBMITTED)
-    diff = fetcher.file_diff(description, ChangedFile(depot_path=path, action="edit", file_type="text", revision=3))
+    diff = fetch_one(fetcher, description, ChangedFile(depot_path=path, action="edit", file_type="text", revision=3))
     assert diff.skip_reason == "outside_allow_list"
     assert len(logged(log_file)) == 1
 
@@ -354,10 +361,9 @@ def test_logs_carry_only_sanitized_metadata(caplog):
     fetcher = fetcher_for(make_runner(P4PASSWD=TICKET))
     fetcher.fetch(48234, ChangeKind.SUBMITTED)
     records = [r for r in caplog.records if getattr(r, "p4_command", None)]
-    # describe first, then one lookup of the depot policy in the 7 directories above the files;
-    # the per-file commands run concurrently, so their order varies.
-    assert [(r.p4_command, r.p4_arg_count) for r in records[:2]] == [("describe", 3), ("files", 8)]
-    assert sorted((r.p4_command, r.p4_arg_count) for r in records[2:]) == [("diff2", 4), ("print", 3), ("print", 3)]
+    # describe, one lookup of the depot policy in the 7 directories above the files, then one print
+    # of the 3 files' 4 sides (an edit's two, each add's one).
+    assert [(r.p4_command, r.p4_arg_count) for r in records] == [("describe", 3), ("files", 8), ("print", 5)]
     assert all(r.changelist_id == 48234 for r in records)
     dumped = " ".join(f"{r.getMessage()} {r.__dict__}" for r in records)
     assert "//depot" not in dumped and TICKET not in dumped and "AKIA" not in dumped
@@ -511,12 +517,16 @@ def test_large_change_has_hundreds_of_files(snapshots):
 
 
 class StubRunner:
-    """A describe record of many files, and a tiny diff for each per-file command (no processes)."""
+    """A describe record of many edited files, and two versions of each file's content for the
+    batched print (no processes). Records are produced as the consumer asks for them."""
+
+    OLD, NEW = b"a\n", b"b\n"
 
     def __init__(self, paths: list[str]):
         self.paths = paths
-        self.text_calls: list[list[str]] = []
+        self.prints: list[list[str]] = []
         self.policy_lookups: list[list[str]] = []
+        self.records_sent = 0
 
     def run_marshal(self, args, *, changelist_id=None):
         record = {
@@ -533,16 +543,30 @@ class StubRunner:
             record[b"action%d" % index], record[b"type%d" % index], record[b"rev%d" % index] = b"edit", b"text", b"2"
         return [record]
 
-    def run_marshal_found(self, args, *, changelist_id=None):
-        self.policy_lookups.append(list(args))
-        return []  # no depot policy anywhere
+    def content(self, spec: str) -> bytes | None:
+        return self.OLD if spec.endswith("#1") else self.NEW
 
-    def run_text(self, args, *, changelist_id=None):
-        self.text_calls.append(list(args))
-        return b"==== a - b ====\n@@ -1 +1 @@\n-a\n+b\n"
+    def stream_marshal(self, args, operands, *, changelist_id=None):
+        if args == ["files"]:
+            self.policy_lookups.append(list(operands))
+            return  # no depot policy anywhere
+        self.prints.append(list(operands))
+        for spec in operands:
+            content = self.content(spec)
+            path = spec.split("#")[0]
+            if content is None:
+                self.records_sent += 1
+                yield {b"code": b"error", b"data": f"{spec} - no such file(s).\n".encode(), b"severity": 2}
+                continue
+            for record in (
+                {b"code": b"stat", b"depotFile": path.encode(), b"rev": spec.split("#")[1].encode(), b"type": b"text"},
+                {b"code": b"text", b"data": content},
+            ):
+                self.records_sent += 1
+                yield record
 
 
-def test_thousands_of_files_are_checked_and_fetched_one_by_one(monkeypatch):
+def test_thousands_of_files_are_checked_and_fetched_in_one_print(monkeypatch):
     monkeypatch.setattr("p4review.perforce.fetcher.metrics", type("M", (), {"add_metric": lambda self, **_: None})())
     paths = [f"//depot/big/dir{i % 40}/file{i}.c" for i in range(4000)] + [f"//secret/f{i}.c" for i in range(25)]
     runner = StubRunner(paths)
@@ -550,12 +574,15 @@ def test_thousands_of_files_are_checked_and_fetched_one_by_one(monkeypatch):
     snapshot = fetcher.fetch(9, ChangeKind.SUBMITTED)
     reasons = [diff.skip_reason for diff in snapshot.diffs]
     assert reasons == [None] * 4000 + ["outside_allow_list"] * 25
-    assert len(runner.text_calls) == 4000 and all(call[0] == "diff2" and len(call) == 4 for call in runner.text_calls)
+    assert snapshot.diffs[0].unified_diff == "--- a/depot/big/dir0/file0.c\n+++ b/depot/big/dir0/file0.c\n@@ -1 +1 @@\n-a\n+b\n"
+    # One print of every side, each edit's old side just before its new one.
+    [printed] = runner.prints
+    assert printed == [f"{path}#{rev}" for path in paths[:4000] for rev in (1, 2)]
     # One `p4 files` for the depot policy naming every directory above the files the allow-list
-    # allows (the 40 and //depot/big/): no policy is missed, and one command asks about up to 100.
+    # allows (the 40 and //depot/big/): no policy is missed.
     [lookup] = runner.policy_lookups
-    assert lookup[0] == "files" and len(lookup) == 1 + 41
-    assert not any("//secret" in arg for call in runner.text_calls for arg in call)
+    assert len(lookup) == 41
+    assert not any("//secret" in arg for arg in printed + lookup)
 
 
 class GeneratedFilesRunner(StubRunner):
@@ -563,11 +590,14 @@ class GeneratedFilesRunner(StubRunner):
     Python file (its header shows only in the new content) and an ordinary edit."""
 
     GENERATED = b"# Code generated by protoc-gen-py. DO NOT EDIT.\nimport os\n"
-    TEXT = {
-        "added_pb2.py": GENERATED,
-        "header.h": b"==== a - b ====\n@@ -1,2 +1,2 @@\n-// @generated v1\n+// @generated v2\n int x;\n",
-        "deep_pb2.py": b"==== a - b ====\n@@ -40 +40 @@\n-a = 1\n+a = 2\n",
-        "hand.py": b"==== a - b ====\n@@ -40 +40 @@\n-a = 1\n+a = 2\n",
+    CONTENT = {
+        "added_pb2.py#1": GENERATED,
+        "header.h#1": b"// @generated v1\nint x;\n",
+        "header.h#2": b"// @generated v2\nint x;\n",
+        "deep_pb2.py#1": GENERATED + b"\n" * 40 + b"a = 1\n",
+        "deep_pb2.py#2": GENERATED + b"\n" * 40 + b"a = 2\n",
+        "hand.py#1": b"\n" * 40 + b"a = 1\n",
+        "hand.py#2": b"\n" * 40 + b"a = 2\n",
     }
 
     def run_marshal(self, args, *, changelist_id=None):
@@ -575,12 +605,8 @@ class GeneratedFilesRunner(StubRunner):
         record[b"action0"], record[b"rev0"] = b"add", b"1"
         return [record]
 
-    def run_text(self, args, *, changelist_id=None):
-        self.text_calls.append(list(args))
-        name = args[-1].split("/")[-1].split("#")[0]
-        if args[0] == "print" and name != "added_pb2.py":  # the analyzers' copy of an edited file
-            return self.GENERATED if name == "deep_pb2.py" else b"a = 2\n"
-        return self.TEXT[name]
+    def content(self, spec: str) -> bytes | None:
+        return self.CONTENT[spec.rsplit("/", 1)[1]]
 
 
 @pytest.mark.spec("RV-17")
@@ -592,55 +618,102 @@ def test_generated_files_are_skipped_by_their_header_unless_configured(monkeypat
     fetcher = ChangeFetcher(
         runner,  # type: ignore[arg-type]
         allow_list=DepotAllowList(["//depot/gen/..."]),
-        keep_content=lambda path: True,  # every file would be printed for the analyzers
+        keep_content=lambda path: True,
         skip_generated=not review_generated,
     )
     reasons = [diff.skip_reason for diff in fetcher.fetch(9, ChangeKind.SUBMITTED).diffs]
     assert reasons == ([None] * 4 if review_generated else ["generated", "generated", "generated", None])
-    if not review_generated:  # a header the diff shows costs no second print
-        assert not any(call[0] == "print" and call[-1].endswith("header.h#2") for call in runner.text_calls)
 
 
-def test_file_diffs_stream_with_a_bounded_window(monkeypatch):
-    """A change of any size holds at most 2 x parallelism diffs: the fetch stage streams them to S3."""
+def test_file_diffs_stream_holding_one_file_at_a_time(monkeypatch):
+    """A change of any size holds one file's two sides at a time: the fetch stage streams the
+    diffs to S3 as p4's answer arrives."""
     monkeypatch.setattr("p4review.perforce.fetcher.metrics", type("M", (), {"add_metric": lambda self, **_: None})())
     runner = StubRunner([f"//depot/big/file{i}.c" for i in range(500)])
     fetcher = ChangeFetcher(runner, allow_list=DepotAllowList(["//depot/big/..."]))  # type: ignore[arg-type]
     description = fetcher.describe(9, ChangeKind.SUBMITTED)
-    stream = fetcher.iter_file_diffs(description, parallelism=4)
+    stream = fetcher.iter_file_diffs(description)
     first = next(stream)
     assert first.depot_path == "//depot/big/file0.c"
-    assert len(runner.text_calls) <= 2 * 4 + 1  # not 500: the rest waits for the consumer
+    # The first file's 4 records (stat and content of each side), and the next file's stat, which
+    # tells the first file's content is complete: not 2,000.
+    assert runner.records_sent == 5
     rest = list(stream)
     assert [d.depot_path for d in [first, *rest]] == [f"//depot/big/file{i}.c" for i in range(500)]
 
 
-def test_one_file_per_command_and_no_p4_call_for_skipped_files(log_file):
+class VanishingRunner(StubRunner):
+    """file1's new side is gone by the time of the print (obliterated, or a shelf replaced)."""
+
+    def content(self, spec: str) -> bytes | None:
+        return None if spec == "//depot/big/file1.c#2" else super().content(spec)
+
+
+def test_a_file_that_disappears_between_describe_and_print_is_skipped_alone(monkeypatch):
+    monkeypatch.setattr("p4review.perforce.fetcher.metrics", type("M", (), {"add_metric": lambda self, **_: None})())
+    runner = VanishingRunner([f"//depot/big/file{i}.c" for i in range(3)])
+    fetcher = ChangeFetcher(runner, allow_list=DepotAllowList(["//depot/big/..."]))  # type: ignore[arg-type]
+    diffs = fetcher.fetch(9, ChangeKind.SUBMITTED).diffs
+    assert [(d.depot_path[-7:], d.skip_reason) for d in diffs] == [
+        ("file0.c", None),
+        ("file1.c", "not_found"),
+        ("file2.c", None),
+    ]
+    assert diffs[2].unified_diff and "+b" in diffs[2].unified_diff  # the answers after it stay matched
+
+
+class MisorderedRunner(StubRunner):
+    """A server (or a man in the middle) that answers with another file than the one asked for."""
+
+    def stream_marshal(self, args, operands, *, changelist_id=None):
+        for record in super().stream_marshal(args, operands, changelist_id=changelist_id):
+            if record.get(b"depotFile") == b"//depot/big/file1.c":
+                record = {**record, b"depotFile": b"//secret/keys.pem"}
+            yield record
+
+
+def test_an_answer_naming_another_file_fails_the_fetch_before_its_content_is_kept(monkeypatch):
+    monkeypatch.setattr("p4review.perforce.fetcher.metrics", type("M", (), {"add_metric": lambda self, **_: None})())
+    runner = MisorderedRunner([f"//depot/big/file{i}.c" for i in range(3)])
+    fetcher = ChangeFetcher(runner, allow_list=DepotAllowList(["//depot/big/..."]))  # type: ignore[arg-type]
+    stream = fetcher.iter_file_diffs(fetcher.describe(9, ChangeKind.SUBMITTED))
+    assert next(stream).skip_reason is None
+    with pytest.raises(P4CommandError, match="another file"):
+        next(stream)
+
+
+def test_a_change_is_fetched_in_three_commands(log_file):
     fetcher_for(make_runner(log_file)).fetch(48213, ChangeKind.SUBMITTED)
-    argvs = [entry["argv"] for entry in logged(log_file)]
+    argvs = p4_commands(log_file)
     assert argvs[0] == ["-G", "describe", "-s", "48213"]
     # One lookup of the depot policy in the 7 directories above the files (none has one).
     assert argvs[1][:2] == ["-G", "files"] and len(argvs[1]) == 9
     assert all(arg.endswith("/.p4review.toml@48212") for arg in argvs[1][2:])  # in force before 48213
-    argvs = [argvs[0], *argvs[2:]]
     base = "//depot/engine/main/src/net/"
-    assert sorted(argvs[1:]) == sorted(
+    # One print of every file's sides, in describe order; the binary and deleted files are not named.
+    assert argvs[2:] == [
         [
-            ["print", "-q", f"{base}conn_stats.cpp#1"],
-            ["print", "-q", f"{base}conn_stats.h#1"],
-            ["diff2", "-du", f"{base}packet.cpp#6", f"{base}packet.cpp#7"],
-            ["diff2", "-du", f"{base}packet.h#3", f"{base}packet.h#4"],
+            "-G",
+            "print",
+            f"{base}conn_stats.cpp#1",
+            f"{base}conn_stats.h#1",
+            f"{base}packet.cpp#6",
+            f"{base}packet.cpp#7",
+            f"{base}packet.h#3",
+            f"{base}packet.h#4",
         ]
-    )
+    ]
 
 
 def test_shelved_commands_use_at_equals(log_file):
     fetcher_for(make_runner(log_file)).fetch(48240, ChangeKind.SHELVED)
-    argvs = [entry["argv"] for entry in logged(log_file)]
+    argvs = p4_commands(log_file)
     main_go = "//depot/services/matchmaking/main/cmd/server/main.go"
+    bucket_go = "//depot/services/matchmaking/main/internal/ratelimit/bucket.go"
+    bucket_test = "//depot/services/matchmaking/main/internal/ratelimit/bucket_test.go"
     assert argvs[0] == ["-G", "describe", "-s", "-S", "48240"]
-    assert ["diff2", "-du", main_go, f"{main_go}@=48240"] in argvs
-    assert ["print", "-q", "//depot/services/matchmaking/main/internal/ratelimit/bucket.go@=48240"] in argvs
+    # The shelved content against the depot head it would replace.
+    assert argvs[-1] == ["-G", "print", main_go, f"{main_go}@=48240", f"{bucket_go}@=48240", f"{bucket_test}@=48240"]
 
 
 def test_too_large_uses_describe_file_size_before_fetching(log_file):
@@ -661,11 +734,12 @@ def test_files_outside_the_allow_list_are_skipped_before_any_p4_command(log_file
         "staging.ini": ("skipped", "outside_allow_list"),
         "settings.py": ("fetched", None),
     }
-    argvs = [entry["argv"] for entry in logged(log_file)]
-    # describe, the one depot-policy candidate inside the list, then the allowed file's diff.
+    argvs = p4_commands(log_file)
+    # describe, the one depot-policy candidate inside the list, then the allowed file's two sides.
     assert argvs[0] == ["-G", "describe", "-s", "48234"] and len(argvs) == 3
     assert argvs[1] == ["-G", "files", "//depot/services/telemetry/main/uploader/.p4review.toml@48233"]
-    assert argvs[2][:2] == ["diff2", "-du"] and all("uploader/settings.py" in arg for arg in argvs[2][2:])
+    settings_py = "//depot/services/telemetry/main/uploader/settings.py"
+    assert argvs[2] == ["-G", "print", f"{settings_py}#2", f"{settings_py}#3"]
 
 
 def test_case_insensitive_server_compares_ascii_folded(log_file):

@@ -233,15 +233,16 @@ def test_normalization_failures_are_denials_not_errors():
 
 
 class RecordingRunner:
-    """Answers like p4 without starting anything; records every argv the fetcher asks for."""
+    """Answers like p4 without starting anything; records every operand the fetcher names."""
 
     def __init__(self) -> None:
         self.argvs: list[list[str]] = []
 
-    def run_text(self, args, *, changelist_id=None) -> bytes:
-        assert isinstance(args, list)
-        self.argvs.append(list(args))
-        return b"@@ -1 +1 @@\n-a\n+b\n" if args[0] == "diff2" else b"x\n"
+    def stream_marshal(self, args, operands, *, changelist_id=None):
+        assert isinstance(args, list) and isinstance(operands, list)
+        self.argvs.append([*args, *operands])
+        for operand in operands:  # each missing: a warning record in its place, as p4 answers
+            yield {b"code": b"error", b"data": f"{operand} - no such file(s).\n".encode(), b"severity": 2}
 
     def run_marshal(self, args, *, changelist_id=None):  # pragma: no cover - not reached here
         raise AssertionError("unexpected")
@@ -262,10 +263,13 @@ class RecordingRunner:
 def test_fetcher_names_only_allowed_paths_to_p4(files):
     runner = RecordingRunner()
     fetcher = ChangeFetcher(runner, allow_list=PROPERTY_LIST)  # type: ignore[arg-type]
-    for path, action, kind in files:
-        description = ChangeDescription(changelist_id=7, kind=kind, owner="o", client="c", status="x", description="")
-        fetcher.file_diff(description, ChangedFile(depot_path=path, action=action, file_type="text", revision=3))
+    for kind in ChangeKind:  # every hostile path of a kind in one change: one batched print
+        changed = [ChangedFile(depot_path=p, action=a, file_type="text", revision=3) for p, a, k in files if k == kind]
+        description = ChangeDescription(
+            changelist_id=7, kind=kind, owner="o", client="c", status="x", description="", files=changed
+        )
+        list(fetcher.iter_file_diffs(description))
     for argv in runner.argvs:
-        for operand in argv[2:]:
+        for operand in argv[1:]:
             base = re.split(r"#|@=", operand, maxsplit=1)[0]
             assert PROPERTY_LIST.allows(base), operand
