@@ -2,38 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from statistics import median
 
-from p4review_dev.stack import repo_root
-
 REQUESTS = 200
-
-
-def bench_fetch_large_change() -> None:
-    """The 300-file fixture change: one p4 command per file, serial (baseline) vs 8 at once."""
-    from p4review.change.depot_paths import DEFAULT_ALLOW_LIST, DepotAllowList
-    from p4review.models.job import ChangeKind
-    from p4review.perforce import ChangeFetcher, P4Runner
-
-    os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"]
-    runner = P4Runner(str(repo_root() / "events" / "bin" / "p4"), timeout_seconds=30)
-    timings = {}
-    for parallelism in (1, 8):
-        started = time.perf_counter()
-        fetcher = ChangeFetcher(runner, allow_list=DepotAllowList(DEFAULT_ALLOW_LIST))
-        snapshot = fetcher.fetch(48255, ChangeKind.SUBMITTED, parallelism=parallelism)
-        timings[parallelism] = time.perf_counter() - started
-        assert len(snapshot.diffs) == 300
-    print(
-        f"fetch 300-file change: serial {timings[1]:.2f}s, 8 concurrent {timings[8]:.2f}s, "
-        f"speed-up x{timings[1] / timings[8]:.2f} ({os.cpu_count()} cores)"
-    )
 
 
 def bench_ingest() -> None:
@@ -82,6 +57,7 @@ def benchmarks() -> dict[str, Callable[[], None]]:
     selects, in the order a whole run takes them."""
     from benchmarks.cold_start import bench_cold_start
     from benchmarks.cost import bench_cost_per_job
+    from benchmarks.fetch import bench_fetch_large_change
     from benchmarks.incremental_review import bench_incremental_review
     from benchmarks.prompt_cache import bench_prompt_cache
     from benchmarks.redaction import bench_redaction

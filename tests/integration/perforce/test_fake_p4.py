@@ -400,3 +400,51 @@ def test_files_reports_each_file_found_and_a_warning_for_each_missing_one():
     text = p4("files", f"{policy}#head", "//depot/nope/.p4review.toml")
     assert text.stdout == f"{policy}#1 - add change 1 (text)\n".encode()
     assert text.stderr == b"//depot/nope/.p4review.toml - no such file(s).\n"
+
+
+# --- -x ARGFILE and -b BATCHSIZE (Helix Core command reference, "Global options") ------------------------
+PACKET = "//depot/engine/main/src/net/packet.cpp"
+
+
+def test_argument_file_operands_follow_the_command_in_batches(tmp_path):
+    argfile = tmp_path / "args.txt"
+    argfile.write_text(f"{PACKET}#6\n//depot/nope.c#1\n{PACKET}#7\n")
+    log = tmp_path / "log.jsonl"
+    result = p4("-G", "-x", str(argfile), "-b", "2", "print", P4FAKE_LOG=str(log))
+    assert result.returncode == 0, result.stderr
+    answers = records(result.stdout)
+    stats = [(r[b"depotFile"], r[b"rev"]) for r in answers if r[b"code"] == b"stat"]
+    assert stats == [(PACKET.encode(), b"6"), (PACKET.encode(), b"7")]
+    assert [r[b"severity"] for r in answers if r[b"code"] == b"error"] == [2]  # the missing one, in its place
+    assert json.loads(log.read_text())["argfile"] == [f"{PACKET}#6", "//depot/nope.c#1", f"{PACKET}#7"]
+    # Batches change nothing in the answer: -b 1, the default 128, and the operands on the command line.
+    assert p4("-G", "-x", str(argfile), "-b", "1", "print").stdout == result.stdout
+    assert p4("-G", "-x", str(argfile), "print").stdout == result.stdout
+    assert p4("-G", "print", f"{PACKET}#6", "//depot/nope.c#1", f"{PACKET}#7").stdout == result.stdout
+
+
+def test_argument_file_from_standard_input_and_refusals(tmp_path):
+    piped = subprocess.run(
+        [str(FAKE_P4), "-G", "-x", "-", "files"], input=f"{PACKET}\n".encode(), capture_output=True, timeout=30
+    )
+    [record] = records(piped.stdout)
+    assert record[b"depotFile"] == PACKET.encode()
+    assert p4("-G", "-x", str(tmp_path / "absent.txt"), "print").returncode == 1
+    assert p4("-G", "-x", "-", "-b", "0", "print").returncode == 1
+
+
+def test_a_command_run_in_batches_fails_if_any_batch_fails(tmp_path):
+    argfile = tmp_path / "args.txt"
+    argfile.write_text(f"{PACKET}#7\n")
+    result = p4("-G", "-x", str(argfile), "describe", "-s")  # "describe -s //depot/...": not a change number
+    assert result.returncode == 1 and records(result.stdout)[0][b"code"] == b"error"
+
+
+def test_delay_models_a_remote_server_per_server_command(tmp_path):
+    """P4FAKE_DELAY_MS waits before each server command: one per -x batch. Measured by the
+    fake's own log of waits, not by a clock."""
+    argfile = tmp_path / "args.txt"
+    argfile.write_text("".join(f"{PACKET}#7\n" for _ in range(5)))
+    log = tmp_path / "delays.jsonl"
+    p4("-G", "-x", str(argfile), "-b", "2", "print", P4FAKE_DELAY_MS="1", P4FAKE_DELAY_LOG=str(log))
+    assert log.read_text().splitlines() == ["1", "1", "1"]  # batches of 2, 2 and 1

@@ -837,3 +837,85 @@ def test_a_server_property_is_read_and_an_unset_one_is_none(log_file):
     assert [entry["argv"] for entry in logged(log_file)][0] == ["-G", "property", "-l", "-n", "P4.Swarm.URL"]
     with pytest.raises(P4ArgumentError):
         fetcher.server_property("-a")  # an option look-alike never reaches p4
+
+
+# --- one print of many files: p4 -x ARGFILE ---------------------------------------------------------------
+PACKET = "//depot/engine/main/src/net/packet.cpp"
+
+
+def test_streamed_print_matches_each_operand_and_removes_its_argument_file(log_file):
+    records = list(make_runner(log_file).stream_marshal(["print"], [f"{PACKET}#6", "//depot/nope.c#1", f"{PACKET}#7"]))
+    stats = [r for r in records if r.get(b"code") == b"stat"]
+    assert [(r[b"depotFile"], r[b"rev"]) for r in stats] == [(PACKET.encode(), b"6"), (PACKET.encode(), b"7")]
+    [missing] = [r for r in records if r.get(b"code") == b"error"]  # in its operand's place, not an error
+    assert records.index(missing) < records.index(stats[1]) and b"no such file" in missing[b"data"]
+    [entry] = logged(log_file)
+    assert entry["argv"][:2] == ["-G", "-x"] and entry["argv"][3:] == ["print"]
+    assert entry["argfile"] == [f"{PACKET}#6", "//depot/nope.c#1", f"{PACKET}#7"]
+    assert not Path(entry["argv"][2]).exists()  # written privately, removed when the command ended
+
+
+@pytest.mark.parametrize("count", [1, 127, 128, 129, 1000])
+def test_a_batch_at_the_argument_file_limits(log_file, count):
+    """p4 reads an argument file 128 operands at a time (-b): every batch boundary keeps the
+    answers in operand order, each file once. 1,000 operands of the longest path the fixture has."""
+    operands = [f"{PACKET}#{6 + index % 2}" for index in range(count)]
+    records = list(make_runner(log_file).stream_marshal(["print"], operands))
+    assert [r[b"rev"] for r in records if r.get(b"code") == b"stat"] == [op[-1].encode() for op in operands]
+    assert len(logged(log_file)) == 1
+
+
+@pytest.mark.parametrize("operand", ["", "-q", "//depot/a\nb.c", "//depot/a\rb.c", "//depot/\x00.c"])
+def test_an_argument_file_refuses_operands_that_would_be_options_or_two_lines(log_file, operand):
+    with pytest.raises(P4ArgumentError):
+        list(make_runner(log_file).stream_marshal(["print"], [f"{PACKET}#7", operand]))
+    assert logged(log_file) == []
+
+
+@pytest.mark.parametrize("args", [["describe", "-s"], ["diff2", "-du"], ["print", "-o", "/tmp/x"], ["user", "-o"]])
+def test_only_files_and_print_take_an_argument_file(log_file, args):
+    with pytest.raises(P4ArgumentError):
+        list(make_runner(log_file).stream_marshal(args, [f"{PACKET}#7"]))
+    assert logged(log_file) == []
+
+
+def test_a_consumer_that_stops_early_leaves_no_p4_running_and_no_argument_file(monkeypatch):
+    import subprocess
+
+    import p4review.perforce.runner as p4_runner
+
+    started: list[subprocess.Popen[bytes]] = []
+    real_popen = subprocess.Popen
+
+    def recording_popen(args, **kwargs):
+        started.append(real_popen(args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(p4_runner.subprocess, "Popen", recording_popen)
+    stream = make_runner().stream_marshal(["print"], [f"{PACKET}#7"] * 300)
+    next(stream)
+    [child] = started
+    argument_file = Path(child.args[child.args.index("-x") + 1])
+    assert child.poll() is None and argument_file.exists()  # still answering: 300 files fill the pipe
+    stream.close()
+    assert child.poll() is not None and not argument_file.exists()
+
+
+@pytest.mark.spec("SEC-14", "ERR-2")
+def test_a_streamed_command_that_stops_answering_times_out_and_is_killed():
+    runner = make_runner(timeout=1, P4FAKE_FAIL="hang")
+    with pytest.raises(P4TimeoutError) as caught:
+        list(runner.stream_marshal(["print"], [f"{PACKET}#7"], changelist_id=48213))
+    assert caught.value.error_class is ErrorClass.NETWORK_TIMEOUT and caught.value.retryable
+
+
+@pytest.mark.parametrize(("fail", "error"), [("auth", AuthError), ("busy", P4ServerBusyError), ("garbage", P4CommandError)])
+def test_a_streamed_command_classifies_failures_as_the_others_do(fail, error):
+    with pytest.raises(error):
+        list(make_runner(P4FAKE_FAIL=fail).stream_marshal(["print"], [f"{PACKET}#7"]))
+
+
+def test_a_streamed_command_failing_on_stderr_raises_with_its_message_sanitized():
+    with pytest.raises(P4ConnectionError) as caught:
+        list(make_runner(P4FAKE_FAIL="connect", P4PASSWD=TICKET).stream_marshal(["print"], [f"{PACKET}#7"]))
+    assert "Connect to server failed" in caught.value.message and "\n" not in caught.value.message
