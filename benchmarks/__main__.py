@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from statistics import median
 
-REQUESTS = 200
+from benchmarks.sizes import sized
+
+REQUESTS = (200, 40)  # full, quick: read when the benchmark runs (after --quick is seen)
 
 
 def bench_ingest() -> None:
     """Signed POSTs through the local API front: the real ingest (signature, conditional
     transaction, enqueue) vs a baseline handler that answers 200 at once (transport cost)."""
+    requests = sized(*REQUESTS)
     import json
 
     from p4review.cli.api_client import ReviewApiClient
@@ -23,7 +27,7 @@ def bench_ingest() -> None:
     def measure(client: ReviewApiClient, label: str) -> tuple[float, float]:
         """Median latency of a new request, and of its immediate replay (same key and body)."""
         latencies: dict[str, list[float]] = {"new": [], "replay": []}
-        for index in range(REQUESTS):
+        for index in range(requests):
             for kind in ("new", "replay"):
                 started = time.perf_counter()
                 answer = client.submit(
@@ -47,7 +51,7 @@ def bench_ingest() -> None:
             poller.stop()  # measure ingest alone
         real, replay = measure(ReviewApiClient(stack.info.api_url, stack.signing_secret), "ingest")
     print(
-        f"ingest POST median latency over {REQUESTS}: new job {real * 1000:.1f} ms, replay {replay * 1000:.1f} ms, "
+        f"ingest POST median latency over {requests}: new job {real * 1000:.1f} ms, replay {replay * 1000:.1f} ms, "
         f"baseline (no-op handler) {baseline * 1000:.1f} ms; new job = x{real / baseline:.1f} baseline"
     )
 
@@ -91,11 +95,16 @@ def main(argv: list[str] | None = None) -> int:
     """Run the named benchmarks (all when none is named). Only figures and ratios reach the
     terminal; the local stack's JSON logs and metrics go to .local/bench.log (benchmarks/output.py)."""
     from benchmarks.output import figures_only
+    from benchmarks.sizes import QUICK_ENV
 
+    names = list(argv if argv is not None else sys.argv[1:])
+    if "--quick" in names:  # before any benchmark module is imported: they size their inputs at import
+        names.remove("--quick")
+        os.environ[QUICK_ENV] = "1"
     available = benchmarks()
-    names = list(argv if argv is not None else sys.argv[1:]) or list(available)
+    names = names or list(available)
     if names[0] in ("-h", "--help"):
-        print(f"python -m benchmarks [NAME...], all when none is named; names: {' '.join(available)}")
+        print(f"python -m benchmarks [--quick] [NAME...], all when none is named; names: {' '.join(available)}")
         return 0
     unknown = [name for name in names if name not in available]
     if unknown:
@@ -103,8 +112,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     with figures_only() as log_path:
         print(f"local stack logs and metrics: {log_path}")
+        started = time.perf_counter()
         for name in names:
+            began = time.perf_counter()
             available[name]()
+            print(f"  [{name}: {time.perf_counter() - began:.0f} s]")
+        print(f"{len(names)} benchmarks in {time.perf_counter() - started:.0f} s")
     return 0
 
 

@@ -40,7 +40,9 @@ from pathlib import Path
 from statistics import quantiles
 from typing import Any
 
-STEADY_JOBS = 20
+from benchmarks.sizes import sized
+
+STEADY_JOBS = sized(20, 5)
 BASE_CHANGE = 48213
 ONE_FILE = "//depot/engine/main/src/net/packet.h"
 FIRST_SYNTHETIC_CHANGE = 90_001

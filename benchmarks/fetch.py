@@ -15,10 +15,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.sizes import sized
 from p4review_dev.stack import repo_root
 
 CHANGE = 48255
-DELAYS_MS = (0, 50)
+DELAYS_MS = sized((0, 50), (50,))
 ARGFILE_BATCH = 128  # p4's default -b
 
 

@@ -33,9 +33,11 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
+from benchmarks.sizes import sized
+
 SEED = 20240611
-DIFF_MB = 10
-DETECT_SECRETS_MB = 1.0
+DIFF_MB = sized(10, 1.5)
+DETECT_SECRETS_MB = sized(1.0, 0.2)
 PLANT_EVERY = 150  # one planted secret per this many lines, on average
 POOL = 4000  # distinct clean lines per language (sampling a pool is 10x faster than templating each line)
 

@@ -14,7 +14,9 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-FINISHED = 10_000
+from benchmarks.sizes import sized
+
+FINISHED = sized(10_000, 1_000)
 ACTIVE = 10
 FIRST_CHANGE = 500_000
 
