@@ -46,6 +46,8 @@ DEFAULT_MAX_FILE_BYTES = 1024 * 1024
 _ADD_ACTIONS = frozenset({"add", "branch", "move/add", "import"})
 _EDIT_ACTIONS = frozenset({"edit", "integrate"})
 _DELETE_ACTIONS = frozenset({"delete", "move/delete", "purge"})
+# The `code` of `-G print`'s content records (git-p4 appends any record's `data` after a file's stat).
+_CONTENT_CODES = frozenset({b"text", b"binary", b"unicode", b"utf16", b"utf8"})
 
 
 class ChangeFetcher:
@@ -414,11 +416,13 @@ def _printed_files(records: Iterable[dict[bytes, Any]], *, limit: int = MAX_POLI
                 binary=is_binary_type(decode_field(record.get(b"type"))),
                 limit=limit,
             )
-        elif current is not None and isinstance(record.get(b"data"), bytes):
+        elif record.get(b"code") in _CONTENT_CODES and isinstance(record.get(b"data"), bytes):
+            if current is None:
+                raise P4CommandError("p4 print: content before any file")
             if len(current.content) <= limit:
                 current.content += record[b"data"][: limit + 1 - len(current.content)]
-        else:
-            raise P4CommandError("p4 print: content before any file")
+        elif record.get(b"code") != b"info":  # an informational message is no file's content
+            raise P4CommandError("p4 print: an answer of an unknown kind")
     if current is not None:
         yield current
 

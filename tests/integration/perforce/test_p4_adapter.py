@@ -919,3 +919,29 @@ def test_a_streamed_command_failing_on_stderr_raises_with_its_message_sanitized(
     with pytest.raises(P4ConnectionError) as caught:
         list(make_runner(P4FAKE_FAIL="connect", P4PASSWD=TICKET).stream_marshal(["print"], [f"{PACKET}#7"]))
     assert "Connect to server failed" in caught.value.message and "\n" not in caught.value.message
+
+
+class InfoAndJunkRunner(StubRunner):
+    """An informational message between a file's stat and its content; or a record of no known kind."""
+
+    def __init__(self, paths: list[str], extra: dict):
+        super().__init__(paths)
+        self.extra = extra
+
+    def stream_marshal(self, args, operands, *, changelist_id=None):
+        for record in super().stream_marshal(args, operands, changelist_id=changelist_id):
+            yield record
+            if record.get(b"code") == b"stat":
+                yield self.extra
+
+
+def test_an_info_message_in_a_print_is_no_content_and_an_unknown_record_fails(monkeypatch):
+    monkeypatch.setattr("p4review.perforce.fetcher.metrics", type("M", (), {"add_metric": lambda self, **_: None})())
+    info = InfoAndJunkRunner(["//depot/big/a.c"], {b"code": b"info", b"data": b"a note", b"level": 0})
+    fetcher = ChangeFetcher(info, allow_list=DepotAllowList(["//depot/big/..."]))  # type: ignore[arg-type]
+    [diff] = fetcher.fetch(9, ChangeKind.SUBMITTED).diffs
+    assert diff.unified_diff is not None and "note" not in diff.unified_diff
+    junk = InfoAndJunkRunner(["//depot/big/a.c"], {b"code": b"mystery", b"data": b"x"})
+    fetcher = ChangeFetcher(junk, allow_list=DepotAllowList(["//depot/big/..."]))  # type: ignore[arg-type]
+    with pytest.raises(P4CommandError, match="unknown kind"):
+        fetcher.fetch(9, ChangeKind.SUBMITTED)
