@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from p4review.change.analyzer_files import CPPCHECK
 from p4review.change.fingerprints import sha256_text
 from p4review.review.analyzers.analysis import AnalyzerReport
 
@@ -43,6 +44,27 @@ def run_digest(texts: Mapping[str, str]) -> str:
 def answer_key(analyzer: str, identity: str, depot_path: str, text: str, together: str = "") -> str:
     fields = [ANSWERS_FORMAT, analyzer, identity, depot_path, sha256_text(text), together]
     return sha256_text(json.dumps(fields))
+
+
+# cppcheck's whole-program (CTU) checks read every file of a run: its answer on one file is keyed
+# by all of them. The others read each file alone (no includes, no `source`, no config).
+READS_FILES_TOGETHER = frozenset({CPPCHECK})
+
+
+def answer_keys(
+    by_analyzer: Mapping[str, Iterable[str]], contents: Mapping[str, str], identities: Mapping[str, str | None]
+) -> dict[tuple[str, str], str | None]:
+    """{(analyzer, path): its answer's key}, None where the analyzer's identity is unknown."""
+    keys: dict[tuple[str, str], str | None] = {}
+    for analyzer, paths in by_analyzer.items():
+        paths = list(paths)
+        identity = identities.get(analyzer)
+        together = run_digest({p: contents[p] for p in paths}) if analyzer in READS_FILES_TOGETHER else ""
+        for path in paths:
+            keys[analyzer, path] = (
+                answer_key(analyzer, identity, path, contents[path], together) if identity is not None else None
+            )
+    return keys
 
 
 class AnalyzerAnswer(BaseModel):

