@@ -279,3 +279,14 @@ def test_the_remote_javascript_analyzers_are_never_reused(processes):
     runner = AnalyzerRunner(["eslint"], node_runner=lambda analyzer, files: "[]")
     assert runner._identity("eslint") is None
     assert AnalyzerRunner(["eslint"])._identity("eslint") == "tool 1.0"
+
+
+def test_the_stored_answers_are_bounded_and_the_rest_analyzed_again(processes):
+    """A noisy file does not grow the stored result: past the bound its answer is not kept."""
+    runner = AnalyzerRunner(["ruff"])
+    first = runner.run(CONTENTS)
+    kept = read_answers(stored_answers(first.answers, max_reports=1))
+    assert [a.file for a in kept] == [A]  # in the stored order; b.py's report would pass the bound
+    processes.given.clear()
+    runner.run(CONTENTS, kept)
+    assert processes.files("ruff") == [B]

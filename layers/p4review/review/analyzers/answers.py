@@ -33,6 +33,8 @@ from p4review.review.analyzers.analysis import AnalyzerReport
 # Bump when what a key covers, or what an answer means, changes: every earlier answer is then a miss.
 ANSWERS_FORMAT = "1"
 _SHA256_HEX = r"^[0-9a-f]{64}$"
+# Reports kept in one review's result for the next version: a few MB of JSON at most.
+MAX_STORED_REPORTS = 5000
 
 
 def run_digest(texts: Mapping[str, str]) -> str:
@@ -84,11 +86,18 @@ class AnalyzerAnswer(BaseModel):
         return self
 
 
-def stored_answers(answers: Iterable[AnalyzerAnswer]) -> list[dict[str, Any]]:
+def stored_answers(answers: Iterable[AnalyzerAnswer], max_reports: int = MAX_STORED_REPORTS) -> list[dict[str, Any]]:
     """The answers as the result document keeps them (`StoredReview.analyzer_answers`), in one
-    order whatever order they were found in: a retried review writes the same document."""
-    ordered = sorted(answers, key=lambda a: (a.analyzer, a.file, a.key))
-    return [answer.model_dump(mode="json", exclude_none=True) for answer in ordered]
+    order whatever order they were found in: a retried review writes the same document. Those
+    past `max_reports` reports in all are left out (that file is analyzed again next time): the
+    result is read by notify and by the next version, and must not grow with a noisy file."""
+    kept, reports = [], 0
+    for answer in sorted(answers, key=lambda a: (a.analyzer, a.file, a.key)):
+        if reports + len(answer.reports) > max_reports:
+            continue
+        reports += len(answer.reports)
+        kept.append(answer.model_dump(mode="json", exclude_none=True))
+    return kept
 
 
 def read_answers(entries: Iterable[Any]) -> list[AnalyzerAnswer]:
