@@ -70,6 +70,10 @@ class MetricName(StrEnum):
     LLM_TOKENS = "LlmTokens"  # {TokenType}: provider-reported tokens of each answered call
     LLM_LATENCY = "LlmLatency"  # milliseconds per answered call: a distribution (use percentiles)
     LLM_RATE_LIMITED = "LlmRateLimited"  # a call refused with 429 / throttling
+    # The analyzers (review/metrics.py): (analyzer, file) answers of this review's own runs, and
+    # those reused from the previous version's result because the file and analyzer are the same.
+    ANALYZER_FILES_ANALYZED = "AnalyzerFilesAnalyzed"
+    ANALYZER_FILES_REUSED = "AnalyzerFilesReused"
     # Notify (notify/stage.py)
     EMAIL_SENT = "EmailSent"
     RECIPIENT_REJECTED = "RecipientRejected"

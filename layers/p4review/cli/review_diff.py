@@ -208,7 +208,9 @@ def cmd_review_diff(args: argparse.Namespace) -> int:
     except P4ReviewError as exc:
         say(f"review-diff: the review failed: {exc.error_class.value}: {exc.message}")
         return 1
-    print_json(stored.model_dump(mode="json", exclude_none=True), documents=True)
+    # The analyzers' whole-file answers are for a next version, which a lone diff never has: their
+    # reports on lines the diff did not add would read as findings.
+    print_json(stored.model_dump(mode="json", exclude_none=True, exclude={"analyzer_answers"}), documents=True)
     return 0
 
 

@@ -290,6 +290,10 @@ class StoredReview(BaseModel):
     # Finding id -> its fingerprint (file, rule or normalized title, flagged line's content).
     fingerprints: dict[str, str] = Field(default_factory=dict)
     file_answers: list[FileAnswer] = Field(default_factory=list)
+    # Each analyzer's whole-file reports per file, under the key of what they depend on, for the
+    # next version (p4review.review.analyzers.answers). Read one by one there: a corrupt answer is
+    # one file analyzed again, never the previous review lost.
+    analyzer_answers: list[Any] = Field(default_factory=list)
     history: VersionHistory | None = None  # review_version > 1 with the previous result found
     model_answer: ModelAnswer | None = None  # None in documents written before it existed
     cut: FindingsCut | None = None  # None: nothing was cut

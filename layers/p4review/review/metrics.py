@@ -1,6 +1,6 @@
 """Publish the review stage's metrics: the per-job rollout metrics (names:
 review/metric_tracks.py), parser diagnostics per kind, and each LLM provider call's tokens,
-latency and rate limiting (names: metric_names.py).
+latency and rate limiting, and the analyzers' answers run and reused (names: metric_names.py).
 
 Each rollout set goes out twice, as its own EMF document: with {service, PromptTrack} for the
 canary and rollback alarms, and with {service, PromptVersion} for comparing versions. Ephemeral
@@ -53,6 +53,12 @@ def publish_review_metrics(stored: StoredReview, *, run_answers: Sequence[ParseO
     kinds = Counter(diagnostic.kind for outcome in run_answers for diagnostic in outcome.diagnostics)
     for kind, count in sorted(kinds.items()):
         publish_metric(MetricName.PARSER_DIAGNOSTICS, count, {Dimension.KIND: kind})
+
+
+def publish_analyzer_metrics(*, analyzed: int, reused: int) -> None:
+    """(analyzer, file) answers run by this review, and reused from the previous version's."""
+    metrics.add_metric(name=MetricName.ANALYZER_FILES_ANALYZED, unit=MetricUnit.Count, value=analyzed)
+    metrics.add_metric(name=MetricName.ANALYZER_FILES_REUSED, unit=MetricUnit.Count, value=reused)
 
 
 def metered_completion(call: Callable[[], LlmResponse]) -> LlmResponse:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -50,6 +50,7 @@ from p4review.pipeline.heartbeat import Lease
 from p4review.pipeline.stage_runner import StageOutput
 from p4review.ports import ArtifactStore
 from p4review.review.analyzers.analysis import analyzable, as_findings, on_added_lines, without_placeholder_lines
+from p4review.review.analyzers.answers import AnalyzerAnswer, read_answers, stored_answers
 from p4review.review.analyzers.runner import AnalyzerRun
 from p4review.review.bounds import CutCount, bounded_findings, bounded_outcome
 from p4review.review.capacity import TokenGate
@@ -63,7 +64,7 @@ from p4review.review.chunking import (
 from p4review.review.findings_merge import merge_analyzer_findings, merge_findings
 from p4review.review.history import compare_versions, file_answers_for, reusable_answers
 from p4review.review.llm.base import ContextTooLong, LlmRequest, LlmResponse
-from p4review.review.metrics import publish_review_metrics
+from p4review.review.metrics import publish_analyzer_metrics, publish_review_metrics
 from p4review.review.noise import NoiseRule, apply_layered_noise
 from p4review.review.prompts import PromptRegistry, estimate_tokens, render_file_section, render_user_message
 from p4review.review.result_parser import RESPONSE_REJECTED, parse_review_result
@@ -77,9 +78,10 @@ CHUNK_DOCUMENT_VERSION = "1"
 
 
 class Analyzers(Protocol):
-    """Runs the analyzers on {depot path: new content} (p4review.review.analyzers.runner)."""
+    """Runs the analyzers on {depot path: new content}, except where an answer in `known` has the
+    same key (p4review.review.analyzers.runner)."""
 
-    def run(self, contents: Mapping[str, str]) -> AnalyzerRun: ...
+    def run(self, contents: Mapping[str, str], known: Iterable[AnalyzerAnswer] = ()) -> AnalyzerRun: ...
 
 
 @dataclass(frozen=True)
@@ -226,7 +228,7 @@ class ReviewWork:
                 else:
                     run.skipped.append((chunk.files[0].depot_path, SKIP_TOO_LARGE))
 
-        run.analysis = self._analyze(review_input, changed_lines)
+        run.analysis = self._analyze(review_input, changed_lines, previous)
         stored = self._assemble(policies, snapshot_skips(review_input), run, choice, answer_version, files)
         if previous is not None:
             logger.info(
@@ -236,6 +238,8 @@ class ReviewWork:
                     "previous_version": previous.review_version,
                     "files_reused": len(reused),
                     "files_sent": len(to_review),
+                    "analyzer_answers_reused": run.analysis.reused,
+                    "analyzer_answers_run": run.analysis.analyzed,
                 },
             )
         model_answer = stored.model_answer
@@ -277,13 +281,23 @@ class ReviewWork:
 
     # ------------------------------------------------------------------------------------
 
-    def _analyze(self, review_input: ReviewInput, changed_lines: Mapping[str, ChangedLines]) -> AnalyzerRun:
+    def _analyze(
+        self,
+        review_input: ReviewInput,
+        changed_lines: Mapping[str, ChangedLines],
+        previous: PreviousReview | None,
+    ) -> AnalyzerRun:
         """The analyzers on the files fetch kept content for, their reports kept to added lines.
-        Deterministic for the same input, so a retried job gets the same findings again."""
+        Deterministic for the same input, so a retried job gets the same findings again. The
+        previous version's answer on a file is reused when its key (the analyzer, its version and
+        rules, the file's content) is the same: the whole file's reports, filtered below exactly as
+        fresh ones are."""
         readable = {f.diff.depot_path: analyzable(f.content.text) for f in review_input.files if f.content is not None}
         if self._analyzers is None or not readable:
             return AnalyzerRun()
-        analysis = self._analyzers.run({path: text for path, (text, _) in readable.items()})
+        known = read_answers(previous.stored.analyzer_answers) if previous is not None else []
+        analysis = self._analyzers.run({path: text for path, (text, _) in readable.items()}, known)
+        publish_analyzer_metrics(analyzed=analysis.analyzed, reused=analysis.reused)
         placeholder_lines = {path: lines for path, (_, lines) in readable.items()}
         analysis.reports = on_added_lines(without_placeholder_lines(analysis.reports, placeholder_lines), changed_lines)
         return analysis
@@ -455,6 +469,8 @@ class ReviewWork:
         if run.analysis.ran:
             meta["analyzers"] = run.analysis.ran
             meta["analyzer_findings"] = len(run.analysis.reports)
+            if run.analysis.reused:
+                meta["analyzer_answers_reused"] = run.analysis.reused
         if flagged:
             meta["flagged"] = {"line_outside_diff": flagged}
         if run.previous is not None:
@@ -503,6 +519,7 @@ class ReviewWork:
             suppressed=noise.suppressed,
             fingerprints=fingerprints,
             file_answers=file_answers,
+            analyzer_answers=stored_answers(run.analysis.answers),
             history=history,
             model_answer=_model_answer(run),
             cut=cut.as_model(self._config.max_findings),

@@ -95,6 +95,7 @@ def test_review_diff_with_files_reports_the_analyzers_findings_on_added_lines_on
     ]
     assert review["result"]["meta"]["analyzers"] == ["ruff", "bandit"]
     assert "Analyzers (ruff, bandit) reported 1 finding" in review["result"]["summary"]
+    assert "analyzer_answers" not in review  # whole-file reports (line 6's too) are for a next version only
     status = cli_main.main(["review-diff", "--diff", str(tmp_path / "c.diff"), "--files", str(tmp_path / "nowhere")])
     assert status == 2 and "is not a directory" in capsys.readouterr().err
 

