@@ -123,7 +123,7 @@ def review_shelf_versions(
                 allow_list=DepotAllowList(DEFAULT_ALLOW_LIST),
                 keep_content=lambda path: with_analyzers and reads_content(path, settings.enabled_analyzers()),
             )
-            snapshot = fetcher.fetch(change, ChangeKind.SHELVED, parallelism=4)
+            snapshot = fetcher.fetch(change, ChangeKind.SHELVED)
             change_key = f"changes/{change}/v{version}.json"
             artifacts.put_json(change_key, redact_change(snapshot, settings.redaction_policy()).artifact())
             job = ReviewJob(

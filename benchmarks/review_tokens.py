@@ -35,7 +35,7 @@ def _review_inputs(skip_generated: bool = False):
     fetcher = ChangeFetcher(runner, allow_list=DepotAllowList(DEFAULT_ALLOW_LIST), skip_generated=skip_generated)
     index = json.loads((root / "events" / "depot" / "index.json").read_text())["changelists"]
     for entry in index:
-        snapshot = fetcher.fetch(entry["change"], ChangeKind(entry["kind"]), parallelism=8)
+        snapshot = fetcher.fetch(entry["change"], ChangeKind(entry["kind"]))
         yield entry["change"], snapshot, prepare_review_input(redact_change(snapshot).artifact())
 
 
