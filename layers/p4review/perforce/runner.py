@@ -79,34 +79,17 @@ class P4Runner:
 
     def run_marshal(self, args: Sequence[str], *, changelist_id: int | None = None) -> list[dict[bytes, Any]]:
         """Run `p4 -G ARGS` and return its records; an error record raises even on exit 0."""
-        return self._marshal(args, changelist_id, missing_ok=False)
-
-    def run_marshal_found(self, args: Sequence[str], *, changelist_id: int | None = None) -> list[dict[bytes, Any]]:
-        """`p4 -G ARGS` over several files: the records of those found. p4 reports each missing
-        file as a warning record ("no such file(s)", severity 2) among the others; those are
-        dropped, and any other error record raises."""
-        return self._marshal(args, changelist_id, missing_ok=True)
-
-    def _marshal(self, args: Sequence[str], changelist_id: int | None, *, missing_ok: bool) -> list[dict[bytes, Any]]:
         stdout, stderr, code = self._run(["-G", *args], args, changelist_id)
         try:
             records = decode_marshal_stream(stdout)
         except ValueError:
             raise P4CommandError(f"p4 {args[0]}: unparseable -G output") from None
-        found, missing = [], 0
         for record in records:
-            if record.get(b"code") != b"error":
-                found.append(record)
-                continue
-            message = _text(record.get(b"data", b""))
-            if missing_ok and _is_warning(record) and "no such file" in message:
-                missing += 1
-                continue
-            raise self._error(args[0], message)
-        # A warning about a missing file may come with a non-zero exit; any other failure raises.
-        if code != 0 and not missing:
+            if record.get(b"code") == b"error":
+                raise self._error(args[0], _text(record.get(b"data", b"")))
+        if code != 0:
             raise self._error(args[0], _text(stderr) or f"exit status {code}")
-        return found
+        return records
 
     def stream_marshal(
         self, args: Sequence[str], operands: Sequence[str], *, changelist_id: int | None = None

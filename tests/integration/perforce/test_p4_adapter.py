@@ -817,15 +817,15 @@ def test_the_cp1252_fallback_is_a_diagnostic_without_the_text(caplog):
 
 
 @pytest.mark.spec("RV-15")
-def test_a_lookup_over_several_files_drops_only_the_missing_file_warnings():
+def test_a_lookup_over_several_files_passes_only_the_missing_file_warnings():
     runner = make_runner()
     policy = "//depot/tools/main/pipeline/.p4review.toml"
-    [found] = runner.run_marshal_found(["files", f"{policy}#head", "//depot/nope/.p4review.toml#head"])
+    found, missing = runner.stream_marshal(["files"], [f"{policy}#head", "//depot/nope/.p4review.toml#head"])
     assert (found[b"depotFile"], found[b"rev"]) == (policy.encode(), b"1")
-    assert runner.run_marshal_found(["files", "//depot/nope/.p4review.toml"]) == []
-    with pytest.raises(P4CommandError):  # a real error (here a usage error) is not a missing file
-        runner.run_marshal_found(["files"])
-    with pytest.raises(P4NotFoundError):  # the strict reader still refuses the warning
+    assert missing[b"code"] == b"error" and missing[b"severity"] == 2  # in its operand's place
+    with pytest.raises(P4ServerBusyError):  # a real error is not a missing file
+        list(make_runner(P4FAKE_FAIL="busy").stream_marshal(["files"], [f"{policy}#head"]))
+    with pytest.raises(P4NotFoundError):  # the strict reader refuses the warning
         runner.run_marshal(["files", "//depot/nope/.p4review.toml"])
 
 

@@ -131,8 +131,11 @@ class RememberingRunner:
     def run_text(self, args: list[str], **options: Any) -> Any:
         return self._answer("run_text", args, **options)
 
-    def run_marshal_found(self, args: list[str], **options: Any) -> Any:
-        return self._answer("run_marshal_found", args, **options)
+    def stream_marshal(self, args: list[str], operands: list[str], **options: Any) -> Any:
+        key = ("stream_marshal", (*args, "--", *operands))
+        if key not in _P4_ANSWERS:
+            _P4_ANSWERS[key] = list(self._runner.stream_marshal(args, operands, **options))
+        return iter(copy.deepcopy(_P4_ANSWERS[key]))
 
 
 @pytest.fixture(autouse=True)
