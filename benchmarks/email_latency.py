@@ -401,6 +401,7 @@ def measure_burst(root: Path, label: str, workers: int, batch_sizes: dict[str, i
 
 
 def bench_email_latency() -> None:
+    began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="email-latency-") as state:
         root = Path(state)
         alone = measure_alone(root / "alone")
@@ -410,6 +411,8 @@ def bench_email_latency() -> None:
         ]
     for line in format_report(alone, bursts):
         print(line)
+    runs = len(alone) + sum(len(burst.jobs) for burst in bursts)
+    print(f"  ({runs} trigger runs on {1 + len(bursts)} local stacks in {time.monotonic() - began:.0f} s)")
 
 
 if __name__ == "__main__":
