@@ -11,9 +11,7 @@ from p4review_dev.stack import LocalStack
 
 
 def test_workers_and_batch_sizes_come_from_the_specs_unless_set(tmp_path: Path) -> None:
-    with LocalStack(
-        tmp_path / "set", worker_concurrency=3, batch_sizes={"fetch": 4}, swarm=False
-    ) as stack:
+    with LocalStack(tmp_path / "set", worker_concurrency=3, batch_sizes={"fetch": 4}, swarm=False) as stack:
         fetch, review = stack.pollers[StageName.FETCH], stack.pollers[StageName.REVIEW]
         assert (fetch.concurrency, fetch.batch_size) == (3, 4)
         assert (review.concurrency, review.batch_size) == (3, spec.REVIEW_QUEUE.batch_size)
