@@ -42,7 +42,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median, quantiles
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from p4review_dev.demo import TriggerRun
 
 STAGES = ("fetch", "review", "notify")
 # The burst runs: (label, W, batch sizes by stage; empty: the queues' own).
@@ -264,9 +267,6 @@ def stage_times(deliveries: Sequence[Any], job_id: str, started: float, complete
     return StageTimes(message.sent_at, delivery.receive_started, delivery.received, started, completed)
 
 
-TriggerRun = tuple[str, int, int | None, int | None, str]
-
-
 class Run:
     """A fresh local stack and a Perforce trigger host in front of it."""
 
@@ -370,9 +370,9 @@ class Run:
 def fixture_runs() -> tuple[list[TriggerRun], list[TriggerRun]]:
     """What p4d fires for the fixture depot, as `make demo` fires it: the runs, and the re-shelves
     made after the first version's review."""
-    from p4review_dev.demo import _trigger_runs, fixture_changes
+    from p4review_dev.demo import fixture_changes, trigger_runs
 
-    return _trigger_runs(fixture_changes())
+    return trigger_runs(fixture_changes())
 
 
 def measure_alone(root: Path) -> list[JobTimeline]:
