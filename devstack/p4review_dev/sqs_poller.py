@@ -282,6 +282,10 @@ class SqsPoller:
             thread.start()
         return self
 
+    def request_stop(self) -> None:
+        """Signal the workers without waiting: each ends after its current receive and invocation."""
+        self._stop.set()
+
     def stop(self, timeout: float | None = None) -> bool:
         """Signal the workers and join them. Returns False if one is still running after
         ``timeout`` (default: the poll wait + 5 s); a running handler is never interrupted."""

@@ -332,6 +332,9 @@ class LocalStack:
         return self.info
 
     def stop(self) -> None:
+        # Every poller's workers end their long polls at once, not one poller after another.
+        for poller in self.pollers.values():
+            poller.request_stop()
         while self._started:
             component = self._started.pop()
             try:
