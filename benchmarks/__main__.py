@@ -61,6 +61,7 @@ def benchmarks() -> dict[str, Callable[[], None]]:
     selects, in the order a whole run takes them."""
     from benchmarks.cold_start import bench_cold_start
     from benchmarks.cost import bench_cost_per_job
+    from benchmarks.email_latency import bench_email_latency
     from benchmarks.fetch import bench_fetch_large_change
     from benchmarks.incremental_review import bench_incremental_review
     from benchmarks.prompt_cache import bench_prompt_cache
@@ -87,6 +88,7 @@ def benchmarks() -> dict[str, Callable[[], None]]:
         "review-quality": bench_review_quality,
         "smtp-duplicates": bench_smtp_duplicate_risk,
         "trigger-latency": bench_trigger_latency,
+        "email-latency": bench_email_latency,
         "cold-start": bench_cold_start,
     }
 

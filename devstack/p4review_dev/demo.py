@@ -85,7 +85,7 @@ def _table(rows: list[list[str]], header: list[str]) -> str:
 TriggerRun = tuple[str, int, int | None, int | None, str]
 
 
-def _trigger_runs(changes: list[dict[str, Any]]) -> tuple[list[TriggerRun], list[TriggerRun]]:
+def trigger_runs(changes: list[dict[str, Any]]) -> tuple[list[TriggerRun], list[TriggerRun]]:
     """What p4d would fire for the fixture: (trigger type, change, %oldchangelist%, shelf version,
     label); the second list is the re-shelves that wait for the previous version's review (the
     owner read it and re-shelved: `reshelved_after_review` in the index)."""
@@ -289,7 +289,7 @@ def run_demo(state_root: Path, timeout_seconds: float = 300) -> int:
         for line in host.run("--ping").stdout.splitlines():
             _say("  ping: " + line)
 
-        runs, reshelves = _trigger_runs(fixture_changes())
+        runs, reshelves = trigger_runs(fixture_changes())
         online, offline = runs[:-OUTAGE_CHANGES], runs[-OUTAGE_CHANGES:]
         _say("Submitting and shelving through the trigger (it spools, starts a detached sender, exits 0):")
         statuses = []

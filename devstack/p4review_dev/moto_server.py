@@ -48,8 +48,8 @@ __all__ = ["LocalAwsServer", "SerializingMiddleware", "service_of"]
 # Long-poll emulation: a waiting ReceiveMessage re-scans the queue when moto signals a new
 # message, and at least this often (messages whose visibility timeout ended signal nothing).
 DEFAULT_LONG_POLL_INTERVAL = 0.2
-# Never re-scan more often than this (moto's "has messages" signal can be true while none is
-# deliverable, e.g. FIFO groups in flight).
+# After a "has messages" signal whose scan found none deliverable (FIFO groups in flight, ...),
+# never re-scan more often than this; a signal that finds a message is answered at once.
 _MIN_RESCAN_SECONDS = 0.02
 
 
@@ -191,6 +191,7 @@ class SerializingMiddleware:
         short = dict(request, WaitTimeSeconds=0)
         short_body = json.dumps(short).encode("utf-8")
         deadline = time.monotonic() + wait
+        signalled = False  # the last wait ended because the queue said it held messages
         while True:
             scanned = time.monotonic()
             with lock:
@@ -202,10 +203,10 @@ class SerializingMiddleware:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
-            _wait_for_messages(queue, min(self._long_poll_interval, remaining))
-            pause = _MIN_RESCAN_SECONDS - (time.monotonic() - scanned)
+            pause = rescan_pause(signalled, time.monotonic() - scanned)
             if pause > 0:
-                time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+                time.sleep(min(pause, remaining))
+            signalled = _wait_for_messages(queue, min(self._long_poll_interval, max(0.0, deadline - time.monotonic())))
             if time.monotonic() >= deadline:
                 # One last scan at the end of the wait, as SQS returns what arrived.
                 with lock:
@@ -285,18 +286,28 @@ def _moto_queue(environ: dict[str, Any], request: dict[str, Any]) -> Any:
         return None
 
 
-def _wait_for_messages(queue: Any, timeout: float) -> None:
+def rescan_pause(signalled: bool, since_scan: float) -> float:
+    """How long a long poll whose scan came back empty pauses before it waits again. Only after a
+    signal that found nothing (moto's "has messages" can hold while none is deliverable, and would
+    wake the wait at once again) is the rescan paced; a message that arrives is scanned for at
+    once, as SQS's long poll returns as soon as one is there."""
+    return max(0.0, _MIN_RESCAN_SECONDS - since_scan) if signalled else 0.0
+
+
+def _wait_for_messages(queue: Any, timeout: float) -> bool:
+    """Wait until moto says the queue holds visible messages (True) or `timeout` ends (False)."""
     if timeout <= 0:
-        return
+        return False
     condition = getattr(queue, "_messages_lock", None)
     if condition is None:
         time.sleep(timeout)
-        return
+        return False
     try:
         with condition:
-            condition.wait_for(lambda: queue.messages, timeout=timeout)
+            return bool(condition.wait_for(lambda: queue.messages, timeout=timeout))
     except Exception:  # noqa: BLE001 - moto's private lock changed shape: fall back to polling
         time.sleep(timeout)
+        return False
 
 
 def _has_messages(body: bytes) -> bool:

@@ -25,7 +25,9 @@ import base64
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from p4review.faults import InjectedCrash
@@ -33,7 +35,10 @@ from p4review_dev.lambda_context import FakeLambdaContext
 
 log = logging.getLogger(__name__)
 
-__all__ = ["SqsPoller", "build_sqs_event"]
+__all__ = ["Delivery", "ReceivedMessage", "SqsPoller", "build_sqs_event"]
+
+# The deliveries a poller remembers (the latency benchmark reads them); older ones are dropped.
+DELIVERY_LOG_SIZE = 10_000
 
 _REQUIRED_ATTRIBUTES = ("ApproximateReceiveCount", "SentTimestamp", "SenderId", "ApproximateFirstReceiveTimestamp")
 
@@ -86,6 +91,28 @@ def build_sqs_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str,
     return {"Records": records}
 
 
+@dataclass(frozen=True)
+class ReceivedMessage:
+    body: str
+    sent_at: float  # SentTimestamp: when the queue accepted it (epoch seconds, millisecond precision)
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One batch this poller received (epoch seconds): when the ReceiveMessage that returned it
+    was sent and when it answered. A message sent before `receive_started` waited for a free
+    worker; from then on (or from its sending) to `received`, for the long poll to wake."""
+
+    receive_started: float
+    received: float
+    messages: tuple[ReceivedMessage, ...]
+
+
+def _sent_at(message: dict[str, Any]) -> float:
+    sent = (message.get("Attributes") or {}).get("SentTimestamp")
+    return int(sent) / 1000 if sent else 0.0
+
+
 class _BatchFailed(Exception):
     """The handler's response means: retry the whole batch."""
 
@@ -119,7 +146,8 @@ class SqsPoller:
 
     Counters (read any time): ``received`` (messages), ``invocations``, ``deleted``,
     ``failed_items`` (messages left for retry: reported failures plus whole failed batches),
-    ``errors`` (handler raised or returned a malformed response), ``receive_errors``.
+    ``errors`` (handler raised or returned a malformed response), ``receive_errors``;
+    ``deliveries()``: the last ``DELIVERY_LOG_SIZE`` batches received, with their timings.
     """
 
     def __init__(
@@ -169,6 +197,7 @@ class SqsPoller:
             "errors": 0,
             "receive_errors": 0,
         }
+        self._deliveries: deque[Delivery] = deque(maxlen=DELIVERY_LOG_SIZE)
 
     # -- counters ----------------------------------------------------------------------------
     def _add(self, name: str, n: int = 1) -> None:
@@ -178,6 +207,10 @@ class SqsPoller:
     def counters(self) -> dict[str, int]:
         with self._lock:
             return dict(self._counts)
+
+    def deliveries(self) -> list[Delivery]:
+        with self._lock:
+            return list(self._deliveries)
 
     @property
     def received(self) -> int:
@@ -249,6 +282,10 @@ class SqsPoller:
             thread.start()
         return self
 
+    def request_stop(self) -> None:
+        """Signal the workers without waiting: each ends after its current receive and invocation."""
+        self._stop.set()
+
     def stop(self, timeout: float | None = None) -> bool:
         """Signal the workers and join them. Returns False if one is still running after
         ``timeout`` (default: the poll wait + 5 s); a running handler is never interrupted."""
@@ -273,6 +310,7 @@ class SqsPoller:
     def _worker(self, index: int, client: Any) -> None:
         backoff = 0.1
         while not self._stop.is_set():
+            receive_started = time.time()
             try:
                 response = client.receive_message(
                     QueueUrl=self.queue_url,
@@ -296,10 +334,16 @@ class SqsPoller:
                 with self._lock:
                     self._empty_streak[index] += 1
                 continue
+            delivery = Delivery(
+                receive_started,
+                time.time(),
+                tuple(ReceivedMessage(message.get("Body", ""), _sent_at(message)) for message in messages),
+            )
             with self._lock:
                 self._empty_streak[index] = 0
                 self._in_flight += 1
                 self._counts["received"] += len(messages)
+                self._deliveries.append(delivery)
             try:
                 self._process(client, messages)
             finally:

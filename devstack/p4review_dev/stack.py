@@ -134,6 +134,8 @@ class LocalStack:
         extra_env: dict[str, str] | None = None,
         workers: bool = True,
         swarm: bool = True,
+        worker_concurrency: int | None = None,
+        batch_sizes: dict[str, int] | None = None,
     ):
         self.state_dir = Path(state_dir).resolve()
         self.shelves_file = self.state_dir / "fake-p4" / "shelves.json"
@@ -147,6 +149,11 @@ class LocalStack:
         # False: no in-process stage pollers; run `p4review local worker --stage S` processes
         # instead (separately killable, as the chaos test needs).
         self._workers = workers
+        # W, the concurrent invocations each stage's poller makes; None: the queue's own
+        # (`QueueSpec.max_concurrency`, the CDK stack's default event source maximum concurrency).
+        self._worker_concurrency = worker_concurrency
+        # Messages per invocation by stage ("fetch": 5, ...); absent: the queue's `QueueSpec.batch_size`.
+        self._batch_sizes = batch_sizes or {}
         # True: a fake Helix Swarm on loopback, and notify comments on every change's review
         # (created when missing: P4REVIEW_SWARM_CREATE_REVIEWS). `extra_env` may override.
         self._swarm = swarm
@@ -288,8 +295,8 @@ class LocalStack:
                 queue.url,
                 queue.arn,
                 handler,
-                batch_size=queue.batch_size,
-                concurrency=queue.max_concurrency,
+                batch_size=self._batch_sizes.get(stage.value, queue.batch_size),
+                concurrency=self._worker_concurrency or queue.max_concurrency,
                 function_name=f"p4review-{self._environment}-{stage}",
                 function_timeout_seconds=spec.QUEUE_FOR_STAGE[stage].function_timeout_seconds,
             )
@@ -325,6 +332,9 @@ class LocalStack:
         return self.info
 
     def stop(self) -> None:
+        # Every poller's workers end their long polls at once, not one poller after another.
+        for poller in self.pollers.values():
+            poller.request_stop()
         while self._started:
             component = self._started.pop()
             try:

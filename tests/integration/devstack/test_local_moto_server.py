@@ -18,7 +18,7 @@ from botocore.exceptions import ClientError
 from p4review import resources as spec
 from p4review.notify.settings import NotifySettings
 from p4review.settings.blocks import StoresBlock
-from p4review_dev.moto_server import LocalAwsServer
+from p4review_dev.moto_server import LocalAwsServer, rescan_pause
 from p4review_dev.provision import LocalResources, provision
 
 THREADS = 8
@@ -287,6 +287,15 @@ def test_long_poll_returns_as_soon_as_a_message_arrives(aws_client) -> None:
     elapsed = time.monotonic() - started
     assert [m["Body"] for m in messages] == ["hi"]
     assert 0.3 <= elapsed < 15.0  # well before the 20 s wait ran out
+
+
+def test_a_long_poll_paces_its_rescans_only_after_a_signal_that_found_nothing() -> None:
+    """SQS's long poll answers as soon as a message arrives: a wake-up that finds one is scanned
+    at once. Only a "has messages" signal with nothing deliverable (it would wake the wait again
+    at once) paces the next scan, to 20 ms after the last."""
+    assert rescan_pause(signalled=False, since_scan=0.001) == 0.0
+    assert rescan_pause(signalled=True, since_scan=0.005) == pytest.approx(0.015)
+    assert rescan_pause(signalled=True, since_scan=0.5) == 0.0
 
 
 def test_concurrent_receives_never_hand_out_the_same_message(aws_client) -> None:

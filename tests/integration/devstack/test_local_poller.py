@@ -83,6 +83,24 @@ def test_builds_lambda_sqs_events_and_deletes_handled_messages(aws_client) -> No
     assert poller.counters()["invocations"] == 1 and poller.errors == 0 and not poller.running
 
 
+def test_each_delivery_is_recorded_with_its_receive_and_each_messages_send_time(aws_client) -> None:
+    """What the latency benchmark reads (benchmarks/email_latency.py): a message sent before the
+    receive went out waited for a worker; one sent after it, for the long poll to wake."""
+    sqs = aws_client("sqs")
+    url, arn, _ = _queue(sqs, "recorded", visibility=30)
+    sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": f"m{i}"} for i in range(3)])
+    poller = SqsPoller(lambda: aws_client("sqs"), url, arn, lambda e, c: None, batch_size=5, concurrency=1)
+    with poller:
+        assert _wait(lambda: poller.deleted == 3, 10), poller.counters()
+    deliveries = poller.deliveries()
+    assert sorted(message.body for delivery in deliveries for message in delivery.messages) == ["m0", "m1", "m2"]
+    for delivery in deliveries:
+        assert delivery.receive_started <= delivery.received
+        for message in delivery.messages:
+            # SentTimestamp is in milliseconds: the send precedes the receive's answer.
+            assert 0 < message.sent_at <= delivery.received + 0.001
+
+
 def test_partial_batch_failure_keeps_only_the_failed_message(aws_client) -> None:
     sqs = aws_client("sqs")
     url, arn, _ = _queue(sqs, "partial", visibility=30)
