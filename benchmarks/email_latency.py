@@ -44,6 +44,8 @@ from pathlib import Path
 from statistics import median, quantiles
 from typing import TYPE_CHECKING, Any
 
+from benchmarks.sizes import sized
+
 if TYPE_CHECKING:
     from p4review_dev.demo import TriggerRun
 
@@ -372,7 +374,9 @@ def fixture_runs() -> tuple[list[TriggerRun], list[TriggerRun]]:
     made after the first version's review."""
     from p4review_dev.demo import fixture_changes, trigger_runs
 
-    return trigger_runs(fixture_changes())
+    runs, reshelves = trigger_runs(fixture_changes())
+    # Quick: the first 4 runs, no re-shelve (benchmarks/sizes.py).
+    return runs[: sized(len(runs), 4)], sized(reshelves, [])
 
 
 def measure_alone(root: Path) -> list[JobTimeline]:
