@@ -22,9 +22,10 @@ RESULT_MODELS = "p4review.models.review_result"
 READ_RESULTS = ("review", "notify")
 
 _PROBE = """
-import json, sys
+import gc, json, sys
 import handler
 import pydantic
+from p4review.change.redaction.base import CompiledOnFirstUse
 from p4review.settings.blocks import SettingsBlock
 
 def subclasses(cls):
@@ -39,6 +40,7 @@ print(json.dumps({
     "settings_model": type(handler.SETTINGS).__qualname__,
     "blocks_built": sorted(c.__qualname__ for c in blocks if c.__pydantic_complete__),
     "models_incomplete": sorted(c.__qualname__ for c in ours - blocks if not c.__pydantic_complete__),
+    "rules_compiled": sum(1 for o in gc.get_objects() if isinstance(o, CompiledOnFirstUse) and "pattern" in vars(o)),
 }))
 """
 
@@ -70,6 +72,8 @@ def test_a_cold_start_leaves_what_one_path_needs_to_that_path(handler, cold_star
     assert [name for name in modules if name.startswith(LAZY)] == []
     if handler not in READ_RESULTS:
         assert RESULT_MODELS not in modules
+    # The redaction rules (fetch, review) compile their patterns on the first line they run on.
+    assert cold_starts[handler]["rules_compiled"] == 0
 
 
 @pytest.mark.parametrize("handler", HANDLERS)
