@@ -14,12 +14,19 @@ import pytest
 from benchmarks.cold_start import HANDLERS, handler_environment
 
 # Loaded on first use only: the model answer's validator, the offline reviewer's rules (review's
-# fallback), and Powertools' pydantic event models (which its batch module builds, for type hints
-# only, when pydantic is already imported: the SQS handlers import it first).
-LAZY = ("jsonschema", "p4review.review.offline.reviewer", "aws_lambda_powertools.utilities.parser")
-# The output contract's models: only the functions that read review results import them.
-RESULT_MODELS = "p4review.models.review_result"
-READ_RESULTS = ("review", "notify")
+# fallback), the IaC checks (a compose or Terraform file), the TOML parser (a depot policy file),
+# the console-redrive parser, and Powertools' pydantic event models (which its batch module builds,
+# for type hints only, when pydantic is already imported: the SQS handlers import it first).
+LAZY = (
+    "jsonschema",
+    "p4review.review.offline.reviewer",
+    "p4review.review.analyzers.iac_checks",
+    "tomllib",
+    "p4review.pipeline.replay",
+    "aws_lambda_powertools.utilities.parser",
+)
+# Models only the functions that read them import: the output contract's, the outbox's.
+ONLY_IN = {"p4review.models.review_result": ("review", "notify"), "p4review.models.outbox": ("notify",)}
 
 _PROBE = """
 import gc, json, sys
@@ -70,8 +77,7 @@ def test_every_deployed_function_is_measured():
 def test_a_cold_start_leaves_what_one_path_needs_to_that_path(handler, cold_starts):
     modules = cold_starts[handler]["modules"]
     assert [name for name in modules if name.startswith(LAZY)] == []
-    if handler not in READ_RESULTS:
-        assert RESULT_MODELS not in modules
+    assert [name for name, readers in ONLY_IN.items() if name in modules and handler not in readers] == []
     # The redaction rules (fetch, review) compile their patterns on the first line they run on.
     assert cold_starts[handler]["rules_compiled"] == 0
 
