@@ -139,7 +139,7 @@ def bench_cold_start() -> None:
         print(
             f"cold start {handler}: import handler {result.import_ms:.0f} ms vs import boto3 {result.boto3_ms:.0f} ms "
             f"= x{result.ratio:.2f} ({verdict} the 2x goal); its first use of what it loads lazily "
-            f"+{result.first_use_ms:.0f} ms (import + first use x{result.with_first_use_ratio:.2f})"
+            f"+{result.first_use_ms:.1f} ms (import + first use x{result.with_first_use_ratio:.2f})"
         )
     worst = max(results, key=lambda handler: results[handler].ratio)
     print(f"cold start, worst handler: {worst} x{results[worst].ratio:.2f} import boto3 (goal <= x2)")
