@@ -62,8 +62,8 @@ class Rule:
 
 class CompiledOnFirstUse:
     """A rule's `pattern`, compiled on the first line the rule runs on rather than at import: a
-    function compiles only the rules whose needles its texts hold (most rules meet none in a
-    change), and none at cold start (docs/benchmarks.md, cold start)."""
+    function compiles only the rules whose needles its texts hold, and none at cold start
+    (docs/benchmarks.md, "Cold start")."""
 
     def _compile_later(self, pattern: str, flags: int = 0) -> None:
         self._source = (pattern, flags)
