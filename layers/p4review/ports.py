@@ -5,11 +5,13 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, BinaryIO, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
 from p4review.models.job import AuditEvent, JobStatus, ReviewJob, StageName, StageStatus
 from p4review.models.messages import StageMessage
-from p4review.models.outbox import DeliveryStatus, OutboxListing, OutboxRow
+
+if TYPE_CHECKING:  # in annotations only: the functions that never touch the outbox do not build its models
+    from p4review.models.outbox import DeliveryStatus, OutboxListing, OutboxRow
 
 
 class CreateConflict(StrEnum):

@@ -9,7 +9,6 @@ before it runs: a file's size and nesting depth before the TOML parser (which re
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -75,6 +74,8 @@ def _parse(source: str, revision: str, data: bytes) -> DepotPolicy | PolicyDiagn
     if nesting_depth(text) > MAX_POLICY_NESTING:
         detail = f"arrays or tables nested deeper than {MAX_POLICY_NESTING} levels"
         return PolicyDiagnostic(source=source, reason="invalid_toml", detail=detail)
+    import tomllib  # only a change under a policy file reads one: not at every function's cold start
+
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

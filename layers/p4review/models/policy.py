@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from p4review.models.review_result import Confidence, Severity
+from p4review.models.finding_labels import Confidence, Severity
 
 POLICY_FILE_NAME = ".p4review.toml"
 POLICY_SCHEMA_VERSION = 1

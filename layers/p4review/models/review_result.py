@@ -8,6 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from p4review.models.finding_labels import Category, Confidence, Severity
+
 # The schema version the parser expects at least: an answer in 1.0 or any newer 1.x is accepted
 # (spec "Compatibility expectations"); each prompt names the version it asks for (registry.json).
 SCHEMA_VERSION = "1.0"
@@ -83,33 +85,6 @@ def result_schema_for(schema_version: str) -> dict[str, Any]:
     if major == "1" and minor.isdigit() and int(minor) >= 1:
         return REVIEW_RESULT_SCHEMA_1_1
     return REVIEW_RESULT_SCHEMA
-
-
-class Severity(StrEnum):
-    CRITICAL = "critical"
-    HIGH = "high"
-    MEDIUM = "medium"
-    LOW = "low"
-    INFO = "info"
-
-
-SEVERITY_ORDER = [Severity.CRITICAL, Severity.HIGH, Severity.MEDIUM, Severity.LOW, Severity.INFO]
-
-
-class Category(StrEnum):
-    CORRECTNESS = "correctness"
-    SECURITY = "security"
-    PERFORMANCE = "performance"
-    RELIABILITY = "reliability"
-    MAINTAINABILITY = "maintainability"
-    STYLE = "style"
-    TEST = "test"
-
-
-class Confidence(StrEnum):
-    HIGH = "high"
-    MEDIUM = "medium"
-    LOW = "low"
 
 
 class Finding(BaseModel):
@@ -257,11 +232,6 @@ class ModelAnswer(BaseModel):
     parts_rejected: int = 0
     reasons: list[str] = Field(default_factory=list)  # the parser's response_rejected reasons
     fallback: str | None = None  # who reviewed the rejected parts instead: "heuristic"
-
-
-# Findings a review version keeps by default, the most severe first (P4REVIEW_MAX_FINDINGS;
-# review/bounds.py).
-DEFAULT_MAX_FINDINGS = 50
 
 
 class FindingsCut(BaseModel):

@@ -16,7 +16,6 @@ from p4review.models.job import StageName
 from p4review.models.messages import StageMessage
 from p4review.observability import logger
 from p4review.pipeline import dead_letter
-from p4review.pipeline.replay import parse_dead_letter
 from p4review.pipeline.stage_runner import StageWork, lease_for, run_stage
 from p4review.settings.blocks import LeaseBlock
 from p4review.stores.factory import get_data_access
@@ -107,6 +106,8 @@ CONSOLE_REDRIVE_ACTOR = "sqs-dlq-redrive"
 def _console_redrive(record: SQSRecord, stage: StageName, dal: Any) -> StageMessage | None:
     """A dead-letter envelope back on its stage queue was moved there by the SQS console's
     "Start DLQ redrive": replay it like `p4review dlq redrive`, recorded as having no ticket."""
+    from p4review.pipeline.replay import parse_dead_letter  # a rare path: not at cold start
+
     target = parse_dead_letter(record.body)
     if target is None or target.kind != "envelope" or target.stage != stage:
         return None

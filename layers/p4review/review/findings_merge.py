@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from p4review.models.review_result import SEVERITY_ORDER, Finding
+from p4review.models.finding_labels import SEVERITY_ORDER
+from p4review.models.review_result import Finding
 
 _SPACES = re.compile(r"\s+")
 

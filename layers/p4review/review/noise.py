@@ -16,8 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from p4review.change.json_rules import parse_rules
+from p4review.models.finding_labels import SEVERITY_ORDER, Confidence
 from p4review.models.policy import NoiseRule
-from p4review.models.review_result import SEVERITY_ORDER, Confidence, Finding
+from p4review.models.review_result import Finding
 from p4review.review.findings_merge import severity_rank
 
 _CONFIDENCE_ORDER = [Confidence.HIGH, Confidence.MEDIUM, Confidence.LOW]

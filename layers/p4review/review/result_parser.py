@@ -23,25 +23,26 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
 from p4review.change.diff_lines import ChangedLines
+from p4review.models.finding_labels import Category, Confidence, Severity
 from p4review.models.review_result import (
     MAX_SUGGESTED_CODE_CHARS,
     REVIEW_RESULT_SCHEMA,
     SCHEMA_VERSION,
-    Category,
-    Confidence,
     Diagnostic,
     Finding,
     ParseOutcome,
     ReviewResult,
-    Severity,
     finding_fields_in,
 )
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 # Diagnostic kinds.
 COERCION_APPLIED = "coercion_applied"
@@ -96,7 +97,16 @@ def _top_level_schema() -> dict[str, Any]:
     return schema
 
 
-_TOP_LEVEL_VALIDATOR = Draft202012Validator(_top_level_schema())
+@cache
+def top_level_validator() -> Draft202012Validator:
+    """Built on the first answer parsed, not at import: jsonschema costs about 50 ms of the review
+    function's cold start (docs/benchmarks.md), and a run that parses no answer (opted out,
+    every file's answer reused) never needs it."""
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(_top_level_schema())
+
+
 # Full-string versions of the schema's patterns (a JSON Schema `$` would accept "1.0\n").
 _SCHEMA_VERSION_RE = re.compile(r"([0-9]+)\.([0-9]+)")
 _PROMPT_VERSION_RE = re.compile(r"([0-9]+)\.([0-9]+)(?:\.([0-9]+))?")
@@ -202,7 +212,7 @@ def _json_type(value: Any) -> str:
 def _check_top_level(document: dict[str, Any]) -> tuple[str, str] | None:
     try:
         errors = sorted(
-            _TOP_LEVEL_VALIDATOR.iter_errors(document),
+            top_level_validator().iter_errors(document),
             key=lambda e: (e.validator != "required", [str(p) for p in e.absolute_path], str(e.validator)),
         )
     except Exception:  # noqa: BLE001 - a validator failure must not escape the parser

@@ -9,7 +9,7 @@ import dataclasses
 from p4review.change.snapshot_redaction import ReviewInput
 from p4review.review.llm.base import LlmProvider, LlmRequest, LlmResponse
 from p4review.review.metrics import metered_completion
-from p4review.review.offline.reviewer import OFFLINE_PROMPT_VERSION, review_change
+from p4review.review.offline import OFFLINE_PROMPT_VERSION
 from p4review.review.prompts import estimate_tokens
 from p4review.review.rollout import PromptChoice
 
@@ -23,6 +23,10 @@ class OfflineReviewer:
         return OFFLINE_PROMPT_VERSION  # its rules are its prompt; the registry's templates do not apply
 
     def complete(self, request: LlmRequest, review_input: ReviewInput) -> LlmResponse:
+        # Imported on the first review, not at cold start: a provider-backed function needs
+        # these rules only for an answer it rejects (the stage's fallback).
+        from p4review.review.offline.reviewer import review_change
+
         text = review_change(review_input)
         # No model counts tokens here: estimate what the same request would cost a model.
         return LlmResponse(

@@ -29,7 +29,6 @@ from p4review.models.change import DiffStatus
 from p4review.models.job import ReviewJob, ReviewSummary, StageName
 from p4review.models.policy import DepotPolicy
 from p4review.models.review_result import (
-    DEFAULT_MAX_FINDINGS,
     SCHEMA_VERSION,
     Coverage,
     Diagnostic,
@@ -70,6 +69,7 @@ from p4review.review.prompts import PromptRegistry, estimate_tokens, render_file
 from p4review.review.result_parser import RESPONSE_REJECTED, parse_review_result
 from p4review.review.reviewers import OfflineReviewer, chunk_input
 from p4review.review.rollout import PromptChoice, choose_prompt
+from p4review.settings.blocks import DEFAULT_MAX_FINDINGS
 from p4review.stores.s3_artifacts import chunk_result_key, result_key
 
 # The description is repeated in every chunk's request; past this it adds cost, not insight.

@@ -19,7 +19,6 @@ from pydantic import BaseModel, ConfigDict, Field, Json, ValidationError, field_
 from p4review.change import depot_paths
 from p4review.change.analyzer_files import ALL_ANALYZERS
 from p4review.errors import ConfigError
-from p4review.models.review_result import DEFAULT_MAX_FINDINGS
 from p4review.resources import DEFAULT_RETENTION_DAYS
 
 if TYPE_CHECKING:
@@ -32,7 +31,9 @@ _SEVERITY_THRESHOLD = "^(critical|high|medium|low|never)$"
 class SettingsBlock(BaseModel):
     """A set of environment variables; subclasses (and their unions) parse `os.environ`."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    # defer_build: a block's validator is built when a model is first parsed, so a function
+    # builds its own model at cold start and not the twenty-odd blocks it does not parse.
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Self:
@@ -260,6 +261,10 @@ class LlmBlock(SettingsBlock):
     # The provider's tokens-per-minute limit for this model, shared by every review worker through
     # one DynamoDB item (docs/capacity.md); 0 = no budget. Set it below the tier's limit (~90%).
     llm_tokens_per_minute: int = Field(default=0, ge=0, le=1_000_000_000, alias="P4REVIEW_LLM_TOKENS_PER_MINUTE")
+
+
+# Findings a review version keeps by default, the most severe first (review/bounds.py).
+DEFAULT_MAX_FINDINGS = 50
 
 
 class ReviewTuningBlock(SettingsBlock):

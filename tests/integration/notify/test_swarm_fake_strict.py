@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from p4review.errors import NotFoundError, ValidationError
+from p4review.models.finding_labels import Severity
 from p4review.models.job import SwarmTestRef
-from p4review.models.review_result import Finding, Severity
+from p4review.models.review_result import Finding
 from p4review.notify.swarm.callback import post_verdict
 from p4review.notify.swarm.client import HttpRequest, HttpResponse, SwarmClient
 from p4review.notify.swarm.comments import anchor_context

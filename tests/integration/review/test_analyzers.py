@@ -157,7 +157,9 @@ def test_a_failing_iac_check_is_a_diagnostic_and_the_others_still_run(monkeypatc
     def broken(path, text):
         raise RecursionError("deep")
 
-    monkeypatch.setattr(analyzers_module.iac_checks, "check", broken)
+    from p4review.review.analyzers import iac_checks  # the runner imports it on first use
+
+    monkeypatch.setattr(iac_checks, "check", broken)
     run = AnalyzerRunner(["iac", "bandit"]).run({**CONTENTS, "//depot/infra/main.tf": "x = 1\n"})
     assert [(d.reason, d.detail) for d in run.diagnostics] == [("analyzer_failed", "iac: RecursionError")]
     assert run.ran == ["bandit"]

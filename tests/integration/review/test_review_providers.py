@@ -19,7 +19,7 @@ from p4review.models.job import StageName
 from p4review.models.review_result import StoredReview
 from p4review.review.llm import bedrock_provider
 from p4review.review.llm.base import RESULT_TOOL_NAME
-from p4review.review.offline.reviewer import OFFLINE_PROMPT_VERSION
+from p4review.review.offline import OFFLINE_PROMPT_VERSION
 from p4review.review.settings import ReviewSettings
 from p4review.review.setup import build_review_work
 from p4review.review.stores import review_stores

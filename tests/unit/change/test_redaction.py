@@ -231,6 +231,19 @@ def test_every_class_of_our_own_rules_has_a_positive_case():
     assert produced <= {name for _, name, _ in POSITIVES}  # PEM classes: the boundary tests below
 
 
+def test_every_rule_pattern_compiles():
+    """Rules compile their pattern on first use (base.CompiledOnFirstUse), not at import: a bad
+    pattern would otherwise surface only on the first line that holds the rule's needles."""
+    import gc
+
+    from p4review.change.redaction.base import CompiledOnFirstUse
+
+    rules = [obj for obj in gc.get_objects() if isinstance(obj, CompiledOnFirstUse)]
+    assert len(rules) >= 40
+    for rule in rules:
+        assert rule.pattern.pattern
+
+
 def test_yaml_plain_scalar_runs_to_the_end_of_the_line_or_a_comment():
     assert (
         redacted("+password: correct horse battery staple  # rotated\n").text

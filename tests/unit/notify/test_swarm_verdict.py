@@ -8,8 +8,9 @@ from urllib.parse import parse_qs
 
 import pytest
 
+from p4review.models.finding_labels import Severity
 from p4review.models.job import SwarmTestRef
-from p4review.models.review_result import Finding, Severity
+from p4review.models.review_result import Finding
 from p4review.notify.swarm.verdict import (
     MAX_MESSAGE_CHARS,
     Outcome,

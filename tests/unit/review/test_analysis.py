@@ -12,8 +12,9 @@ from p4review.change.diff_lines import changed_lines_from_diff
 from p4review.change.redaction import RedactionError
 from p4review.change.snapshot_redaction import ChangeRedactor, prepare_review_input, redact_change
 from p4review.models.change import ChangeDescription, ChangeSnapshot, DiffStatus, FileDiff
+from p4review.models.finding_labels import Category, Severity
 from p4review.models.job import ChangeKind
-from p4review.models.review_result import Category, Finding, Severity
+from p4review.models.review_result import Finding
 from p4review.review.analyzers import analysis
 from p4review.review.findings_merge import merge_analyzer_findings
 

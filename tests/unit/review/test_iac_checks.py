@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from p4review.models.review_result import Category, Severity
+from p4review.models.finding_labels import Category, Severity
 from p4review.review.analyzers import iac_checks
 
 COMPOSE = """services:

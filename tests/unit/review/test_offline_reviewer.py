@@ -12,7 +12,8 @@ from p4review.change.snapshot_redaction import prepare_review_input, redact_chan
 from p4review.change.unified_diff import iter_added_lines
 from p4review.models.change import ChangeDescription, ChangedFile, ChangeSnapshot, DiffStatus, FileDiff
 from p4review.models.review_result import REVIEW_RESULT_SCHEMA, SCHEMA_VERSION
-from p4review.review.offline.reviewer import MAX_FINDINGS, OFFLINE_PROMPT_VERSION, RULE_IDS
+from p4review.review.offline import OFFLINE_PROMPT_VERSION
+from p4review.review.offline.reviewer import MAX_FINDINGS, RULE_IDS
 from p4review.review.offline.reviewer import review_change as review_input_change
 from p4review.review.result_parser import parse_review_result
 

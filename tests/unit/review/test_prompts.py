@@ -8,7 +8,8 @@ import re
 import pytest
 
 from p4review.errors import ConfigError
-from p4review.models.review_result import REVIEW_RESULT_SCHEMA, SCHEMA_VERSION, Category, Confidence, Severity
+from p4review.models.finding_labels import Category, Confidence, Severity
+from p4review.models.review_result import REVIEW_RESULT_SCHEMA, SCHEMA_VERSION
 from p4review.review.prompts import (
     estimate_tokens,
     load_registry,

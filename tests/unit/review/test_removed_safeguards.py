@@ -9,8 +9,9 @@ import pytest
 
 from p4review.change.snapshot_redaction import prepare_review_input, redact_change
 from p4review.models.change import ChangeDescription, ChangedFile, ChangeSnapshot, DiffStatus, FileDiff
+from p4review.review.offline import OFFLINE_PROMPT_VERSION
 from p4review.review.offline.removed_safeguards import removed_safeguards
-from p4review.review.offline.reviewer import OFFLINE_PROMPT_VERSION, RULE_IDS, review_change
+from p4review.review.offline.reviewer import RULE_IDS, review_change
 from p4review.review.result_parser import parse_review_result
 
 NULL_CHECK_REMOVED = """\

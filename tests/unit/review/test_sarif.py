@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from p4review.models.review_result import Category, Confidence, Severity
+from p4review.models.finding_labels import Category, Confidence, Severity
 from p4review.review.analyzers import analysis, sarif
 
 DATA = Path(__file__).parents[1] / "data" / "sarif"

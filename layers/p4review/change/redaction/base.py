@@ -16,7 +16,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from p4review.change.redaction.filekind import FileKind
 from p4review.change.redaction.needles import Needle
@@ -60,7 +60,20 @@ class Rule:
         return f"{type(self).__name__}({self.name!r})"
 
 
-class PatternRule(Rule):
+class CompiledOnFirstUse:
+    """A rule's `pattern`, compiled on the first line the rule runs on rather than at import: a
+    function compiles only the rules whose needles its texts hold, and none at cold start
+    (docs/benchmarks.md, "Cold start")."""
+
+    def _compile_later(self, pattern: str, flags: int = 0) -> None:
+        self._source = (pattern, flags)
+
+    @cached_property
+    def pattern(self) -> re.Pattern[str]:
+        return re.compile(*self._source)
+
+
+class PatternRule(CompiledOnFirstUse, Rule):
     """A regex; the first named group in `groups` that took part (else the whole match) is the
     secret. `validate(match, secret)` may veto a match (low entropy, a placeholder...)."""
 
@@ -76,7 +89,7 @@ class PatternRule(Rule):
         whole_token: bool = False,
     ):
         super().__init__(name, needles)
-        self.pattern = re.compile(pattern, flags)
+        self._compile_later(pattern, flags)
         self.groups = groups
         self.validate = validate
         self.whole_token = whole_token

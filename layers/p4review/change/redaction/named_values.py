@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from p4review.change.redaction.assignments import classify_key, key_needles
-from p4review.change.redaction.base import Rule, splice
+from p4review.change.redaction.base import CompiledOnFirstUse, Rule, splice
 from p4review.change.redaction.filekind import FileKind
 from p4review.change.redaction.needles import Needle, needles
 from p4review.change.redaction.positional import literal_is_password, named_value, own
@@ -40,7 +40,7 @@ def _own_key_needles(ahead: str) -> tuple[Needle, ...]:
     return shifted + kept + (Needle("y", "ke", ahead, folded=True),) * compound
 
 
-class _KeyedValueRule(Rule):
+class _KeyedValueRule(CompiledOnFirstUse, Rule):
     """A pattern with one or more forms, each a value group and the group naming its secret
     (`forms`: value group -> key group); the value is judged by its name (`named_value`)."""
 
@@ -57,7 +57,7 @@ class _KeyedValueRule(Rule):
         super().__init__("password", needles_)
         self.literals = literals
         self.words_are_code = words_are_code
-        self.pattern = re.compile(pattern)
+        self._compile_later(pattern)
         self.forms = forms
         self.quoted = quoted
 

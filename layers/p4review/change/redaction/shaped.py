@@ -4,11 +4,10 @@ value (a placeholder, a reference). Used by the connection-string and credential
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable, Mapping
 
-from p4review.change.redaction.base import Match, Rule, splice
+from p4review.change.redaction.base import CompiledOnFirstUse, Match, Rule, splice
 from p4review.change.redaction.filekind import FileKind
 from p4review.change.redaction.needles import Needle
 from p4review.change.redaction.values import REDACTED_MARK, is_template_or_masked
@@ -23,7 +22,7 @@ def literal_secret(value: str) -> bool:
     return not is_template_or_masked(value) and any(ch.isalnum() for ch in value)
 
 
-class ShapeRule(Rule):
+class ShapeRule(CompiledOnFirstUse, Rule):
     """`pattern`'s groups named in `classes` are secrets of that class (several per match
     allowed, in order); `literal(value)` (by default `literal_secret`) and then `judge` may
     veto one. `name` is the rule's main class."""
@@ -39,7 +38,7 @@ class ShapeRule(Rule):
         literal: Callable[[str], bool] = literal_secret,
     ):
         super().__init__(name, needles)
-        self.pattern = re.compile(pattern, flags)
+        self._compile_later(pattern, flags)
         self.classes = dict(classes)
         self.judge = judge
         self.literal = literal

@@ -29,17 +29,16 @@ from typing import TYPE_CHECKING
 from p4review.change.depot_paths import escaped_character, sanitize_for_log
 from p4review.change.excerpts import code_excerpt
 from p4review.models.change import ChangeDescription, DiffStatus, FileDiff
+from p4review.models.finding_labels import SEVERITY_ORDER, Severity
 from p4review.models.job import ReviewJob
 from p4review.models.policy import REVIEWER_NOT_ALLOWED, ChangePolicy
 from p4review.models.review_result import (
-    SEVERITY_ORDER,
     Coverage,
     Finding,
     FindingsCut,
     ModelAnswer,
     ModelAnswerStatus,
     ReviewResult,
-    Severity,
     VersionHistory,
 )
 from p4review.notify.model_text import without_links

@@ -27,13 +27,8 @@ from p4review.change.depot_paths import sanitize_for_log
 from p4review.change.fingerprints import finding_fingerprint
 from p4review.change.redacted_paths import path_is_redacted
 from p4review.change.unified_diff import iter_hunk_lines
-from p4review.models.review_result import (
-    SEVERITY_ORDER,
-    Finding,
-    ResolvedFinding,
-    Severity,
-    StoredReview,
-)
+from p4review.models.finding_labels import SEVERITY_ORDER, Severity
+from p4review.models.review_result import Finding, ResolvedFinding, StoredReview
 from p4review.models.swarm import PlannedSwarmComment, SwarmCommentContext
 from p4review.notify.email.render import _clean, _code_line, _one_line, answer_note, cut_note
 from p4review.notify.model_text import inert_for_swarm

@@ -16,8 +16,8 @@ from enum import StrEnum
 from typing import Protocol
 from urllib.parse import urlencode
 
+from p4review.models.finding_labels import SEVERITY_ORDER, Severity
 from p4review.models.job import SwarmTestRef
-from p4review.models.review_result import SEVERITY_ORDER, Severity
 
 FAIL_AT_CHOICES = ("critical", "high", "medium", "low", "never")
 DEFAULT_FAIL_AT = "high"

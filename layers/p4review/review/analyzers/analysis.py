@@ -23,7 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from p4review.change.analyzer_files import ACTIONLINT, BANDIT, CPPCHECK, ESLINT, FLAWFINDER, HADOLINT, RUFF, SHELLCHECK
 from p4review.change.diff_lines import ChangedLines
-from p4review.models.review_result import Category, Confidence, Finding, Severity
+from p4review.models.finding_labels import Category, Confidence, Severity
+from p4review.models.review_result import Finding
 from p4review.review.analyzers import sarif
 
 # ruff runs with its own default rule set (ruff 0.17's defaults are its maintainers' low-noise

@@ -32,7 +32,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from p4review.change.analyzer_files import IAC, is_compose_file
-from p4review.models.review_result import Confidence, Severity
+from p4review.models.finding_labels import Confidence, Severity
 from p4review.review.analyzers.analysis import AnalyzerReport
 from p4review.review.analyzers.iac_hcl import Attr, Node, literal, parse_hcl
 from p4review.review.analyzers.iac_rules import COMPOSE_MATCHES, RULES, TERRAFORM_MATCHES, Match, Rule

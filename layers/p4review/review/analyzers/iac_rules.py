@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from typing import NamedTuple
 
-from p4review.models.review_result import Category, Severity
+from p4review.models.finding_labels import Category, Severity
 from p4review.review.analyzers.iac_hcl import Node, literal
 
 

@@ -57,7 +57,6 @@ from p4review.change.analyzer_files import (
 )
 from p4review.errors import AnalyzerUnavailable
 from p4review.models.review_result import Diagnostic
-from p4review.review.analyzers import iac_checks
 from p4review.review.analyzers.analysis import (
     CPPCHECK_TEMPLATE,
     READERS,
@@ -364,6 +363,9 @@ class AnalyzerRunner:
     ) -> None:
         """`iac`: our checks, called on each file's content. A bug in them is a diagnostic, never
         a failed review."""
+        # Imported by the first change with a compose or Terraform file, not at cold start.
+        from p4review.review.analyzers import iac_checks
+
         reports: list[AnalyzerReport] = []
         try:
             for path in sorted(paths):

@@ -40,10 +40,10 @@ from typing import Any
 from p4review.change.analyzer_files import C_EXTENSIONS, PY_EXTENSIONS
 from p4review.change.snapshot_redaction import ReviewInput
 from p4review.change.unified_diff import iter_added_lines, iter_new_side_lines
-from p4review.models.review_result import SCHEMA_VERSION, SEVERITY_ORDER
-from p4review.review.offline import removed_safeguards
+from p4review.models.finding_labels import SEVERITY_ORDER
+from p4review.models.review_result import SCHEMA_VERSION
+from p4review.review.offline import OFFLINE_PROMPT_VERSION, removed_safeguards
 
-OFFLINE_PROMPT_VERSION = "1.3.0"
 MAX_FINDINGS = 50
 
 _JS_EXTENSIONS = frozenset({".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts"})
