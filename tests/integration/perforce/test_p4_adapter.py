@@ -574,7 +574,10 @@ def test_thousands_of_files_are_checked_and_fetched_in_one_print(monkeypatch):
     snapshot = fetcher.fetch(9, ChangeKind.SUBMITTED)
     reasons = [diff.skip_reason for diff in snapshot.diffs]
     assert reasons == [None] * 4000 + ["outside_allow_list"] * 25
-    assert snapshot.diffs[0].unified_diff == "--- a/depot/big/dir0/file0.c\n+++ b/depot/big/dir0/file0.c\n@@ -1 +1 @@\n-a\n+b\n"
+    assert (
+        snapshot.diffs[0].unified_diff
+        == "--- a/depot/big/dir0/file0.c\n+++ b/depot/big/dir0/file0.c\n@@ -1 +1 @@\n-a\n+b\n"
+    )
     # One print of every side, each edit's old side just before its new one.
     [printed] = runner.prints
     assert printed == [f"{path}#{rev}" for path in paths[:4000] for rev in (1, 2)]
@@ -909,7 +912,9 @@ def test_a_streamed_command_that_stops_answering_times_out_and_is_killed():
     assert caught.value.error_class is ErrorClass.NETWORK_TIMEOUT and caught.value.retryable
 
 
-@pytest.mark.parametrize(("fail", "error"), [("auth", AuthError), ("busy", P4ServerBusyError), ("garbage", P4CommandError)])
+@pytest.mark.parametrize(
+    ("fail", "error"), [("auth", AuthError), ("busy", P4ServerBusyError), ("garbage", P4CommandError)]
+)
 def test_a_streamed_command_classifies_failures_as_the_others_do(fail, error):
     with pytest.raises(error):
         list(make_runner(P4FAKE_FAIL=fail).stream_marshal(["print"], [f"{PACKET}#7"]))
