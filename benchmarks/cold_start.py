@@ -21,6 +21,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks.sizes import sized
+
 ROOT = Path(__file__).resolve().parents[1]
 # Every function infra deploys: one folder with a handler.py each.
 HANDLERS = tuple(sorted(path.parent.name for path in (ROOT / "functions").glob("*/handler.py")))
@@ -108,7 +110,7 @@ class ColdStart:
     with_first_use_ratio: float  # (import + first use) / boto3, per round
 
 
-def handler_import_ms(rounds: int = 7) -> dict[str, ColdStart]:
+def handler_import_ms(rounds: int = sized(7, 2)) -> dict[str, ColdStart]:
     with tempfile.TemporaryDirectory() as pycache:
         baseline_env = handler_environment(pycache, None)
         envs = {handler: handler_environment(pycache, handler) for handler in HANDLERS}

@@ -42,7 +42,7 @@ from typing import Any
 
 from benchmarks.sizes import sized
 
-STEADY_JOBS = sized(20, 5)
+STEADY_JOBS = sized(20, 3)
 BASE_CHANGE = 48213
 ONE_FILE = "//depot/engine/main/src/net/packet.h"
 FIRST_SYNTHETIC_CHANGE = 90_001

@@ -375,8 +375,8 @@ def fixture_runs() -> tuple[list[TriggerRun], list[TriggerRun]]:
     from p4review_dev.demo import fixture_changes, trigger_runs
 
     runs, reshelves = trigger_runs(fixture_changes())
-    # Quick: the first 4 runs, no re-shelve (benchmarks/sizes.py).
-    return runs[: sized(len(runs), 4)], sized(reshelves, [])
+    # Quick: the first 2 runs, no re-shelve (benchmarks/sizes.py).
+    return runs[: sized(len(runs), 2)], sized(reshelves, [])
 
 
 def measure_alone(root: Path) -> list[JobTimeline]:

@@ -30,9 +30,9 @@ from statistics import median, quantiles
 
 from benchmarks.sizes import sized
 
-RECIPIENTS = 100
+RECIPIENTS = sized(100, 20)
 MARK_WRITE_FAILURE = 0.05
-MAX_RUNS = sized(60, 10)
+MAX_RUNS = sized(60, 6)
 
 
 class _TimedOutbox:

@@ -74,6 +74,9 @@ def percentile(values: list[float], q: int) -> float:
 
 
 def bench_trigger_latency() -> None:
+    # Where the figures go, taken now: in `--quick` this runs in a thread beside other benchmarks,
+    # and one of them may redirect sys.stdout for a while.
+    out = sys.stdout
     from p4review_dev.http_front import LocalApiGateway
     from p4review_dev.support.trigger import TRIGGER_FILE, write_config
 
@@ -153,7 +156,8 @@ def bench_trigger_latency() -> None:
         f"{SPACING_SECONDS:g} s apart p50 {median(spaced) * 1000:.1f} ms, p99 {percentile(spaced, 99) * 1000:.1f} ms; "
         f"baseline today's synchronous `p4review submit`: API hanging {median(hanging):.1f} s (its timeout), "
         f"API answering at once {median(answered) * 1000:.0f} ms; "
-        f"x{median(hanging) * 1000 / p99:.0f} and x{median(answered) * 1000 / p99:.1f} the trigger's p99"
+        f"x{median(hanging) * 1000 / p99:.0f} and x{median(answered) * 1000 / p99:.1f} the trigger's p99",
+        file=out,
     )
 
 
