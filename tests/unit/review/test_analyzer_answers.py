@@ -146,7 +146,9 @@ def test_a_failing_in_process_check_is_never_kept(monkeypatch):
             raise ValueError("a bug in a check")
         return [report("iac", path)]
 
-    monkeypatch.setattr(runner_module.iac_checks, "check", check)
+    from p4review.review.analyzers import iac_checks  # the runner imports it on first use
+
+    monkeypatch.setattr(iac_checks, "check", check)
     runner = AnalyzerRunner(["iac"])
     contents = {"//depot/infra/main.tf": "boom\n", "//depot/infra/compose.yaml": "services: {}\n"}
     failed = runner.run(contents)
