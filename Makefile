@@ -18,7 +18,7 @@ JS_STAMP := $(JS_ANALYZERS)/node_modules/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet --no-compile -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -50,7 +50,7 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)
 $(CHECKOV_STAMP):
 	$(PYTHON) -m venv $(CHECKOV_VENV)
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(CHECKOV_VENV)/bin/python -m pip install --quiet --no-compile 'checkov==$(CHECKOV_VERSION)'
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet 'checkov==$(CHECKOV_VERSION)'
 	touch $(CHECKOV_STAMP)
 
 scanners: $(CHECKOV_STAMP)
@@ -62,8 +62,7 @@ demo: $(STAMP) $(JS_STAMP)
 ## Run the full test suite (what CI runs): the static checks, the shipped artifact built and
 ## smoke-tested (`package`), then every test on two workers (pytest-xdist; tests that share a
 ## directory in the checkout share an xdist_group). The checks, the build and the tools the tests
-## need run side by side (most of their time is downloads; each one's output stays together);
-## venvs skip byte-compiling every installed module (only what is imported gets compiled).
+## need run side by side (most of their time is downloads; each one's output stays together).
 TEST_WORKERS ?= 2
 test: $(STAMP)
 	$(MAKE) --no-print-directory -j4 --output-sync=target lint package js-analyzers scanners dynamodb-local
