@@ -120,18 +120,7 @@ class P4Runner:
         with tempfile.NamedTemporaryFile("w", encoding="utf-8", prefix="p4review-args-", suffix=".txt") as argfile:
             argfile.write("".join(operand + "\n" for operand in operands))
             argfile.flush()
-            try:
-                proc = subprocess.Popen(
-                    [self._executable, "-G", "-x", argfile.name, *args],
-                    shell=False,
-                    env=self._env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    start_new_session=True,
-                )
-            except OSError:
-                raise ConfigError("p4 executable could not be started") from None
+            proc = self._start(["-G", "-x", argfile.name, *args])
             pipes = _ChildPipes(proc, self._timeout)
             code: int | None = None
             missing = 0
@@ -171,9 +160,21 @@ class P4Runner:
         if faults.fires(FaultPoint.P4_TIMEOUT):
             raise P4TimeoutError("p4 timed out (injected fault)")
         started = time.monotonic()
+        proc = self._start(argv)
         try:
-            # New session so a timeout kills the whole process group, not just the parent.
-            proc = subprocess.Popen(
+            stdout, stderr = proc.communicate(timeout=self._timeout)
+        except subprocess.TimeoutExpired:
+            _kill(proc)
+            self._log(command, args, changelist_id, started, None)
+            raise P4TimeoutError(f"p4 {command} timed out after {self._timeout:g}s") from None
+        self._log(command, args, changelist_id, started, proc.returncode)
+        return stdout, stderr, proc.returncode
+
+    def _start(self, argv: list[str]) -> subprocess.Popen[bytes]:
+        """The configured p4 with `argv`: no shell, the minimal environment, no stdin, in a new
+        session so a timeout kills the whole process group, not just the parent."""
+        try:
+            return subprocess.Popen(
                 [self._executable, *argv],
                 shell=False,
                 env=self._env,
@@ -184,14 +185,6 @@ class P4Runner:
             )
         except OSError:
             raise ConfigError("p4 executable could not be started") from None
-        try:
-            stdout, stderr = proc.communicate(timeout=self._timeout)
-        except subprocess.TimeoutExpired:
-            _kill(proc)
-            self._log(command, args, changelist_id, started, None)
-            raise P4TimeoutError(f"p4 {command} timed out after {self._timeout:g}s") from None
-        self._log(command, args, changelist_id, started, proc.returncode)
-        return stdout, stderr, proc.returncode
 
     @staticmethod
     def _check(args: Sequence[str]) -> str:
