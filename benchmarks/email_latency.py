@@ -289,6 +289,7 @@ class Run:
         self.host = TriggerHost(
             root / "trigger", api_url=self.stack.info.api_url, signing_secret=self.stack.signing_secret
         )
+        self.fired = 0
 
     def stop(self) -> None:
         self.stack.stop()
@@ -298,13 +299,17 @@ class Run:
         to read the shelf (as `make demo` does): the next run may re-shelve it."""
         trigger_type, number, old, shelf_version, _ = run
         self.host.set_shelf_version(shelf_version, number, self.stack.shelves_file)
-        answered = len(self.host.events("done"))
         status, _ = self.host.fire(trigger_type, number, old)
         exited = time.time()
+        self.fired += 1
         if status != 0:
             raise RuntimeError(f"the trigger exited {status} for {run}")
         if shelf_version is not None:
-            _wait("the shelve's sender", lambda: len(self.host.events("done")) > answered)
+            # The sender sends oldest first: this shelve's event is answered once every event
+            # fired so far is (an earlier event's answer alone would let the next run re-shelve
+            # before this sender read the shelf: its digest would then be the next version's).
+            fired = self.fired
+            _wait("the shelve's sender", lambda: len(self.host.events("done")) >= fired)
         return exited
 
     def job_ids(self, count: int) -> list[str]:
@@ -314,7 +319,11 @@ class Run:
             done = self.host.events("done")
             return done[:count] if len(done) >= count else None
 
-        return [event["outcome"]["job_id"] for event in _wait(f"{count} answered events", answered)]
+        events = _wait(f"{count} answered events", answered)
+        unanswered = [event["outcome"] for event in events if "job_id" not in event["outcome"]]
+        if unanswered:  # skipped, or a p4 error: say which instead of a KeyError
+            raise RuntimeError(f"trigger events without a job: {unanswered}")
+        return [event["outcome"]["job_id"] for event in events]
 
     def finished(self, job_ids: Sequence[str]) -> list[Any]:
         """The jobs once none is active (read every 50 ms: the stack's DynamoDB is shared)."""
