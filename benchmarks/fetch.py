@@ -36,7 +36,7 @@ def _commands(log: Path) -> tuple[int, int]:
 
 def _fetch(delay_ms: int, batched: bool) -> tuple[float, int, int, int]:
     """(wall seconds, processes, server commands, files fetched) of one fetch of the change."""
-    from benchmarks.fetch_per_file import per_file_diffs
+    from benchmarks.fetch_per_file import PerFileRunner, per_file_diffs
     from p4review.change.analyzer_files import reads_content
     from p4review.change.depot_paths import DEFAULT_ALLOW_LIST, DepotAllowList
     from p4review.models.job import ChangeKind
@@ -51,7 +51,8 @@ def _fetch(delay_ms: int, batched: bool) -> tuple[float, int, int, int]:
     with tempfile.TemporaryDirectory() as scratch:
         log = Path(scratch) / "p4.jsonl"
         env = {"P4FAKE_LOG": str(log), "P4FAKE_DELAY_MS": str(delay_ms)}
-        runner = P4Runner(str(repo_root() / "events" / "bin" / "p4"), timeout_seconds=120, env=env)
+        runner_type = P4Runner if batched else PerFileRunner
+        runner = runner_type(str(repo_root() / "events" / "bin" / "p4"), timeout_seconds=120, env=env)
         fetcher = ChangeFetcher(runner, allow_list=DepotAllowList(DEFAULT_ALLOW_LIST), keep_content=keep)
         started = time.perf_counter()
         description = fetcher.describe(CHANGE, ChangeKind.SUBMITTED)

@@ -6,13 +6,37 @@ fetcher's own."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from p4review.models.change import ChangeDescription, ChangedFile, DiffStatus, FileDiff, SkipReason
-from p4review.perforce import ChangeFetcher, P4NotFoundError, P4Runner, added_file_diff, decode_text, normalize_diff2
+from p4review.perforce import ChangeFetcher, P4NotFoundError, P4Runner, added_file_diff, decode_text
 
-_ADD_ACTIONS = frozenset({"add", "branch", "move/add", "import"})
+
+class PerFileRunner(P4Runner):
+    """The runner as it was: it also ran `diff2 -du LEFT RIGHT`, which the service no longer asks
+    for (the shipped runner refuses it)."""
+
+    @staticmethod
+    def _check(args: Sequence[str]) -> str:
+        if len(args) == 4 and list(args[:2]) == ["diff2", "-du"]:
+            return "diff2"
+        return P4Runner._check(args)
+
+
+def normalize_diff2(path: str, output: bytes) -> str | None:
+    """`p4 diff2 -du` output -> standard unified diff (`--- a/...`, `+++ b/...`, hunks): p4's
+    `==== ... ====` header and its own ---/+++ lines dropped; None when there is no textual
+    difference (`==== identical`, type-only change, binary)."""
+    lines = decode_text(output, "diff2 output").split("\n")
+    body = [line for line in lines if not line.startswith("==== ")]
+    while body and (body[0].startswith("--- ") or body[0].startswith("+++ ")):
+        body.pop(0)
+    if not any(line.startswith("@@") for line in body):
+        return None
+    text = "\n".join(body)
+    name = path[2:] if path.startswith("//") else path
+    return f"--- a/{name}\n+++ b/{name}\n{text if text.endswith(chr(10)) else text + chr(10)}"
 
 
 def per_file_diffs(

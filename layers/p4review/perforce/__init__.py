@@ -4,13 +4,13 @@
   absolute executable; a timeout; credentials only in the child's minimal environment);
 - `marshal`: the `p4 -G` record decoder (strict, hand-written: `marshal.loads` is unsafe);
 - `values`: text decoding and the checks on untrusted values before they become arguments;
-- `diff_text`: unified diffs from `diff2 -du` output and from a new file's content;
+- `diff_text`: unified diffs of an edit's two sides and of a new file's content;
 - `fetcher`: `ChangeFetcher`, the only code that asks Perforce for anything, and the
   enforcement point of the depot allow-list (docs/security.md);
 - `errors`: what a p4 failure means, classified from p4's own message.
 """
 
-from p4review.perforce.diff_text import added_file_diff, normalize_diff2
+from p4review.perforce.diff_text import added_file_diff, edit_diff
 from p4review.perforce.errors import (
     P4ArgumentError,
     P4AuthError,
@@ -39,7 +39,7 @@ __all__ = [
     "added_file_diff",
     "decode_marshal_stream",
     "decode_text",
+    "edit_diff",
     "is_binary_type",
-    "normalize_diff2",
     "report_path_denied",
 ]

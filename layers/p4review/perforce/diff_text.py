@@ -1,5 +1,4 @@
-"""Unified diffs from p4's answers: both sides of an edit diffed here, a new file as one hunk,
-and `diff2 -du` output normalized (the per-file path the fetch benchmark compares against)."""
+"""Unified diffs from p4's answers: both sides of an edit diffed here, a new file as one hunk."""
 
 from __future__ import annotations
 
@@ -24,23 +23,6 @@ Opcode = tuple[OpcodeTag, int, int, int, int]  # difflib's: (tag, i1, i2, j1, j2
 
 def _header_name(path: str) -> str:
     return path[2:] if path.startswith("//") else path
-
-
-def normalize_diff2(path: str, output: bytes) -> str | None:
-    """`p4 diff2 -du` output -> standard unified diff (`--- a/...`, `+++ b/...`, hunks).
-
-    Drops p4's `==== ... ====` header and its own ---/+++ lines; None when there is no
-    textual difference (`==== identical`, type-only change, binary).
-    """
-    lines = decode_text(output, "diff2 output").split("\n")
-    body = [line for line in lines if not line.startswith("==== ")]
-    while body and (body[0].startswith("--- ") or body[0].startswith("+++ ")):
-        body.pop(0)
-    if not any(line.startswith("@@") for line in body):
-        return None
-    text = "\n".join(body)
-    name = _header_name(path)
-    return f"--- a/{name}\n+++ b/{name}\n{text if text.endswith(chr(10)) else text + chr(10)}"
 
 
 def added_file_diff(path: str, content: bytes) -> str:

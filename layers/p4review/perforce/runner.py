@@ -27,7 +27,6 @@ from p4review.perforce.values import CONTROL_CHARACTERS
 # an injection attempt, refused before a process is started.
 _ALLOWED_OPTIONS: dict[str, frozenset[str]] = {
     "describe": frozenset({"-s", "-S"}),
-    "diff2": frozenset({"-du"}),
     "files": frozenset(),
     "print": frozenset({"-q"}),
     "user": frozenset({"-o"}),

@@ -29,7 +29,6 @@ from p4review.perforce import (
     added_file_diff,
     decode_marshal_stream,
     is_binary_type,
-    normalize_diff2,
 )
 from p4review.perforce.access import p4_environment
 from p4review_dev.support.harness import fake_p4, p4_commands
@@ -793,16 +792,6 @@ def test_added_file_diff_edge_cases():
     assert (
         added_file_diff("//depot/a.txt", b"a\x0cb\n") == "--- /dev/null\n+++ b/depot/a.txt\n@@ -0,0 +1,1 @@\n+a\x0cb\n"
     )
-
-
-def test_normalize_diff2_with_and_without_p4_file_headers():
-    hunk = "@@ -1,1 +1,1 @@\n-old\n+new\n"
-    plain = f"==== //depot/a.c#1 (text) - //depot/a.c#2 (text) ==== content\n{hunk}".encode()
-    expected = f"--- a/depot/a.c\n+++ b/depot/a.c\n{hunk}"
-    assert normalize_diff2("//depot/a.c", plain) == expected
-    with_headers = plain.replace(b"@@", b"--- //depot/a.c#1\n+++ //depot/a.c#2\n@@", 1)
-    assert normalize_diff2("//depot/a.c", with_headers) == expected
-    assert normalize_diff2("//depot/a.c", b"==== //depot/a.c#1 (text) - //depot/a.c#2 (text) ==== identical\n") is None
 
 
 def test_the_cp1252_fallback_is_a_diagnostic_without_the_text(caplog):
