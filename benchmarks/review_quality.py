@@ -232,17 +232,28 @@ def _analyzer_runs_remembered() -> Iterator[None]:
 
 
 def evaluate(cases: list[dict[str, Any]], workers: int = 1) -> dict[str, dict[str, Score]]:
-    """reviewer -> language (and "all") -> Score. With `workers` > 1 the cases are reviewed in
-    that many processes (each case wholly in one, so its analyzer runs are still shared by the
-    reviewers); the scores are the same, summed in case order."""
+    """reviewer -> language (and "all") -> Score."""
+    return tabulate(cases, score_cases(cases, workers))
+
+
+def score_cases(cases: list[dict[str, Any]], workers: int = 1) -> list[dict[str, Score]]:
+    """Each case's score per reviewer, in case order. With `workers` > 1 the cases are reviewed in
+    that many processes, the largest first so that no large case is left to run alone at the end
+    (each case wholly in one process, so its analyzer runs are still shared by the reviewers)."""
     if workers <= 1:
         with _analyzer_runs_remembered():
-            per_case = [_score_every_reviewer(case) for case in cases]
-    else:
-        from concurrent.futures import ProcessPoolExecutor
+            return [_score_every_reviewer(case) for case in cases]
+    from concurrent.futures import ProcessPoolExecutor
 
-        with ProcessPoolExecutor(max_workers=workers, initializer=_quiet_worker) as pool:
-            per_case = list(pool.map(_score_every_reviewer, cases))
+    largest_first = sorted(range(len(cases)), key=lambda index: -_lines(cases[index]))
+    with ProcessPoolExecutor(max_workers=workers, initializer=_quiet_worker) as pool:
+        scored = dict(
+            zip(largest_first, pool.map(_score_every_reviewer, [cases[i] for i in largest_first]), strict=True)
+        )
+    return [scored[index] for index in range(len(cases))]
+
+
+def tabulate(cases: list[dict[str, Any]], per_case: list[dict[str, Score]]) -> dict[str, dict[str, Score]]:
     table: dict[str, dict[str, Score]] = {name: defaultdict(Score) for name in REVIEWERS}
     for case, scores in zip(cases, per_case, strict=True):
         for name, score in scores.items():
@@ -280,11 +291,14 @@ def bench_review_quality() -> None:
         "'dev' was read while the rules were written; 'test' was not; 'fresh' came from new repositories, "
         "chosen before any reviewer ran on them:"
     )
+    with contextlib.redirect_stdout(io.StringIO()):  # the stages log JSON to stdout
+        # The cases are independent: one process a core (the analyzers' time dominates), every
+        # split in one pool.
+        scores = score_cases(all_cases, workers=os.cpu_count() or 1)
     for split in ("dev", "test", "fresh"):
-        cases = [c for c in all_cases if c.get("split", "dev") == split]
-        with contextlib.redirect_stdout(io.StringIO()):  # the stages log JSON to stdout
-            # The cases are independent: one process a core (the analyzers' time dominates).
-            table = evaluate(cases, workers=os.cpu_count() or 1)
+        in_split = [index for index, case in enumerate(all_cases) if case.get("split", "dev") == split]
+        cases = [all_cases[index] for index in in_split]
+        table = tabulate(cases, [scores[index] for index in in_split])
         languages = sorted({language(c) for c in cases}) + ["all"]
         counts = {lang: sum(1 for c in cases if lang in ("all", language(c))) for lang in languages}
         print(f" {split} ({len(cases)} changes):")

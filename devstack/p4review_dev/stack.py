@@ -168,8 +168,7 @@ class LocalStack:
         self._saved_environ: dict[str, str] | None = None
 
     def start(self) -> StackInfo:
-        import boto3
-
+        from p4review.stores.factory import new_session
         from p4review_dev.http_front import LocalApiGateway
         from p4review_dev.moto_server import LocalAwsServer
         from p4review_dev.provision import provision
@@ -217,7 +216,7 @@ class LocalStack:
                 "AWS_SECRET_ACCESS_KEY": "local",
             }
         )
-        session = boto3.Session(region_name=REGION, aws_access_key_id="local", aws_secret_access_key="local")
+        session = new_session(region_name=REGION, aws_access_key_id="local", aws_secret_access_key="local")
         self.resources = provision(
             session,
             self._environment,
@@ -283,7 +282,7 @@ class LocalStack:
         self._started.append(gateway)
 
         def sqs_client() -> Any:
-            return boto3.Session(region_name=REGION, aws_access_key_id="local", aws_secret_access_key="local").client(
+            return new_session(region_name=REGION, aws_access_key_id="local", aws_secret_access_key="local").client(
                 "sqs", endpoint_url=endpoint
             )
 

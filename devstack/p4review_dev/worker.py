@@ -34,10 +34,9 @@ def run_worker(state_dir: Path, stage: StageName, *, concurrency: int = 1) -> in
     if not os.environ.get("PATH", "").startswith(interpreter_dir + os.pathsep):
         os.environ["PATH"] = interpreter_dir + os.pathsep + os.environ.get("PATH", "")
 
-    import boto3
-
     from p4review import resources as spec
     from p4review.settings.blocks import StoresBlock
+    from p4review.stores.factory import new_session
     from p4review_dev.sqs_poller import SqsPoller
     from p4review_dev.stack import REGION, load_function
 
@@ -46,7 +45,7 @@ def run_worker(state_dir: Path, stage: StageName, *, concurrency: int = 1) -> in
     endpoint = os.environ["AWS_ENDPOINT_URL"]
 
     def sqs_client():
-        return boto3.Session(region_name=REGION, aws_access_key_id="local", aws_secret_access_key="local").client(
+        return new_session(region_name=REGION, aws_access_key_id="local", aws_secret_access_key="local").client(
             "sqs", endpoint_url=endpoint
         )
 

@@ -1,9 +1,5 @@
 """fetch: SQS -> read the changelist through p4 -> change artifact -> review queue."""
 
-# Before anything imports pydantic: Powertools' batch module, finding pydantic loaded, also builds
-# its pydantic event models for type hints only (about 20 ms of cold start; docs/benchmarks.md).
-import aws_lambda_powertools.utilities.batch  # noqa: F401
-
 from p4review.fetch.settings import FetchSettings
 from p4review.fetch.stage import FetchWork
 from p4review.observability import logger, metrics

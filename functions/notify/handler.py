@@ -1,9 +1,5 @@
 """notify: SQS -> email the owner through the outbox -> job succeeded."""
 
-# Before anything imports pydantic: Powertools' batch module, finding pydantic loaded, also builds
-# its pydantic event models for type hints only (about 20 ms of cold start; docs/benchmarks.md).
-import aws_lambda_powertools.utilities.batch  # noqa: F401
-
 from p4review.notify.settings import NotifySettings
 from p4review.notify.stage import NotifyWork
 from p4review.observability import logger, metrics

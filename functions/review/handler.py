@@ -1,9 +1,5 @@
 """review: SQS -> ReviewResult from the redacted change artifact -> notify queue."""
 
-# Before anything imports pydantic: Powertools' batch module, finding pydantic loaded, also builds
-# its pydantic event models for type hints only (about 20 ms of cold start; docs/benchmarks.md).
-import aws_lambda_powertools.utilities.batch  # noqa: F401
-
 from p4review.observability import logger, metrics
 from p4review.pipeline.bootstrap import cold_start
 from p4review.pipeline.sqs_batch import handle_stage_batch

@@ -10,6 +10,8 @@ from typing import Any
 
 import boto3
 
+from p4review.stores.factory import new_session
+
 REGION = "us-east-1"
 FAKE_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 
@@ -18,7 +20,7 @@ _lock = threading.Lock()
 
 @cache
 def shared_session() -> boto3.Session:
-    return boto3.Session(region_name=REGION, **FAKE_CREDENTIALS)
+    return new_session(region_name=REGION, **FAKE_CREDENTIALS)
 
 
 def moto_client(service: str, endpoint_url: str) -> Any:

@@ -1,4 +1,12 @@
-"""SQS event -> stage runs, with partial batch responses (Lambda's ReportBatchItemFailures)."""
+"""SQS event -> stage runs, with partial batch responses (Lambda's ReportBatchItemFailures).
+
+The partial batch response is built here, not by Powertools' batch processor: importing that
+module imports asyncio and every Powertools event class (about 40 ms of each SQS function's cold
+start, docs/benchmarks.md) for a loop this short. The contract is AWS's ("Handling errors for an
+SQS event source in Lambda": `{"batchItemFailures": [{"itemIdentifier": messageId}]}`, an empty
+list when every record succeeded), and the semantics are those of Powertools' `BatchProcessor`
+with `raise_on_entire_batch_failure=False`, which this replaced: a record whose handler raises
+an `Exception` is reported and the others go on; a `BaseException` ends the invocation."""
 
 from __future__ import annotations
 
@@ -7,9 +15,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from p4review.errors import ErrorClass, IllegalTransitionError, NotFoundError
 from p4review.models.job import StageName
@@ -22,6 +28,22 @@ from p4review.stores.factory import get_data_access
 
 # One id per execution environment; each invocation's request id is appended.
 _ENVIRONMENT_ID = uuid.uuid4().hex[:12]
+
+
+class SqsRecord(BaseModel):
+    """The fields of an SQS event record (Lambda's SQS event) that the stages read."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    message_id: str = Field(alias="messageId")
+    receipt_handle: str = Field(alias="receiptHandle")
+    body: str
+
+
+class SqsEvent(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    records: list[SqsRecord] = Field(alias="Records")
 
 
 class RetryLater(Exception):
@@ -42,7 +64,7 @@ def handle_stage_batch(
     function_name = getattr(context, "function_name", None) or os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "local")
     worker_id = f"{function_name}:{_ENVIRONMENT_ID}:{getattr(context, 'aws_request_id', uuid.uuid4().hex)}"
 
-    def record_handler(record: SQSRecord) -> None:
+    def record_handler(record: SqsRecord) -> None:
         try:
             message = StageMessage.model_validate_json(record.body)
         except ValidationError:
@@ -94,16 +116,33 @@ def handle_stage_batch(
                 dal.queues.delay(work.stage, record.receipt_handle, disposition.delay_seconds)
             raise RetryLater(disposition.reason)
 
-    # Powertools catches `Exception` per record; an InjectedCrash (faults.py, a
-    # BaseException) therefore propagates out of the whole invocation, like a killed process.
-    processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
-    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+    return partial_batch_response(SqsEvent.model_validate(event), record_handler)
+
+
+def partial_batch_response(event: SqsEvent, record_handler: Callable[[SqsRecord], None]) -> dict[str, Any]:
+    """Each record through `record_handler`; the ones it raised an `Exception` for are reported
+    for redelivery. An InjectedCrash (faults.py, a BaseException) propagates out of the whole
+    invocation, like a killed process."""
+    failures: list[dict[str, str]] = []
+    for record in event.records:
+        try:
+            record_handler(record)
+        except RetryLater:
+            failures.append({"itemIdentifier": record.message_id})
+        except Exception as error:  # noqa: BLE001 - one record's failure must not fail the others
+            # The class only: an exception's text may quote what it failed on.
+            logger.warning(
+                "record left for redelivery",
+                extra={"message_id": record.message_id, "error_class": type(error).__name__},
+            )
+            failures.append({"itemIdentifier": record.message_id})
+    return {"batchItemFailures": failures}
 
 
 CONSOLE_REDRIVE_ACTOR = "sqs-dlq-redrive"
 
 
-def _console_redrive(record: SQSRecord, stage: StageName, dal: Any) -> StageMessage | None:
+def _console_redrive(record: SqsRecord, stage: StageName, dal: Any) -> StageMessage | None:
     """A dead-letter envelope back on its stage queue was moved there by the SQS console's
     "Start DLQ redrive": replay it like `p4review dlq redrive`, recorded as having no ticket."""
     from p4review.pipeline.replay import parse_dead_letter  # a rare path: not at cold start

@@ -15,8 +15,8 @@ from benchmarks.cold_start import HANDLERS, handler_environment
 
 # Loaded on first use only: the model answer's validator, the offline reviewer's rules (review's
 # fallback), the IaC checks (a compose or Terraform file), the TOML parser (a depot policy file),
-# the console-redrive parser, and Powertools' pydantic event models (which its batch module builds,
-# for type hints only, when pydantic is already imported: the SQS handlers import it first).
+# the console-redrive parser. Never: Powertools' batch module and its pydantic event models
+# (pipeline/sqs_batch.py builds the partial batch response itself).
 LAZY = (
     "jsonschema",
     "p4review.review.offline.reviewer",
@@ -24,7 +24,12 @@ LAZY = (
     "tomllib",
     "p4review.pipeline.replay",
     "aws_lambda_powertools.utilities.parser",
+    "aws_lambda_powertools.utilities.batch",
 )
+# What only Powertools' batch module brought into the SQS stages (ingest's event handler still
+# imports them: Powertools' resolvers, asyncio for AppSync's).
+SQS_STAGES = ("fetch", "review", "notify")
+NOT_IN_SQS_STAGES = ("asyncio", "aws_lambda_powertools.utilities.data_classes")
 # Models only the functions that read them import: the output contract's, the outbox's.
 ONLY_IN = {"p4review.models.review_result": ("review", "notify"), "p4review.models.outbox": ("notify",)}
 
@@ -80,6 +85,11 @@ def test_a_cold_start_leaves_what_one_path_needs_to_that_path(handler, cold_star
     assert [name for name, readers in ONLY_IN.items() if name in modules and handler not in readers] == []
     # The redaction rules (fetch, review) compile their patterns on the first line they run on.
     assert cold_starts[handler]["rules_compiled"] == 0
+
+
+@pytest.mark.parametrize("handler", SQS_STAGES)
+def test_an_sqs_stage_imports_neither_asyncio_nor_powertools_event_classes(handler, cold_starts):
+    assert [name for name in cold_starts[handler]["modules"] if name.startswith(NOT_IN_SQS_STAGES)] == []
 
 
 @pytest.mark.parametrize("handler", HANDLERS)

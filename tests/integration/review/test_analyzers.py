@@ -337,3 +337,20 @@ def test_the_rules_the_offline_reviewer_left_to_the_analyzers_are_reported_by_th
     lines_flagged = {(path, line) for path, line, _ in expected}
     reviewer_own = {(f.file, f.line, f.rule_id) for f in stored.result.findings if f.id.startswith("OFF-")}
     assert not {(path, line) for path, line, _ in reviewer_own} & lines_flagged, reviewer_own
+
+
+def _numbered_script(lines: int) -> str:
+    """A script of `lines` lines whose last expands, unquoted, a variable holding a number:
+    shellcheck's dataflow analysis knows the expansion is safe; without it, SC2086."""
+    filler = ["# filler"] * (lines - 3)
+    return "\n".join(["#!/bin/sh", "n=5", *filler, "echo $n"]) + "\n"
+
+
+@pytest.mark.spec("RV-7")
+def test_shellcheck_checks_only_scripts_over_the_size_limit_without_its_dataflow_analysis():
+    limit = analyzers_module.SHELLCHECK_DATAFLOW_MAX_LINES
+    contents = {"//depot/at_limit.sh": _numbered_script(limit), "//depot/over_limit.sh": _numbered_script(limit + 1)}
+    run = AnalyzerRunner(enabled=["shellcheck"]).run(contents)
+    assert run.diagnostics == []
+    found = {(r.file, r.rule_id.split(":")[0], r.line) for r in run.reports}
+    assert found == {("//depot/over_limit.sh", "shellcheck/SC2086", limit + 1)}
