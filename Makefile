@@ -64,10 +64,12 @@ demo: $(STAMP) $(JS_STAMP)
 	$(BIN)/p4review demo
 
 ## Run the full test suite (what CI runs): the static checks, the shipped artifact built and
-## smoke-tested (`package`), then every test on two workers (pytest-xdist; tests that share a
+## smoke-tested (`package`), then every test on three workers (pytest-xdist; tests that share a
 ## directory in the checkout share an xdist_group). The checks, the build and the tools the tests
 ## need run side by side (most of their time is downloads; each one's output stays together).
-TEST_WORKERS ?= 2
+## Three workers on two cores: a third keeps the cores busy while some tests wait on real time
+## (leases, heartbeats, long polls): 6 min 22 s against 7 min 00 s for two on the same tree.
+TEST_WORKERS ?= 3
 test: $(STAMP)
 	$(MAKE) --no-print-directory -j4 --output-sync=target lint package js-analyzers scanners dynamodb-local
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
