@@ -1,8 +1,8 @@
 """SQS event -> stage runs, with partial batch responses (Lambda's ReportBatchItemFailures).
 
 The partial batch response is built here, not by Powertools' batch processor: importing that
-module imports asyncio and every Powertools event class (about 40 ms of each SQS function's cold
-start, docs/benchmarks.md) for a loop this short. The contract is AWS's ("Handling errors for an
+module imports asyncio and every Powertools event class (about 25 ms of review's cold start,
+docs/benchmarks.md) for a loop this short. The contract is AWS's ("Handling errors for an
 SQS event source in Lambda": `{"batchItemFailures": [{"itemIdentifier": messageId}]}`, an empty
 list when every record succeeded), and the semantics are those of Powertools' `BatchProcessor`
 with `raise_on_entire_batch_failure=False`, which this replaced: a record whose handler raises
