@@ -231,11 +231,6 @@ def _analyzer_runs_remembered() -> Iterator[None]:
         AnalyzerRunner.run = original  # type: ignore[method-assign]
 
 
-def evaluate(cases: list[dict[str, Any]], workers: int = 1) -> dict[str, dict[str, Score]]:
-    """reviewer -> language (and "all") -> Score."""
-    return tabulate(cases, score_cases(cases, workers))
-
-
 def score_cases(cases: list[dict[str, Any]], workers: int = 1) -> list[dict[str, Score]]:
     """Each case's score per reviewer, in case order. With `workers` > 1 the cases are reviewed in
     that many processes, the largest first so that no large case is left to run alone at the end
@@ -254,6 +249,7 @@ def score_cases(cases: list[dict[str, Any]], workers: int = 1) -> list[dict[str,
 
 
 def tabulate(cases: list[dict[str, Any]], per_case: list[dict[str, Score]]) -> dict[str, dict[str, Score]]:
+    """reviewer -> language (and "all") -> Score, summed over the cases."""
     table: dict[str, dict[str, Score]] = {name: defaultdict(Score) for name in REVIEWERS}
     for case, scores in zip(cases, per_case, strict=True):
         for name, score in scores.items():

@@ -38,6 +38,7 @@ _session: Any = None
 # new Sessions many times, each with the credentials and region of its moment, without parsing
 # every model again (~75 ms a client against ~15 ms).
 _loader: Any = None
+_loader_lock = threading.Lock()
 
 
 def new_session(**options: Any) -> Any:
@@ -48,7 +49,7 @@ def new_session(**options: Any) -> Any:
     import botocore.session
 
     core = botocore.session.Session()
-    with _session_lock:
+    with _loader_lock:
         if _loader is None:
             _loader = core.get_component("data_loader")
         else:
@@ -63,10 +64,9 @@ def aws_client(service: str) -> Any:
     # The stage runtime owns retries across invocations; SDK retries stay short and bounded.
     config = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=3, read_timeout=10)
     try:
-        session = _session if _session is not None else new_session()
         with _session_lock:
             if _session is None:
-                _session = session
+                _session = new_session()
             return _session.client(service, config=config)
     except Exception as exc:  # e.g. no region configured: a domain error, not a botocore one
         translate(exc, f"create {service} client")
