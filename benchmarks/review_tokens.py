@@ -23,16 +23,24 @@ NAIVE_INSTRUCTION = (
 def _review_inputs(skip_generated: bool = False):
     """Every fixture change as the review stage gets it; `skip_generated` as the service fetches
     (the default here is everything, the naive prompt's input)."""
+    from p4review.change.analyzer_files import reads_content
     from p4review.change.depot_paths import DEFAULT_ALLOW_LIST, DepotAllowList
     from p4review.change.snapshot_redaction import prepare_review_input, redact_change
     from p4review.models.job import ChangeKind
     from p4review.perforce import ChangeFetcher, P4Runner
+    from p4review.settings.blocks import AnalyzerSelectionBlock
     from p4review_dev.stack import repo_root
 
     os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"]
     root = repo_root()
     runner = P4Runner(str(root / "events" / "bin" / "p4"), timeout_seconds=30)
-    fetcher = ChangeFetcher(runner, allow_list=DepotAllowList(DEFAULT_ALLOW_LIST), skip_generated=skip_generated)
+    analyzers = AnalyzerSelectionBlock().enabled_analyzers()
+    fetcher = ChangeFetcher(
+        runner,
+        allow_list=DepotAllowList(DEFAULT_ALLOW_LIST),
+        skip_generated=skip_generated,
+        keep_content=lambda path: reads_content(path, analyzers),  # as the service's fetch (perforce/access.py)
+    )
     index = json.loads((root / "events" / "depot" / "index.json").read_text())["changelists"]
     for entry in index:
         snapshot = fetcher.fetch(entry["change"], ChangeKind(entry["kind"]))

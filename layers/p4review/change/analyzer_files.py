@@ -9,6 +9,8 @@ import posixpath
 import re
 from collections.abc import Iterable
 
+from p4review.change.code_languages import code_language
+
 C_EXTENSIONS = frozenset({".c", ".h", ".cc", ".cpp", ".cxx", ".c++", ".hpp", ".hh", ".hxx", ".h++", ".inl", ".ipp"})
 PY_EXTENSIONS = frozenset({".py", ".pyw", ".pyi"})
 
@@ -74,9 +76,12 @@ def is_compose_file(depot_path: str) -> bool:
 
 
 def reads_content(depot_path: str, enabled: Iterable[str]) -> bool:
-    """Whether fetch should keep this file's new content: an enabled analyzer may read it.
+    """Whether fetch should keep this file's new content: an enabled analyzer may read it, or the
+    review can show the model the functions around its hunks (change/code_languages.py).
     Extension-less scripts are recognized by their shebang, which only the content shows, so
     a file without an extension is kept whenever a script analyzer is enabled."""
+    if code_language(depot_path) is not None:
+        return True
     wanted = set(enabled)
     if set(analyzers_for(depot_path)) & wanted:
         return True

@@ -82,8 +82,42 @@ class HunkLine:
     text: str
 
 
+@dataclass(frozen=True)
+class Hunk:
+    """One hunk: its header line as written (git's adds the enclosing function after the second
+    `@@`), the header's numbers, and its lines."""
+
+    header_text: str
+    header: HunkHeader
+    lines: tuple[HunkLine, ...]
+
+
 def iter_hunk_lines(diff: str) -> Iterator[HunkLine]:
     """Yield each line the diff's hunks show, in order, with its old- and new-side numbers."""
+    for item in _walk(diff):
+        if isinstance(item, HunkLine):
+            yield item
+
+
+def iter_hunks(diff: str) -> Iterator[Hunk]:
+    """Yield each hunk with its header and lines (the walk `iter_hunk_lines` makes)."""
+    header_text = ""
+    header: HunkHeader | None = None
+    lines: list[HunkLine] = []
+    for item in _walk(diff):
+        if isinstance(item, HunkLine):
+            lines.append(item)
+            continue
+        if header is not None:
+            yield Hunk(header_text, header, tuple(lines))
+        header_text, header = item
+        lines = []
+    if header is not None:
+        yield Hunk(header_text, header, tuple(lines))
+
+
+def _walk(diff: str) -> Iterator[HunkLine | tuple[str, HunkHeader]]:
+    """Each hunk header (as (its text, its numbers)) and each line inside a hunk, in order."""
     old_left = new_left = old_line = new_line = 0
     hunk = -1
     for raw in _split_lines(diff):
@@ -94,6 +128,7 @@ def iter_hunk_lines(diff: str) -> Iterator[HunkLine]:
                 hunk += 1
                 old_left, new_left = header.old_count, header.new_count
                 old_line, new_line = header.old_start, header.new_start
+                yield raw, header
             continue
         if raw.startswith("\\"):
             # "\ No newline at end of file": belongs to neither side.
@@ -125,6 +160,7 @@ def iter_hunk_lines(diff: str) -> Iterator[HunkLine]:
                 hunk += 1
                 old_left, new_left = header.old_count, header.new_count
                 old_line, new_line = header.old_start, header.new_start
+                yield raw, header
 
 
 def iter_new_side_lines(diff: str) -> Iterator[NewSideLine]:

@@ -12,6 +12,8 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from p4review.review.context import Callee
+
 SKIP_TOO_LARGE = "too_large"
 SKIP_BUDGET_EXHAUSTED = "budget_exhausted"
 SKIP_ANSWER_REJECTED = "answer_rejected"
@@ -23,6 +25,9 @@ class ChunkFile:
     section: str  # the file's rendered, numbered diff section
     tokens: int  # estimated tokens of `section`
     diff: str = ""  # the file's redacted unified diff (offline reviewer, line checks)
+    # Functions its added lines call that other files of the change define (review/context/):
+    # shown under the section by a request whose chunk does not hold the defining file.
+    callees: tuple[Callee, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ def review_config(settings: ReviewerSettings) -> ReviewConfig:
         registry=registry,
         chunk_tokens=settings.review_chunk_tokens,
         job_tokens=settings.review_job_tokens,
+        context_tokens=settings.review_context_tokens,
         max_output_tokens=_output_tokens(settings),
         line_policy=settings.line_outside_diff,
         line_tolerance=settings.line_near_diff_lines,

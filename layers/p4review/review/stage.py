@@ -60,16 +60,27 @@ from p4review.review.chunking import (
     ChunkFile,
     plan_chunks,
 )
+from p4review.review.context import Callee, FileSource, callee_signatures, widened_section
+from p4review.review.context.widening import compact_diff
 from p4review.review.findings_merge import merge_analyzer_findings, merge_findings
 from p4review.review.history import compare_versions, file_answers_for, reusable_answers
 from p4review.review.llm.base import ContextTooLong, LlmRequest, LlmResponse
 from p4review.review.metrics import publish_analyzer_metrics, publish_review_metrics
 from p4review.review.noise import NoiseRule, apply_layered_noise
-from p4review.review.prompts import PromptRegistry, estimate_tokens, render_file_section, render_user_message
+from p4review.review.prompts import (
+    CHARS_PER_TOKEN,
+    CONTEXT_ENCLOSING,
+    CONTEXT_HUNKS,
+    PromptRegistry,
+    estimate_tokens,
+    render_callees,
+    render_file_section,
+    render_user_message,
+)
 from p4review.review.result_parser import RESPONSE_REJECTED, parse_review_result
 from p4review.review.reviewers import OfflineReviewer, chunk_input
 from p4review.review.rollout import PromptChoice, choose_prompt
-from p4review.settings.blocks import DEFAULT_MAX_FINDINGS
+from p4review.settings.blocks import DEFAULT_CONTEXT_TOKENS, DEFAULT_MAX_FINDINGS
 from p4review.stores.s3_artifacts import chunk_result_key, result_key
 
 # The description is repeated in every chunk's request; past this it adds cost, not insight.
@@ -114,6 +125,8 @@ class ReviewConfig:
     registry: PromptRegistry
     chunk_tokens: int = 24_000
     job_tokens: int = 200_000
+    # What the enclosing functions may add to a file's section, for a template that asks for them.
+    context_tokens: int = DEFAULT_CONTEXT_TOKENS
     max_output_tokens: int = 4096
     line_policy: str = "drop"
     line_tolerance: int = 3
@@ -187,7 +200,12 @@ class ReviewWork:
         choice = choose_prompt(self._config.registry, job.changelist_id)
         answer_version = self._reviewer.answer_prompt_version(choice)
 
-        files = chunk_files_for(review_input)
+        files = chunk_files_for(
+            review_input,
+            context=choice.template.context,
+            context_tokens=self._config.context_tokens,
+            chunk_tokens=self._config.chunk_tokens,
+        )
         # A re-shelved change: files whose reviewed section did not change since the previous
         # version keep that version's answer; only the others are sent to the reviewer.
         previous = self._history.previous(job) if self._history is not None and job.review_version > 1 else None
@@ -553,18 +571,35 @@ class ReviewWork:
         )
 
 
-def chunk_files_for(review_input: ReviewInput) -> list[ChunkFile]:
-    """Each fetched file's numbered diff section, with its estimated tokens."""
+def chunk_files_for(
+    review_input: ReviewInput, *, context: str = CONTEXT_HUNKS, context_tokens: int = 0, chunk_tokens: int = 24_000
+) -> list[ChunkFile]:
+    """Each fetched file's numbered diff section, with its estimated tokens. With the enclosing
+    context (the prompt template asks for it), each section is widened to the functions around its
+    hunks within `context_tokens` a file, and never past what keeps the file within a chunk."""
+    sources = [
+        FileSource(f.diff.depot_path, f.document.text, f.content.text if f.content is not None else None)
+        for f in review_input.files
+    ]
     files = []
-    for review_file in review_input.files:
+    for review_file, source in zip(review_input.files, sources, strict=True):
         diff = review_file.diff
-        section = render_file_section(diff.depot_path, diff.action, review_file.document.text)
+        section = render_file_section(diff.depot_path, diff.action, source.diff)
+        callees: tuple[Callee, ...] = ()
+        if context == CONTEXT_ENCLOSING:
+            callees = tuple(callee_signatures(source, sources))
+            section = render_file_section(diff.depot_path, diff.action, source.diff, body=compact_diff(source.diff))
+            room = min(context_tokens, chunk_tokens - estimate_tokens(section))
+            widened = widened_section(source, int(room * CHARS_PER_TOKEN)) if room > 0 else None
+            if widened is not None:
+                section = render_file_section(diff.depot_path, diff.action, source.diff, body=widened.body)
         files.append(
             ChunkFile(
                 depot_path=diff.depot_path,
                 section=section,
                 tokens=estimate_tokens(section),
-                diff=review_file.document.text,
+                diff=source.diff,
+                callees=callees,
             )
         )
     return files
@@ -583,8 +618,13 @@ def request_for(
             owner=description.owner,
             description=review_input.description.text[:MAX_DESCRIPTION_CHARS],
             changed_files=chunk.paths,
-            file_sections=[f.section for f in chunk.files],
+            # A callee defined in a file of this chunk is in its section already.
+            file_sections=[
+                f.section + render_callees([c for c in f.callees if c.depot_path not in chunk.paths])
+                for f in chunk.files
+            ],
             guidance=[(g.applies_to, g.text) for g in guidance_for(policies, chunk.paths)],
+            context=choice.template.context,
         ),
         json_schema=result_schema_for(choice.template.schema_version),  # 1.1 lets a finding carry suggested_code
         max_output_tokens=max_output_tokens,

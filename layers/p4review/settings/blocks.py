@@ -265,12 +265,19 @@ class LlmBlock(SettingsBlock):
 
 # Findings a review version keeps by default, the most severe first (review/bounds.py).
 DEFAULT_MAX_FINDINGS = 50
+# Estimated tokens the enclosing functions may add to one file's section (review/context/).
+DEFAULT_CONTEXT_TOKENS = 1_500
 
 
 class ReviewTuningBlock(SettingsBlock):
     # Chunking: the change text per request, and the whole job's input, in estimated tokens.
     review_chunk_tokens: int = Field(default=24_000, ge=500, le=1_000_000, alias="P4REVIEW_REVIEW_CHUNK_TOKENS")
     review_job_tokens: int = Field(default=200_000, ge=500, le=10_000_000, alias="P4REVIEW_REVIEW_JOB_TOKENS")
+    # What the code around each hunk (its enclosing function) may add to a file's section, for a
+    # prompt version that shows it (review/context/); 0 sends the diff alone.
+    review_context_tokens: int = Field(
+        default=DEFAULT_CONTEXT_TOKENS, ge=0, le=100_000, alias="P4REVIEW_REVIEW_CONTEXT_TOKENS"
+    )
     # A finding whose line is not on or within N lines of a changed line: drop | flag.
     line_outside_diff: str = Field(default="drop", pattern="^(drop|flag)$", alias="P4REVIEW_LINE_OUTSIDE_DIFF")
     line_near_diff_lines: int = Field(default=3, ge=0, le=50, alias="P4REVIEW_LINE_NEAR_DIFF_LINES")

@@ -23,7 +23,8 @@ def test_the_first_request_writes_the_prefix_and_the_others_read_it() -> None:
     assert read == 2200 and total == 1.25 * 1100 + 1000 + 2 * (0.1 * 1100 + 1000)
 
 
-def test_openai_caches_the_instructions_only_and_has_no_write_premium() -> None:
-    requests = [(1, 400, 1100, 500)] * 2  # the schema is not part of OpenAI's cached prefix here
+def test_openai_caches_the_schema_and_instructions_and_has_no_write_premium() -> None:
+    # "The structured output schema serves as a prefix to the system message and can be cached."
+    requests = [(1, 400, 1100, 500)] * 2
     total, read = billed(requests, OPENAI)
-    assert read == 1100 and total == (1100 + 400 + 500) + (0.5 * 1100 + 400 + 500)
+    assert read == 1500 and total == (1500 + 500) + (0.5 * 1500 + 500)

@@ -67,14 +67,15 @@ def test_each_file_goes_to_the_analyzers_for_its_language(path, first_line, expe
 
 
 @pytest.mark.spec("RV-8")
-def test_fetch_keeps_content_only_for_what_an_enabled_analyzer_reads():
-    assert analyzer_files.reads_content("//d/a.py", ["bandit"])
-    assert not analyzer_files.reads_content("//d/a.py", ["shellcheck"])
-    assert analyzer_files.reads_content("//d/deploy", ["shellcheck"])  # a shebang can only be seen in the content
-    assert not analyzer_files.reads_content("//d/notes.txt", analyzer_files.ALL_ANALYZERS)
-    assert not analyzer_files.reads_content("//d/a.py", [])
+def test_fetch_keeps_content_only_for_what_an_enabled_analyzer_or_the_model_context_reads():
     assert analyzer_files.reads_content("//d/Dockerfile", ["hadolint"])
-    assert not analyzer_files.reads_content("//d/app.js", ["ruff", "hadolint"])
+    assert not analyzer_files.reads_content("//d/main.tf", ["shellcheck"])
+    assert analyzer_files.reads_content("//d/deploy", ["shellcheck"])  # a shebang can only be seen in the content
+    assert not analyzer_files.reads_content("//d/deploy", [])
+    assert not analyzer_files.reads_content("//d/notes.txt", analyzer_files.ALL_ANALYZERS)
+    # source the model's context parses (review/context/) is kept with no analyzer at all
+    assert analyzer_files.reads_content("//d/a.py", [])
+    assert analyzer_files.reads_content("//d/Main.java", [])
 
 
 PATHS = {

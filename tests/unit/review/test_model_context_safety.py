@@ -1,0 +1,79 @@
+"""The model's context is built from the redacted, allow-listed change only: a secret in the
+enclosing function (outside any hunk) reaches the request redacted, and a file fetch skipped
+(outside the allow-list) lends neither its path nor its code, even when its record carries text."""
+
+from __future__ import annotations
+
+import difflib
+import io
+import json
+
+from p4review.change.snapshot_redaction import prepare_review_input, stream_change_artifacts
+from p4review.models.change import ChangeDescription, ChangedFile, ChangeKind, DiffStatus, FileDiff, SkipReason
+from p4review.review.chunking import plan_chunks
+from p4review.review.metric_tracks import TRACK_STABLE
+from p4review.review.prompts import CONTEXT_ENCLOSING, load_registry
+from p4review.review.rollout import PromptChoice
+from p4review.review.stage import chunk_files_for, request_for
+
+PASSWORD_VALUE = "s3cr3t-Hunter2!"
+ALLOWED = "//depot/main/svc/client.py"
+OUTSIDE = "//secret/vault/keys.py"
+
+OLD = f'''def connect(host):
+    password = "{PASSWORD_VALUE}"
+    session = open_session(host, password)
+    session.retries = 3
+    session.timeout = 10
+    session.verbose = False
+    session.name = "client"
+    return session
+'''
+NEW = OLD.replace("session.retries = 3", "session.retries = 0\n    rotate_master_key(session)")
+OUTSIDE_CONTENT = "def rotate_master_key(session):\n    return 'vault-internal-signature'\n"
+
+
+def _review_input():
+    diff = "".join(difflib.unified_diff(OLD.splitlines(True), NEW.splitlines(True), "a", "b", n=1))
+    change = ChangeDescription(
+        changelist_id=7,
+        kind=ChangeKind.SUBMITTED,
+        owner="dev",
+        client="ws",
+        status="submitted",
+        description="retries",
+        files=[
+            ChangedFile(depot_path=ALLOWED, action="edit", file_type="text", revision=2),
+            ChangedFile(depot_path=OUTSIDE, action="edit", file_type="text", revision=2),
+        ],
+    )
+    diffs = [
+        FileDiff(depot_path=ALLOWED, action="edit", status=DiffStatus.FETCHED, unified_diff=diff, new_content=NEW),
+        FileDiff(
+            depot_path=OUTSIDE,
+            action="edit",
+            status=DiffStatus.SKIPPED,
+            skip_reason=SkipReason.OUTSIDE_ALLOW_LIST,
+            new_content=OUTSIDE_CONTENT,
+        ),
+    ]
+    redacted = io.BytesIO()
+    stream_change_artifacts(change, diffs, raw=io.BytesIO(), redacted=redacted)
+    return prepare_review_input(json.loads(redacted.getvalue()))
+
+
+def test_the_enclosing_function_reaches_the_model_redacted_and_nothing_outside_the_allow_list_does():
+    review_input = _review_input()
+    registry = load_registry()
+    template = next(t for t in registry.templates.values() if t.context == CONTEXT_ENCLOSING)
+    files = chunk_files_for(review_input, context=CONTEXT_ENCLOSING, context_tokens=2_000, chunk_tokens=24_000)
+    (chunk,) = plan_chunks(files, chunk_tokens=24_000, job_tokens=100_000).chunks
+    request = request_for(
+        review_input, PromptChoice(template, TRACK_STABLE), chunk, max_output_tokens=1024, request_id="t"
+    )
+    # the widened function is there (its first line is outside the one-line-context hunk) ...
+    assert " def connect(host):" in request.user and "open_session" in request.user
+    # ... with the password line redacted, and nothing of the skipped file
+    assert PASSWORD_VALUE not in request.user and "[REDACTED:" in request.user
+    assert OUTSIDE not in request.user and "vault" not in request.user
+    assert "Called here" not in request.user
