@@ -47,16 +47,28 @@ def _review_inputs(skip_generated: bool = False):
         yield entry["change"], snapshot, prepare_review_input(redact_change(snapshot).artifact())
 
 
-def measure(review_input, snapshot, config) -> tuple[int, int, int]:
-    """-> (our prompt tokens, our requests, naive prompt tokens)."""
+def measure(review_input, snapshot, config, version: str | None = None) -> tuple[int, int, int]:
+    """-> (our prompt tokens, our requests, naive prompt tokens), with the prompt the change's
+    track chooses, or `version`."""
     from p4review.models.review_result import REVIEW_RESULT_SCHEMA
     from p4review.review.chunking import plan_chunks
+    from p4review.review.metric_tracks import TRACK_STABLE
     from p4review.review.prompts import estimate_tokens
-    from p4review.review.rollout import choose_prompt
+    from p4review.review.rollout import PromptChoice, choose_prompt
     from p4review.review.stage import chunk_files_for, request_for
 
-    choice = choose_prompt(config.registry, snapshot.description.changelist_id)
-    plan = plan_chunks(chunk_files_for(review_input), chunk_tokens=config.chunk_tokens, job_tokens=config.job_tokens)
+    choice = (
+        PromptChoice(config.registry.template(version), TRACK_STABLE)
+        if version
+        else choose_prompt(config.registry, snapshot.description.changelist_id)
+    )
+    files = chunk_files_for(
+        review_input,
+        context=choice.template.context,
+        context_tokens=config.context_tokens,
+        chunk_tokens=config.chunk_tokens,
+    )
+    plan = plan_chunks(files, chunk_tokens=config.chunk_tokens, job_tokens=config.job_tokens)
     ours = 0
     for chunk in plan.chunks:
         request = request_for(review_input, choice, chunk, max_output_tokens=config.max_output_tokens, request_id="b")
@@ -95,6 +107,15 @@ def bench_review_tokens() -> None:
         f"review prompt tokens, all fixtures: ours {total_ours}, naive {total_naive}, "
         f"ours/naive x{total_ours / total_naive:.2f}"
     )
+    from p4review.review.prompts import CONTEXT_ENCLOSING
+
+    for version, template in sorted(config.registry.templates.items()):
+        if template.context == CONTEXT_ENCLOSING and version != config.registry.stable:
+            ours = sum(measure(ri, snapshot, config, version)[0] for _c, snapshot, ri in _review_inputs())
+            print(
+                f"  with prompt {version} (the enclosing functions; before prompt caching, benchmarks/prompt_cache.py): "
+                f"ours {ours}, x{ours / total_naive:.2f}"
+            )
 
 
 if __name__ == "__main__":

@@ -76,6 +76,7 @@ def main() -> int:
         for analyzer, version in smoke["analyzers"].items():
             print(f"smoke: {analyzer}: {version}")
         print(f"smoke: redaction's one-pass scan: {smoke['redaction_scan']}")
+        print(f"smoke: the model's context: {smoke['context_grammars']}")
     (args.work / "report.json").write_text(json.dumps(report, indent=2, default=str))
     return 0
 

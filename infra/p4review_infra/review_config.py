@@ -38,6 +38,7 @@ CONTEXT_FIELDS = {
     "llmStructuredOutput": "llm_structured_output",
     "reviewChunkTokens": "review_chunk_tokens",
     "reviewJobTokens": "review_job_tokens",
+    "reviewContextTokens": "review_context_tokens",  # the enclosing functions a file may add (review/context/)
     "llmTokensPerMinute": "llm_tokens_per_minute",  # the shared token budget (docs/capacity.md)
     "lineOutsideDiff": "line_outside_diff",
     "noisePolicy": "noise_policy",

@@ -185,6 +185,21 @@ class Sandbox:
         subprocess.run([self.python, "-I", "-S", "-c", _CHECK_SAVED_PARSER, str(site), sample], check=True, timeout=120)
         return SAVED_HCL2_PARSER
 
+    def context_grammars_parse(self, stage: str) -> str:
+        """The deps layer's tree-sitter and every grammar the model's context uses load on the
+        runtime's Python, and each finds the function around a line, as the review reads it."""
+        site = self.opt_of(stage) / "python"
+        completed = subprocess.run(
+            [self.python, "-I", "-S", "-c", _CHECK_GRAMMARS, str(site)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        if completed.returncode != 0:
+            raise SmokeFailed(f"{stage}: the model's context grammars failed: {completed.stderr.strip()[-300:]}")
+        return completed.stdout.strip()
+
     def redaction_scans_in_one_pass(self, stage: str) -> str:
         """The deps layer's `hyperscan` loads on the runtime's Python, and the redaction prefilter's
         one-pass scan flags what its `re` passes flag, as the stage redacts."""
@@ -218,6 +233,31 @@ for prefilter in prefilters:
     assert prefilter.flag(sample) == prefilter.flag(sample, one_pass=False)
     assert prefilter.flag(sample), "nothing flagged"
 print("hyperscan " + needle_scan._hyperscan.__version__)
+"""
+
+# Run by the runtime's Python with the review's layers only: each language's grammar loads from the
+# layer and finds the function `f` (or method) around line 3 of a small sample.
+_CHECK_GRAMMARS = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from p4review.review.context.definitions import enclosing, parse_file
+samples = {
+    "a.py": "import os\\n\\ndef f(a):\\n    return a\\n",
+    "a.c": "#include <x.h>\\n\\nint f(int a) {\\n  return a;\\n}\\n",
+    "a.cpp": "namespace n {\\n\\nint C::f(int a) {\\n  return a;\\n}\\n}\\n",
+    "a.js": "const x = 1;\\n\\nfunction f(a) {\\n  return a;\\n}\\n",
+    "a.ts": "const x = 1;\\n\\nfunction f(a: number): number {\\n  return a;\\n}\\n",
+    "a.tsx": "const x = 1;\\n\\nfunction f(a: number) {\\n  return <b>{a}</b>;\\n}\\n",
+    "a.go": "package a\\n\\nfunc f(a int) int {\\n\\treturn a\\n}\\n",
+    "A.java": "class A {\\n\\n  int f(int a) {\\n    return a;\\n  }\\n}\\n",
+    "A.cs": "class A {\\n\\n  int f(int a) {\\n    return a;\\n  }\\n}\\n",
+    "a.sh": "set -e\\n\\nf() {\\n  echo \\"$1\\"\\n}\\n",
+}
+for path, text in samples.items():
+    found = [d.name for d in enclosing(parse_file(path, text).definitions, 4) if d.kind == "function"]
+    assert found == ["f"], (path, found)
+import tree_sitter
+print(f"tree-sitter: {len(samples)} grammars")
 """
 
 # Run by the runtime's Python with the review's layers only: the review's parser is the saved one,
@@ -308,6 +348,7 @@ def _run_pipeline(sandbox: Sandbox, stack: Any) -> dict[str, Any]:
         raise SmokeFailed(f"after the rotation, ping with the old key answered {ping.get('statusCode')}")
     report["analyzers"] = sandbox.analyzer_versions("review")
     report["saved_parsers"] = sandbox.saved_hcl2_parser_parses("review")
+    report["context_grammars"] = sandbox.context_grammars_parse("review")
     report["redaction_scan"] = sandbox.redaction_scans_in_one_pass("fetch")
     return report
 

@@ -87,6 +87,7 @@ OPENAI_CONTEXT = {
     "llmStructuredOutput": "json_object",
     "reviewChunkTokens": "16000",
     "reviewJobTokens": 120_000,
+    "reviewContextTokens": "900",
     "lineOutsideDiff": "flag",
     "noisePolicy": [{"prefix": "//depot/legacy/", "max_findings": 3}],
     "promptCanary": _shipped_prompt_version(),

@@ -96,11 +96,12 @@ def test_the_env_a_synth_accepts_is_the_env_the_function_accepts(openai):
     from p4review.review.settings import ReviewerSettings
 
     settings = ReviewerSettings.model_validate({name: review_env(openai)[name] for name in LLM_ENV})
-    assert (settings.llm_provider, settings.review_chunk_tokens, settings.prompt_canary_percent) == (
-        "openai",
-        16_000,
-        12.5,
-    )
+    assert (
+        settings.llm_provider,
+        settings.review_chunk_tokens,
+        settings.review_context_tokens,
+        settings.prompt_canary_percent,
+    ) == ("openai", 16_000, 900, 12.5)
 
 
 def test_openai_reads_the_llm_secret(openai):
