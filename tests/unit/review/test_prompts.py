@@ -11,6 +11,7 @@ from p4review.errors import ConfigError
 from p4review.models.finding_labels import Category, Confidence, Severity
 from p4review.models.review_result import REVIEW_RESULT_SCHEMA, SCHEMA_VERSION
 from p4review.review.prompts import (
+    CONTEXT_ENCLOSING,
     estimate_tokens,
     load_registry,
     number_diff_lines,
@@ -182,3 +183,34 @@ def test_user_message_lists_only_the_chunks_files():
 def test_token_estimate_is_conservative_for_code():
     assert estimate_tokens("") == 0
     assert estimate_tokens("x" * 35) == 10
+
+
+def test_the_enclosing_layout_sends_one_diff_element_and_leaves_the_notes_to_the_template():
+    sections = ["=== FILE //depot/main/a.c (edit) ===\n@@\n11 +x", "=== FILE //depot/main/b.c (add) ===\n@@\n1 +y"]
+    message = render_user_message(
+        changelist_id=7,
+        owner="alice",
+        description="Fix it\n",
+        changed_files=["//depot/main/a.c", "//depot/main/b.c"],
+        file_sections=sections,
+        nonce="0badc0de",
+        context=CONTEXT_ENCLOSING,
+    )
+    assert message.count("<cl_diff_0badc0de>") == 1 and "cl_files" not in message
+    assert "- //depot/main/a.c" not in message  # changed_files are the `=== FILE` paths
+    assert "Tags ending" not in message and "Diffs:" not in message
+    template = next(t for t in TEMPLATES if t.context == CONTEXT_ENCLOSING)
+    assert '"=== FILE <path> (<action>) ===" line starts a file; their paths are changed_files' in template.text
+    assert "0badc0de" not in template.text
+
+
+def test_a_registry_entry_with_an_unknown_context_is_refused():
+    with pytest.raises(ConfigError, match="context must be one of"):
+        parse_registry(
+            {
+                "schema_version": "1.0",
+                "prompts": [{"version": "1.0.0", "file": "f", "schema_version": "1.0", "context": "everything"}],
+                "rollout": {"stable": "1.0.0"},
+            },
+            read_text=lambda name: "",
+        )
