@@ -11,8 +11,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from p4review.review.context import Callee
+if TYPE_CHECKING:
+    from p4review.review.context import Callee
 
 SKIP_TOO_LARGE = "too_large"
 SKIP_BUDGET_EXHAUSTED = "budget_exhausted"

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from p4review.change.unified_diff import parse_hunk_header
 from p4review.errors import ConfigError
@@ -31,7 +31,9 @@ from p4review.review.change_text import (
     delimited,
     new_nonce,
 )
-from p4review.review.context import Callee
+
+if TYPE_CHECKING:
+    from p4review.review.context import Callee
 
 _VERSION_RE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
 # A p4 user name may be up to 1,024 bytes of any printable text; real ones are short.

@@ -60,8 +60,6 @@ from p4review.review.chunking import (
     ChunkFile,
     plan_chunks,
 )
-from p4review.review.context import Callee, FileSource, callee_signatures, widened_section
-from p4review.review.context.widening import compact_diff
 from p4review.review.findings_merge import merge_analyzer_findings, merge_findings
 from p4review.review.history import compare_versions, file_answers_for, reusable_answers
 from p4review.review.llm.base import ContextTooLong, LlmRequest, LlmResponse
@@ -577,6 +575,28 @@ def chunk_files_for(
     """Each fetched file's numbered diff section, with its estimated tokens. With the enclosing
     context (the prompt template asks for it), each section is widened to the functions around its
     hunks within `context_tokens` a file, and never past what keeps the file within a chunk."""
+    if context == CONTEXT_ENCLOSING:
+        return _chunk_files_with_context(review_input, context_tokens=context_tokens, chunk_tokens=chunk_tokens)
+    files = []
+    for review_file in review_input.files:
+        diff = review_file.diff
+        section = render_file_section(diff.depot_path, diff.action, review_file.document.text)
+        files.append(
+            ChunkFile(
+                depot_path=diff.depot_path,
+                section=section,
+                tokens=estimate_tokens(section),
+                diff=review_file.document.text,
+            )
+        )
+    return files
+
+
+def _chunk_files_with_context(review_input: ReviewInput, *, context_tokens: int, chunk_tokens: int) -> list[ChunkFile]:
+    # Imported here: the stable prompt's reviews (and the offline reviewer's) never parse code.
+    from p4review.review.context import FileSource, callee_signatures, widened_section
+    from p4review.review.context.widening import compact_diff
+
     sources = [
         FileSource(f.diff.depot_path, f.document.text, f.content.text if f.content is not None else None)
         for f in review_input.files
@@ -584,15 +604,12 @@ def chunk_files_for(
     files = []
     for review_file, source in zip(review_input.files, sources, strict=True):
         diff = review_file.diff
-        section = render_file_section(diff.depot_path, diff.action, source.diff)
-        callees: tuple[Callee, ...] = ()
-        if context == CONTEXT_ENCLOSING:
-            callees = tuple(callee_signatures(source, sources))
-            section = render_file_section(diff.depot_path, diff.action, source.diff, body=compact_diff(source.diff))
-            room = min(context_tokens, chunk_tokens - estimate_tokens(section))
-            widened = widened_section(source, int(room * CHARS_PER_TOKEN)) if room > 0 else None
-            if widened is not None:
-                section = render_file_section(diff.depot_path, diff.action, source.diff, body=widened.body)
+        callees = tuple(callee_signatures(source, sources))
+        section = render_file_section(diff.depot_path, diff.action, source.diff, body=compact_diff(source.diff))
+        room = min(context_tokens, chunk_tokens - estimate_tokens(section))
+        widened = widened_section(source, int(room * CHARS_PER_TOKEN)) if room > 0 else None
+        if widened is not None:
+            section = render_file_section(diff.depot_path, diff.action, source.diff, body=widened.body)
         files.append(
             ChunkFile(
                 depot_path=diff.depot_path,

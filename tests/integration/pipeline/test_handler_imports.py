@@ -15,10 +15,13 @@ from benchmarks.cold_start import HANDLERS, handler_environment
 
 # Loaded on first use only: the model answer's validator, the offline reviewer's rules (review's
 # fallback), the IaC checks (a compose or Terraform file), the TOML parser (a depot policy file),
-# the console-redrive parser. Never: Powertools' batch module and its pydantic event models
+# the console-redrive parser, the model's context and tree-sitter (a prompt version that shows the
+# enclosing functions). Never: Powertools' batch module and its pydantic event models
 # (pipeline/sqs_batch.py builds the partial batch response itself).
 LAZY = (
     "jsonschema",
+    "p4review.review.context",
+    "tree_sitter",
     "p4review.review.offline.reviewer",
     "p4review.review.analyzers.iac_checks",
     "tomllib",
