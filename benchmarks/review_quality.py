@@ -441,7 +441,9 @@ class Prices:
         return f", ${cost / max(score.cases, 1):.4f} a case"
 
 
-def bench_review_quality(splits: tuple[str, ...] = ("dev", "test", "fresh"), prices: Prices = Prices()) -> None:
+def bench_review_quality(
+    splits: tuple[str, ...] = ("dev", "test", "fresh"), prices: Prices = Prices(), workers: int | None = None
+) -> None:
     import io
 
     # Quick: every 8th case, and none whose files hold more than 2,000 lines (shellcheck alone
@@ -460,7 +462,7 @@ def bench_review_quality(splits: tuple[str, ...] = ("dev", "test", "fresh"), pri
     with contextlib.redirect_stdout(io.StringIO()):  # the stages log JSON to stdout
         # The cases are independent: one process a core (the analyzers' time dominates), every
         # split in one pool.
-        scores = score_cases(all_cases, workers=os.cpu_count() or 1)
+        scores = score_cases(all_cases, workers=workers or os.cpu_count() or 1)
     evaluated = next(iter(REVIEWERS))
     for split in splits:
         in_split = [index for index, case in enumerate(all_cases) if case.get("split", "dev") == split]
@@ -525,6 +527,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--splits", default="dev,test,fresh", help="comma-separated: dev, test, fresh")
     parser.add_argument("--input-price", type=float, help="USD per million input tokens")
     parser.add_argument("--output-price", type=float, help="USD per million output tokens")
+    parser.add_argument("--workers", type=int, help="cases reviewed at once (default: one a core)")
     args = parser.parse_args(argv)
     if args.provider != "offline":
         if not args.model:
@@ -532,7 +535,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["P4REVIEW_LLM_PROVIDER"], os.environ["P4REVIEW_LLM_MODEL"] = args.provider, args.model
         evaluate_provider(args.provider, args.model)
     splits = tuple(split for split in args.splits.split(",") if split)
-    bench_review_quality(splits, Prices(args.input_price, args.output_price))
+    bench_review_quality(splits, Prices(args.input_price, args.output_price), args.workers)
     return 0
 
 
