@@ -369,7 +369,7 @@ def shown_to_the_model(cases: list[dict[str, Any]], version: str) -> Shown:
     from p4review.change.diff_lines import split_describe_diff
     from p4review.change.unified_diff import iter_new_side_lines
     from p4review.review.chunking import plan_chunks
-    from p4review.review.context import FileSource, widened_section
+    from p4review.review.context import ChangeContext, FileSource
     from p4review.review.context.definitions import enclosing, parse_file
     from p4review.review.metric_tracks import TRACK_STABLE
     from p4review.review.prompts import CHARS_PER_TOKEN, CONTEXT_ENCLOSING, estimate_tokens
@@ -415,7 +415,7 @@ def shown_to_the_model(cases: list[dict[str, Any]], version: str) -> Shown:
                     review_file.document.text,
                     review_file.content.text if review_file.content is not None else None,
                 )
-                widened = widened_section(source, int(config.context_tokens * CHARS_PER_TOKEN))
+                widened = ChangeContext([source]).widened(source, int(config.context_tokens * CHARS_PER_TOKEN))
                 visible |= widened.shown if widened is not None else set()
             inner = functions[-1]
             if all(n in visible for n in range(inner.start_line, inner.end_line + 1)):

@@ -594,20 +594,21 @@ def chunk_files_for(
 
 def _chunk_files_with_context(review_input: ReviewInput, *, context_tokens: int, chunk_tokens: int) -> list[ChunkFile]:
     # Imported here: the stable prompt's reviews (and the offline reviewer's) never parse code.
-    from p4review.review.context import FileSource, callee_signatures, widened_section
+    from p4review.review.context import ChangeContext, FileSource
     from p4review.review.context.widening import compact_diff
 
     sources = [
         FileSource(f.diff.depot_path, f.document.text, f.content.text if f.content is not None else None)
         for f in review_input.files
     ]
+    change = ChangeContext(sources)
     files = []
     for review_file, source in zip(review_input.files, sources, strict=True):
         diff = review_file.diff
-        callees = tuple(callee_signatures(source, sources))
+        callees = tuple(change.callees(source))
         section = render_file_section(diff.depot_path, diff.action, source.diff, body=compact_diff(source.diff))
         room = min(context_tokens, chunk_tokens - estimate_tokens(section))
-        widened = widened_section(source, int(room * CHARS_PER_TOKEN)) if room > 0 else None
+        widened = change.widened(source, int(room * CHARS_PER_TOKEN)) if room > 0 else None
         if widened is not None:
             section = render_file_section(diff.depot_path, diff.action, source.diff, body=widened.body)
         files.append(

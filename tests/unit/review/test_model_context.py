@@ -8,7 +8,7 @@ import difflib
 
 import pytest
 
-from p4review.review.context import FileSource, callee_signatures, widened_section
+from p4review.review.context import ChangeContext, FileSource
 from p4review.review.context.definitions import parse_file
 from p4review.review.context.widening import (
     LEVEL_FUNCTION,
@@ -23,6 +23,10 @@ BIG = 10**9
 def diff_of(path: str, old: str, new: str) -> str:
     lines = difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"a/{path}", f"b/{path}", n=3)
     return "".join(lines)
+
+
+def widened_section(source: FileSource, budget: int):
+    return ChangeContext([source]).widened(source, budget)
 
 
 def widened(path: str, old: str, new: str, budget: int = BIG):
@@ -183,6 +187,26 @@ def test_callees_defined_in_other_changed_files_are_listed_with_their_signatures
     main_new = "from util import helper\n\n\ndef run(x):\n    return helper(x, 3) + len([x])\n"
     util = FileSource("//depot/p/util.py", diff_of("util.py", util_old, util_new), util_new)
     main = FileSource("//depot/p/main.py", diff_of("main.py", main_old, main_new), main_new)
-    callees = callee_signatures(main, [main, util])
+    change = ChangeContext([main, util])
+    callees = change.callees(main)
     assert [(c.depot_path, c.line, c.signature) for c in callees] == [("//depot/p/util.py", 1, "def helper(a, b=2)")]
-    assert callee_signatures(util, [main, util]) == []  # util's added line calls nothing of main's
+    assert change.callees(util) == []  # util's added line calls nothing of main's
+
+
+def test_a_change_parses_each_file_once_whatever_its_size(monkeypatch):
+    import p4review.review.context as context
+
+    calls = []
+    original = context.parse_file
+    monkeypatch.setattr(context, "parse_file", lambda *a, **k: calls.append(a[0]) or original(*a, **k))
+    sources = []
+    for i in range(60):
+        old = f"def f{i}(a):\n    return a\n"
+        new = f"def f{i}(a):\n    return f{(i + 1) % 60}(a)\n"
+        sources.append(FileSource(f"//depot/p/m{i}.py", diff_of(f"m{i}.py", old, new), new))
+    change = ChangeContext(sources)
+    assert [c.depot_path for c in change.callees(sources[0])] == ["//depot/p/m1.py"]
+    for source in sources:
+        change.callees(source)
+        change.widened(source, BIG)
+    assert sorted(calls) == sorted(s.depot_path for s in sources)
