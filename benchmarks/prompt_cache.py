@@ -48,28 +48,18 @@ PROVIDERS = (
 def _requests(version: str):
     """(change, schema tokens, instruction tokens, user tokens) of every request the review stage
     would send with the prompt `version`."""
-    from benchmarks.review_tokens import _review_inputs
-    from p4review.review.chunking import plan_chunks
+    from benchmarks.review_tokens import _review_inputs, stage_requests
     from p4review.review.metric_tracks import TRACK_STABLE
     from p4review.review.prompts import estimate_tokens
     from p4review.review.rollout import PromptChoice
     from p4review.review.settings import ReviewerSettings
     from p4review.review.setup import review_config
-    from p4review.review.stage import chunk_files_for, request_for
 
     config = review_config(ReviewerSettings())
     choice = PromptChoice(config.registry.template(version), TRACK_STABLE)
     # As the service fetches: generated files are skipped (change/generated.py).
     for change, _snapshot, review_input in _review_inputs(skip_generated=True):
-        files = chunk_files_for(
-            review_input,
-            context=choice.template.context,
-            context_tokens=config.context_tokens,
-            chunk_tokens=config.chunk_tokens,
-        )
-        plan = plan_chunks(files, chunk_tokens=config.chunk_tokens, job_tokens=config.job_tokens)
-        for chunk in plan.chunks:
-            request = request_for(review_input, choice, chunk, max_output_tokens=4096, request_id="b")
+        for request in stage_requests(review_input, config, choice):
             schema = estimate_tokens(json.dumps(request.json_schema))
             yield change, schema, estimate_tokens(request.system), estimate_tokens(request.user)
 

@@ -366,9 +366,9 @@ class Shown:
 def shown_to_the_model(cases: list[dict[str, Any]], version: str) -> Shown:
     """For the prompt `version`: the defects whose whole enclosing function is in the request,
     and the tokens of the requests (review/context/ for a template that widens the hunks)."""
+    from benchmarks.review_tokens import stage_requests
     from p4review.change.diff_lines import split_describe_diff
     from p4review.change.unified_diff import iter_new_side_lines
-    from p4review.review.chunking import plan_chunks
     from p4review.review.context import ChangeContext, FileSource
     from p4review.review.context.definitions import enclosing, parse_file
     from p4review.review.metric_tracks import TRACK_STABLE
@@ -376,21 +376,13 @@ def shown_to_the_model(cases: list[dict[str, Any]], version: str) -> Shown:
     from p4review.review.rollout import PromptChoice
     from p4review.review.settings import ReviewerSettings
     from p4review.review.setup import review_config
-    from p4review.review.stage import chunk_files_for, request_for
 
     config = review_config(ReviewerSettings())
     choice = PromptChoice(config.registry.template(version), TRACK_STABLE)
     shown = Shown()
     for case in cases:
         review_input = case_review_input(case)
-        files = chunk_files_for(
-            review_input,
-            context=choice.template.context,
-            context_tokens=config.context_tokens,
-            chunk_tokens=config.chunk_tokens,
-        )
-        for chunk in plan_chunks(files, chunk_tokens=config.chunk_tokens, job_tokens=config.job_tokens).chunks:
-            request = request_for(review_input, choice, chunk, max_output_tokens=4096, request_id="b")
+        for request in stage_requests(review_input, config, choice):
             shown.requests += 1
             shown.tokens += estimate_tokens(request.system) + estimate_tokens(request.user)
         by_path = {f.diff.depot_path: f for f in review_input.files}

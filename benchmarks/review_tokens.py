@@ -47,21 +47,12 @@ def _review_inputs(skip_generated: bool = False):
         yield entry["change"], snapshot, prepare_review_input(redact_change(snapshot).artifact())
 
 
-def measure(review_input, snapshot, config, version: str | None = None) -> tuple[int, int, int]:
-    """-> (our prompt tokens, our requests, naive prompt tokens), with the prompt the change's
-    track chooses, or `version`."""
-    from p4review.models.review_result import REVIEW_RESULT_SCHEMA
+def stage_requests(review_input, config, choice) -> list:
+    """The requests the review stage sends for a change with the prompt `choice`: its chunk plan,
+    each chunk's request (`request_for`), the files shown as the template asks."""
     from p4review.review.chunking import plan_chunks
-    from p4review.review.metric_tracks import TRACK_STABLE
-    from p4review.review.prompts import estimate_tokens
-    from p4review.review.rollout import PromptChoice, choose_prompt
     from p4review.review.stage import chunk_files_for, request_for
 
-    choice = (
-        PromptChoice(config.registry.template(version), TRACK_STABLE)
-        if version
-        else choose_prompt(config.registry, snapshot.description.changelist_id)
-    )
     files = chunk_files_for(
         review_input,
         context=choice.template.context,
@@ -69,10 +60,27 @@ def measure(review_input, snapshot, config, version: str | None = None) -> tuple
         chunk_tokens=config.chunk_tokens,
     )
     plan = plan_chunks(files, chunk_tokens=config.chunk_tokens, job_tokens=config.job_tokens)
-    ours = 0
-    for chunk in plan.chunks:
-        request = request_for(review_input, choice, chunk, max_output_tokens=config.max_output_tokens, request_id="b")
-        ours += estimate_tokens(request.system) + estimate_tokens(request.user)
+    return [
+        request_for(review_input, choice, chunk, max_output_tokens=config.max_output_tokens, request_id="b")
+        for chunk in plan.chunks
+    ]
+
+
+def measure(review_input, snapshot, config, version: str | None = None) -> tuple[int, int, int]:
+    """-> (our prompt tokens, our requests, naive prompt tokens), with the prompt the change's
+    track chooses, or `version`."""
+    from p4review.models.review_result import REVIEW_RESULT_SCHEMA
+    from p4review.review.metric_tracks import TRACK_STABLE
+    from p4review.review.prompts import estimate_tokens
+    from p4review.review.rollout import PromptChoice, choose_prompt
+
+    choice = (
+        PromptChoice(config.registry.template(version), TRACK_STABLE)
+        if version
+        else choose_prompt(config.registry, snapshot.description.changelist_id)
+    )
+    requests = stage_requests(review_input, config, choice)
+    ours = sum(estimate_tokens(request.system) + estimate_tokens(request.user) for request in requests)
     naive_text = (
         NAIVE_INSTRUCTION
         + json.dumps(REVIEW_RESULT_SCHEMA, indent=2)
@@ -81,7 +89,7 @@ def measure(review_input, snapshot, config, version: str | None = None) -> tuple
         + "\n\n"
         + "\n".join(f.document.text for f in review_input.files)
     )
-    return ours, len(plan.chunks), estimate_tokens(naive_text)
+    return ours, len(requests), estimate_tokens(naive_text)
 
 
 def bench_review_tokens() -> None:

@@ -188,31 +188,24 @@ class Sandbox:
     def context_grammars_parse(self, stage: str) -> str:
         """The deps layer's tree-sitter and every grammar the model's context uses load on the
         runtime's Python, and each finds the function around a line, as the review reads it."""
-        site = self.opt_of(stage) / "python"
-        completed = subprocess.run(
-            [self.python, "-I", "-S", "-c", _CHECK_GRAMMARS, str(site)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        if completed.returncode != 0:
-            raise SmokeFailed(f"{stage}: the model's context grammars failed: {completed.stderr.strip()[-300:]}")
-        return completed.stdout.strip()
+        return self._check_in_layer(stage, _CHECK_GRAMMARS, "the model's context grammars")
 
     def redaction_scans_in_one_pass(self, stage: str) -> str:
         """The deps layer's `hyperscan` loads on the runtime's Python, and the redaction prefilter's
         one-pass scan flags what its `re` passes flag, as the stage redacts."""
-        site = self.opt_of(stage) / "python"
+        return self._check_in_layer(stage, _CHECK_NEEDLE_SCAN, "the redaction's one-pass scan")
+
+    def _check_in_layer(self, stage: str, script: str, what: str) -> str:
+        """`script` run by the runtime's Python with the stage's layers only -> what it prints."""
         completed = subprocess.run(
-            [self.python, "-I", "-S", "-c", _CHECK_NEEDLE_SCAN, str(site)],
+            [self.python, "-I", "-S", "-c", script, str(self.opt_of(stage) / "python")],
             capture_output=True,
             text=True,
             timeout=120,
             check=False,
         )
         if completed.returncode != 0:
-            raise SmokeFailed(f"{stage}: the redaction's one-pass scan failed: {completed.stderr.strip()[-300:]}")
+            raise SmokeFailed(f"{stage}: {what} failed: {completed.stderr.strip()[-300:]}")
         return completed.stdout.strip()
 
 

@@ -72,9 +72,15 @@ class Provisioned:
 
 @contextmanager
 def provisioned_service(
-    endpoint: str, *, environment: str = "test", smtp: dict | None = None, extra_env: dict[str, str] | None = None
+    endpoint: str,
+    *,
+    environment: str = "test",
+    smtp: dict | None = None,
+    extra_env: dict[str, str] | None = None,
+    llm_key: str | None = None,
 ) -> Iterator[Provisioned]:
-    """Provision every resource, export the functions' environment, restore it afterwards."""
+    """Provision every resource, export the functions' environment, restore it afterwards.
+    `llm_key`: the LLM secret's API key, for a provider that reads one (openai, anthropic)."""
     signing_secret = secrets.token_urlsafe(24)
     resources = provision(
         shared_session(),
@@ -85,7 +91,7 @@ def provisioned_service(
             spec.SIGNING_SECRET.key: signing_secret,
             spec.SMTP_SECRET.key: smtp
             or {"host": "127.0.0.1", "port": 1, "tls_mode": "none", "from_address": "p4review@example.test"},
-            spec.LLM_SECRET.key: {"provider": "offline"},
+            spec.LLM_SECRET.key: {"api_key": llm_key} if llm_key else {"provider": "offline"},
             spec.P4_SECRET.key: {"P4PORT": "ssl:perforce.test:1666", "P4USER": "p4review-bot", "P4TICKET": "T" * 32},
         },
     )

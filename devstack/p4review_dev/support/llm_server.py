@@ -97,6 +97,24 @@ class Keys:
         return self.keys[0]
 
 
+def chat_completion(content: str, *, model: str, prompt_tokens: int, completion_tokens: int) -> Reply:
+    """A chat completions answer (OpenAI's wire format) holding `content`, with its usage."""
+    return Reply(
+        body={
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 1,
+            "model": model,
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+    )
+
+
 @pytest.fixture(name="server")
 def scripted_server() -> Iterator[ScriptedServer]:
     """A started ScriptedServer, stopped after the test (import it into a test module to use it)."""

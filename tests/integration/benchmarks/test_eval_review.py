@@ -10,9 +10,8 @@ import json
 import pytest
 
 import benchmarks.review_quality as review_quality
-from p4review import resources as spec
 from p4review_dev.support.harness import provisioned_service
-from p4review_dev.support.llm_server import Reply, scripted_server  # noqa: F401 (fixture)
+from p4review_dev.support.llm_server import chat_completion, scripted_server  # noqa: F401 (fixture)
 
 CASE_ID = "pallets/werkzeug@7326de64ea"  # test split, one defect: src/werkzeug/serving.py line 478
 MODEL = "qwen-coder"
@@ -45,29 +44,9 @@ def test_eval_review_scores_the_model_beside_the_offline_reviewer(moto_endpoint,
     with provisioned_service(
         moto_endpoint,
         extra_env={"P4REVIEW_LLM_BASE_URL": server.base_url, "P4REVIEW_PROMPT_STABLE": "1.5.0"},
-    ) as service:
-        secret_id = service.resources.secrets[spec.LLM_SECRET.key]
-        service.client("secretsmanager").put_secret_value(
-            SecretId=secret_id, SecretString=json.dumps({"api_key": "sk-test-eval-0123456789"})
-        )
-        server.script(
-            Reply(
-                body={
-                    "id": "c1",
-                    "object": "chat.completion",
-                    "created": 1,
-                    "model": MODEL,
-                    "choices": [
-                        {
-                            "index": 0,
-                            "finish_reason": "stop",
-                            "message": {"role": "assistant", "content": _answer(one_case)},
-                        }
-                    ],
-                    "usage": {"prompt_tokens": 2000, "completion_tokens": 100, "total_tokens": 2100},
-                }
-            )
-        )
+        llm_key="sk-test-eval-0123456789",
+    ):
+        server.script(chat_completion(_answer(one_case), model=MODEL, prompt_tokens=2000, completion_tokens=100))
         argv = ["--provider", "openai", "--model", MODEL, "--splits", "test", "--workers", "1"]
         assert review_quality.main([*argv, "--input-price", "3", "--output-price", "15"]) == 0
     out = capsys.readouterr().out
