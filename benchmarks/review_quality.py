@@ -322,35 +322,15 @@ def _quiet_worker() -> None:
 def case_review_input(case: dict[str, Any]) -> Any:
     """The case as the review stage gets it: redacted as fetch redacts, every file fetched with its
     new-side content (as fetch keeps it for the analyzers and the model's context)."""
-    import io
-
     from p4review.change.diff_lines import split_describe_diff
-    from p4review.change.snapshot_redaction import prepare_review_input, stream_change_artifacts
-    from p4review.models.change import ChangeDescription, ChangedFile, ChangeKind, DiffStatus, FileDiff
+    from p4review.change.redaction import DEFAULT_POLICY
+    from p4review.change.snapshot_redaction import prepare_review_input
+    from p4review.cli.review_diff import redacted_change
 
-    sections = split_describe_diff(case["diff"])
-    change = ChangeDescription(
-        changelist_id=1,
-        kind=ChangeKind.SUBMITTED,
-        owner="benchmark",
-        client="benchmark",
-        status="submitted",
-        description=case.get("fix_subject", ""),
-        files=[ChangedFile(depot_path=path, action="edit", file_type="text", revision=2) for path in sections],
+    document = redacted_change(
+        split_describe_diff(case["diff"]), case.get("fix_subject", ""), case["files"], DEFAULT_POLICY
     )
-    diffs = [
-        FileDiff(
-            depot_path=path,
-            action="edit",
-            status=DiffStatus.FETCHED,
-            unified_diff=text,
-            new_content=case["files"].get(path),
-        )
-        for path, text in sections.items()
-    ]
-    redacted = io.BytesIO()
-    stream_change_artifacts(change, diffs, raw=io.BytesIO(), redacted=redacted)
-    return prepare_review_input(json.loads(redacted.getvalue()))
+    return prepare_review_input(document)
 
 
 @dataclass

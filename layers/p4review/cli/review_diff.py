@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from p4review.change.diff_lines import split_describe_diff
+from p4review.change.redaction import RedactionPolicy
 from p4review.change.snapshot_redaction import stream_change_artifacts
 from p4review.cli.display import print_json, say
 from p4review.errors import P4ReviewError
@@ -113,29 +114,12 @@ def review_diff(
     sections = split_describe_diff(diff_text)
     if not sections:
         raise ValueError("no file diff found (expected unified diff headers: ---/+++ or ==== ... ====)")
-    change = ChangeDescription(
-        changelist_id=LOCAL_CHANGE,
-        kind=ChangeKind.SUBMITTED,
-        owner="local",
-        client="local",
-        status="submitted",
-        description=description,
-        files=[ChangedFile(depot_path=path, action="edit", file_type="text", revision=1) for path in sections],
-    )
-    contents = files or {}
-    diffs = [
-        FileDiff(
-            depot_path=path, action="edit", status=DiffStatus.FETCHED, unified_diff=text, new_content=contents.get(path)
-        )
-        for path, text in sections.items()
-    ]
     update: dict[str, Any] = {"llm_provider": provider}
     if analyzers is not None:
         update["analyzers"] = analyzers
     settings = ReviewerSettings.from_env().model_copy(update=update)
     artifacts = artifacts if artifacts is not None else MemoryArtifacts()
-    with artifacts.json_writer("change") as redacted:
-        stream_change_artifacts(change, diffs, raw=io.BytesIO(), redacted=redacted, policy=settings.redaction_policy())
+    artifacts.put_json("change", redacted_change(sections, description, files or {}, settings.redaction_policy()))
     job = ReviewJob(
         job_id=job_id_for("review-diff"),
         idempotency_key="review-diff",
@@ -162,6 +146,32 @@ def review_diff(
     )
     output = work.run(job, NoLease())  # type: ignore[arg-type]
     return StoredReview.model_validate(artifacts.get_json(output.updates["artifacts"]["result_key"]))
+
+
+def redacted_change(
+    sections: Mapping[str, str], description: str, contents: Mapping[str, str], policy: RedactionPolicy
+) -> dict[str, Any]:
+    """The redacted change document fetch would store for these file diffs (`sections`: path ->
+    unified diff) and new-side contents, as one local submitted change."""
+    change = ChangeDescription(
+        changelist_id=LOCAL_CHANGE,
+        kind=ChangeKind.SUBMITTED,
+        owner="local",
+        client="local",
+        status="submitted",
+        description=description,
+        files=[ChangedFile(depot_path=path, action="edit", file_type="text", revision=1) for path in sections],
+    )
+    diffs = [
+        FileDiff(
+            depot_path=path, action="edit", status=DiffStatus.FETCHED, unified_diff=text, new_content=contents.get(path)
+        )
+        for path, text in sections.items()
+    ]
+    redacted = io.BytesIO()
+    stream_change_artifacts(change, diffs, raw=io.BytesIO(), redacted=redacted, policy=policy)
+    document: dict[str, Any] = json.loads(redacted.getvalue())
+    return document
 
 
 class _ReviewDataAccess:

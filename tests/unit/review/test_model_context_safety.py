@@ -34,20 +34,8 @@ NEW = OLD.replace("session.retries = 3", "session.retries = 0\n    rotate_master
 OUTSIDE_CONTENT = "def rotate_master_key(session):\n    return 'vault-internal-signature'\n"
 
 
-def _review_input():
+def _change_with_a_file_outside_the_allow_list():
     diff = "".join(difflib.unified_diff(OLD.splitlines(True), NEW.splitlines(True), "a", "b", n=1))
-    change = ChangeDescription(
-        changelist_id=7,
-        kind=ChangeKind.SUBMITTED,
-        owner="dev",
-        client="ws",
-        status="submitted",
-        description="retries",
-        files=[
-            ChangedFile(depot_path=ALLOWED, action="edit", file_type="text", revision=2),
-            ChangedFile(depot_path=OUTSIDE, action="edit", file_type="text", revision=2),
-        ],
-    )
     diffs = [
         FileDiff(depot_path=ALLOWED, action="edit", status=DiffStatus.FETCHED, unified_diff=diff, new_content=NEW),
         FileDiff(
@@ -58,13 +46,11 @@ def _review_input():
             new_content=OUTSIDE_CONTENT,
         ),
     ]
-    redacted = io.BytesIO()
-    stream_change_artifacts(change, diffs, raw=io.BytesIO(), redacted=redacted)
-    return prepare_review_input(json.loads(redacted.getvalue()))
+    return _review_input(diffs)
 
 
 def test_the_enclosing_function_reaches_the_model_redacted_and_nothing_outside_the_allow_list_does():
-    review_input = _review_input()
+    review_input = _change_with_a_file_outside_the_allow_list()
     registry = load_registry()
     template = next(t for t in registry.templates.values() if t.context == CONTEXT_ENCLOSING)
     files = chunk_files_for(review_input, context=CONTEXT_ENCLOSING, context_tokens=2_000, chunk_tokens=24_000)
@@ -85,24 +71,14 @@ def test_a_callee_is_listed_only_when_its_file_is_not_in_the_same_request():
     util_new = "def helper(a, scale=2):\n    return a * scale\n"
     main_old = "def run(x):\n    return x\n"
     main_new = "def run(x):\n    return helper(x)\n"
-    change = ChangeDescription(
-        changelist_id=8,
-        kind=ChangeKind.SUBMITTED,
-        owner="dev",
-        client="ws",
-        status="submitted",
-        description="scale",
-        files=[ChangedFile(depot_path=p, action="edit", file_type="text", revision=2) for p in (MAIN, UTIL)],
+    review_input = _review_input(
+        [
+            FileDiff(
+                depot_path=path, action="edit", status=DiffStatus.FETCHED, unified_diff=_diff(old, new), new_content=new
+            )
+            for path, old, new in ((MAIN, main_old, main_new), (UTIL, util_old, util_new))
+        ]
     )
-    diffs = [
-        FileDiff(
-            depot_path=path, action="edit", status=DiffStatus.FETCHED, unified_diff=_diff(old, new), new_content=new
-        )
-        for path, old, new in ((MAIN, main_old, main_new), (UTIL, util_old, util_new))
-    ]
-    redacted = io.BytesIO()
-    stream_change_artifacts(change, diffs, raw=io.BytesIO(), redacted=redacted)
-    review_input = prepare_review_input(json.loads(redacted.getvalue()))
     template = next(t for t in load_registry().templates.values() if t.context == CONTEXT_ENCLOSING)
     files = chunk_files_for(review_input, context=CONTEXT_ENCLOSING, context_tokens=2_000, chunk_tokens=24_000)
     choice = PromptChoice(template, TRACK_STABLE)
@@ -118,3 +94,19 @@ UTIL = "//depot/main/svc/util.py"
 
 def _diff(old: str, new: str) -> str:
     return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), "a", "b", n=1))
+
+
+def _review_input(diffs: list[FileDiff]):
+    """The change of these file diffs as the review stage gets it: redacted, through the pre-submit guard."""
+    change = ChangeDescription(
+        changelist_id=7,
+        kind=ChangeKind.SUBMITTED,
+        owner="dev",
+        client="ws",
+        status="submitted",
+        description="change",
+        files=[ChangedFile(depot_path=d.depot_path, action=d.action, file_type="text", revision=2) for d in diffs],
+    )
+    redacted = io.BytesIO()
+    stream_change_artifacts(change, diffs, raw=io.BytesIO(), redacted=redacted)
+    return prepare_review_input(json.loads(redacted.getvalue()))
