@@ -40,7 +40,13 @@ def one_case(monkeypatch):
     return case
 
 
-def test_eval_review_scores_the_model_beside_the_offline_reviewer(moto_endpoint, aws_reset, server, one_case, capsys):
+def test_eval_review_scores_the_model_beside_the_offline_reviewer(
+    moto_endpoint, aws_reset, server, one_case, capsys, monkeypatch
+):
+    # `main` exports the provider and model for the review stage (and its worker processes):
+    # monkeypatch puts the variables back afterwards.
+    monkeypatch.setenv("P4REVIEW_LLM_PROVIDER", "openai")
+    monkeypatch.setenv("P4REVIEW_LLM_MODEL", MODEL)
     with provisioned_service(
         moto_endpoint,
         extra_env={"P4REVIEW_LLM_BASE_URL": server.base_url, "P4REVIEW_PROMPT_STABLE": "1.5.0"},
