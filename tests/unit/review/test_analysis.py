@@ -242,7 +242,7 @@ def test_the_rules_measured_as_noise_on_ordinary_commits_are_not_reported():
         ]
     )
     assert [r.rule_id for r in analysis.read_hadolint(hadolint, PATHS)] == ["hadolint/SC2046"]
-    assert {"B028", "UP006", "UP007", "UP045"} <= set(analysis.RUFF_IGNORED)
+    assert "B028" in analysis.RUFF_IGNORED
 
 
 def test_only_reports_touching_an_added_line_are_kept_as_reviewdog_does():
