@@ -1,4 +1,4 @@
-"""Safeguards a change removes (pure): a NULL or None check, a bounds check, an error check, a
+"""Safeguards a change removes (pure): a NULL check, a bounds check, an error check, a
 release of a resource, a lock, an escaping call, a Dockerfile's non-root USER.
 
 Analyzers only see the new code, and a line that is gone cannot be flagged where it was: yet
@@ -49,11 +49,11 @@ _SHELL_FAILURE_STATUS = _FAILURE_STATUS.replace(r"\s*=\s*", "=")
 _SIZE_WORD = r"\w*(?:len|length|size|count|max|min|limit|cap|capacity|bound|end|num|total)\w*"
 _COMPARE = r"(?:<=?|>=?)"
 
-# Each (safeguard, language) pair here was measured on ordinary commits (tools/ordinary_commits_noise.py):
-# one that fired on ordinary hunks of its language at least half as often as it hit a dev
-# reversed-fix defect of that language (and on 3 hunks or more) was taken out as noise: the NULL
-# check in Python (`if not x:`, `is None`: refactors move them), JavaScript and shell (`-z`/`-n`
-# tests), JavaScript's error checks, guard clauses and weakened lines, and Dockerfiles' weakened lines.
+# Each (safeguard, language) pair was measured on ordinary commits (tools/ordinary_commits_noise.py):
+# a pair that fired on 3 or more ordinary hunks of its language, at more than half the rate per
+# hunk at which it hit the dev reversed fixes' defects of that language, was taken out as noise:
+# the NULL check in Python (`if not x:`, `is None`), JavaScript and shell (`-z`/`-n` tests), and
+# JavaScript's error checks, guard clauses and weakened lines, and Dockerfiles' weakened lines.
 SAFEGUARDS: tuple[Safeguard, ...] = (
     Safeguard(
         "null-check",

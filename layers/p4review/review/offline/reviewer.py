@@ -17,7 +17,7 @@ in the files eslint reads, DOM HTML sinks and empty catch blocks are theirs. The
 string calls stay: flawfinder rates some of them below the level the review keeps.
 
 Why the rules are regular expressions and not tree-sitter or ast-grep queries: the input is diff
-hunks, fragments that seldom parse, and each rule is lexical on one added line (a marker, a
+hunks, fragments that seldom parse, and each rule is lexical on one added line (a
 literal assigned to a credential-like name, a setting spelled the same in code, YAML, JSON,
 shell and Dockerfiles, a call or command on its line) or reads the few lines the diff shows
 after it. Where a rule needs the syntax of the whole file, an analyzer has it, parsed from the
