@@ -64,6 +64,16 @@ def analyzers_for(depot_path: str, first_line: str = "") -> tuple[str, ...]:
     return ()
 
 
+def language_path(depot_path: str, first_line: str = "") -> str:
+    """The path to tell a file's language by: the path itself, or, for a script without an
+    extension, the path with its shebang's extension (`libexec/pyenv` -> `libexec/pyenv.sh`)."""
+    if posixpath.splitext(depot_path)[1]:
+        return depot_path
+    if _SHELL_SHEBANG.match(first_line):
+        return f"{depot_path}.sh"
+    return f"{depot_path}.py" if _PYTHON_SHEBANG.match(first_line) else depot_path
+
+
 def is_dockerfile(depot_path: str) -> bool:
     """`Dockerfile`, `Containerfile`, `Dockerfile.prod`, `api.dockerfile`."""
     name = posixpath.basename(depot_path).lower()

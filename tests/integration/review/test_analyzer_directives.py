@@ -144,8 +144,8 @@ def test_a_shell_pragma_does_not_turn_off_hadolints_shellcheck(pragma):
     # A non-POSIX shell makes hadolint skip shellcheck on every RUN after it; --disable-ignore-pragma
     # covers `ignore=` only.
     path = "//depot/web/Dockerfile"
-    content = f"FROM debian:12\n{pragma}\nRUN rm -rf $TARGET\n"
-    assert (path, "hadolint/SC2086", 3) in _found({path: content}, ["hadolint"])
+    content = f"FROM debian:12\n{pragma}\nRUN rm -rf $(cat list)\n"
+    assert (path, "hadolint/SC2046", 3) in _found({path: content}, ["hadolint"])
 
 
 # ---------------------------------------------------------------------------------------

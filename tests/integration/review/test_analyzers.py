@@ -354,3 +354,21 @@ def test_shellcheck_checks_only_scripts_over_the_size_limit_without_its_dataflow
     assert run.diagnostics == []
     found = {(r.file, r.rule_id.split(":")[0], r.line) for r in run.reports}
     assert found == {("//depot/over_limit.sh", "shellcheck/SC2086", limit + 1)}
+
+
+def test_ruff_reports_its_defect_rules_and_not_how_code_is_spelled():
+    # tools/ordinary_commits_noise.py: ruff's default style rules (pyupgrade, refurb...) and
+    # bugbear's B028 fired on ordinary commits and hit no defect a defect rule did not.
+    source = (
+        "import warnings\n"
+        "from typing import List, Optional\n"
+        "def f(a: List[int]) -> Optional[str]:\n"
+        '    warnings.warn("x")\n'
+        '    name = "%s" % a\n'
+        "    try:\n"
+        "        return name\n"
+        "    except:\n"
+        "        return undefined_name\n"
+    )
+    run = AnalyzerRunner(["ruff"]).run({"//depot/app/f.py": source})
+    assert {r.rule_id for r in run.reports} == {"ruff/E722", "ruff/F821"}

@@ -66,6 +66,21 @@ def test_each_file_goes_to_the_analyzers_for_its_language(path, first_line, expe
     assert analyzer_files.analyzers_for(path, first_line) == expected
 
 
+@pytest.mark.parametrize(
+    ("path", "first_line", "expected"),
+    [
+        ("//d/bin/n", "#!/usr/bin/env bash", "//d/bin/n.sh"),
+        ("//d/libexec/pyenv", "#!/bin/sh", "//d/libexec/pyenv.sh"),
+        ("//d/scripts/run", "#!/usr/bin/env python3", "//d/scripts/run.py"),
+        ("//d/scripts/run", "", "//d/scripts/run"),
+        ("//d/Dockerfile", "FROM alpine", "//d/Dockerfile"),
+        ("//d/tool.rb", "#!/bin/sh", "//d/tool.rb"),  # its own extension wins
+    ],
+)
+def test_a_script_without_an_extension_takes_its_shebangs_language(path, first_line, expected):
+    assert analyzer_files.language_path(path, first_line) == expected
+
+
 @pytest.mark.spec("RV-8")
 def test_fetch_keeps_content_only_for_what_an_enabled_analyzer_or_the_model_context_reads():
     assert analyzer_files.reads_content("//d/Dockerfile", ["hadolint"])
@@ -210,6 +225,27 @@ def _report(line: int, end_line: int | None = None, file: str = PY) -> analysis.
 
 
 @pytest.mark.spec("RV-7")
+def test_the_rules_measured_as_noise_on_ordinary_commits_are_not_reported():
+    # tools/ordinary_commits_noise.py: each fired on ordinary commits' hunks at least half as often
+    # as it hit a dev reversed-fix defect.
+    shellcheck = json.dumps(
+        {"comments": [
+            {"file": "f0001/run.sh", "line": 3, "level": "info", "code": 2016, "message": "Expressions don't expand"},
+            {"file": "f0001/run.sh", "line": 4, "level": "warning", "code": 3043, "message": "local is undefined"},
+            {"file": "f0001/run.sh", "line": 5, "level": "info", "code": 2086, "message": "Double quote"},
+        ]}
+    )  # fmt: skip
+    assert [r.rule_id for r in analysis.read_shellcheck(shellcheck, PATHS)] == ["shellcheck/SC2086"]
+    hadolint = json.dumps(
+        [
+            {"code": code, "file": "f0003/Dockerfile", "level": "warning", "line": line, "message": "m"}
+            for line, code in enumerate(["DL3006", "DL3008", "SC2086", "SC2046"], start=1)
+        ]
+    )
+    assert [r.rule_id for r in analysis.read_hadolint(hadolint, PATHS)] == ["hadolint/SC2046"]
+    assert "B028" in analysis.RUFF_IGNORED
+
+
 def test_only_reports_touching_an_added_line_are_kept_as_reviewdog_does():
     changed = {PY: changed_lines_from_diff(DIFF)}  # lines 4 and 5 are added
     kept = analysis.on_added_lines(

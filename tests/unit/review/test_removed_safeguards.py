@@ -43,9 +43,7 @@ def test_a_removed_null_check_is_reported_where_it_was():
         ("//d/a.c", "    if (ret < 0) goto fail;", "    ret = 0;", "error-check"),
         ("//d/a.c", "    pthread_mutex_lock(&m);", "    count++;", "lock"),
         ("//d/a.py", "    except ValueError:", "    pass", "error-check"),
-        ("//d/a.py", "    if user is None:", "    log(user)", "null-check"),
         ("//d/a.py", "    name = secure_filename(name)", "    name = name", "escaping"),
-        ("//d/a.js", "  if (err) return cb(err);", "  cb(null, data);", "error-check"),
         ("//d/a.js", "  stream.destroy();", "  stream = null;", "release"),
         ("//d/x.sh", '  cd "$dir" || exit 1', '  cd "$dir"', "error-check"),
         ("//d/docker/Dockerfile", "USER app", "RUN true", "docker-hardening"),
@@ -122,7 +120,6 @@ def test_the_offline_reviewer_reports_them_and_the_parser_keeps_them():
         ("//d/a.c", "    hooks->deallocate(buffer);", "    return true;", "release"),
         ("//d/a.py", "    _try_close(out)", "    return result", "release"),
         ("//d/x.sh", "      _retval=1", '      _err "failed"', "error-check"),
-        ("//d/a.js", "  if (e) return next(err);", "  next();", "error-check"),
     ],
 )
 def test_more_kinds_of_safeguard(path, removed, added, kind):
@@ -215,3 +212,29 @@ def test_a_line_edited_only_by_deleting_a_protective_part_is_reported(path, befo
 def test_ordinary_deletions_are_not_weakenings(path, before, after):
     diff = f"@@ -1,3 +1,3 @@\n ctx\n-{before}\n+{after}\n ctx\n"
     assert "weakened-line" not in {k for _, k in kinds(path, diff)}
+
+
+@pytest.mark.parametrize(
+    ("path", "removed", "added"),
+    [
+        ("//d/a.py", "    if user is None:", "    log(user)"),
+        ("//d/a.py", "    if not name:", "    name = name.strip()"),
+        ("//d/a.js", "  if (value === undefined) value = {};", "  use(value);"),
+        ("//d/x.sh", '  if [ -z "${PATTERN}" ]; then', '  case "${PATTERN}" in'),
+        ("//d/a.js", "  if (err) return cb(err);", "  cb(null, data);"),
+        ("//d/a.js", "  if (e) return next(err);", "  next();"),
+    ],
+)
+def test_the_kinds_measured_as_noise_in_a_language_are_not_reported_there(path, removed, added):
+    # tools/ordinary_commits_noise.py: NULL/None checks outside C, JavaScript's error checks and
+    # guard clauses fired on ordinary commits at least half as often as they hit a dev defect.
+    diff = f"@@ -1,3 +1,3 @@\n ctx\n-{removed}\n+{added}\n ctx\n"
+    assert kinds(path, diff) == []
+
+
+def test_weakened_lines_are_not_reported_in_javascript_or_dockerfiles():
+    js = "@@ -1,3 +1,3 @@\n ctx\n-  if (a && b) run();\n+  if (a) run();\n ctx\n"
+    assert "weakened-line" not in {k for _, k in kinds("//d/a.js", js)}
+    docker = "@@ -1,3 +1,3 @@\n ctx\n-RUN make && make check\n+RUN make\n ctx\n"
+    assert kinds("//d/Dockerfile", docker) == []
+    assert kinds("//d/a.c", js.replace("run();", "run();")) != []  # the same edit in C is

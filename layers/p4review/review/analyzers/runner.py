@@ -143,7 +143,7 @@ def _command(analyzer: str, files: list[str]) -> list[str] | None:
         extend = ",".join(RUFF_RULES)
         # --ignore-noqa: no noqa comment of a change (a line's, a file's, a range's) silences anything.
         options = ["check", "--isolated", "--no-cache", "--ignore-noqa", "--output-format", "sarif"]
-        options += ["--extend-select", extend]
+        options += ["--select", extend]
         options += ["--extend-ignore", ",".join(RUFF_IGNORED)]
         return None if ruff is None else [ruff, *options, *files]
     if analyzer == BANDIT:
