@@ -9,7 +9,7 @@ import posixpath
 import re
 from collections.abc import Iterable
 
-from p4review.change.code_languages import code_language
+from p4review.change.code_languages import PYTHON_SHEBANG, SHELL_SHEBANG, code_language
 
 C_EXTENSIONS = frozenset({".c", ".h", ".cc", ".cpp", ".cxx", ".c++", ".hpp", ".hh", ".hxx", ".h++", ".inl", ".ipp"})
 PY_EXTENSIONS = frozenset({".py", ".pyw", ".pyi"})
@@ -33,8 +33,6 @@ IN_PROCESS_ANALYZERS = frozenset({IAC})
 _SHELL = frozenset({".sh", ".bash", ".ksh", ".bats"})
 _JAVASCRIPT = frozenset({".js", ".mjs", ".cjs", ".jsx"})
 _WORKFLOW = re.compile(r"/\.github/workflows/[^/]+\.ya?ml$", re.IGNORECASE)
-_SHELL_SHEBANG = re.compile(r"#!\s*(?:/usr)?/bin/(?:env\s+)?(?:ba|k|da)?sh\b")
-_PYTHON_SHEBANG = re.compile(r"#!\s*(?:/usr)?(?:/local)?/bin/(?:env\s+)?python[0-9.]*\b")
 # docker-compose.yml, docker-compose.prod.yaml, compose.yaml, compose.override.yml, api.compose.yml
 _COMPOSE = re.compile(r"^(?:docker-compose[^/]*|compose(?:[._-][^/]*)?)\.ya?ml$|\.compose\.ya?ml$", re.IGNORECASE)
 _TERRAFORM = frozenset({".tf"})
@@ -57,9 +55,9 @@ def analyzers_for(depot_path: str, first_line: str = "") -> tuple[str, ...]:
         return (ACTIONLINT,)
     if extension in _TERRAFORM or is_compose_file(depot_path):
         return (IAC,)
-    if not extension and _SHELL_SHEBANG.match(first_line):
+    if not extension and SHELL_SHEBANG.match(first_line):
         return (SHELLCHECK,)
-    if not extension and _PYTHON_SHEBANG.match(first_line):
+    if not extension and PYTHON_SHEBANG.match(first_line):
         return (RUFF, BANDIT)
     return ()
 
@@ -69,9 +67,9 @@ def language_path(depot_path: str, first_line: str = "") -> str:
     extension, the path with its shebang's extension (`libexec/pyenv` -> `libexec/pyenv.sh`)."""
     if posixpath.splitext(depot_path)[1]:
         return depot_path
-    if _SHELL_SHEBANG.match(first_line):
+    if SHELL_SHEBANG.match(first_line):
         return f"{depot_path}.sh"
-    return f"{depot_path}.py" if _PYTHON_SHEBANG.match(first_line) else depot_path
+    return f"{depot_path}.py" if PYTHON_SHEBANG.match(first_line) else depot_path
 
 
 def is_dockerfile(depot_path: str) -> bool:

@@ -1,15 +1,18 @@
 """Which source language a depot path is in, for the files whose enclosing functions the review
-can show the model (review/context/grammars.py maps each name to its tree-sitter grammar).
+can show the model (review/context/grammars.py maps each name to its tree-sitter grammar), and the
+`#!` lines that name a script's language.
 
 Here, below the stages, because fetch decides by it which files' new-side content to keep."""
 
 from __future__ import annotations
 
 import posixpath
+import re
 
 LANGUAGE_BY_EXTENSION = {
     ".py": "python",
     ".pyi": "python",
+    ".pyw": "python",
     ".c": "c",
     # Headers go to the C++ grammar: it reads C declarations too, and C++ headers are common.
     ".h": "cpp",
@@ -20,6 +23,8 @@ LANGUAGE_BY_EXTENSION = {
     ".hh": "cpp",
     ".hpp": "cpp",
     ".hxx": "cpp",
+    ".h++": "cpp",
+    ".ipp": "cpp",
     ".inl": "cpp",
     ".js": "javascript",
     ".jsx": "javascript",
@@ -35,18 +40,20 @@ LANGUAGE_BY_EXTENSION = {
     ".sh": "bash",
     ".bash": "bash",
     ".ksh": "bash",
+    ".bats": "bash",
     ".zsh": "bash",
 }
-_SHELLS = ("sh", "bash", "dash", "ksh", "zsh")
+# A script without an extension says its language on its first line (the analyzers read it too:
+# change/analyzer_files.py).
+SHELL_SHEBANG = re.compile(r"#!\s*(?:/usr)?/bin/(?:env\s+)?(?:ba|k|da)?sh\b")
+PYTHON_SHEBANG = re.compile(r"#!\s*(?:/usr)?(?:/local)?/bin/(?:env\s+)?python[0-9.]*\b")
 
 
 def code_language(depot_path: str, first_line: str = "") -> str | None:
-    """The language of a file by its extension, else (no extension) by a shell's `#!` line."""
-    language = LANGUAGE_BY_EXTENSION.get(posixpath.splitext(depot_path)[1].lower())
-    if language is not None:
-        return language
-    if first_line.startswith("#!"):
-        words = first_line[2:].replace("/", " ").split()
-        if any(word in _SHELLS for word in words[:3]):
-            return "bash"
-    return None
+    """The language of a file by its extension, else (no extension) by its `#!` line."""
+    extension = posixpath.splitext(depot_path)[1].lower()
+    if extension:
+        return LANGUAGE_BY_EXTENSION.get(extension)
+    if SHELL_SHEBANG.match(first_line):
+        return "bash"
+    return "python" if PYTHON_SHEBANG.match(first_line) else None

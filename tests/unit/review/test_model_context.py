@@ -210,3 +210,16 @@ def test_a_change_parses_each_file_once_whatever_its_size(monkeypatch):
         change.callees(source)
         change.widened(source, BIG)
     assert sorted(calls) == sorted(s.depot_path for s in sources)
+
+
+def test_a_script_without_an_extension_is_parsed_in_its_shebangs_language():
+    from p4review.change.code_languages import code_language
+
+    assert code_language("//depot/bin/deploy", "#!/usr/bin/env bash") == "bash"
+    assert code_language("//depot/bin/tool", "#!/usr/bin/python3") == "python"
+    assert code_language("//depot/bin/tool", "#!/usr/bin/perl") is None
+    assert code_language("//depot/notes.txt", "#!/bin/sh") is None  # an extension decides
+    script = "#!/bin/sh\nset -e\n\nrun() {\n  echo one\n  echo two\n}\n"
+    new = script.replace("echo two", "echo three")
+    section = widened_section(FileSource("//depot/bin/deploy", diff_of("deploy", script, new), new), BIG)
+    assert section is not None and " run() {" in section.body
