@@ -17,7 +17,7 @@ from p4review.review.context.grammars import Grammar, grammar_for, parser_for
 if TYPE_CHECKING:
     from tree_sitter import Node
 
-# Larger files are left to the hunks alone: parsing stays within milliseconds a file.
+# Larger files are left to the hunks alone: a file near this size takes about 0.4 s to parse and walk.
 MAX_PARSED_BYTES = 2_000_000
 MAX_SIGNATURE_CHARS = 240
 _NAME_TYPES = frozenset(

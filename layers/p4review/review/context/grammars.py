@@ -2,8 +2,8 @@
 
 The grammars are the tree-sitter project's own per-language packages (`tree-sitter-python`,
 `-c`, `-cpp`, `-javascript`, `-typescript`, `-go`, `-java`, `-c-sharp`, `-bash`; MIT), each a
-small abi3 wheel: 16 MB in all with the `tree-sitter` binding, where `tree-sitter-language-pack`
-(every grammar, 192 MB unzipped) would not fit the deps layer beside the analyzers. Each is
+small abi3 wheel: 18 MB in the deps layer with the `tree-sitter` binding, where
+`tree-sitter-language-pack` (every grammar, 192 MB unzipped) would not fit beside the analyzers. Each is
 imported the first time a file of its language is parsed, so a review of Python files loads one
 grammar and a review with no model loads none.
 
