@@ -1,22 +1,13 @@
 """tools/ordinary_commits_noise.py: which commits count as ordinary, what a code hunk is, and when
-a finding fires on one (reading commits from a mirror: tests/integration/review)."""
+a finding fires on one (reading commits from a mirror: tests/integration/benchmarks)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
-TOOLS = Path(__file__).resolve().parents[3] / "tools"
+from p4review_dev.support.tools import load_tool
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("ordinary_commits_noise", TOOLS / "ordinary_commits_noise.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("ordinary_commits_noise", module)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("ordinary_commits_noise")
 
 
 DIFF = """\
