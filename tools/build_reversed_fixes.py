@@ -132,6 +132,12 @@ def git(repo: Path, *args: str) -> str:
     ).stdout.decode("utf-8", "replace")
 
 
+def matching_files(repo: Path, commit: str, globs: list[str]) -> list[str]:
+    """The files a commit touches that one of `globs` names."""
+    names = git(repo, "diff-tree", "--no-commit-id", "--name-only", "-r", commit).split()
+    return [n for n in names if any(fnmatch.fnmatch(n, g) for g in globs)]
+
+
 def hunks(diff: str) -> list[dict[str, object]]:
     """The reversed diff's defects: per hunk, its added new-side lines or its removal point."""
     defects = []
@@ -172,8 +178,7 @@ def cases_from(
         commit, _, title = entry.partition("\t")
         if SKIP_SUBJECT.search(title):
             continue
-        names = git(mirror, "diff-tree", "--no-commit-id", "--name-only", "-r", commit).split()
-        files = [n for n in names if any(fnmatch.fnmatch(n, g) for g in globs)]
+        files = matching_files(mirror, commit, globs)
         if not 1 <= len(files) <= MAX_FILES:
             continue
         # Reversed: from the fix (old side) back to its parent (new side, the buggy code).

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fnmatch
 import io
 import json
 import re
@@ -33,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from build_reversed_fixes import MAX_FILE_BYTES, SPLITS
+from build_reversed_fixes import MAX_FILE_BYTES, SPLITS, matching_files
 
 # Subjects that say a defect is mended (or put back): those commits are not "ordinary".
 FIX_LIKE = re.compile(
@@ -92,8 +91,7 @@ def ordinary_commits(repo: str, mirror: Path, globs: list[str], wanted: int) -> 
         commit, _, subject = entry.partition("\t")
         if FIX_LIKE.search(subject):
             continue
-        names = _git(mirror, "diff-tree", "--no-commit-id", "--name-only", "-r", commit).split()
-        files = [n for n in names if any(fnmatch.fnmatch(n, g) for g in globs)]
+        files = matching_files(mirror, commit, globs)
         if not 1 <= len(files) <= MAX_FILES:
             continue
         try:
