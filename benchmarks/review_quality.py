@@ -381,12 +381,9 @@ def shown_to_the_model(cases: list[dict[str, Any]], version: str) -> Shown:
             shown.defects_in_functions += 1
             visible = {line.line for line in iter_new_side_lines(diffs[defect["file"]])}
             if choice.template.context == CONTEXT_ENCLOSING:
-                review_file = by_path[defect["file"]]
-                source = FileSource(
-                    defect["file"],
-                    review_file.document.text,
-                    review_file.content.text if review_file.content is not None else None,
-                )
+                # The stage's own widening at the configured budget (the stage lowers it only for a
+                # file near a chunk's size, which no case is).
+                source = FileSource.of(by_path[defect["file"]])
                 widened = ChangeContext([source]).widened(source, int(config.context_tokens * CHARS_PER_TOKEN))
                 visible |= widened.shown if widened is not None else set()
             inner = functions[-1]

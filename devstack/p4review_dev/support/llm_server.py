@@ -98,7 +98,9 @@ class Keys:
 
 
 def chat_completion(content: str, *, model: str, prompt_tokens: int, completion_tokens: int) -> Reply:
-    """A chat completions answer (OpenAI's wire format) holding `content`, with its usage."""
+    """A chat completions answer holding `content`, with its usage: the `chat.completion` object of
+    OpenAI's API reference (POST /v1/chat/completions), as the openai SDK's `ChatCompletion` model
+    (openai/types/chat/chat_completion.py) reads it; the SDK validates it in the tests that use it."""
     return Reply(
         body={
             "id": "chatcmpl-1",

@@ -597,10 +597,7 @@ def _chunk_files_with_context(review_input: ReviewInput, *, context_tokens: int,
     from p4review.review.context import ChangeContext, FileSource
     from p4review.review.context.widening import compact_diff
 
-    sources = [
-        FileSource(f.diff.depot_path, f.document.text, f.content.text if f.content is not None else None)
-        for f in review_input.files
-    ]
+    sources = [FileSource.of(f) for f in review_input.files]
     change = ChangeContext(sources)
     files = []
     for review_file, source in zip(review_input.files, sources, strict=True):

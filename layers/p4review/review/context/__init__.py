@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from p4review.change.snapshot_redaction import ReviewFile
 from p4review.change.unified_diff import iter_added_lines
 from p4review.review.context.definitions import ParsedFile, parse_file
 from p4review.review.context.widening import WidenedSection, widen
@@ -31,6 +32,11 @@ class FileSource:
     depot_path: str
     diff: str  # the redacted unified diff
     content: str | None  # the redacted new-side content, when fetch kept it
+
+    @classmethod
+    def of(cls, review_file: ReviewFile) -> FileSource:
+        content = review_file.content.text if review_file.content is not None else None
+        return cls(review_file.diff.depot_path, review_file.document.text, content)
 
 
 class ChangeContext:
