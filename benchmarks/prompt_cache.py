@@ -12,8 +12,10 @@ index order, as a steady stream of reviews would send them). The service skips g
   the first request writes it (billed 1.25x), later requests within 5 minutes read it (0.1x).
 - OpenAI: automatic for a prompt of 1,024 tokens or more; "the structured output schema serves as
   a prefix to the system message and can be cached" (OpenAI's prompt caching guide, "What can be
-  cached"), so the prefix is the schema and the instructions, as for Anthropic; the cached part is
-  billed at 0.5x (GPT-4o's discount; newer models discount more); no write premium.
+  cached"), so the prefix is the schema and the instructions, as for Anthropic; no write premium.
+  The cached part's price depends on the model (OpenAI's pricing page, "Cached input"): a tenth of
+  the input price for the GPT-5 family (gpt-5.2: $1.75 and $0.175 per million), a quarter for
+  GPT-4.1 ($2.00 and $0.50), a half for GPT-4o ($2.50 and $1.25), so each is modelled.
 
 Tokens are estimated at 3.5 characters per token for every part (the same estimator as the naive
 side). Output tokens are left out on both sides (they depend on the model, not the prompt).
@@ -41,7 +43,9 @@ class Pricing:
 
 PROVIDERS = (
     Pricing("anthropic / bedrock claude", write=1.25, read=0.10),
-    Pricing("openai (automatic)", write=1.0, read=0.50),
+    Pricing("openai gpt-5 family (automatic, 0.1x read)", write=1.0, read=0.10),
+    Pricing("openai gpt-4.1 (automatic, 0.25x read)", write=1.0, read=0.25),
+    Pricing("openai gpt-4o (automatic, 0.5x read)", write=1.0, read=0.50),
 )
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from benchmarks.prompt_cache import PROVIDERS, billed
 
-ANTHROPIC, OPENAI = PROVIDERS
+ANTHROPIC, OPENAI_GPT5, OPENAI_GPT41, OPENAI_GPT4O = PROVIDERS
 
 
 @pytest.mark.spec("RV-16")
@@ -26,5 +26,15 @@ def test_the_first_request_writes_the_prefix_and_the_others_read_it() -> None:
 def test_openai_caches_the_schema_and_instructions_and_has_no_write_premium() -> None:
     # "The structured output schema serves as a prefix to the system message and can be cached."
     requests = [(1, 400, 1100, 500)] * 2
-    total, read = billed(requests, OPENAI)
+    total, read = billed(requests, OPENAI_GPT4O)
     assert read == 1500 and total == (1500 + 500) + (0.5 * 1500 + 500)
+
+
+def test_openai_models_are_billed_at_their_own_cached_input_price() -> None:
+    # OpenAI's pricing page: cached input at a tenth (GPT-5 family), a quarter (GPT-4.1), a half (GPT-4o).
+    requests = [(1, 400, 1100, 500)] * 2
+    assert [billed(requests, p)[0] for p in (OPENAI_GPT5, OPENAI_GPT41, OPENAI_GPT4O)] == [
+        2000 + 0.1 * 1500 + 500,
+        2000 + 0.25 * 1500 + 500,
+        2000 + 0.5 * 1500 + 500,
+    ]
