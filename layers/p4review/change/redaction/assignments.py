@@ -13,6 +13,7 @@ from p4review.change.redaction.base import Match, PatternRule, Rule, match_lengt
 from p4review.change.redaction.filekind import FileKind
 from p4review.change.redaction.needles import Needle, lowered_ascii, needles
 from p4review.change.redaction.nonsecrets import (
+    is_openpgp_fingerprint,
     is_stand_in,
     is_version_or_coordinate,
     names_a_data_key,
@@ -267,6 +268,8 @@ class AssignmentRule(Rule):
             return None
         if spells_its_name(key, value):
             return None  # `PASS = "pass"`: the name again
+        if is_openpgp_fingerprint(key, value):
+            return None  # `PGP_KEY = "573BFD6B..."`: a public key's fingerprint
         return span, name
 
 

@@ -153,3 +153,17 @@ def names_a_data_key(words: list[str]) -> bool:
     """`words` (lowercased, in order) of a name ending in `key`: a key of data when the word
     before it says so."""
     return len(words) > 1 and words[-1] in ("key", "keys") and words[-2] in _DATA_KEY_QUALIFIERS
+
+
+# An OpenPGP key's fingerprint (40 hex digits, RFC 4880 section 12.2) or long key ID (16), under
+# a name that says OpenPGP key (`NGINX_GPGKEYS="573B... 8540..."`, `PGP_KEY=0x2FD2...`): a public
+# key's identifier, which Dockerfiles list to check signatures. No private key has this shape; a
+# name that says password, secret, token or private is left to redaction (`openssl rand -hex 20`).
+_OPENPGP_KEY_NAME = re.compile(r"(?i)(?=.*(?:gpg|pgp))(?=.*(?:key|fingerprint|fpr))(?!.*(?:pass|secret|token|priv))")
+_FINGERPRINT = r"(?:0x)?(?:[0-9A-Fa-f]{40}|[0-9A-Fa-f]{16})"
+_OPENPGP_FINGERPRINTS = re.compile(rf"{_FINGERPRINT}(?:[\s,]+{_FINGERPRINT})*")
+
+
+def is_openpgp_fingerprint(name: str, value: str) -> bool:
+    """`GPG_KEYS` = `573BFD6B3D8FBC641079A6ABABF5BD827BD9BF62 8540A6F1...`: fingerprints, named as such."""
+    return _OPENPGP_KEY_NAME.match(name) is not None and _OPENPGP_FINGERPRINTS.fullmatch(value.strip()) is not None

@@ -20,7 +20,7 @@ from p4review.change.redaction.tokens import CONNECTION_URI_RULE, TOKEN_RULES
 __all__ = ["RULESET_VERSION", "PatternRule", "Rule", "default_rules"]
 
 # The pipeline's own rules, then the adopted ruleset's pinned version.
-RULESET_VERSION = f"redaction-rules/4+{ruleset_tag()}"
+RULESET_VERSION = f"redaction-rules/5+{ruleset_tag()}"
 
 
 def default_rules(policy: RedactionPolicy) -> tuple[Rule, ...]:

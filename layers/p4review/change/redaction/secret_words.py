@@ -21,6 +21,7 @@ from p4review.change.redaction.base import Rule, splice
 from p4review.change.redaction.filekind import FileKind
 from p4review.change.redaction.keyless import looks_generated, looks_generated_one_case
 from p4review.change.redaction.needles import MAX_AHEAD_RUN, needles
+from p4review.change.redaction.nonsecrets import is_openpgp_fingerprint
 from p4review.change.redaction.positional import own
 from p4review.change.redaction.values import UUID, is_template_or_masked
 
@@ -64,6 +65,7 @@ _ID_NAME = re.compile(r"(?:[_-]?id|Id|ID|[_-]?name|Name)s?$")
 _PUBLIC_KEY_TYPE = re.compile(r"(?:ssh-(?:rsa|dss|ed25519|ed448)|ecdsa-sha2-nistp\d+|sk-[\w-]+@openssh\.com)[ \t]+$")
 # An OpenPGP key's fingerprint fetched from a key server (`gpg --recv-keys 5BE8A3F6...`).
 _KEY_SERVER_FETCH = re.compile(r"--recv-keys?[ \t]+$")
+_NAME_HEAD = 64  # characters of a name read before its secret word
 
 
 _RUN_REST = re.compile(rf"[{_RUN_CHARACTERS}]+")
@@ -81,6 +83,15 @@ def _disjoint(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
 def _names_an_id(body: str, word: re.Match[str]) -> bool:
     tail = _NAME_TAIL.match(body, word.end())
     return tail is not None and _ID_NAME.search(body, word.start(), tail.end()) is not None
+
+
+def _name_around(body: str, word: re.Match[str]) -> str:
+    """The name a secret word is part of (`NGINX_GPGKEYS` around `KEY`), bounded both ways."""
+    start = word.start()
+    while start > max(0, word.start() - _NAME_HEAD) and (body[start - 1].isalnum() or body[start - 1] in "_-"):
+        start -= 1
+    tail = _NAME_TAIL.match(body, word.end())
+    return body[start : tail.end() if tail else word.end()]
 
 
 def _reads_as_words(value: str) -> bool:
@@ -151,6 +162,8 @@ class SecretWordRule(Rule):
             if _PUBLIC_KEY_TYPE.search(before) or _KEY_SERVER_FETCH.search(before):
                 continue  # `ssh-ed25519 AAAAC3...`, `--recv-keys 5BE8A3F6...`: a public key
             if _generated(run.group(), beside_word=distance <= _BESIDE):
+                if is_openpgp_fingerprint(_name_around(body, words[nearest]), run.group().strip(_EDGES)):
+                    continue  # `GPG_KEYS="573BFD6B..."`: a public key's fingerprint
                 start, end = run.span()
                 text = run.group()
                 # The run's edges (`=`, `.`, a trailing `-`) are punctuation, not secret.
