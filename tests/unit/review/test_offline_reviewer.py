@@ -385,3 +385,20 @@ def test_a_script_without_an_extension_is_reviewed_in_its_shebangs_language() ->
     assert (11, "removed-error-check") in {
         (line, rule) for _, line, rule in findings_of(review_change(snapshot([content])))
     }
+
+
+def test_what_the_deployments_policy_redacts_is_not_called_a_committed_secret() -> None:
+    # An e-mail address and an internal address are kept from the model by the service's policy,
+    # but nothing about them needs rotating: "Secret in the change" is for secrets.
+    from p4review.change.redaction.policy import RedactionPolicy
+
+    policy = RedactionPolicy(deidentify_emails=True, confidential_cidrs=("10.0.0.0/8",))
+    diff = (
+        '@@ -1,1 +1,4 @@\n ctx\n+POSTMASTER = "postmaster@mail.example.com"\n+UPSTREAM = "10.20.30.40"\n'
+        f'+DB_PASSWORD = "{PASSWORD_VALUE}"\n'
+    )
+    file = FileDiff(depot_path=PY_PATH, action="edit", status=DiffStatus.FETCHED, unified_diff=diff)
+    redacted = redact_change(snapshot([file]), policy).artifact()
+    assert "[REDACTED:email]" in json.dumps(redacted) and "[REDACTED:internal_ip]" in json.dumps(redacted)
+    found = findings_of(review_input_change(prepare_review_input(redacted, policy)))
+    assert {line for _, line, rule in found if rule in ("redacted-secret", "hardcoded-password")} == {4}

@@ -43,6 +43,7 @@ from collections.abc import Callable
 
 from p4review.change.redaction.base import PatternRule, not_template, splice
 from p4review.change.redaction.needles import needles
+from p4review.change.redaction.policy_rules import POLICY_CLASSES
 
 # What the prefilter looks for, besides non-ASCII characters (Prefilter's `non_ascii_bit`).
 # Percent escapes: only those of `:`, `/` and `@`, what a URI's credentials need; `%3d` would
@@ -82,7 +83,7 @@ QUERY_USERINFO_RULE = PatternRule(
 # The policy's de-identification classes read the line as written only: decoding changes the
 # context they judge by (`https://user:he%2F%2Fo@host` would read as an address `o@host`), and
 # they are about people and places, not the secrets an encoding hides.
-WRITTEN_ONLY_CLASSES = frozenset({"email", "internal_host", "internal_ip"})
+WRITTEN_ONLY_CLASSES = POLICY_CLASSES
 
 # Cyrillic and Greek letters that render like a Latin one (from Unicode's confusables.txt, the
 # letters of ASCII words and token prefixes only). NFKC runs first, so compatibility forms

@@ -150,6 +150,8 @@ class SecretWordRule(Rule):
                 continue
             value = rest.group().lstrip(_EDGES)
             if len(value) >= 16 and _generated(value, beside_word=True):
+                if is_openpgp_fingerprint(_name_around(body, word), value.rstrip(_EDGES)):
+                    continue  # `NGINX_GPGKEY=573BFD6B...`: a public key's fingerprint
                 end = rest.end() - (len(value) - len(value.rstrip(_EDGES)))
                 spans.append((rest.end() - len(value), end, self.name))
         for run in _RUN.finditer(body, ends[0]):

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from p4review.change.analyzer_files import C_EXTENSIONS, PY_EXTENSIONS, language_path
+from p4review.change.redaction.policy_rules import POLICY_CLASSES
 from p4review.change.snapshot_redaction import ReviewFile, ReviewInput
 from p4review.change.unified_diff import iter_added_lines, iter_new_side_lines
 from p4review.models.finding_labels import SEVERITY_ORDER
@@ -130,8 +131,10 @@ _API_KEY = re.compile(
     r"""\s*(?:=|:)\s*(?:[rbuf]{0,2})(["'])[^"'\s]{4,}\1"""
 )
 # A placeholder the redaction pipeline left: a secret was in the change (reviewers only ever see
-# redacted text, so keys, tokens and PEM blocks show up as these).
-_REDACTED_SECRET = re.compile(r"\[REDACTED:[a-z0-9_]+\]")
+# redacted text, so keys, tokens and PEM blocks show up as these). The deployment's policy
+# classes (an e-mail address, an internal host or address) are not secrets: on ordinary commits
+# they made "Secret in the change" of `postmaster@domain.com` and of a version `10.17.1.0`.
+_REDACTED_SECRET = re.compile(rf"\[REDACTED:(?!(?:{'|'.join(sorted(POLICY_CLASSES))})\])[a-z0-9_]+\]")
 # A setting that switches a security check off: certificate verification, prototype-key
 # filtering in query parsing, a shell for a subprocess, errexit, package signature checks,
 # world-writable permissions. Quoted or not, in code, config or scripts.
