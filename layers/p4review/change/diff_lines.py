@@ -92,6 +92,7 @@ def split_describe_diff(text: str) -> dict[str, str]:
     sections: dict[str, list[str]] = {}
     current: list[str] | None = None
     p4_header_only = False  # current section began with `====` and has no hunk yet
+    git_header = False  # a `diff --git a/x b/x` line came since the last section began
     old_left = new_left = 0
     for i, raw in enumerate(lines):
         if old_left > 0 or new_left > 0:
@@ -106,6 +107,8 @@ def split_describe_diff(text: str) -> dict[str, str]:
                 continue
             old_left = new_left = 0  # malformed hunk: fall through to header handling
         starts, path = False, None
+        if raw.startswith("diff --git "):
+            git_header = True
         if _P4_HEADER.match(raw):
             specs = _DEPOT_SPEC.findall(raw)
             starts, path = True, specs[-1] if specs else None
@@ -114,11 +117,19 @@ def split_describe_diff(text: str) -> dict[str, str]:
             # After a `====` header, p4 may print its own ---/+++ pair: same section.
             if not (p4_header_only and current is not None):
                 old, new = _header_path(raw, "--- "), _header_path(lines[i + 1], "+++ ")
-                if old and new and old.startswith("a/") and new.startswith("b/"):  # git-style
-                    old, new = old[2:], new[2:]
+                # git-style `a/`, `b/` prefixes: on both sides, or on the one side a `diff --git`
+                # section has when the file is added or deleted (the other is /dev/null).
+                if (old and new and old.startswith("a/") and new.startswith("b/")) or (
+                    git_header
+                    and not (old and new)
+                    and (old or "a/").startswith("a/")
+                    and (new or "b/").startswith("b/")
+                ):
+                    old, new = old and old[2:], new and new[2:]
                 starts, path = True, new or old
         if starts:  # a header naming no depot file ends the previous section all the same
             current = None if path is None else sections.setdefault(path, [])
+            git_header = False
         if current is None:
             continue
         current.append(raw)

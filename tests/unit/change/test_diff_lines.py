@@ -154,6 +154,19 @@ def test_split_plus_minus_headed_sections():
     assert changed_lines_from_diff(parts["//depot/main/c.c"]).deletions == ((0, 0),)
 
 
+def test_split_git_diff_strips_the_prefix_of_added_and_deleted_files():
+    # `git diff` names a new file `+++ b/x` against `--- /dev/null` (and a deleted one `--- a/x`):
+    # `p4review review-diff` read them as `b/x`, a path no finding could match.
+    text = (
+        "diff --git a/src/new.c b/src/new.c\nnew file mode 100644\nindex 0000000..0e42b11\n"
+        "--- /dev/null\n+++ b/src/new.c\n@@ -0,0 +1,2 @@\n+a\n+b\n"
+        "diff --git a/src/old.c b/src/old.c\ndeleted file mode 100644\n"
+        "--- a/src/old.c\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n"
+        "--- /dev/null\n+++ b/kept.c\n@@ -0,0 +1 @@\n+y\n"  # no `diff --git` line: the name as written
+    )
+    assert list(split_describe_diff(text)) == ["src/new.c", "src/old.c", "b/kept.c"]
+
+
 def test_split_keeps_crlf_diffs_and_merges_repeated_files():
     text = (
         "==== //depot/a.c#1 (text) ====\r\n@@ -1 +1 @@\r\n-a\r\n+b\r\n"
