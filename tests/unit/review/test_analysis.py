@@ -239,7 +239,7 @@ def test_the_rules_measured_as_noise_on_ordinary_commits_are_not_reported():
     hadolint = json.dumps(
         [
             {"code": code, "file": "f0003/Dockerfile", "level": "warning", "line": line, "message": "m"}
-            for line, code in enumerate(["DL3006", "DL3008", "SC2086", "SC2046"], start=1)
+            for line, code in enumerate(["DL3003", "DL3006", "DL3008", "DL3018", "DL4006", "SC2086", "SC2046"], start=1)
         ]
     )
     assert [r.rule_id for r in analysis.read_hadolint(hadolint, PATHS)] == ["hadolint/SC2046"]
