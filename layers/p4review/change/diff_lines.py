@@ -119,12 +119,7 @@ def split_describe_diff(text: str) -> dict[str, str]:
                 old, new = _header_path(raw, "--- "), _header_path(lines[i + 1], "+++ ")
                 # git-style `a/`, `b/` prefixes: on both sides, or on the one side a `diff --git`
                 # section has when the file is added or deleted (the other is /dev/null).
-                if (old and new and old.startswith("a/") and new.startswith("b/")) or (
-                    git_header
-                    and not (old and new)
-                    and (old or "a/").startswith("a/")
-                    and (new or "b/").startswith("b/")
-                ):
+                if (git_header or (old and new)) and (old or "a/").startswith("a/") and (new or "b/").startswith("b/"):
                     old, new = old and old[2:], new and new[2:]
                 starts, path = True, new or old
         if starts:  # a header naming no depot file ends the previous section all the same
