@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 
 from p4review.clock import utc_now
-from p4review.errors import AuthError, ErrorClass, NonRetryableError, RetryableError
+from p4review.errors import AuthError, ErrorClass, NonRetryableError, RetryableError, ValidationError
 from p4review.models.outbox import DeliveryStatus
 from p4review.models.swarm import PlannedSwarmComment, SwarmCommentContext
 from p4review.notify.swarm.channel import NOTIFY_KEY, SwarmChannel, swarm_row_key
@@ -168,3 +168,28 @@ def test_no_review_is_nothing_to_comment_on_unless_reviews_are_created(job):
     assert _channel(ScriptedSwarm(review=None)).deliver(job, INTENTS, _lease()).required == 0
     swarm = ScriptedSwarm(review=None)
     assert _channel(swarm, create=True).deliver(job, INTENTS, _lease()).complete and swarm.review == 8
+
+
+class RacedSwarm(ScriptedSwarm):
+    """Another worker creates the change's review between our find and our create."""
+
+    def create_review(self, change: int) -> int:
+        self.review = 9  # the other worker's
+        raise ValidationError(f"Swarm create review: HTTP 400: A Review for change {change} already exists.")
+
+
+def test_a_review_created_by_another_worker_meanwhile_is_the_one_commented_on(job):
+    # Two versions of a shelved change notify at once; both find no review, both create one,
+    # and Swarm refuses the second: that job comments on the winner's review, not the DLQ.
+    swarm = RacedSwarm(review=None)
+    assert _channel(swarm, create=True).deliver(job, INTENTS, _lease()).complete and swarm.review == 9
+    assert len(swarm.comments) == 3
+
+
+def test_a_refused_create_with_no_review_behind_it_is_still_refused(job):
+    class Refusing(ScriptedSwarm):
+        def create_review(self, change: int) -> int:
+            raise ValidationError("Swarm create review: HTTP 400: bad change")
+
+    with pytest.raises(ValidationError):
+        _channel(Refusing(review=None), create=True).deliver(job, INTENTS, _lease())

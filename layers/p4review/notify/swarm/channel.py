@@ -27,7 +27,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NoReturn, Protocol, TypeVar
 
-from p4review.errors import AuthError, DeliveryInFlight, ErrorClass, NonRetryableError, P4ReviewError, RetryableError
+from p4review.errors import (
+    AuthError,
+    DeliveryInFlight,
+    ErrorClass,
+    NonRetryableError,
+    P4ReviewError,
+    RetryableError,
+    ValidationError,
+)
 from p4review.metric_names import MetricName
 from p4review.models.job import ReviewJob
 from p4review.models.outbox import DeliveryStatus, LookupOutcome, LookupResult, OutboxRow, SendOutcome, SendResult
@@ -206,7 +214,15 @@ class SwarmChannel:
             # After a create whose answer was lost, the next try finds the review it made.
             found = self._client.find_review(job.changelist_id)
             if found is None and self._create_reviews:
-                return self._client.create_review(job.changelist_id)
+                try:
+                    return self._client.create_review(job.changelist_id)
+                except ValidationError:
+                    # Another worker (another version of the change) created it first: Swarm
+                    # refuses a second review of a change (400 "A Review for change N already
+                    # exists.", ReviewsController::create). The winner's review is the one.
+                    if (winner := self._client.find_review(job.changelist_id)) is None:
+                        raise
+                    return winner
             return found
 
         return _retried(find_or_create)
