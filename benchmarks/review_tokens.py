@@ -69,7 +69,6 @@ def stage_requests(review_input, config, choice) -> list:
 def measure(review_input, snapshot, config, version: str | None = None) -> tuple[int, int, int]:
     """-> (our prompt tokens, our requests, naive prompt tokens), with the prompt the change's
     track chooses, or `version`."""
-    from p4review.models.review_result import REVIEW_RESULT_SCHEMA
     from p4review.review.metric_tracks import TRACK_STABLE
     from p4review.review.prompts import estimate_tokens
     from p4review.review.rollout import PromptChoice, choose_prompt
@@ -81,7 +80,14 @@ def measure(review_input, snapshot, config, version: str | None = None) -> tuple
     )
     requests = stage_requests(review_input, config, choice)
     ours = sum(estimate_tokens(request.system) + estimate_tokens(request.user) for request in requests)
-    naive_text = (
+    return ours, len(requests), estimate_tokens(naive_prompt(review_input))
+
+
+def naive_prompt(review_input) -> str:
+    """The naive prompt: a short instruction, the JSON schema and the whole diff, in one request."""
+    from p4review.models.review_result import REVIEW_RESULT_SCHEMA
+
+    return (
         NAIVE_INSTRUCTION
         + json.dumps(REVIEW_RESULT_SCHEMA, indent=2)
         + "\n\n"
@@ -89,7 +95,6 @@ def measure(review_input, snapshot, config, version: str | None = None) -> tuple
         + "\n\n"
         + "\n".join(f.document.text for f in review_input.files)
     )
-    return ours, len(requests), estimate_tokens(naive_text)
 
 
 def bench_review_tokens() -> None:

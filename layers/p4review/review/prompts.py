@@ -6,7 +6,7 @@ it carries its own `prompt_version` and `schema_version` literals (spec "Prompt 
 rules"; tests/unit/review/test_prompts.py checks all seven rules on every shipped template). The user
 message is built here: changed_files, the description, and each file's diff with the new-side
 line numbers printed, so the model can cite lines that exist; each as delimited data
-(review/change_text.py). A template whose registry entry says `"context": "enclosing"` (1.5.0)
+(review/change_text.py). A template whose registry entry says `"context": "enclosing"` (1.5.0, 1.6.0)
 gets each file's section widened to the code around its hunks (review/context/) in a compact
 layout its own text explains."""
 

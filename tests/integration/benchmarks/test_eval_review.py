@@ -1,7 +1,7 @@
 """`make eval-review` (benchmarks/review_quality.py `main`): a public reversed-fix case through the
 real review stage with an OpenAI-compatible model (a local server speaking the wire format, the key
 in the LLM secret), scored beside the offline reviewer in the same run, with the provider's tokens,
-the dollars its prices make, and prompt 1.5.0's request showing the enclosing function."""
+the dollars its prices make, and prompt 1.6.0's request showing the enclosing function."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def _answer(case: dict) -> str:
         "message": "Explained.",
         "confidence": "high",
     }
-    return json.dumps({"schema_version": "1.1", "prompt_version": "1.5.0", "findings": [finding]})
+    return json.dumps({"schema_version": "1.1", "prompt_version": "1.6.0", "findings": [finding]})
 
 
 @pytest.fixture
@@ -49,7 +49,7 @@ def test_eval_review_scores_the_model_beside_the_offline_reviewer(
     monkeypatch.setenv("P4REVIEW_LLM_MODEL", MODEL)
     with provisioned_service(
         moto_endpoint,
-        extra_env={"P4REVIEW_LLM_BASE_URL": server.base_url, "P4REVIEW_PROMPT_STABLE": "1.5.0"},
+        extra_env={"P4REVIEW_LLM_BASE_URL": server.base_url, "P4REVIEW_PROMPT_STABLE": "1.6.0"},
         llm_key="sk-test-eval-0123456789",
     ):
         server.script(chat_completion(_answer(one_case), model=MODEL, prompt_tokens=2000, completion_tokens=100))
@@ -62,5 +62,5 @@ def test_eval_review_scores_the_model_beside_the_offline_reviewer(
     assert "$0.0075 a case" in out  # (2,000 x 3 + 100 x 15) / 1e6
     assert "offline default" in rows  # the offline reviewer, same run
     (request,) = server.requests
-    assert "prompt_version: 1.5.0" in request.body["messages"][0]["content"]
+    assert "prompt_version: 1.6.0" in request.body["messages"][0]["content"]
     assert "=== FILE src/werkzeug/serving.py (edit) ===" in request.body["messages"][1]["content"]

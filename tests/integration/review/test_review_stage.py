@@ -429,18 +429,18 @@ def test_the_1_4_0_canary_asks_for_schema_1_1_and_its_suggested_code_reaches_the
         assert all(f.suggested_code is None for f in _stored(stable_job).result.findings)
 
 
-def test_the_1_5_0_canary_shows_the_enclosing_functions_and_its_answers_are_line_checked(moto_endpoint, aws_reset):
-    """Prompt 1.5.0 (issue 30): fetch kept packet.cpp's content, so readHeader() is sent whole
+def test_the_context_canary_shows_the_enclosing_functions_and_its_answers_are_line_checked(moto_endpoint, aws_reset):
+    """Prompt 1.6.0 (issue 30; 1.5.0 in fewer tokens): fetch kept packet.cpp's content, so readHeader() is sent whole
     around its hunk, with only the added lines numbered; the system prompt is the template,
     untouched (the cacheable prefix), and the finding on the first added line passes the line check."""
     with provisioned_service(moto_endpoint):
         job = _fetched_job(48213, "context-1-5-0")
-        registry = load_registry().with_overrides(stable="1.2.0", canary="1.5.0", canary_percent=100)
+        registry = load_registry().with_overrides(stable="1.2.0", canary="1.6.0", canary_percent=100)
         provider = ScriptedProvider()
         disposition, job = _review(job, provider, registry=registry)
         assert disposition.ack
         (request,) = provider.requests
-        assert request.system == registry.template("1.5.0").text
+        assert request.system == registry.template("1.6.0").text
         packet = request.user.split("=== FILE //depot/engine/main/src/net/packet.cpp (edit) ===")[1]
         packet = packet.split("=== FILE")[0]
         # readHeader()'s lines 34..38 are in neither hunk: the widening brings them
@@ -449,7 +449,7 @@ def test_the_1_5_0_canary_shows_the_enclosing_functions_and_its_answers_are_line
         assert "\n42 +    if (out.length > kMaxPacketSize) {\n" in packet
         assert "\n41  " not in packet  # an unchanged line beside no removal carries no number
         stored = _stored(job)
-        assert stored.prompt_version == "1.5.0" and stored.prompt_track == "canary"
+        assert stored.prompt_version == "1.6.0" and stored.prompt_track == "canary"
         assert {(f.file, f.line) for f in stored.result.findings} >= {("//depot/engine/main/src/net/packet.cpp", 28)}
 
 
