@@ -124,11 +124,13 @@ bench: $(STAMP) $(JS_STAMP) $(TOKENIZERS_STAMP)
 ## P4REVIEW_LLM_SECRET_ID), beside the offline reviewer: recall, precision, tokens, seconds and, with
 ## INPUT_PRICE/OUTPUT_PRICE (USD per million tokens), dollars a case. SPLITS=test,fresh to save calls.
 ## Not run in CI (it calls the model); `make bench` runs it with the offline provider.
+## DATA=benchmarks/data/bug_introducing.json.xz: real bug-introducing changes (SZZ) instead.
 PROVIDER ?= offline
 SPLITS ?= dev,test,fresh
 eval-review: $(STAMP) $(JS_STAMP)
 	$(BIN)/python -m benchmarks.review_quality --provider $(PROVIDER) --model '$(MODEL)' --splits $(SPLITS) \
-		$(if $(INPUT_PRICE),--input-price $(INPUT_PRICE)) $(if $(OUTPUT_PRICE),--output-price $(OUTPUT_PRICE))
+		$(if $(INPUT_PRICE),--input-price $(INPUT_PRICE)) $(if $(OUTPUT_PRICE),--output-price $(OUTPUT_PRICE)) \
+		$(if $(DATA),--data $(DATA))
 
 ## Every benchmark on smaller inputs (benchmarks/sizes.py), under two minutes: every ratio, noisier.
 bench-quick: $(STAMP) $(JS_STAMP) $(TOKENIZERS_STAMP)

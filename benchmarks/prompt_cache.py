@@ -175,7 +175,8 @@ def bench_prompt_cache() -> None:
         print("  the providers' tokenizers are not installed (`make tokenizers`): estimated figures only")
     for version in versions:
         template = config.registry.template(version)
-        label = "stable" if version == config.registry.stable else f"{template.context}"
+        role = {config.registry.stable: "stable", config.registry.canary: "canary"}.get(version, "not rolled out")
+        label = f"{role}; {template.context}"
         requests = requests_by_version[version]
         _c, schema, system, _u = requests[0]
         sizes = ", ".join(f"{t} {count(t, schema)} + {count(t, system)}" for t in tokenizers)

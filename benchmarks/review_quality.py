@@ -80,7 +80,8 @@ class Located:
 
 
 def load_cases(path: Path = DATA) -> list[dict[str, Any]]:
-    return json.loads(lzma.decompress(path.read_bytes()))["cases"]
+    raw = path.read_bytes()
+    return json.loads(lzma.decompress(raw) if path.suffix == ".xz" else raw)["cases"]
 
 
 def _lines(case: dict[str, Any]) -> int:
@@ -411,7 +412,10 @@ class Prices:
 
 
 def bench_review_quality(
-    splits: tuple[str, ...] = ("dev", "test", "fresh"), prices: Prices = Prices(), workers: int | None = None
+    splits: tuple[str, ...] = ("dev", "test", "fresh"),
+    prices: Prices = Prices(),
+    workers: int | None = None,
+    data: Path = DATA,
 ) -> None:
     import io
 
@@ -419,12 +423,12 @@ def bench_review_quality(
     # takes ~25 s on nvm.sh's 5,000).
     all_cases = [
         case
-        for case in load_cases()[:: sized(1, 8)]
+        for case in load_cases(data)[:: sized(1, 8)]
         if sized(True, _lines(case) <= 2_000) and case.get("split", "dev") in splits
     ]
+    what = "reversed public fix commits" if data == DATA else f"changes of {data.name}"
     print(
-        f"review quality on {len(all_cases)} reversed public fix commits "
-        f"({sum(len(c['defects']) for c in all_cases)} defects; benchmarks/data/reversed_fixes.json.xz). "
+        f"review quality on {len(all_cases)} {what} ({sum(len(c['defects']) for c in all_cases)} defects; {data.name}). "
         "'dev' was read while the rules were written; 'test' was not; 'fresh' came from new repositories, "
         "chosen before any reviewer ran on them:"
     )
@@ -456,7 +460,8 @@ def bench_review_quality(
                 f"{cost.output_tokens / cost.cases:,.0f} output tokens a case (the offline reviewer's are estimated), "
                 f"{cost.seconds / cost.cases:.2f} s a case on {os.cpu_count()} cores{prices.dollars(cost)}"
             )
-    _print_shown_to_the_model(all_cases, splits)
+    if data == DATA:
+        _print_shown_to_the_model(all_cases, splits)
 
 
 def _print_shown_to_the_model(all_cases: list[dict[str, Any]], splits: tuple[str, ...]) -> None:
@@ -497,6 +502,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--input-price", type=float, help="USD per million input tokens")
     parser.add_argument("--output-price", type=float, help="USD per million output tokens")
     parser.add_argument("--workers", type=int, help="cases reviewed at once (default: one a core)")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=DATA,
+        help="the cases (default: the reversed fixes; tools/build_bug_introducing.py)",
+    )
     args = parser.parse_args(argv)
     if args.provider != "offline":
         if not args.model:
@@ -504,7 +515,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["P4REVIEW_LLM_PROVIDER"], os.environ["P4REVIEW_LLM_MODEL"] = args.provider, args.model
         evaluate_provider(args.provider, args.model)
     splits = tuple(split for split in args.splits.split(",") if split)
-    bench_review_quality(splits, Prices(args.input_price, args.output_price), args.workers)
+    bench_review_quality(splits, Prices(args.input_price, args.output_price), args.workers, args.data)
     return 0
 
 

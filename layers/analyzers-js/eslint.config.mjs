@@ -79,4 +79,10 @@ export default [
     plugins: { security, "no-unsanitized": noUnsanitized },
     rules: defects,
   },
+  {
+    // Test files (the runner copies them under a test/ folder): the test runners' globals, which a
+    // project's own configuration declares for them, or no-undef reports every `describe` and `it`.
+    files: ["**/test/**"],
+    languageOptions: { globals: { ...globals.mocha, ...globals.jest } },
+  },
 ];

@@ -62,6 +62,25 @@ def analyzers_for(depot_path: str, first_line: str = "") -> tuple[str, ...]:
     return ()
 
 
+# Folders and names that test runners and projects' own linter configurations treat as tests.
+_TEST_FOLDERS = frozenset({"test", "tests", "testing", "__tests__", "spec", "specs"})
+
+
+def is_test_path(depot_path: str) -> bool:
+    """A test file by the usual conventions: pytest's (`test_x.py`, `x_test.py`, `conftest.py`),
+    mocha's and jest's (`x.test.js`, `x.spec.ts`, a `__tests__` folder) and a test folder."""
+    name = posixpath.basename(depot_path).lower()
+    folders = {folder.lower() for folder in depot_path.split("/")[:-1]}
+    return (
+        name.startswith("test_")
+        or name.endswith(("_test.py", "_tests.py"))
+        or name == "conftest.py"
+        or ".test." in name
+        or ".spec." in name
+        or bool(folders & _TEST_FOLDERS)
+    )
+
+
 def language_path(depot_path: str, first_line: str = "") -> str:
     """The path to tell a file's language by: the path itself, or, for a script without an
     extension, the path with its shebang's extension (`libexec/pyenv` -> `libexec/pyenv.sh`)."""

@@ -35,7 +35,7 @@ def _answer(case: dict) -> str:
 @pytest.fixture
 def one_case(monkeypatch):
     (case,) = [c for c in review_quality.load_cases() if c["id"] == CASE_ID]
-    monkeypatch.setattr(review_quality, "load_cases", lambda: [case])
+    monkeypatch.setattr(review_quality, "load_cases", lambda path=review_quality.DATA: [case])
     monkeypatch.setattr(review_quality, "REVIEWERS", dict(review_quality.REVIEWERS))  # evaluate_provider edits it
     return case
 

@@ -372,3 +372,21 @@ def test_ruff_reports_its_defect_rules_and_not_how_code_is_spelled():
     )
     run = AnalyzerRunner(["ruff"]).run({"//depot/app/f.py": source})
     assert {r.rule_id for r in run.reports} == {"ruff/E722", "ruff/F821"}
+
+
+def test_eslint_knows_the_test_runners_globals_in_test_files_only():
+    # Measured on bug-introducing changes (tools/build_bug_introducing.py): every eslint no-undef
+    # of the dev split was mocha's describe or it in express's test/ files, on no defect.
+    source = "describe('app', () => {\n  it('runs', () => { expect(mistyped).toBe(1); });\n});\n"
+    run = AnalyzerRunner(["eslint"]).run(
+        {"//depot/web/test/app.js": source, "//depot/web/src/app.spec.js": source, "//depot/web/src/app.js": source}
+    )
+    undefined = {(r.file, r.line, r.message.split("'")[1]) for r in run.reports if r.rule_id == "eslint/no-undef"}
+    assert undefined == {
+        ("//depot/web/test/app.js", 2, "mistyped"),
+        ("//depot/web/src/app.spec.js", 2, "mistyped"),
+        ("//depot/web/src/app.js", 1, "describe"),
+        ("//depot/web/src/app.js", 2, "it"),
+        ("//depot/web/src/app.js", 2, "expect"),
+        ("//depot/web/src/app.js", 2, "mistyped"),
+    }

@@ -67,6 +67,25 @@ def test_each_file_goes_to_the_analyzers_for_its_language(path, first_line, expe
 
 
 @pytest.mark.parametrize(
+    "path, is_test",
+    [
+        ("//depot/app/tests/test_io.py", True),
+        ("//depot/app/io_test.py", True),
+        ("//depot/app/conftest.py", True),
+        ("//depot/web/test/req.query.js", True),  # mocha's folder
+        ("//depot/web/src/__tests__/app.js", True),  # jest's
+        ("//depot/web/src/app.spec.ts", True),
+        ("//depot/web/src/app.test.js", True),
+        ("//depot/web/src/contest.js", False),
+        ("//depot/web/src/latest/app.js", False),
+        ("//depot/app/testing_tools.py", False),
+    ],
+)
+def test_test_files_are_known_by_the_usual_conventions(path, is_test):
+    assert analyzer_files.is_test_path(path) is is_test
+
+
+@pytest.mark.parametrize(
     ("path", "first_line", "expected"),
     [
         ("//d/bin/n", "#!/usr/bin/env bash", "//d/bin/n.sh"),

@@ -54,6 +54,7 @@ from p4review.change.analyzer_files import (
     RUFF,
     SHELLCHECK,
     analyzers_for,
+    is_test_path,
 )
 from p4review.errors import AnalyzerUnavailable
 from p4review.models.review_result import Diagnostic
@@ -92,9 +93,8 @@ def _scripts_dir() -> Path:
     return Path(sys.executable).parent
 
 
-# A layer's pip --target install puts console scripts in python/bin, beside the packages: in Lambda
-# /opt/python/bin, since every layer is extracted into /opt (found from this file, so the smoke
-# test's copy of the layers finds its own).
+# A layer's pip --target install puts console scripts in python/bin, beside the packages: in Lambda /opt/python/bin,
+# since every layer is extracted into /opt (found from this file, so the smoke test's copy of the layers finds its own).
 _LAYER_SCRIPTS = Path(__file__).resolve().parents[3] / "bin"
 
 
@@ -162,8 +162,7 @@ def _command(analyzer: str, files: list[str]) -> list[str] | None:
         base = [shellcheck, "--format", "json1", "--norc", "--exclude=SC2148"] if shellcheck else None
         return None if base is None else [*base, *files]
     if analyzer == FLAWFINDER:
-        # Its SARIF holds every risk level (--minlevel filters only its text and CSV):
-        # read_flawfinder keeps FLAWFINDER_MIN_LEVEL and above.
+        # SARIF has every risk level (--minlevel filters only text, CSV): read_flawfinder keeps FLAWFINDER_MIN_LEVEL+.
         # --neverignore: a change's `Flawfinder: ignore` (or ITS4's, RATS') silences nothing.
         options = ["--sarif", "--quiet", "--dataonly", "--neverignore"]
         return [sys.executable, "-m", "flawfinder", *options, *files]
@@ -259,8 +258,10 @@ def _local_name(index: int, depot_path: str) -> str:
         # Routed whatever the extension's case, but eslint's configuration matches `**/*.js`: it
         # skipped `APP.JS` without a word. (Not for all: cppcheck reads `.C` as C++, `.c` as C.)
         extension = extension.lower()
+    # Under test/, eslint's configuration gives a test file the test runners' globals (`describe`).
+    test = "/test" if ESLINT in analyzers_for(depot_path) and is_test_path(depot_path) else ""
     # A long name is cut in its stem: without its extension, eslint skipped the file.
-    return f"f{index:04d}/{stem[: _MAX_NAME_CHARS - len(extension)]}{extension}"
+    return f"f{index:04d}{test}/{stem[: _MAX_NAME_CHARS - len(extension)]}{extension}"
 
 
 class AnalyzerRunner:

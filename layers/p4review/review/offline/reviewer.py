@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from p4review.change.analyzer_files import C_EXTENSIONS, PY_EXTENSIONS, language_path
+from p4review.change.analyzer_files import C_EXTENSIONS, PY_EXTENSIONS, is_test_path, language_path
 from p4review.change.redaction.policy_rules import POLICY_CLASSES
 from p4review.change.snapshot_redaction import ReviewFile, ReviewInput
 from p4review.change.unified_diff import iter_added_lines, iter_new_side_lines
@@ -75,17 +75,6 @@ def _read_by_eslint(path: str) -> bool:
 
 def _is_shell(path: str) -> bool:
     return removed_safeguards.language_of(path) in (removed_safeguards.SHELL, removed_safeguards.DOCKERFILE)
-
-
-def _is_test_path(path: str) -> bool:
-    name = posixpath.basename(path).lower()
-    segments = {segment.lower() for segment in path.split("/")[:-1]}
-    return (
-        name.startswith("test_")
-        or name.endswith(("_test.py", "_tests.py"))
-        or name == "conftest.py"
-        or bool(segments & {"test", "tests", "testing"})
-    )
 
 
 def _any_file(path: str) -> bool:
@@ -192,7 +181,7 @@ def _debug_output_pattern(path: str) -> re.Pattern[str] | None:
     # commits it fired on 1% of C hunks with no hit on a dev reversed-fix defect
     # (tools/ordinary_commits_noise.py).
     if _is_python(path):
-        return None if _is_test_path(path) else _PY_PRINT
+        return None if is_test_path(path) else _PY_PRINT
     if _is_js(path):
         return _JS_CONSOLE
     return None
