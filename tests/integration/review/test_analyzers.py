@@ -390,3 +390,11 @@ def test_eslint_knows_the_test_runners_globals_in_test_files_only():
         ("//depot/web/src/app.js", 2, "expect"),
         ("//depot/web/src/app.js", 2, "mistyped"),
     }
+
+
+def test_shellcheck_does_not_report_the_sourced_files_it_is_not_given():
+    # No -x: a sourced file is never read, so "Not following" (SC1091, SC1090) would report every
+    # `source` line of every script (seen on the bug-introducing changes: nvm's `. "$NVM_DIR/nvm.sh"`).
+    script = '#!/bin/sh\n. "${NVM_DIR}/nvm.sh"\n. "$1"\necho $HOME\n'
+    run = AnalyzerRunner(["shellcheck"]).run({"//depot/tools/setup.sh": script})
+    assert {r.rule_id for r in run.reports} == {"shellcheck/SC2086"}

@@ -35,6 +35,8 @@ DIFF = """--- a/tools/deploy.py
     ("path", "first_line", "expected"),
     [
         ("//d/a.py", "", ("ruff", "bandit")),
+        ("//d/tests/test_a.py", "", ("ruff",)),  # bandit's checks are about code that ships
+        ("//d/tests/run_all", "#!/usr/bin/env python3", ("ruff",)),
         ("//d/run.sh", "", ("shellcheck",)),
         ("//d/x.BASH", "", ("shellcheck",)),
         ("//d/buf.c", "", ("flawfinder", "cppcheck")),

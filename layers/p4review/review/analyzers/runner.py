@@ -157,9 +157,9 @@ def _command(analyzer: str, files: list[str]) -> list[str] | None:
     if analyzer == SHELLCHECK:
         shellcheck = _executable("shellcheck")
         # SC2148 (no shebang) is left out: the dialect comes from the extension instead. No -x:
-        # a `source`d file outside FILES is never read. It has no switch for its `# shellcheck`
-        # directives: `directives.shell_script` makes them inert in the copy it reads.
-        base = [shellcheck, "--format", "json1", "--norc", "--exclude=SC2148"] if shellcheck else None
+        # a `source`d file outside FILES is never read, so SC1090/SC1091 ("not following") are out.
+        # It has no switch for its `# shellcheck` directives: `directives.shell_script` makes them inert.
+        base = [shellcheck, "--format", "json1", "--norc", "--exclude=SC2148,SC1090,SC1091"] if shellcheck else None
         return None if base is None else [*base, *files]
     if analyzer == FLAWFINDER:
         # SARIF has every risk level (--minlevel filters only text, CSV): read_flawfinder keeps FLAWFINDER_MIN_LEVEL+.
