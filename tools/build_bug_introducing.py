@@ -10,12 +10,13 @@ commit becomes a case when it is a review-sized change (MAX_FILES files, MAX_CHA
 changed lines, not a merge or the repository's first commit); its defects are the blamed lines,
 grouped by its hunks. A fix that only added lines (a missing check) blames nothing and gives no
 case. SZZ is known to blame some refactors and moves: the set's defects are approximate, its
-non-defect hunks are real code that shipped.
+non-defect hunks are real code that shipped. A case's `fix_subject` (the key the benchmark reads
+as the change's description) is the commit's own subject; `fixed_by` lists the fixes that blamed it.
 
-    python tools/build_bug_introducing.py /work/.mirror > /tmp/bug_introducing.json
+    python tools/build_bug_introducing.py MIRRORS | xz -9 > benchmarks/data/bug_introducing.json.xz
 
 MIRRORS holds bare clones laid out as tools/build_reversed_fixes.py reads them. Scored with
-`python -m benchmarks.review_quality --data FILE` (docs/review.md)."""
+`python -m benchmarks.review_quality --data benchmarks/data/bug_introducing.json.xz` (docs/review.md)."""
 
 from __future__ import annotations
 
