@@ -39,14 +39,12 @@ _TERRAFORM = frozenset({".tf"})
 
 
 def analyzers_for(depot_path: str, first_line: str = "") -> tuple[str, ...]:
-    """The analyzers that read this file: by extension, else by a script's shebang. bandit does
-    not read test files: its checks are about code that ships, and its own documentation's
-    configuration excludes `tests` (measured: its findings on the bug-introducing changes' dev
-    split were all requests without a timeout in a test file, none on a defect)."""
+    """The analyzers that read this file: by extension, else by a script's shebang. Never by
+    what the name says the file is: a path is the change's author's choice, and a file named as a
+    test must not escape bandit (docs/security.md "The analyzers")."""
     extension = posixpath.splitext(depot_path)[1].lower()
-    python = (RUFF,) if is_test_path(depot_path) else (RUFF, BANDIT)
     if extension in PY_EXTENSIONS:
-        return python
+        return (RUFF, BANDIT)
     if extension in _SHELL:
         return (SHELLCHECK,)
     if extension in C_EXTENSIONS:
@@ -62,7 +60,7 @@ def analyzers_for(depot_path: str, first_line: str = "") -> tuple[str, ...]:
     if not extension and SHELL_SHEBANG.match(first_line):
         return (SHELLCHECK,)
     if not extension and PYTHON_SHEBANG.match(first_line):
-        return python
+        return (RUFF, BANDIT)
     return ()
 
 
