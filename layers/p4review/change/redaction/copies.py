@@ -22,6 +22,7 @@ import re
 from collections import Counter
 from typing import Any, NoReturn
 
+from p4review.change.redaction.policy_rules import POLICY_CLASSES
 from p4review.change.redaction.values import (
     REDACTED_MARK,
     UUID,
@@ -37,7 +38,7 @@ PLACEHOLDER = re.compile(r"\[REDACTED:([\w.-]+)\]")
 # Classes whose rule already finds every copy: PEM blocks (the PEM walk), the policy classes,
 # and the token formats a rule matches by the token alone, wherever it is (tokens.py).
 _NOT_COLLECTED = frozenset(
-    {"private_key", "pem_block", "email", "internal_host", "internal_ip"}
+    {"private_key", "pem_block", *POLICY_CLASSES}
     | {"aws_access_key", "github_token", "gitlab_token", "tailscale_key", "shopify_token", "slack_token"}
     | {"stripe_key", "google_api_key", "anthropic_key", "openai_key", "pypi_token", "jwt"}
 )
